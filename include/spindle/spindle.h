@@ -1,0 +1,13 @@
+/*
+ * libspindle: atomic multicast and state machine replication over one-sided
+ * writes (shared memory, libfabric, RDMA verbs). This umbrella header pulls in
+ * the whole public API.
+ */
+#ifndef SPINDLE_SPINDLE_H
+#define SPINDLE_SPINDLE_H
+
+#include <spindle/error.h>
+#include <spindle/export.h>
+#include <spindle/version.h>
+
+#endif

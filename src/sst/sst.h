@@ -1,0 +1,193 @@
+/*
+ * Shared state table (SST) and the predicate engine.
+ *
+ * An sst_engine is the per-process runtime: it owns the transport endpoint,
+ * the one predicate thread, the predicate lock, and the peer connections
+ * (cached by endpoint address, shared by every table). An sst_table is one
+ * replicated table (one per membership/view): num_rows rows of a schema, one
+ * per member; this process writes only row my_row and pushes byte ranges of
+ * it to chosen rows' owners with one-sided writes. Other rows are read in
+ * local memory.
+ *
+ * Invariants: every column is monotonic (counters grow, booleans go
+ * false->true, arrays are guarded by a counter pushed in a later write).
+ * Rows are cache-line aligned; every column is 8-byte aligned, so a counter
+ * is one untorn word (T1). Readers use sst_read_u64 (acquire); the owner
+ * updates with sst_write_u64 (release).
+ *
+ * Row layout: the first SST_ROW_HEADER bytes of each row belong to the SST
+ * itself (heartbeat and sleep announcement); schema columns follow.
+ *
+ * Threads: predicates and triggers run on the predicate thread with the
+ * engine lock held. Application threads take the same lock
+ * (sst_engine_lock) to touch state shared with predicates, then call
+ * sst_engine_wake. Pushes requested while the lock is held are collected
+ * and posted after it is released (Spindle 3.4) unless early unlock is off.
+ */
+#ifndef SP_SST_H
+#define SP_SST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/transport.h"
+
+#define SST_CACHE_LINE 64
+#define SST_ROW_HEADER 64
+#define SST_MAX_ROWS   64
+#define SST_MAX_COLUMNS 4096
+
+struct sst_engine;
+struct sst_table;
+
+/* ---- schema ---------------------------------------------------------- */
+
+enum sst_column_kind {
+    SST_COL_COUNTER, /* int64, grows */
+    SST_COL_BOOL,    /* 0 -> 1, one 8-byte word */
+    SST_COL_ARRAY,   /* raw bytes, guarded by a counter column */
+};
+
+struct sst_column {
+    enum sst_column_kind kind;
+    uint32_t offset; /* from the start of the row */
+    uint32_t size;   /* bytes, multiple of 8 */
+    int guard;       /* ARRAY: index of its guard counter column, else -1 */
+};
+
+struct sst_schema {
+    uint32_t num_columns;
+    uint32_t row_size; /* padded to SST_CACHE_LINE once finished */
+    struct sst_column columns[SST_MAX_COLUMNS];
+};
+
+void sst_schema_init(struct sst_schema *schema);
+/* Each add returns the new column's index, or a negative SPINDLE_E* code. */
+int sst_schema_add_counter(struct sst_schema *schema);
+int sst_schema_add_bool(struct sst_schema *schema);
+/* size rounded up to 8 (64 when cache_align); guard_column must be a counter. */
+int sst_schema_add_array(struct sst_schema *schema, size_t size, int guard_column,
+                         bool cache_align);
+/* Byte offset of a column inside a row. */
+static inline uint32_t sst_column_offset(const struct sst_schema *schema, int column)
+{
+    return schema->columns[column].offset;
+}
+
+/* ---- engine ---------------------------------------------------------- */
+
+struct sst_engine_options {
+    bool early_unlock;       /* post pushes after releasing the lock (Spindle 3.4) */
+    uint32_t spin_us;        /* spin this long with no work before backing off */
+    uint32_t backoff_us;     /* then yield/short-sleep this long before sleeping */
+    int max_sleep_ms;        /* upper bound of one doorbell sleep (heartbeat period) */
+};
+
+void sst_engine_options_default(struct sst_engine_options *options);
+
+struct sst_engine_stats {
+    uint64_t pushes;        /* sst_push requests */
+    uint64_t writes_posted; /* transport writes (work requests) */
+    uint64_t batches;       /* post_writes calls */
+    uint64_t doorbells;     /* transport doorbells (one per batch) */
+    uint64_t wakeups_sent;  /* peer doorbells rung to wake a sleeper */
+    uint64_t sleeps;        /* times the predicate thread slept */
+    uint64_t passes;        /* predicate passes */
+    uint64_t post_ns;       /* time spent posting writes */
+};
+
+/* Opens the transport named in tp_config and prepares (not starts) the
+ * predicate thread. */
+int sst_engine_create(const struct tp_config *tp_config, const struct sst_engine_options *options,
+                      struct sst_engine **out);
+/* Stops the thread, destroys remaining tables, closes the transport. */
+void sst_engine_destroy(struct sst_engine *engine);
+int sst_engine_start(struct sst_engine *engine);
+/* Stops the predicate thread (returns after it has exited). */
+void sst_engine_stop(struct sst_engine *engine);
+const struct tp_ops *sst_engine_transport(struct sst_engine *engine);
+struct tp_endpoint *sst_engine_endpoint(struct sst_engine *engine);
+void sst_engine_stats(struct sst_engine *engine, struct sst_engine_stats *out);
+
+void sst_engine_lock(struct sst_engine *engine);
+void sst_engine_unlock(struct sst_engine *engine);
+/* Tells a possibly sleeping predicate thread that there is work. */
+void sst_engine_wake(struct sst_engine *engine);
+
+/* Called on the predicate thread (lock held) when the transport reports a
+ * peer failed; row is the failed member's row in table. */
+typedef void (*sst_failure_fn)(void *ctx, struct sst_table *table, uint32_t row, int error);
+void sst_engine_on_failure(struct sst_engine *engine, sst_failure_fn fn, void *ctx);
+
+/* ---- predicates ------------------------------------------------------ */
+
+typedef bool (*sst_predicate_fn)(void *ctx);
+typedef void (*sst_trigger_fn)(void *ctx);
+
+enum sst_predicate_kind { SST_PRED_ONE_TIME, SST_PRED_RECURRENT };
+
+/* Registers a predicate/trigger pair; *id_out identifies it for removal.
+ * May be called from a trigger. A true predicate counts as work for
+ * adaptive polling. */
+int sst_predicate_add(struct sst_engine *engine, sst_predicate_fn predicate,
+                      sst_trigger_fn trigger, void *ctx, enum sst_predicate_kind kind,
+                      uint64_t *id_out);
+/* Removes it; safe from a trigger and from other threads (takes the lock
+ * unless called on the predicate thread). */
+void sst_predicate_remove(struct sst_engine *engine, uint64_t id);
+
+/* ---- tables ---------------------------------------------------------- */
+
+/* A member's contribution to connecting a table: its endpoint address and
+ * its table region. */
+struct sst_member_desc {
+    struct tp_desc address;
+    struct tp_desc region;
+};
+
+int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema,
+                     uint32_t num_rows, uint32_t my_row, struct sst_table **out);
+int sst_table_export(struct sst_table *table, struct sst_member_desc *out);
+/* Connects to every other row's owner; descs[i] is row i's descriptor
+ * (descs[my_row] is ignored). */
+int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs,
+                      int timeout_ms);
+void sst_table_destroy(struct sst_table *table);
+
+uint32_t sst_table_rows(const struct sst_table *table);
+uint32_t sst_table_my_row(const struct sst_table *table);
+const struct sst_schema *sst_table_schema(const struct sst_table *table);
+/* Local copy of a row. */
+uint8_t *sst_row(struct sst_table *table, uint32_t row);
+/* True once the transport reported row's owner failed. */
+bool sst_row_failed(const struct sst_table *table, uint32_t row);
+
+static inline uint64_t sst_read_u64(struct sst_table *table, uint32_t row, uint32_t offset)
+{
+    return __atomic_load_n((uint64_t *)(void *)(sst_row(table, row) + offset), __ATOMIC_ACQUIRE);
+}
+
+static inline void sst_write_u64(struct sst_table *table, uint32_t offset, uint64_t value)
+{
+    __atomic_store_n((uint64_t *)(void *)(sst_row(table, sst_table_my_row(table)) + offset),
+                     value, __ATOMIC_RELEASE);
+}
+
+/*
+ * Pushes bytes [offset, offset+length) of my row to the owners of the given
+ * rows (all other rows when rows == NULL). Each call is one transport write
+ * per target, in call order (T2): push data, then its guard in a later call.
+ * Called with the engine lock held (from a trigger or by an application
+ * thread), the writes are queued and posted, one batch and one doorbell per
+ * peer, when the lock is released (or at once when early unlock is off).
+ * Returns 0 or a negative code; a failed peer is skipped and reported
+ * through the failure callback, not as an error here.
+ */
+int sst_push(struct sst_table *table, uint32_t offset, uint32_t length, const uint32_t *rows,
+             uint32_t num_rows);
+
+/* Posts every queued push now (used by sst_engine_unlock and by tests). */
+int sst_flush(struct sst_engine *engine);
+
+#endif

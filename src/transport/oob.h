@@ -1,0 +1,40 @@
+/*
+ * Out-of-band bootstrap exchange: before one-sided writes can flow, members
+ * swap small blobs (endpoint addresses, region descriptors) over a channel
+ * that needs no transport: a shared directory for processes on one host, or
+ * TCP for members on several hosts (host:port per member).
+ *
+ * tp_oob_allgather is collective: every member calls it with the same tag
+ * and blob length; it returns once every member's blob for that tag is
+ * known, or fails with SPINDLE_ETIMEDOUT naming the members still missing,
+ * SPINDLE_EUNREACH naming an unreachable member, or SPINDLE_EADDRINUSE
+ * naming the port that could not be bound.
+ *
+ * Not thread-safe: one thread per tp_oob.
+ */
+#ifndef SP_TRANSPORT_OOB_H
+#define SP_TRANSPORT_OOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tp_oob;
+
+struct tp_oob_member {
+    uint32_t id;
+    const char *host; /* TCP only */
+    uint16_t port;    /* TCP only */
+};
+
+/* Local exchange through files in dir (created if missing). */
+int tp_oob_open_dir(const char *dir, uint32_t self_index, uint32_t num_members,
+                    struct tp_oob **out);
+/* TCP exchange: listens on members[self_index] and connects to the others. */
+int tp_oob_open_tcp(const struct tp_oob_member *members, uint32_t num_members,
+                    uint32_t self_index, int timeout_ms, struct tp_oob **out);
+/* all receives num_members * length bytes, member i's blob at i * length. */
+int tp_oob_allgather(struct tp_oob *oob, uint32_t tag, const void *mine, size_t length,
+                     void *all, int timeout_ms);
+void tp_oob_close(struct tp_oob *oob);
+
+#endif

@@ -1,0 +1,68 @@
+/* Error reporting, CRC-32C and the backend registry. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "transport/transport.h"
+#include "util/crc32c.h"
+#include "util/error.h"
+
+static void test_error_message_names_the_value(void **state)
+{
+    (void)state;
+    int rc = sp_error(SPINDLE_EINVAL, "window_size %u must be >= 1", 0u);
+    assert_int_equal(rc, SPINDLE_EINVAL);
+    assert_string_equal(spindle_errmsg(), "window_size 0 must be >= 1");
+    sp_error_clear();
+    assert_string_equal(spindle_errmsg(), "");
+}
+
+static void test_every_code_has_a_distinct_description(void **state)
+{
+    (void)state;
+    for (int a = SPINDLE_ERROR_MIN; a <= 0; a++) {
+        assert_string_not_equal(spindle_strerror(a), "unknown error");
+        for (int b = SPINDLE_ERROR_MIN; b < a; b++)
+            assert_string_not_equal(spindle_strerror(a), spindle_strerror(b));
+    }
+    assert_string_equal(spindle_strerror(-1000), "unknown error");
+}
+
+static void test_crc32c_matches_known_vector(void **state)
+{
+    (void)state;
+    /* RFC 3720 B.4 check value for "123456789". */
+    assert_int_equal(sp_crc32c(0, "123456789", 9), 0xE3069283u);
+    /* 32 bytes of zeros: 0x8A9136AA (RFC 3720 B.4). */
+    unsigned char zeros[32] = {0};
+    assert_int_equal(sp_crc32c(0, zeros, sizeof zeros), 0x8A9136AAu);
+    /* Incremental equals one-shot. */
+    uint32_t part = sp_crc32c(0, "1234", 4);
+    assert_int_equal(sp_crc32c(part, "56789", 5), 0xE3069283u);
+}
+
+static void test_unknown_backend_lists_available(void **state)
+{
+    (void)state;
+    assert_null(tp_backend_find("carrier-pigeon"));
+    assert_non_null(strstr(spindle_errmsg(), "carrier-pigeon"));
+    assert_non_null(strstr(spindle_errmsg(), "shm"));
+    const struct tp_ops *ops = tp_backend_find(NULL);
+    assert_non_null(ops);
+    assert_string_equal(ops->name, "shm");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_error_message_names_the_value),
+        cmocka_unit_test(test_every_code_has_a_distinct_description),
+        cmocka_unit_test(test_crc32c_matches_known_vector),
+        cmocka_unit_test(test_unknown_backend_lists_available),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
