@@ -1,0 +1,22 @@
+/*
+ * Private: dispatch between the bootstrap exchange variants (oob_dir.c,
+ * oob_tcp.c). Each variant embeds struct tp_oob first in its own state and
+ * fills in the vtable; oob.c implements the public tp_oob_allgather and
+ * tp_oob_close by dispatching through it.
+ */
+#ifndef SP_TRANSPORT_OOB_IMPL_H
+#define SP_TRANSPORT_OOB_IMPL_H
+
+#include "transport/oob.h"
+
+struct tp_oob_vtable {
+    int (*allgather)(struct tp_oob *oob, uint32_t tag, const void *mine, size_t length,
+                     void *all, int timeout_ms);
+    void (*close)(struct tp_oob *oob);
+};
+
+struct tp_oob {
+    const struct tp_oob_vtable *vt;
+};
+
+#endif
