@@ -6,6 +6,7 @@
 #ifndef SPINDLE_SPINDLE_H
 #define SPINDLE_SPINDLE_H
 
+#include <spindle/config.h>
 #include <spindle/error.h>
 #include <spindle/export.h>
 #include <spindle/version.h>

@@ -4,7 +4,9 @@
 #include "transport/transport.h"
 #include "util/error.h"
 
+#ifdef SPINDLE_HAVE_SHM
 extern const struct tp_ops tp_shm_ops;
+#endif
 #ifdef SPINDLE_HAVE_FABRIC
 extern const struct tp_ops tp_fabric_ops;
 #endif
@@ -13,7 +15,9 @@ extern const struct tp_ops tp_verbs_ops;
 #endif
 
 static const struct tp_ops *const backends[] = {
+#ifdef SPINDLE_HAVE_SHM
     &tp_shm_ops,
+#endif
 #ifdef SPINDLE_HAVE_FABRIC
     &tp_fabric_ops,
 #endif
@@ -25,7 +29,7 @@ static const struct tp_ops *const backends[] = {
 const struct tp_ops *tp_backend_find(const char *name)
 {
     if (name == NULL || name[0] == '\0')
-        name = "shm";
+        name = backends[0]->name;
     char available[128] = "";
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
         if (strcmp(backends[i]->name, name) == 0)

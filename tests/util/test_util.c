@@ -50,10 +50,12 @@ static void test_unknown_backend_lists_available(void **state)
     (void)state;
     assert_null(tp_backend_find("carrier-pigeon"));
     assert_non_null(strstr(spindle_errmsg(), "carrier-pigeon"));
-    assert_non_null(strstr(spindle_errmsg(), "shm"));
+    assert_non_null(strstr(spindle_errmsg(), "available: "));
     const struct tp_ops *ops = tp_backend_find(NULL);
     assert_non_null(ops);
+#ifdef SPINDLE_HAVE_SHM
     assert_string_equal(ops->name, "shm");
+#endif
 }
 
 int main(void)

@@ -1,0 +1,92 @@
+/*
+ * libspindle configuration files (INI). See docs/CONFIG.md for every key.
+ *
+ *   [group]        name, transport, provider, device, failure_timeout_ms, log_level
+ *   [member.N]     host, port            (N is the member id)
+ *   [subgroup.N]   members, senders, window_size, max_payload, mode
+ *   [bench]        messages, message_size, duration_ms
+ *
+ * Every key can be overridden by the environment variable
+ * SPINDLE_<SECTION>_<KEY>, the section name uppercased with '.' turned into
+ * '_' (SPINDLE_GROUP_TRANSPORT, SPINDLE_MEMBER_3_PORT,
+ * SPINDLE_SUBGROUP_0_WINDOW_SIZE). An override replaces the file's value
+ * for a section the file defines ([group] and [bench] always count as
+ * defined); it cannot create members or subgroups.
+ *
+ * The loaded configuration is a plain read-only structure; all strings and
+ * arrays belong to it and are released by spindle_config_free.
+ */
+#ifndef SPINDLE_CONFIG_H
+#define SPINDLE_CONFIG_H
+
+#include <stdint.h>
+
+#include <spindle/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum spindle_delivery_mode {
+    SPINDLE_MODE_ATOMIC = 0,    /* totally ordered, delivered once stable */
+    SPINDLE_MODE_UNORDERED = 1, /* delivered on receipt */
+};
+
+struct spindle_config_member {
+    uint32_t id;
+    const char *host; /* default "127.0.0.1" */
+    uint16_t port;    /* 0 = ephemeral (single-host only) */
+};
+
+struct spindle_config_subgroup {
+    uint32_t index;
+    uint32_t num_members;
+    const uint32_t *members; /* member ids, in rank order */
+    uint32_t num_senders;
+    const uint32_t *senders; /* subset of members; default all members */
+    uint32_t window_size;    /* 1..100000, default 100 */
+    uint32_t max_payload;    /* 1..16777216 bytes, default 1024 */
+    enum spindle_delivery_mode mode;
+};
+
+struct spindle_config {
+    const char *path;
+    struct {
+        const char *name;       /* default "spindle" */
+        const char *transport;  /* "shm" (default), "fabric", "verbs" */
+        const char *provider;   /* fabric provider, default "tcp" */
+        const char *device;     /* verbs device, NULL = first active port */
+        int failure_timeout_ms; /* 1..3600000, default 5000 */
+        const char *log_level;  /* error|warn|info|debug, default "warn" */
+    } group;
+    uint32_t num_members;
+    const struct spindle_config_member *members; /* sorted by id */
+    uint32_t num_subgroups;
+    const struct spindle_config_subgroup *subgroups; /* sorted by index */
+    struct {
+        uint64_t messages;     /* default 100000 */
+        uint32_t message_size; /* default 64 */
+        uint32_t duration_ms;  /* 0 = until messages are sent (default) */
+    } bench;
+};
+
+/*
+ * Loads and validates the INI file at path (environment overrides applied).
+ * Returns 0 and *out, or SPINDLE_ECONFIG with spindle_errmsg() naming
+ * "file:line: key = value: what is wrong", SPINDLE_ENOENT when the file
+ * cannot be opened, SPINDLE_ENOMEM.
+ */
+SPINDLE_API int spindle_config_load(const char *path, struct spindle_config **out);
+
+/* Releases a configuration from spindle_config_load; NULL is ignored. */
+SPINDLE_API void spindle_config_free(struct spindle_config *config);
+
+/* The member with the given id, or NULL. */
+SPINDLE_API const struct spindle_config_member *
+spindle_config_member(const struct spindle_config *config, uint32_t id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,420 @@
+/*
+ * Configuration keys: what each section accepts, how values are parsed and
+ * bounded, and the cross-reference checks run once the file is read.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config_keys.h"
+#include "util/log.h"
+
+struct cfg_owner {
+    struct spindle_config pub; /* first: the public pointer is the owner */
+    char *path, *name, *transport, *provider, *device, *log_level;
+    struct cfg_member *members;
+    struct cfg_subgroup *subgroups;
+    struct spindle_config_member *pub_members;
+    struct spindle_config_subgroup *pub_subgroups;
+};
+
+static _Thread_local char problem[256];
+
+const char *cfg_last_problem(void)
+{
+    return problem;
+}
+
+static int cfg_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int cfg_problem(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(problem, sizeof problem, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static const char *const group_keys[] = {
+    "name", "transport", "provider", "device", "failure_timeout_ms", "log_level", NULL};
+static const char *const member_keys[] = {"host", "port", NULL};
+static const char *const subgroup_keys[] = {"members",     "senders", "window_size",
+                                            "max_payload", "mode",    NULL};
+static const char *const bench_keys[] = {"messages", "message_size", "duration_ms", NULL};
+
+const char *const *cfg_keys(enum cfg_kind kind)
+{
+    switch (kind) {
+    case CFG_GROUP:
+        return group_keys;
+    case CFG_MEMBER:
+        return member_keys;
+    case CFG_SUBGROUP:
+        return subgroup_keys;
+    default:
+        return bench_keys;
+    }
+}
+
+int cfg_key_known(enum cfg_kind kind, const char *key)
+{
+    for (const char *const *k = cfg_keys(kind); *k != NULL; k++)
+        if (strcmp(*k, key) == 0)
+            return 1;
+    return 0;
+}
+
+static int cfg_uint(const char *value, uint64_t min, uint64_t max, uint64_t *out)
+{
+    const char *p = value;
+    if (*p == '\0')
+        return cfg_problem("must be an integer between %llu and %llu", (unsigned long long)min,
+                           (unsigned long long)max);
+    for (; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return cfg_problem("must be an integer between %llu and %llu", (unsigned long long)min,
+                               (unsigned long long)max);
+    errno = 0;
+    unsigned long long parsed = strtoull(value, NULL, 10);
+    if (errno != 0 || parsed < min || parsed > max)
+        return cfg_problem("must be between %llu and %llu", (unsigned long long)min,
+                           (unsigned long long)max);
+    *out = parsed;
+    return 0;
+}
+
+static int cfg_string(char **slot, const char *value)
+{
+    if (value[0] == '\0')
+        return cfg_problem("must not be empty");
+    char *copy = strdup(value);
+    if (copy == NULL)
+        return cfg_problem("out of memory");
+    free(*slot);
+    *slot = copy;
+    return 0;
+}
+
+/* Parses "0, 1, 2" (commas and/or spaces) into a new array of ids. */
+static int cfg_id_list(const char *value, uint32_t **out, uint32_t *count)
+{
+    size_t cap = strlen(value) / 2 + 1, n = 0;
+    uint32_t *ids = malloc(cap * sizeof *ids);
+    if (ids == NULL)
+        return cfg_problem("out of memory");
+    const char *p = value;
+    while (*p) {
+        while (*p == ',' || isspace((unsigned char)*p))
+            p++;
+        if (*p == '\0')
+            break;
+        if (!isdigit((unsigned char)*p)) {
+            free(ids);
+            return cfg_problem("must be a list of member ids such as 0, 1, 2");
+        }
+        char *end;
+        errno = 0;
+        unsigned long id = strtoul(p, &end, 10);
+        if (errno != 0 || id > UINT32_MAX ||
+            (*end && *end != ',' && !isspace((unsigned char)*end))) {
+            free(ids);
+            return cfg_problem("must be a list of member ids such as 0, 1, 2");
+        }
+        for (size_t i = 0; i < n; i++)
+            if (ids[i] == id) {
+                free(ids);
+                return cfg_problem("lists member %lu twice", id);
+            }
+        ids[n++] = (uint32_t)id;
+        p = end;
+    }
+    if (n == 0) {
+        free(ids);
+        return cfg_problem("must list at least one member id");
+    }
+    *out = ids;
+    *count = (uint32_t)n;
+    return 0;
+}
+
+static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *value)
+{
+    uint64_t n;
+    if (strcmp(key, "name") == 0)
+        return cfg_string(&o->name, value);
+    if (strcmp(key, "transport") == 0) {
+        if (strcmp(value, "shm") != 0 && strcmp(value, "fabric") != 0 &&
+            strcmp(value, "verbs") != 0)
+            return cfg_problem("must be shm, fabric or verbs");
+        return cfg_string(&o->transport, value);
+    }
+    if (strcmp(key, "provider") == 0)
+        return cfg_string(&o->provider, value);
+    if (strcmp(key, "device") == 0)
+        return cfg_string(&o->device, value);
+    if (strcmp(key, "failure_timeout_ms") == 0) {
+        if (cfg_uint(value, 1, 3600000, &n) != 0)
+            return -1;
+        o->pub.group.failure_timeout_ms = (int)n;
+        return 0;
+    }
+    if (strcmp(key, "log_level") == 0) {
+        enum sp_log_level level;
+        if (sp_log_parse_level(value, &level) != 0)
+            return cfg_problem("must be error, warn, info or debug");
+        return cfg_string(&o->log_level, value);
+    }
+    return cfg_problem("unknown key in [group] (known: name, transport, provider, device, "
+                       "failure_timeout_ms, log_level)");
+}
+
+static int cfg_apply_member(struct cfg_member *m, const char *key, const char *value)
+{
+    uint64_t n;
+    if (strcmp(key, "host") == 0) {
+        if (cfg_string(&m->host, value) != 0)
+            return -1;
+        m->pub.host = m->host;
+        return 0;
+    }
+    if (strcmp(key, "port") == 0) {
+        if (cfg_uint(value, 0, 65535, &n) != 0)
+            return -1;
+        m->pub.port = (uint16_t)n;
+        return 0;
+    }
+    return cfg_problem("unknown key in [member.%u] (known: host, port)", m->pub.id);
+}
+
+static int cfg_apply_subgroup(struct cfg_subgroup *s, const char *key, const char *value, int line)
+{
+    uint64_t n;
+    if (strcmp(key, "members") == 0 || strcmp(key, "senders") == 0) {
+        int is_members = key[0] == 'm';
+        uint32_t *ids = NULL, count = 0;
+        if (cfg_id_list(value, &ids, &count) != 0)
+            return -1;
+        free(is_members ? s->members : s->senders);
+        if (is_members) {
+            s->members = ids;
+            s->pub.members = ids;
+            s->pub.num_members = count;
+            s->members_line = line;
+        } else {
+            s->senders = ids;
+            s->pub.senders = ids;
+            s->pub.num_senders = count;
+            s->senders_line = line;
+        }
+        return 0;
+    }
+    if (strcmp(key, "window_size") == 0) {
+        if (cfg_uint(value, 1, 100000, &n) != 0)
+            return -1;
+        s->pub.window_size = (uint32_t)n;
+        return 0;
+    }
+    if (strcmp(key, "max_payload") == 0) {
+        if (cfg_uint(value, 1, 16u << 20, &n) != 0)
+            return -1;
+        s->pub.max_payload = (uint32_t)n;
+        return 0;
+    }
+    if (strcmp(key, "mode") == 0) {
+        if (strcmp(value, "atomic") == 0)
+            s->pub.mode = SPINDLE_MODE_ATOMIC;
+        else if (strcmp(value, "unordered") == 0)
+            s->pub.mode = SPINDLE_MODE_UNORDERED;
+        else
+            return cfg_problem("must be atomic or unordered");
+        return 0;
+    }
+    return cfg_problem("unknown key in [subgroup.%u] (known: members, senders, window_size, "
+                       "max_payload, mode)",
+                       s->pub.index);
+}
+
+static int cfg_apply_bench(struct spindle_config *c, const char *key, const char *value)
+{
+    uint64_t n;
+    if (strcmp(key, "messages") == 0) {
+        if (cfg_uint(value, 1, UINT64_MAX, &n) != 0)
+            return -1;
+        c->bench.messages = n;
+        return 0;
+    }
+    if (strcmp(key, "message_size") == 0) {
+        if (cfg_uint(value, 1, 16u << 20, &n) != 0)
+            return -1;
+        c->bench.message_size = (uint32_t)n;
+        return 0;
+    }
+    if (strcmp(key, "duration_ms") == 0) {
+        if (cfg_uint(value, 0, UINT32_MAX, &n) != 0)
+            return -1;
+        c->bench.duration_ms = (uint32_t)n;
+        return 0;
+    }
+    return cfg_problem("unknown key in [bench] (known: messages, message_size, duration_ms)");
+}
+
+static void cfg_sync(struct cfg_owner *o)
+{
+    o->pub.path = o->path;
+    o->pub.group.name = o->name;
+    o->pub.group.transport = o->transport;
+    o->pub.group.provider = o->provider;
+    o->pub.group.device = o->device;
+    o->pub.group.log_level = o->log_level;
+}
+
+int cfg_apply(struct spindle_config *config, const struct cfg_target *t, const char *key,
+              const char *value, int line)
+{
+    struct cfg_owner *o = (struct cfg_owner *)config;
+    int rc;
+    switch (t->kind) {
+    case CFG_GROUP:
+        rc = cfg_apply_group(o, key, value);
+        cfg_sync(o);
+        return rc;
+    case CFG_MEMBER:
+        return cfg_apply_member(t->member, key, value);
+    case CFG_SUBGROUP:
+        return cfg_apply_subgroup(t->subgroup, key, value, line);
+    default:
+        return cfg_apply_bench(config, key, value);
+    }
+}
+
+struct spindle_config *cfg_new(const char *path)
+{
+    struct cfg_owner *o = calloc(1, sizeof *o);
+    if (o == NULL)
+        return NULL;
+    o->path = strdup(path);
+    o->name = strdup("spindle");
+    o->transport = strdup("shm");
+    o->provider = strdup("tcp");
+    o->log_level = strdup("warn");
+    o->pub.group.failure_timeout_ms = 5000;
+    o->pub.bench.messages = 100000;
+    o->pub.bench.message_size = 64;
+    cfg_sync(o);
+    if (o->path == NULL || o->name == NULL || o->transport == NULL || o->provider == NULL ||
+        o->log_level == NULL) {
+        spindle_config_free(&o->pub);
+        return NULL;
+    }
+    return &o->pub;
+}
+
+int cfg_attach(struct spindle_config *config, struct cfg_member *members,
+               struct cfg_subgroup *subgroups)
+{
+    struct cfg_owner *o = (struct cfg_owner *)config;
+    o->members = members;
+    o->subgroups = subgroups;
+    uint32_t nm = config->num_members, ns = config->num_subgroups;
+    o->pub_members = calloc(nm + 1, sizeof *o->pub_members);
+    o->pub_subgroups = calloc(ns + 1, sizeof *o->pub_subgroups);
+    if (o->pub_members == NULL || o->pub_subgroups == NULL)
+        return -1;
+    for (uint32_t i = 0; i < nm; i++)
+        o->pub_members[i] = members[i].pub;
+    for (uint32_t i = 0; i < ns; i++)
+        o->pub_subgroups[i] = subgroups[i].pub;
+    config->members = o->pub_members;
+    config->subgroups = o->pub_subgroups;
+    return 0;
+}
+
+static int cfg_check_subgroup(struct cfg_subgroup *s, const char *path,
+                              const struct cfg_member *members, uint32_t nm, char *msg, size_t len)
+{
+    char where[300];
+    if (s->members == NULL) {
+        snprintf(msg, len, "%s: [subgroup.%u]: members is required", path, s->pub.index);
+        return -1;
+    }
+    for (uint32_t i = 0; i < s->pub.num_members; i++) {
+        int found = 0;
+        for (uint32_t j = 0; j < nm; j++)
+            found |= members[j].pub.id == s->members[i];
+        if (!found) {
+            snprintf(where, sizeof where, "%s:%d", path, s->members_line);
+            snprintf(msg, len, "%s: members: member %u is not defined (no [member.%u] section)",
+                     s->members_line ? where : path, s->members[i], s->members[i]);
+            return -1;
+        }
+    }
+    if (s->senders == NULL) {
+        s->senders = malloc(s->pub.num_members * sizeof *s->senders);
+        if (s->senders == NULL) {
+            snprintf(msg, len, "%s: out of memory", path);
+            return -1;
+        }
+        memcpy(s->senders, s->members, s->pub.num_members * sizeof *s->senders);
+        s->pub.senders = s->senders;
+        s->pub.num_senders = s->pub.num_members;
+    }
+    for (uint32_t i = 0; i < s->pub.num_senders; i++) {
+        int found = 0;
+        for (uint32_t j = 0; j < s->pub.num_members; j++)
+            found |= s->members[j] == s->senders[i];
+        if (!found) {
+            snprintf(where, sizeof where, "%s:%d", path, s->senders_line);
+            snprintf(msg, len, "%s: senders: sender %u is not a member of subgroup %u",
+                     s->senders_line ? where : path, s->senders[i], s->pub.index);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int cfg_validate(struct spindle_config *config, const char *path, struct cfg_member *members,
+                 struct cfg_subgroup *subgroups, char *message, size_t len)
+{
+    for (uint32_t i = 0; i < config->num_members; i++) {
+        if (members[i].host == NULL) {
+            members[i].host = strdup("127.0.0.1");
+            if (members[i].host == NULL) {
+                snprintf(message, len, "%s: out of memory", path);
+                return -1;
+            }
+            members[i].pub.host = members[i].host;
+        }
+    }
+    for (uint32_t i = 0; i < config->num_subgroups; i++)
+        if (cfg_check_subgroup(&subgroups[i], path, members, config->num_members, message, len) !=
+            0)
+            return -1;
+    return 0;
+}
+
+void spindle_config_free(struct spindle_config *config)
+{
+    if (config == NULL)
+        return;
+    struct cfg_owner *o = (struct cfg_owner *)config;
+    for (uint32_t i = 0; o->members != NULL && i < config->num_members; i++)
+        free(o->members[i].host);
+    for (uint32_t i = 0; o->subgroups != NULL && i < config->num_subgroups; i++) {
+        free(o->subgroups[i].members);
+        free(o->subgroups[i].senders);
+    }
+    free(o->members);
+    free(o->subgroups);
+    free(o->pub_members);
+    free(o->pub_subgroups);
+    free(o->path);
+    free(o->name);
+    free(o->transport);
+    free(o->provider);
+    free(o->device);
+    free(o->log_level);
+    free(o);
+}

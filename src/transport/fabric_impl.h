@@ -1,0 +1,275 @@
+/*
+ * Private state of the libfabric backend (fabric.c, fabric_conn.c,
+ * fabric_progress.c, fabric_post.c).
+ *
+ * Owns: one fabric/domain/EQ/CQ/passive endpoint per tp_endpoint, one
+ * progress thread, per-connection landing and staging rings.
+ *
+ * Data path (see fabric.c for the T1/T2 argument): a writer copies each
+ * write, behind a 64-byte record header, into its staging ring and posts one
+ * fi_writedata per record into the same position of the target's landing
+ * ring. The remote CQ data names the incoming connection and the record's
+ * ring position. The target's progress thread applies records in posting
+ * order to the real region with aligned 8-byte release stores and returns
+ * credits (the cumulative ring position consumed) with a small message.
+ *
+ * Threads: the progress thread is the only reader of the CQ and EQ and the
+ * only owner of incoming connections. Outgoing connections (tp_peer) are
+ * written by the posting thread (serialised per peer by the caller) and
+ * read by the progress thread through atomics only. Events for tp_poll pass
+ * through a mutex-protected queue. Region lookups take the region mutex.
+ *
+ * Invariants: posted - min(acked, completed) <= ring size (credits); records
+ * of one connection are applied in ring order; a connection that failed is
+ * never written again; connection memory lives until tp_endpoint close
+ * (stale completions may still name it).
+ */
+#ifndef SP_TRANSPORT_FABRIC_IMPL_H
+#define SP_TRANSPORT_FABRIC_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "transport/transport.h"
+
+#define FAB_RING_SIZE       (1u << 20)  /* landing/staging ring bytes per direction */
+#define FAB_REC_ALIGN       64u         /* records start on 64-byte boundaries */
+#define FAB_REC_HDR         64u         /* record header size */
+#define FAB_CHUNK_MAX       (64u << 10) /* larger writes are split into chunks */
+#define FAB_OPS_MAX         1024u       /* outstanding write operations per connection */
+#define FAB_RECVS           64u         /* receive buffers posted per connection */
+#define FAB_MSG_SIZE        64u         /* receive buffer size */
+#define FAB_CONNS_MAX       1024u       /* incoming connections per endpoint */
+#define FAB_CM_DATA_MAX     256u
+#define FAB_HOST_MAX        128u
+#define FAB_DEFAULT_FAIL_MS 5000
+
+#define FAB_ADDR_MAGIC 0x53504641u /* "SPFA" */
+#define FAB_MR_MAGIC   0x5350464du /* "SPFM" */
+#define FAB_REQ_MAGIC  0x53504652u
+#define FAB_ACC_MAGIC  0x53504643u
+#define FAB_MSG_MAGIC  0x5350464bu
+#define FAB_REC_MAGIC  0x53505245u
+
+enum fab_msg_kind { FAB_MSG_CREDIT = 1, FAB_MSG_DOORBELL = 2, FAB_MSG_BYE = 3 };
+
+enum fab_conn_state {
+    FAB_CONN_CONNECTING = 0,
+    FAB_CONN_CONNECTED = 1,
+    FAB_CONN_FAILED = 2,
+    FAB_CONN_CLOSED = 3,
+};
+
+/* Small control message (credits, doorbell, goodbye). */
+struct fab_msg {
+    uint32_t magic;
+    uint32_t kind;
+    uint64_t value;
+};
+
+/* Header at the start of every record in a landing ring. */
+struct fab_rec_hdr {
+    uint32_t magic;
+    uint32_t length; /* payload bytes */
+    uint64_t start;  /* virtual ring position of this record */
+    uint64_t end;    /* virtual position after it (what the target acknowledges) */
+    uint64_t region; /* target region id */
+    uint64_t offset; /* byte offset inside the region */
+    uint8_t pad[FAB_REC_HDR - 40];
+};
+_Static_assert(sizeof(struct fab_rec_hdr) == FAB_REC_HDR, "record header is 64 bytes");
+
+/* Connection request private data (connector -> listener). */
+struct fab_req_data {
+    uint32_t magic;
+    uint32_t src_id;
+    uint64_t dst_nonce; /* the nonce the connector expects the listener to have */
+    uint64_t src_nonce; /* the connector's own endpoint nonce */
+};
+
+/* Accept private data (listener -> connector): where to write. */
+struct fab_acc_data {
+    uint32_t magic;
+    uint32_t conn_index;
+    uint64_t ring_addr;
+    uint64_t ring_key;
+    uint32_t ring_size;
+    uint32_t pad;
+};
+
+struct fab_ep;
+struct fab_conn;
+
+enum fab_ctx_kind { FAB_CTX_WRITE = 1, FAB_CTX_RECV = 2 };
+
+/* Operation context handed to libfabric (FI_CONTEXT2 storage first). */
+struct fab_ctx {
+    struct fi_context2 fi;
+    _Atomic int kind; /* enum fab_ctx_kind; stored last (release), read first (acquire) */
+    struct fab_conn *conn;
+    uint64_t end;    /* FAB_CTX_WRITE: ring position after this record */
+    uint64_t cookie; /* FAB_CTX_WRITE: batch cookie when signaled */
+    int signaled;    /* FAB_CTX_WRITE: last write of a signaled batch */
+    void *buf;       /* FAB_CTX_RECV: receive buffer */
+};
+
+/* One libfabric connection: outgoing (a tp_peer writes through it) or
+ * incoming (a remote writer's records land in its ring). */
+struct fab_conn {
+    struct fab_ep *ep;
+    struct fid_ep *fep;
+    int incoming;
+    _Atomic int state;
+    _Atomic int error; /* SPINDLE_E* once failed */
+    uint32_t remote_id;
+    uint64_t remote_nonce;
+    char name[FAB_HOST_MAX + 32]; /* "host:port" (outgoing) or "member N" */
+    char why[160];                /* failure reason, set once before state turns FAILED */
+
+    /* ring: staging (outgoing) or landing (incoming) */
+    uint8_t *ring;
+    struct fid_mr *ring_mr;
+    void *ring_desc;
+    /* control messages */
+    uint8_t *msgbuf; /* FAB_RECVS receive buffers + send buffers */
+    struct fid_mr *msg_mr;
+    void *msg_desc;
+    struct fab_ctx recv_ctx[FAB_RECVS];
+
+    /* outgoing only */
+    uint32_t remote_conn_index;
+    uint64_t remote_ring_addr;
+    uint64_t remote_ring_key;
+    _Atomic uint64_t posted;           /* virtual ring position of the next record */
+    _Atomic uint64_t last_progress_ns; /* last credit, local completion or idle->busy post */
+    uint32_t ops_max;                  /* min(FAB_OPS_MAX, provider tx queue) */
+    uint64_t ops_posted;               /* write operations posted */
+    _Atomic uint64_t acked;            /* ring position the target has applied */
+    _Atomic uint64_t completed;        /* ring position of the last local completion */
+    _Atomic uint64_t ops_completed;
+    _Atomic int starved; /* a post found no credits */
+    uint64_t rung_at;    /* ops_posted at the last doorbell */
+    struct fab_ctx ops[FAB_OPS_MAX];
+    _Atomic int failure_reported;
+    struct fab_conn *next_peer; /* list of outgoing connections */
+
+    /* incoming only */
+    uint64_t applied;     /* ring position applied so far */
+    uint64_t credit_sent; /* last position reported to the writer */
+    int bye;              /* the writer said goodbye: shutdown is not a failure */
+};
+
+/* A region from mr_alloc: plain zeroed memory (writes are applied by the
+ * progress thread, never by the NIC). */
+struct fab_region {
+    uint64_t id;
+    void *addr;
+    size_t length;
+    struct fab_region *next;
+};
+
+struct tp_mr {
+    struct fab_region region;
+};
+
+struct tp_rmr {
+    uint64_t region;
+    uint64_t length;
+};
+
+struct fab_event_queue {
+    pthread_mutex_t lock;
+    struct tp_event *events;
+    size_t count, cap;
+};
+
+struct fab_ep {
+    struct tp_config config;
+    char host[FAB_HOST_MAX];
+    uint16_t port;
+    uint64_t nonce;
+    int failure_timeout_ms;
+
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_eq *eq;
+    struct fid_cq *cq;
+    struct fid_pep *pep;
+    uint64_t next_key;
+
+    pthread_t progress;
+    int progress_started;
+    _Atomic int stop;
+
+    /* incoming connections, owned by the progress thread */
+    struct fab_conn *incoming[FAB_CONNS_MAX];
+    uint32_t num_incoming;
+
+    /* outgoing connections; list guarded by cm_lock */
+    pthread_mutex_t cm_lock;
+    pthread_cond_t cm_cond;
+    struct fab_conn *peers;
+
+    pthread_mutex_t region_lock;
+    struct fab_region *regions;
+    uint64_t next_region;
+
+    struct fab_event_queue eventq;
+
+    /* doorbell */
+    _Atomic uint32_t bell;
+    _Atomic uint32_t sleepers;
+
+    /* stats */
+    _Atomic uint64_t st_writes, st_batches, st_doorbells, st_bytes, st_wakeups, st_sleeps,
+        st_pinned, st_signaled;
+};
+
+struct tp_endpoint {
+    struct fab_ep fab;
+};
+
+struct tp_peer {
+    struct fab_conn conn;
+};
+
+/* fabric_conn.c */
+int fab_conn_setup(struct fab_ep *ep, struct fab_conn *conn, struct fi_info *info, int incoming);
+void fab_conn_teardown(struct fab_conn *conn);
+int fab_mr_register(struct fab_ep *ep, struct fab_conn *conn, void *buf, size_t len,
+                    uint64_t access, struct fid_mr **mr, void **desc);
+int fab_send_msg(struct fab_conn *conn, uint32_t kind, uint64_t value);
+void fab_handle_connreq(struct fab_ep *ep, struct fi_eq_cm_entry *entry, size_t len);
+int fab_repost_recv(struct fab_conn *conn, struct fab_ctx *ctx);
+
+/* fabric_progress.c */
+void *fab_progress_main(void *arg);
+void fab_conn_fail(struct fab_conn *conn, int error, const char *why);
+void fab_event_push(struct fab_ep *ep, const struct tp_event *ev);
+void fab_bell_ring(struct fab_ep *ep);
+
+/* fabric_post.c */
+int fab_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigned count,
+                    unsigned flags, uint64_t cookie);
+int fab_doorbell_ring(struct tp_peer *peer);
+void fab_doorbell_ring_self(struct tp_endpoint *tep);
+uint64_t fab_doorbell_arm(struct tp_endpoint *tep);
+int fab_doorbell_wait(struct tp_endpoint *tep, uint64_t token, int timeout_ms);
+
+/* fabric.c: address descriptor codec (exposed for tests) */
+int fab_addr_encode(const char *host, uint16_t port, uint64_t nonce, uint32_t id,
+                    struct tp_desc *out);
+int fab_addr_decode(const struct tp_desc *desc, char *host, size_t host_len, uint16_t *port,
+                    uint64_t *nonce, uint32_t *id);
+
+#endif

@@ -1,0 +1,173 @@
+/* Ragged-edge trim computation. The argument is in trim.h. */
+#include "view/trim.h"
+
+#include <string.h>
+
+#include "util/error.h"
+
+/* d[s] and N from a trim vector (trim.h: N = min_s trim[s]*S + s). */
+static void derive_prefix(struct trim_result *out)
+{
+    uint32_t senders = out->num_senders;
+    uint64_t total = UINT64_MAX;
+    for (uint32_t s = 0; s < senders; s++) {
+        uint64_t first_missing = out->trim[s] * senders + s;
+        if (first_missing < total)
+            total = first_missing;
+    }
+    if (senders == 0)
+        total = 0;
+    out->delivered_total = total;
+    for (uint32_t s = 0; s < senders; s++)
+        out->sender_delivered[s] = total > s ? (total - s + senders - 1) / senders : 0;
+}
+
+int trim_from_vector(uint32_t num_senders, const uint64_t *trim, struct trim_result *out)
+{
+    if (num_senders > TRIM_MAX_SENDERS)
+        return sp_error(SPINDLE_EINVAL, "trim: %u senders exceed %d", num_senders,
+                        TRIM_MAX_SENDERS);
+    if (num_senders > 0 && trim == NULL)
+        return sp_error(SPINDLE_EINVAL, "trim: no trim vector for %u senders", num_senders);
+    memset(out, 0, sizeof *out);
+    out->num_senders = num_senders;
+    for (uint32_t s = 0; s < num_senders; s++) {
+        if (trim[s] > TRIM_MAX_COUNT)
+            return sp_error(SPINDLE_EINVAL, "trim: sender %u count %llu exceeds %llu", s,
+                            (unsigned long long)trim[s], (unsigned long long)TRIM_MAX_COUNT);
+        out->trim[s] = trim[s];
+        out->sender_known[s] = trim[s];
+    }
+    derive_prefix(out);
+    return 0;
+}
+
+static int check_input(const struct trim_input *in)
+{
+    if (in->num_members == 0 || in->num_members > VIEW_MAX_MEMBERS)
+        return sp_error(SPINDLE_EINVAL, "trim: shard of %u members (must be 1..%d)",
+                        in->num_members, VIEW_MAX_MEMBERS);
+    if (in->num_senders > in->num_members)
+        return sp_error(SPINDLE_EINVAL, "trim: %u senders in a shard of %u", in->num_senders,
+                        in->num_members);
+    if (in->num_senders > 0 && (in->sender_row == NULL || in->received == NULL))
+        return sp_error(SPINDLE_EINVAL, "trim: sender_row and received are required");
+    for (uint32_t s = 0; s < in->num_senders; s++)
+        if (in->sender_row[s] >= in->num_members)
+            return sp_error(SPINDLE_EINVAL, "trim: sender %u is row %u of a %u-member shard", s,
+                            in->sender_row[s], in->num_members);
+    uint64_t rows = in->num_members >= 64 ? ~0ull : (1ull << in->num_members) - 1;
+    if ((rows & ~in->failed_mask) == 0)
+        return sp_error(SPINDLE_EINVAL, "trim: no surviving member among %u", in->num_members);
+    return 0;
+}
+
+int trim_compute(const struct trim_input *in, struct trim_result *out)
+{
+    int rc = check_input(in);
+    if (rc < 0)
+        return rc;
+    uint32_t senders = in->num_senders;
+    memset(out, 0, sizeof *out);
+    out->num_senders = senders;
+    for (uint32_t s = 0; s < senders; s++) {
+        out->trim[s] = UINT64_MAX;
+        out->sender_failed[s] = (in->failed_mask >> in->sender_row[s]) & 1;
+    }
+    for (uint32_t row = 0; row < in->num_members; row++) {
+        if ((in->failed_mask >> row) & 1)
+            continue;
+        out->num_survivors++;
+        for (uint32_t s = 0; s < senders; s++) {
+            uint64_t received = in->received[(size_t)row * senders + s];
+            if (received > TRIM_MAX_COUNT)
+                return sp_error(SPINDLE_EINVAL,
+                                "trim: row %u holds %llu messages of sender %u "
+                                "(limit %llu)",
+                                row, (unsigned long long)received, s,
+                                (unsigned long long)TRIM_MAX_COUNT);
+            if (received < out->trim[s])
+                out->trim[s] = received;
+            if (received > out->sender_known[s])
+                out->sender_known[s] = received;
+        }
+    }
+    derive_prefix(out);
+    if (in->delivered == NULL)
+        return 0;
+    for (uint32_t row = 0; row < in->num_members; row++) {
+        if ((in->failed_mask >> row) & 1)
+            continue;
+        if (in->delivered[row] > out->delivered_total)
+            return sp_error(SPINDLE_EPROTO,
+                            "trim: row %u already delivered %llu messages but the survivors "
+                            "only share a prefix of %llu",
+                            row, (unsigned long long)in->delivered[row],
+                            (unsigned long long)out->delivered_total);
+    }
+    return 0;
+}
+
+int trim_resend_range(const struct trim_result *result, uint32_t sender, uint64_t sent,
+                      uint64_t *first, uint64_t *count)
+{
+    if (sender >= result->num_senders)
+        return sp_error(SPINDLE_EINVAL, "trim: sender %u unknown (%u senders)", sender,
+                        result->num_senders);
+    if (result->sender_failed[sender])
+        return sp_error(SPINDLE_EINVAL, "trim: sender %u failed; its messages are not resent",
+                        sender);
+    uint64_t delivered = result->sender_delivered[sender];
+    if (sent > TRIM_MAX_COUNT)
+        return sp_error(SPINDLE_EINVAL, "trim: sender %u sent count %llu exceeds %llu", sender,
+                        (unsigned long long)sent, (unsigned long long)TRIM_MAX_COUNT);
+    if (sent < delivered)
+        return sp_error(SPINDLE_EINVAL, "trim: sender %u sent %llu but %llu were delivered", sender,
+                        (unsigned long long)sent, (unsigned long long)delivered);
+    *first = delivered;
+    *count = sent - delivered;
+    return 0;
+}
+
+int trim_resend_list(const struct trim_result *result, const uint64_t *sent, struct trim_msg *out,
+                     size_t cap, size_t *count)
+{
+    uint32_t senders = result->num_senders;
+    uint64_t next[TRIM_MAX_SENDERS] = {0};
+    uint64_t end[TRIM_MAX_SENDERS] = {0};
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < senders; s++) {
+        if (result->sender_failed[s])
+            continue;
+        uint64_t pending;
+        int rc = trim_resend_range(result, s, sent[s], &next[s], &pending);
+        if (rc < 0)
+            return rc;
+        end[s] = sent[s];
+        total += pending;
+    }
+    *count = (size_t)total;
+    if (total > cap)
+        return sp_error(SPINDLE_EMSGSIZE, "trim: %llu messages to resend, room for %zu",
+                        (unsigned long long)total, cap);
+    /* Merge the per-sender FIFO runs by old sequence number index*S + s. */
+    for (uint64_t k = 0; k < total; k++) {
+        uint32_t best = UINT32_MAX;
+        uint64_t best_seq = UINT64_MAX;
+        for (uint32_t s = 0; s < senders; s++) {
+            if (next[s] >= end[s])
+                continue;
+            uint64_t seq = next[s] * senders + s;
+            if (seq < best_seq) {
+                best_seq = seq;
+                best = s;
+            }
+        }
+        if (best == UINT32_MAX) /* cannot happen: total counts the pending messages */
+            return sp_error(SPINDLE_EINVAL, "trim: resend merge ran dry at %llu of %llu",
+                            (unsigned long long)k, (unsigned long long)total);
+        out[k].sender = best;
+        out[k].index = next[best]++;
+    }
+    return 0;
+}

@@ -1,0 +1,4 @@
+spindle_add_test(test_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_config.c TIMEOUT 30
+  LABELS config unit)
+target_compile_definitions(test_config PRIVATE
+  SPINDLE_EXAMPLE_INI="${CMAKE_SOURCE_DIR}/examples/cluster.ini")

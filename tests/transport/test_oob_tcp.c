@@ -1,0 +1,209 @@
+/*
+ * TCP bootstrap exchange: three processes allgather blobs of two sizes; a
+ * stray client speaking garbage during set-up is dropped; a member that
+ * sends a garbage frame or a frame of the wrong length is rejected with
+ * SPINDLE_EPROTO naming it; a taken port and an absent member are named.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <spindle/error.h>
+
+#include "transport/oob.h"
+#include "util/crc32c.h"
+
+/* Wire format of oob_tcp.c, restated so the test can forge frames. */
+struct hello {
+    uint32_t magic, version, from, num_members;
+};
+struct frame {
+    uint32_t magic, tag, from, length, crc;
+};
+#define HELLO_MAGIC 0x484f5053u
+#define FRAME_MAGIC 0x464f5053u
+
+static uint16_t free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+    socklen_t len = sizeof sin;
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    close(fd);
+    return ntohs(sin.sin_port);
+}
+
+static int member_main(const struct tp_oob_member *members, uint32_t self)
+{
+    struct tp_oob *oob = NULL;
+    if (tp_oob_open_tcp(members, 3, self, 10000, &oob) != 0) {
+        fprintf(stderr, "member %u open: %s\n", self, spindle_errmsg());
+        return 2;
+    }
+    char mine[32], all[3 * 32];
+    snprintf(mine, sizeof mine, "blob of member %u", self);
+    if (tp_oob_allgather(oob, 1, mine, sizeof mine, all, 10000) != 0)
+        return 3;
+    for (uint32_t j = 0; j < 3; j++) {
+        char expect[32];
+        snprintf(expect, sizeof expect, "blob of member %u", j);
+        if (strcmp(all + j * 32, expect) != 0)
+            return 4;
+    }
+    /* A large blob: more than the socket buffers hold at once. */
+    size_t big = 4u << 20;
+    uint8_t *blob = malloc(big), *every = malloc(3 * big);
+    for (size_t i = 0; i < big; i++)
+        blob[i] = (uint8_t)(i * 31 + self);
+    int rc = tp_oob_allgather(oob, 2, blob, big, every, 20000);
+    for (uint32_t j = 0; rc == 0 && j < 3; j++)
+        for (size_t i = 0; i < big; i += 4099)
+            if (every[j * big + i] != (uint8_t)(i * 31 + j))
+                rc = 5;
+    free(blob);
+    free(every);
+    tp_oob_close(oob);
+    return rc == 0 ? 0 : 5;
+}
+
+static void test_three_members_allgather(void **state)
+{
+    (void)state;
+    struct tp_oob_member members[3];
+    for (uint32_t i = 0; i < 3; i++)
+        members[i] = (struct tp_oob_member){10 + i, "127.0.0.1", free_port()};
+    pid_t pids[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        pids[2 - i] = fork(); /* start the highest first: connects must retry */
+        if (pids[2 - i] == 0)
+            _exit(member_main(members, 2 - i));
+    }
+    for (int i = 0; i < 3; i++) {
+        int status = 0;
+        waitpid(pids[i], &status, 0);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+}
+
+static int dial(uint16_t port)
+{
+    struct sockaddr_in sin = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    for (int tries = 0; tries < 500; tries++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == 0)
+            return fd;
+        close(fd);
+        usleep(10000);
+    }
+    return -1;
+}
+
+/* Forged member 1: a stray garbage client first, then a proper hello and
+ * the frame chosen by mode (0 garbage magic, 1 wrong length). */
+static int forger_main(uint16_t port, int mode)
+{
+    int stray = dial(port);
+    if (stray < 0)
+        return 2;
+    const char junk[] = "GET / HTTP/1.0\r\n\r\n";
+    (void)!write(stray, junk, sizeof junk);
+    int fd = dial(port);
+    if (fd < 0)
+        return 3;
+    struct hello h = {HELLO_MAGIC, 1, 1, 2};
+    (void)!write(fd, &h, sizeof h);
+    char payload[16] = "sixteen bytes!!";
+    struct frame f = {mode == 0 ? 0xdeadbeefu : FRAME_MAGIC, 1, 1, mode == 1 ? 12u : 16u,
+                      sp_crc32c(0, payload, 16)};
+    (void)!write(fd, &f, sizeof f);
+    (void)!write(fd, payload, 16);
+    char sink;
+    (void)!read(fd, &sink, 1); /* hold the connection until the member gives up */
+    close(fd);
+    close(stray);
+    return 0;
+}
+
+static void run_forged(int mode, const char *expect)
+{
+    uint16_t port = free_port(), other = free_port();
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(forger_main(port, mode));
+    struct tp_oob_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", other}};
+    struct tp_oob *oob = NULL;
+    assert_int_equal(tp_oob_open_tcp(members, 2, 0, 10000, &oob), 0);
+    char mine[16] = "member zero ....", all[32];
+    assert_int_equal(tp_oob_allgather(oob, 1, mine, 16, all, 5000), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "member 1"));
+    assert_non_null(strstr(spindle_errmsg(), expect));
+    tp_oob_close(oob);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_garbage_frame_is_rejected(void **state)
+{
+    (void)state;
+    run_forged(0, "garbage");
+}
+
+static void test_wrong_length_is_rejected(void **state)
+{
+    (void)state;
+    run_forged(1, "12 bytes");
+}
+
+static void test_taken_port_and_absent_member_are_named(void **state)
+{
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    socklen_t len = sizeof sin;
+    getsockname(fd, (struct sockaddr *)&sin, &len);
+    uint16_t taken = ntohs(sin.sin_port);
+    struct tp_oob_member members[2] = {{0, "127.0.0.1", taken}, {1, "127.0.0.1", free_port()}};
+    struct tp_oob *oob = NULL;
+    assert_int_equal(tp_oob_open_tcp(members, 2, 0, 500, &oob), SPINDLE_EADDRINUSE);
+    char expect[32];
+    snprintf(expect, sizeof expect, "127.0.0.1:%u", taken);
+    assert_non_null(strstr(spindle_errmsg(), expect));
+    close(fd);
+
+    /* Member 1 waits for member 0, which never comes. */
+    members[0].port = free_port();
+    assert_int_equal(tp_oob_open_tcp(members, 2, 1, 300, &oob), SPINDLE_EUNREACH);
+    assert_non_null(strstr(spindle_errmsg(), "member 0"));
+    members[0].host = "no-such-host.invalid";
+    assert_int_equal(tp_oob_open_tcp(members, 2, 1, 300, &oob), SPINDLE_EUNREACH);
+    assert_non_null(strstr(spindle_errmsg(), "no-such-host.invalid"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_three_members_allgather),
+        cmocka_unit_test(test_garbage_frame_is_rejected),
+        cmocka_unit_test(test_wrong_length_is_rejected),
+        cmocka_unit_test(test_taken_port_and_absent_member_are_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

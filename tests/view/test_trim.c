@@ -1,0 +1,380 @@
+/* Ragged-edge trim: hand-checked cases and a randomized property test. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/error.h"
+#include "view/trim.h"
+
+#define ROWS(...) ((const uint64_t[]){__VA_ARGS__})
+
+static void test_all_senders_alive_failed_observer(void **state)
+{
+    (void)state;
+    /* Rows 0,1 send; row 2 (a receiver only) failed. Row 2's counts are
+     * garbage on purpose: failed rows must be ignored. */
+    struct trim_input in = {.num_members = 3,
+                            .num_senders = 2,
+                            .sender_row = (const uint32_t[]){0, 1},
+                            .received = ROWS(3, 2, 2, 3, 0, 0),
+                            .failed_mask = 0x4};
+    struct trim_result out;
+    assert_int_equal(trim_compute(&in, &out), 0);
+    assert_int_equal(out.num_survivors, 2);
+    assert_int_equal(out.trim[0], 2);
+    assert_int_equal(out.trim[1], 2);
+    assert_int_equal(out.delivered_total, 4); /* rounds 0 and 1 complete */
+    assert_int_equal(trim_last_seq(&out), 3);
+    assert_int_equal(out.sender_delivered[0], 2);
+    assert_int_equal(out.sender_delivered[1], 2);
+    assert_int_equal(out.sender_known[0], 3);
+    assert_int_equal(out.sender_known[1], 3);
+    assert_false(out.sender_failed[0]);
+    /* Each sender resends message 2 (its third) in the next view. */
+    uint64_t first, count;
+    assert_int_equal(trim_resend_range(&out, 0, 3, &first, &count), 0);
+    assert_int_equal(first, 2);
+    assert_int_equal(count, 1);
+}
+
+static void test_failed_sender_cuts_delivery_at_its_trim(void **state)
+{
+    (void)state;
+    /* Senders rows 0,1; sender 1 failed; row 2 survives. */
+    struct trim_input in = {.num_members = 3,
+                            .num_senders = 2,
+                            .sender_row = (const uint32_t[]){0, 1},
+                            .received = ROWS(5, 1, 9, 9, 4, 3),
+                            .failed_mask = 0x2};
+    struct trim_result out;
+    assert_int_equal(trim_compute(&in, &out), 0);
+    assert_int_equal(out.trim[0], 4);
+    assert_int_equal(out.trim[1], 1);
+    /* seq 0 = s0m0, 1 = s1m0, 2 = s0m1, 3 = s1m1 is missing at row 0. */
+    assert_int_equal(out.delivered_total, 3);
+    assert_int_equal(out.sender_delivered[0], 2);
+    assert_int_equal(out.sender_delivered[1], 1);
+    assert_true(out.sender_failed[1]);
+    assert_int_equal(out.sender_known[1], 3); /* s1 m1, m2 are dropped */
+    uint64_t first, count;
+    assert_int_equal(trim_resend_range(&out, 0, 5, &first, &count), 0);
+    assert_int_equal(first, 2);
+    assert_int_equal(count, 3);
+    assert_int_equal(trim_resend_range(&out, 1, 3, &first, &count), SPINDLE_EINVAL);
+    assert_int_equal(trim_resend_range(&out, 2, 3, &first, &count), SPINDLE_EINVAL);
+    assert_int_equal(trim_resend_range(&out, 0, 1, &first, &count), SPINDLE_EINVAL);
+}
+
+static void test_surviving_sender_gap_stops_later_rounds(void **state)
+{
+    (void)state;
+    /* Three senders, all alive; row 3 (receiver) failed. Row 1 lacks
+     * sender 1's messages 1..3, so delivery stops at seq 4 = s1m1 even
+     * though every survivor holds rounds 1..3 of senders 0 and 2. */
+    struct trim_input in = {.num_members = 4,
+                            .num_senders = 3,
+                            .sender_row = (const uint32_t[]){0, 1, 2},
+                            .received = ROWS(4, 4, 4, 4, 1, 4, 4, 4, 4, 0, 0, 0),
+                            .failed_mask = 0x8};
+    struct trim_result out;
+    assert_int_equal(trim_compute(&in, &out), 0);
+    assert_int_equal(out.delivered_total, 4);
+    assert_int_equal(out.sender_delivered[0], 2);
+    assert_int_equal(out.sender_delivered[1], 1);
+    assert_int_equal(out.sender_delivered[2], 1);
+    struct trim_msg list[16];
+    size_t count;
+    assert_int_equal(trim_resend_list(&out, (const uint64_t[]){4, 4, 4}, list, 16, &count), 0);
+    /* Old order: s1m1 (seq 4), s2m1 (5), s0m2 (6), s1m2, s2m2, s0m3, ... */
+    assert_int_equal(count, 8);
+    const struct trim_msg expect[] = {{1, 1}, {2, 1}, {0, 2}, {1, 2},
+                                      {2, 2}, {0, 3}, {1, 3}, {2, 3}};
+    for (size_t i = 0; i < count; i++) {
+        assert_int_equal(list[i].sender, expect[i].sender);
+        assert_int_equal(list[i].index, expect[i].index);
+    }
+    assert_int_equal(trim_resend_list(&out, (const uint64_t[]){4, 4, 4}, list, 7, &count),
+                     SPINDLE_EMSGSIZE);
+    assert_int_equal(count, 8);
+}
+
+static void test_empty_and_single_sender_cases(void **state)
+{
+    (void)state;
+    struct trim_result out;
+    /* Nothing received at all. */
+    struct trim_input none = {.num_members = 2,
+                              .num_senders = 2,
+                              .sender_row = (const uint32_t[]){0, 1},
+                              .received = ROWS(0, 0, 0, 0)};
+    assert_int_equal(trim_compute(&none, &out), 0);
+    assert_int_equal(out.delivered_total, 0);
+    assert_int_equal(trim_last_seq(&out), -1);
+    /* Sender 0 has nothing but sender 1 has plenty: seq 0 = s0m0 blocks. */
+    struct trim_input blocked = none;
+    blocked.received = ROWS(0, 7, 0, 7);
+    assert_int_equal(trim_compute(&blocked, &out), 0);
+    assert_int_equal(out.delivered_total, 0);
+    assert_int_equal(out.sender_delivered[1], 0);
+    /* Only sender 1 lags: s0m0 delivers, then s1m0 blocks. */
+    blocked.received = ROWS(7, 0, 7, 0);
+    assert_int_equal(trim_compute(&blocked, &out), 0);
+    assert_int_equal(out.delivered_total, 1);
+    /* No senders: nothing to deliver. */
+    struct trim_input silent = {.num_members = 3, .num_senders = 0};
+    assert_int_equal(trim_compute(&silent, &out), 0);
+    assert_int_equal(out.delivered_total, 0);
+    /* One sender: the trim is the prefix. */
+    struct trim_input single = {.num_members = 3,
+                                .num_senders = 1,
+                                .sender_row = (const uint32_t[]){2},
+                                .received = ROWS(6, 8, 11),
+                                .failed_mask = 0x4};
+    assert_int_equal(trim_compute(&single, &out), 0);
+    assert_int_equal(out.delivered_total, 6);
+    assert_true(out.sender_failed[0]);
+}
+
+static void test_rejects_bad_input(void **state)
+{
+    (void)state;
+    struct trim_result out;
+    struct trim_input in = {.num_members = 2,
+                            .num_senders = 2,
+                            .sender_row = (const uint32_t[]){0, 1},
+                            .received = ROWS(3, 3, 3, 3),
+                            .failed_mask = 0x3};
+    assert_int_equal(trim_compute(&in, &out), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "surviving"));
+    in.failed_mask = 0;
+    in.sender_row = (const uint32_t[]){0, 2};
+    assert_int_equal(trim_compute(&in, &out), SPINDLE_EINVAL);
+    in.sender_row = (const uint32_t[]){0, 1};
+    in.received = ROWS(3, TRIM_MAX_COUNT + 1, 3, 3);
+    assert_int_equal(trim_compute(&in, &out), SPINDLE_EINVAL);
+    in.received = ROWS(3, 3, 3, 3);
+    in.num_senders = 3;
+    assert_int_equal(trim_compute(&in, &out), SPINDLE_EINVAL);
+    in.num_senders = 2;
+    in.num_members = 0;
+    assert_int_equal(trim_compute(&in, &out), SPINDLE_EINVAL);
+    in.num_members = 2;
+    in.received = NULL;
+    assert_int_equal(trim_compute(&in, &out), SPINDLE_EINVAL);
+    assert_int_equal(trim_from_vector(TRIM_MAX_SENDERS + 1, ROWS(0), &out), SPINDLE_EINVAL);
+    assert_int_equal(trim_from_vector(1, ROWS(TRIM_MAX_COUNT + 1), &out), SPINDLE_EINVAL);
+}
+
+static void test_delivered_beyond_prefix_is_a_protocol_error(void **state)
+{
+    (void)state;
+    struct trim_result out;
+    struct trim_input in = {.num_members = 2,
+                            .num_senders = 2,
+                            .sender_row = (const uint32_t[]){0, 1},
+                            .received = ROWS(3, 2, 2, 3),
+                            .delivered = ROWS(4, 4)};
+    assert_int_equal(trim_compute(&in, &out), 0); /* prefix is 4 */
+    in.delivered = ROWS(4, 5);
+    assert_int_equal(trim_compute(&in, &out), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "row 1"));
+    /* A failed row's delivered count is not checked (it may be garbage). */
+    in.failed_mask = 0x2;
+    in.received = ROWS(3, 2, 0, 0);
+    assert_int_equal(trim_compute(&in, &out), 0);
+    assert_int_equal(out.delivered_total, 5);
+}
+
+static void test_follower_vector_matches_leader_result(void **state)
+{
+    (void)state;
+    struct trim_input in = {.num_members = 3,
+                            .num_senders = 3,
+                            .sender_row = (const uint32_t[]){0, 1, 2},
+                            .received = ROWS(7, 5, 6, 7, 6, 6, 8, 5, 9)};
+    struct trim_result leader, follower;
+    assert_int_equal(trim_compute(&in, &leader), 0);
+    assert_int_equal(trim_from_vector(3, leader.trim, &follower), 0);
+    assert_int_equal(follower.delivered_total, leader.delivered_total);
+    assert_memory_equal(follower.sender_delivered, leader.sender_delivered, 3 * sizeof(uint64_t));
+    /* trim = {7,5,6}: N = min(21, 16, 20) = 16. */
+    assert_int_equal(leader.delivered_total, 16);
+}
+
+/* ---- property test ---------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static uint64_t rng_below(uint64_t bound)
+{
+    return bound ? rng() % bound : 0;
+}
+
+struct scenario {
+    uint32_t members, senders;
+    uint32_t sender_row[TRIM_MAX_SENDERS];
+    uint64_t sent[TRIM_MAX_SENDERS];
+    uint64_t received[8 * 8];
+    uint64_t delivered[8];
+    uint64_t failed;
+};
+
+/* How far row can deliver in round-robin order from what it holds. */
+static uint64_t contiguous_prefix(const struct scenario *sc, uint32_t row)
+{
+    uint64_t n = 0;
+    while (true) {
+        struct trim_msg msg = trim_seq_message(sc->senders, n);
+        if (msg.index >= sc->received[row * sc->senders + msg.sender])
+            return n;
+        n++;
+    }
+}
+
+/* Random wedged state consistent with FIFO per sender and with deliveries
+ * made while every member was alive (stability over all rows). */
+static void make_scenario(struct scenario *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->members = 1 + (uint32_t)rng_below(8);
+    for (uint32_t row = 0; row < sc->members; row++)
+        if (rng_below(3) != 0 && sc->senders < sc->members)
+            sc->sender_row[sc->senders++] = row;
+    for (uint32_t s = 0; s < sc->senders; s++)
+        sc->sent[s] = rng_below(4) == 0 ? 0 : rng_below(12);
+    for (uint32_t row = 0; row < sc->members; row++)
+        for (uint32_t s = 0; s < sc->senders; s++) {
+            /* Mostly near the sender's count, sometimes far behind. */
+            uint64_t lag = rng_below(2) ? rng_below(3) : rng_below(sc->sent[s] + 1);
+            sc->received[row * sc->senders + s] = sc->sent[s] > lag ? sc->sent[s] - lag : 0;
+        }
+    uint64_t stable = UINT64_MAX;
+    for (uint32_t row = 0; row < sc->members && sc->senders > 0; row++) {
+        uint64_t prefix = contiguous_prefix(sc, row);
+        stable = prefix < stable ? prefix : stable;
+    }
+    if (sc->senders == 0)
+        stable = 0;
+    for (uint32_t row = 0; row < sc->members; row++)
+        sc->delivered[row] = rng_below(stable + 1);
+    uint64_t all = (1ull << sc->members) - 1;
+    do
+        sc->failed = rng() & all & (rng_below(2) ? rng() : 0); /* often no failure */
+    while ((sc->failed & all) == all);
+}
+
+static void check_scenario(const struct scenario *sc)
+{
+    struct trim_input in = {sc->members,  sc->senders, sc->sender_row,
+                            sc->received, sc->failed,  sc->delivered};
+    struct trim_result out;
+    assert_int_equal(trim_compute(&in, &out), 0);
+    uint64_t total = out.delivered_total;
+    /* Oracle: walk the round-robin order while every survivor holds the
+     * next message; the trim must stop exactly there. */
+    uint64_t oracle = UINT64_MAX;
+    for (uint32_t row = 0; row < sc->members && sc->senders > 0; row++)
+        if (!((sc->failed >> row) & 1)) {
+            uint64_t prefix = contiguous_prefix(sc, row);
+            oracle = prefix < oracle ? prefix : oracle;
+        }
+    assert_int_equal(total, sc->senders ? oracle : 0);
+    /* Every survivor can deliver from where it is to the end of the prefix
+     * (it holds each message) and never delivered past it. */
+    for (uint32_t row = 0; row < sc->members; row++) {
+        if ((sc->failed >> row) & 1)
+            continue;
+        assert_true(sc->delivered[row] <= total);
+        for (uint64_t n = sc->delivered[row]; n < total; n++) {
+            struct trim_msg msg = trim_seq_message(sc->senders, n);
+            assert_true(msg.index < sc->received[row * sc->senders + msg.sender]);
+        }
+    }
+    /* Gap-free: each sender's delivered messages are exactly [0, d[s]) and
+     * together they are the prefix. */
+    uint64_t sum = 0;
+    for (uint32_t s = 0; s < sc->senders; s++) {
+        uint64_t in_prefix = 0;
+        for (uint64_t n = s; n < total; n += sc->senders)
+            in_prefix++;
+        assert_int_equal(out.sender_delivered[s], in_prefix);
+        assert_true(out.sender_delivered[s] <= out.trim[s]);
+        sum += in_prefix;
+    }
+    assert_int_equal(sum, total);
+    /* Resend: delivered + resent = everything a surviving sender sent, each
+     * once, in old sequence order; failed senders resend nothing. */
+    struct trim_msg list[8 * 16];
+    size_t count;
+    assert_int_equal(trim_resend_list(&out, sc->sent, list, 8 * 16, &count), 0);
+    uint64_t next_index[TRIM_MAX_SENDERS];
+    for (uint32_t s = 0; s < sc->senders; s++)
+        next_index[s] = out.sender_delivered[s];
+    uint64_t prev_seq = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t s = list[i].sender;
+        assert_false(out.sender_failed[s]);
+        assert_int_equal(list[i].index, next_index[s]++);
+        uint64_t seq = list[i].index * sc->senders + s;
+        assert_true(i == 0 || seq > prev_seq);
+        assert_true(seq >= total);
+        prev_seq = seq;
+    }
+    for (uint32_t s = 0; s < sc->senders; s++)
+        assert_int_equal(next_index[s],
+                         out.sender_failed[s] ? out.sender_delivered[s] : sc->sent[s]);
+    /* Followers that only see the trim vector reach the same prefix. */
+    struct trim_result follower;
+    assert_int_equal(trim_from_vector(sc->senders, out.trim, &follower), 0);
+    assert_int_equal(follower.delivered_total, total);
+}
+
+static void test_random_wedged_states_satisfy_virtual_synchrony(void **state)
+{
+    (void)state;
+    const char *seed_text = getenv("SPINDLE_TEST_SEED");
+    uint64_t seed = seed_text ? strtoull(seed_text, NULL, 0) : 0x5eed1234abcdull;
+    rng_state = seed ? seed : 1;
+    print_message("trim property seed 0x%llx\n", (unsigned long long)seed);
+    unsigned failures_seen = 0, cuts_seen = 0;
+    for (int iteration = 0; iteration < 20000; iteration++) {
+        struct scenario sc;
+        make_scenario(&sc);
+        check_scenario(&sc);
+        failures_seen += sc.failed != 0;
+        cuts_seen += sc.senders > 1;
+    }
+    /* The generator must actually exercise failures and multi-sender cuts. */
+    assert_true(failures_seen > 5000);
+    assert_true(cuts_seen > 5000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_senders_alive_failed_observer),
+        cmocka_unit_test(test_failed_sender_cuts_delivery_at_its_trim),
+        cmocka_unit_test(test_surviving_sender_gap_stops_later_rounds),
+        cmocka_unit_test(test_empty_and_single_sender_cases),
+        cmocka_unit_test(test_rejects_bad_input),
+        cmocka_unit_test(test_delivered_beyond_prefix_is_a_protocol_error),
+        cmocka_unit_test(test_follower_vector_matches_leader_result),
+        cmocka_unit_test(test_random_wedged_states_satisfy_virtual_synchrony),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
