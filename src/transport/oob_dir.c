@@ -1,0 +1,133 @@
+/*
+ * Bootstrap exchange through a shared directory, for processes on one host.
+ * Member i publishes its blob for a tag as "<dir>/<tag>.<i>", written to a
+ * temporary name and renamed, so a reader never sees a partial file. Readers
+ * poll the directory with short sleeps until every member's file is there:
+ * this is a one-time start-up step, not a data path.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "transport/oob_impl.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+struct oob_dir {
+    struct tp_oob base;
+    char *dir;
+    uint32_t self_index;
+    uint32_t num_members;
+};
+
+static int write_blob(const struct oob_dir *oob, uint32_t tag, const void *mine, size_t length)
+{
+    char tmp[4096], final[4096];
+    snprintf(tmp, sizeof tmp, "%s/.%u.%u.tmp", oob->dir, tag, oob->self_index);
+    snprintf(final, sizeof final, "%s/%u.%u", oob->dir, tag, oob->self_index);
+    FILE *file = fopen(tmp, "wb");
+    if (file == NULL)
+        return sp_error(SPINDLE_EIO, "oob: cannot create %s: %s", tmp, strerror(errno));
+    size_t written = fwrite(mine, 1, length, file);
+    if (fclose(file) != 0 || written != length)
+        return sp_error(SPINDLE_EIO, "oob: cannot write %s", tmp);
+    if (rename(tmp, final) != 0)
+        return sp_error(SPINDLE_EIO, "oob: cannot rename %s: %s", tmp, strerror(errno));
+    return 0;
+}
+
+/* 1 when member's blob was read, 0 when not there yet, negative on error. */
+static int read_blob(const struct oob_dir *oob, uint32_t tag, uint32_t member, void *out,
+                     size_t length)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%u.%u", oob->dir, tag, member);
+    FILE *file = fopen(path, "rb");
+    if (file == NULL)
+        return 0;
+    size_t got = fread(out, 1, length, file);
+    int extra = fgetc(file);
+    fclose(file);
+    if (got != length || extra != EOF)
+        return sp_error(SPINDLE_EPROTO, "oob: %s does not hold a %zu-byte blob", path, length);
+    return 1;
+}
+
+static int dir_allgather(struct tp_oob *base, uint32_t tag, const void *mine, size_t length,
+                         void *all, int timeout_ms)
+{
+    struct oob_dir *oob = (struct oob_dir *)base;
+    int rc = write_blob(oob, tag, mine, length);
+    if (rc != 0)
+        return rc;
+    uint8_t *have = calloc(oob->num_members, 1);
+    if (have == NULL)
+        return sp_error(SPINDLE_ENOMEM, "oob: out of memory");
+    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+    uint32_t missing = oob->num_members;
+    for (;;) {
+        for (uint32_t i = 0; i < oob->num_members; i++) {
+            if (have[i])
+                continue;
+            rc = read_blob(oob, tag, i, (uint8_t *)all + (size_t)i * length, length);
+            if (rc < 0) {
+                free(have);
+                return rc;
+            }
+            if (rc == 1) {
+                have[i] = 1;
+                missing--;
+            }
+        }
+        if (missing == 0 || sp_now_ns() >= deadline)
+            break;
+        struct timespec pause = {0, 1000000}; /* 1 ms between directory scans */
+        nanosleep(&pause, NULL);
+    }
+    if (missing != 0) {
+        char names[256] = "";
+        for (uint32_t i = 0; i < oob->num_members; i++) {
+            if (!have[i] && strlen(names) < sizeof names - 16)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%u",
+                         names[0] ? ", " : "", i);
+        }
+        free(have);
+        return sp_error(SPINDLE_ETIMEDOUT,
+                        "oob: members %s did not publish tag %u in %s within %d ms", names, tag,
+                        oob->dir, timeout_ms);
+    }
+    free(have);
+    return 0;
+}
+
+static void dir_close(struct tp_oob *base)
+{
+    struct oob_dir *oob = (struct oob_dir *)base;
+    free(oob->dir);
+    free(oob);
+}
+
+static const struct tp_oob_vtable dir_vtable = {dir_allgather, dir_close};
+
+int tp_oob_open_dir(const char *dir, uint32_t self_index, uint32_t num_members, struct tp_oob **out)
+{
+    if (dir == NULL || num_members == 0 || self_index >= num_members)
+        return sp_error(SPINDLE_EINVAL, "oob: member index %u is not below member count %u",
+                        self_index, num_members);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return sp_error(SPINDLE_EIO, "oob: cannot create directory %s: %s", dir, strerror(errno));
+    struct oob_dir *oob = calloc(1, sizeof *oob);
+    if (oob == NULL || (oob->dir = strdup(dir)) == NULL) {
+        free(oob);
+        return sp_error(SPINDLE_ENOMEM, "oob: out of memory");
+    }
+    oob->base.vt = &dir_vtable;
+    oob->self_index = self_index;
+    oob->num_members = num_members;
+    *out = &oob->base;
+    return 0;
+}

@@ -1,0 +1,531 @@
+/*
+ * Shared-memory transport: member processes on one host map each other's
+ * registered regions, so a write is a plain store into the peer's memory with
+ * no CPU work at the target.
+ *
+ * Regions and the per-endpoint control page are memfd mappings. A descriptor
+ * carries (pid, fd, length, nonce); a peer maps the object by opening
+ * /proc/<pid>/fd/<fd>. Nothing is named in /dev/shm, so a process killed with
+ * -9 leaks nothing: the kernel frees the memory when the last mapping goes.
+ *
+ * T1: aligned 8-byte words are copied with 8-byte atomic stores. T2: every
+ * write ends with a release fence, so a later write is never visible before
+ * an earlier one. T3: writes complete synchronously. T4: each peer is watched
+ * through a pidfd; poll() reports a dead peer once.
+ *
+ * Doorbell: the control page holds a futex sequence word and a sleeping flag.
+ * The waiter stores sleeping=1, fences, re-reads the sequence, then waits;
+ * the ringer stores its data, fences, and wakes only if sleeping is set. With
+ * both fences sequentially consistent, one side always sees the other (no
+ * lost wake-up), and ringing an awake peer costs one load.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "transport/transport.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+#define SHM_MAGIC        0x53504e53484d3031ull /* "SPNSHM01" */
+#define SHM_VERSION      1u
+#define SHM_KIND_ADDRESS 1u
+#define SHM_KIND_REGION  2u
+#define SHM_EVENTS_MAX   256
+#define SHM_CHECK_NS     (5ull * 1000 * 1000)
+
+struct shm_control {
+    uint32_t doorbell_seq; /* futex word */
+    uint32_t sleeping;
+    uint64_t nonce;
+};
+
+/* What travels in a tp_desc. */
+struct shm_wire {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t kind;
+    int32_t pid;
+    int32_t fd;
+    uint64_t length;
+    uint64_t nonce;
+};
+
+struct tp_mr {
+    void *addr;
+    size_t length;
+    int fd;
+};
+
+struct tp_rmr {
+    uint8_t *addr;
+    size_t length;
+};
+
+struct tp_peer {
+    struct tp_endpoint *ep;
+    struct shm_control *control;
+    int pidfd;
+    int32_t pid;
+    atomic_bool failed;
+    bool reported;
+    struct tp_peer *next;
+};
+
+struct tp_endpoint {
+    int control_fd;
+    struct shm_control *control;
+    uint64_t nonce;
+    int failure_timeout_ms;
+    struct tp_peer *peers;
+    uint64_t last_check_ns;
+    pthread_mutex_t events_lock; /* posts (any thread) and poll share events */
+    struct tp_event events[SHM_EVENTS_MAX];
+    unsigned num_events;
+    struct tp_stats stats;
+};
+
+static long futex(uint32_t *word, int op, uint32_t value, const struct timespec *timeout)
+{
+    return syscall(SYS_futex, word, op, value, timeout, NULL, 0);
+}
+
+static int memfd_map(const char *name, size_t length, int *fd_out, void **addr_out)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0)
+        return sp_error(SPINDLE_EIO, "shm: memfd_create(%s): %s", name, strerror(errno));
+    if (ftruncate(fd, (off_t)length) != 0) {
+        int err = errno;
+        close(fd);
+        return sp_error(SPINDLE_ENOMEM, "shm: cannot size %s to %zu bytes: %s", name, length,
+                        strerror(err));
+    }
+    void *addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) {
+        int err = errno;
+        close(fd);
+        return sp_error(SPINDLE_ENOMEM, "shm: cannot map %zu bytes: %s", length, strerror(err));
+    }
+    *fd_out = fd;
+    *addr_out = addr;
+    return 0;
+}
+
+static int desc_encode(struct tp_desc *out, uint32_t kind, int fd, uint64_t length, uint64_t nonce)
+{
+    struct shm_wire wire = {SHM_MAGIC, SHM_VERSION, kind, (int32_t)getpid(), fd, length, nonce};
+    memset(out, 0, sizeof *out);
+    out->len = sizeof wire;
+    memcpy(out->bytes, &wire, sizeof wire);
+    return 0;
+}
+
+static int desc_decode(const struct tp_desc *desc, uint32_t kind, struct shm_wire *wire)
+{
+    static const char *kinds[] = {"", "address", "region"};
+    if (desc == NULL || desc->len != sizeof *wire)
+        return sp_error(SPINDLE_EINVAL, "shm: %s descriptor has length %u, expected %zu",
+                        kinds[kind], desc == NULL ? 0u : desc->len, sizeof *wire);
+    memcpy(wire, desc->bytes, sizeof *wire);
+    if (wire->magic != SHM_MAGIC || wire->version != SHM_VERSION)
+        return sp_error(SPINDLE_EPROTO,
+                        "shm: %s descriptor is not a shm descriptor "
+                        "(magic %#llx, version %u)",
+                        kinds[kind], (unsigned long long)wire->magic, wire->version);
+    if (wire->kind != kind || wire->pid <= 0 || wire->fd < 0 || wire->length == 0)
+        return sp_error(SPINDLE_EPROTO, "shm: malformed %s descriptor (kind %u, pid %d, fd %d)",
+                        kinds[kind], wire->kind, wire->pid, wire->fd);
+    return 0;
+}
+
+/* Maps another process's memfd through /proc. */
+static int map_remote(const struct shm_wire *wire, void **addr_out)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", wire->pid, wire->fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        return sp_error(err == ENOENT ? SPINDLE_EUNREACH : SPINDLE_EIO,
+                        "shm: cannot open peer pid %d object %s: %s", wire->pid, path,
+                        strerror(err));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < wire->length) {
+        close(fd);
+        return sp_error(SPINDLE_EPROTO,
+                        "shm: peer pid %d object is smaller than the %llu "
+                        "bytes its descriptor claims",
+                        wire->pid, (unsigned long long)wire->length);
+    }
+    void *addr = mmap(NULL, wire->length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err = errno;
+    close(fd);
+    if (addr == MAP_FAILED)
+        return sp_error(SPINDLE_EIO, "shm: cannot map peer pid %d object: %s", wire->pid,
+                        strerror(err));
+    *addr_out = addr;
+    return 0;
+}
+
+static int shm_open_ep(const struct tp_config *config, struct tp_endpoint **out)
+{
+    struct tp_endpoint *ep = calloc(1, sizeof *ep);
+    if (ep == NULL)
+        return sp_error(SPINDLE_ENOMEM, "shm: out of memory for endpoint");
+    void *addr;
+    int rc = memfd_map("spindle-control", sizeof(struct shm_control), &ep->control_fd, &addr);
+    if (rc != 0) {
+        free(ep);
+        return rc;
+    }
+    ep->control = addr;
+    pthread_mutex_init(&ep->events_lock, NULL);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    ep->nonce = ((uint64_t)getpid() << 32) ^ (uint64_t)now.tv_nsec ^ (uint64_t)now.tv_sec << 20;
+    ep->control->nonce = ep->nonce;
+    ep->failure_timeout_ms =
+        config != NULL && config->failure_timeout_ms > 0 ? config->failure_timeout_ms : 1000;
+    *out = ep;
+    return 0;
+}
+
+static void shm_disconnect(struct tp_endpoint *ep, struct tp_peer *peer)
+{
+    for (struct tp_peer **link = &ep->peers; *link != NULL; link = &(*link)->next) {
+        if (*link == peer) {
+            *link = peer->next;
+            break;
+        }
+    }
+    munmap(peer->control, sizeof(struct shm_control));
+    close(peer->pidfd);
+    free(peer);
+}
+
+static void shm_close(struct tp_endpoint *ep)
+{
+    if (ep == NULL)
+        return;
+    while (ep->peers != NULL)
+        shm_disconnect(ep, ep->peers);
+    munmap(ep->control, sizeof(struct shm_control));
+    close(ep->control_fd);
+    pthread_mutex_destroy(&ep->events_lock);
+    free(ep);
+}
+
+static int shm_address(struct tp_endpoint *ep, struct tp_desc *out)
+{
+    return desc_encode(out, SHM_KIND_ADDRESS, ep->control_fd, sizeof(struct shm_control),
+                       ep->nonce);
+}
+
+static int shm_mr_alloc(struct tp_endpoint *ep, size_t length, unsigned flags, void **addr,
+                        struct tp_mr **out)
+{
+    if (length == 0)
+        return sp_error(SPINDLE_EINVAL, "shm: cannot allocate a region of 0 bytes");
+    struct tp_mr *mr = calloc(1, sizeof *mr);
+    if (mr == NULL)
+        return sp_error(SPINDLE_ENOMEM, "shm: out of memory for region");
+    int rc = memfd_map("spindle-region", length, &mr->fd, &mr->addr);
+    if (rc != 0) {
+        free(mr);
+        return rc;
+    }
+    mr->length = length;
+    *addr = mr->addr;
+    *out = mr;
+    return 0;
+}
+
+static void shm_mr_free(struct tp_endpoint *ep, struct tp_mr *mr)
+{
+    if (mr == NULL)
+        return;
+    munmap(mr->addr, mr->length);
+    close(mr->fd);
+    free(mr);
+}
+
+static int shm_mr_export(struct tp_mr *mr, struct tp_desc *out)
+{
+    return desc_encode(out, SHM_KIND_REGION, mr->fd, mr->length, 0);
+}
+
+static int shm_connect(struct tp_endpoint *ep, const struct tp_desc *peer_addr, int timeout_ms,
+                       struct tp_peer **out)
+{
+    struct shm_wire wire;
+    int rc = desc_decode(peer_addr, SHM_KIND_ADDRESS, &wire);
+    if (rc != 0)
+        return rc;
+    int pidfd = (int)syscall(SYS_pidfd_open, wire.pid, 0);
+    if (pidfd < 0)
+        return sp_error(SPINDLE_EUNREACH, "shm: peer pid %d is not running: %s", wire.pid,
+                        strerror(errno));
+    void *control;
+    rc = map_remote(&wire, &control);
+    if (rc != 0) {
+        close(pidfd);
+        return rc;
+    }
+    struct tp_peer *peer = calloc(1, sizeof *peer);
+    if (peer == NULL) {
+        munmap(control, sizeof(struct shm_control));
+        close(pidfd);
+        return sp_error(SPINDLE_ENOMEM, "shm: out of memory for peer");
+    }
+    peer->control = control;
+    if (__atomic_load_n(&peer->control->nonce, __ATOMIC_ACQUIRE) != wire.nonce) {
+        shm_disconnect(ep, peer);
+        return sp_error(SPINDLE_EUNREACH,
+                        "shm: peer pid %d no longer owns that endpoint "
+                        "(stale address)",
+                        wire.pid);
+    }
+    peer->ep = ep;
+    peer->pidfd = pidfd;
+    peer->pid = wire.pid;
+    peer->next = ep->peers;
+    ep->peers = peer;
+    *out = peer;
+    return 0;
+}
+
+static int shm_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, struct tp_rmr **out)
+{
+    struct shm_wire wire;
+    int rc = desc_decode(desc, SHM_KIND_REGION, &wire);
+    if (rc != 0)
+        return rc;
+    if (wire.pid != peer->pid)
+        return sp_error(SPINDLE_EINVAL, "shm: region of pid %d imported through peer pid %d",
+                        wire.pid, peer->pid);
+    struct tp_rmr *rmr = calloc(1, sizeof *rmr);
+    if (rmr == NULL)
+        return sp_error(SPINDLE_ENOMEM, "shm: out of memory for remote region");
+    void *addr;
+    rc = map_remote(&wire, &addr);
+    if (rc != 0) {
+        free(rmr);
+        return rc;
+    }
+    rmr->addr = addr;
+    rmr->length = wire.length;
+    *out = rmr;
+    return 0;
+}
+
+static void shm_rmr_release(struct tp_peer *peer, struct tp_rmr *rmr)
+{
+    if (rmr == NULL)
+        return;
+    munmap(rmr->addr, rmr->length);
+    free(rmr);
+}
+
+/* Checks the peer's pidfd; marks it failed when the process has exited. */
+static bool peer_check(struct tp_peer *peer)
+{
+    if (atomic_load(&peer->failed))
+        return false;
+    struct pollfd pfd = {.fd = peer->pidfd, .events = POLLIN};
+    if (poll(&pfd, 1, 0) > 0) {
+        atomic_store(&peer->failed, true);
+        return false;
+    }
+    return true;
+}
+
+/* One write: 8-byte atomic stores for aligned words (T1), then a release
+ * fence so a later write never becomes visible first (T2). */
+static void copy_write(uint8_t *dst, const uint8_t *src, size_t length)
+{
+    while (length > 0 && ((uintptr_t)dst & 7) != 0) {
+        __atomic_store_n(dst++, *src++, __ATOMIC_RELAXED);
+        length--;
+    }
+    while (length >= 8) {
+        uint64_t word;
+        memcpy(&word, src, 8);
+        __atomic_store_n((uint64_t *)(void *)dst, word, __ATOMIC_RELAXED);
+        dst += 8;
+        src += 8;
+        length -= 8;
+    }
+    while (length > 0) {
+        __atomic_store_n(dst++, *src++, __ATOMIC_RELAXED);
+        length--;
+    }
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void stat_add(uint64_t *counter, uint64_t amount)
+{
+    __atomic_fetch_add(counter, amount, __ATOMIC_RELAXED);
+}
+
+static int shm_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigned count,
+                           unsigned flags, uint64_t cookie)
+{
+    if (atomic_load(&peer->failed))
+        return sp_error(SPINDLE_EPEERFAILED, "shm: peer pid %d has failed", peer->pid);
+    for (unsigned i = 0; i < count; i++) {
+        const struct tp_write *w = &writes[i];
+        if (w->remote == NULL || w->remote_offset > w->remote->length ||
+            w->length > w->remote->length - w->remote_offset)
+            return sp_error(SPINDLE_EINVAL,
+                            "shm: write %u of %u bytes at offset %llu exceeds "
+                            "the peer region of %zu bytes",
+                            i, w->length, (unsigned long long)w->remote_offset,
+                            w->remote == NULL ? (size_t)0 : w->remote->length);
+    }
+    struct tp_endpoint *ep = peer->ep;
+    for (unsigned i = 0; i < count; i++) {
+        copy_write(writes[i].remote->addr + writes[i].remote_offset, writes[i].local,
+                   writes[i].length);
+        stat_add(&ep->stats.bytes_written, writes[i].length);
+    }
+    stat_add(&ep->stats.writes_posted, count);
+    if (count > 0) {
+        stat_add(&ep->stats.batches_posted, 1);
+        stat_add(&ep->stats.doorbells, 1);
+    }
+    if ((flags & TP_POST_SIGNALED) != 0) {
+        stat_add(&ep->stats.signaled, 1);
+        pthread_mutex_lock(&ep->events_lock);
+        if (ep->num_events < SHM_EVENTS_MAX)
+            ep->events[ep->num_events++] =
+                (struct tp_event){.type = TP_EVENT_WRITE_DONE, .peer = peer, .cookie = cookie};
+        pthread_mutex_unlock(&ep->events_lock);
+    }
+    return 0;
+}
+
+static int shm_poll(struct tp_endpoint *ep, struct tp_event *events, int max)
+{
+    pthread_mutex_lock(&ep->events_lock);
+    uint64_t now = sp_now_ns();
+    if (now - ep->last_check_ns >= SHM_CHECK_NS) {
+        ep->last_check_ns = now;
+        for (struct tp_peer *peer = ep->peers; peer != NULL; peer = peer->next) {
+            if (!peer_check(peer) && !peer->reported && ep->num_events < SHM_EVENTS_MAX) {
+                peer->reported = true;
+                ep->events[ep->num_events++] = (struct tp_event){
+                    .type = TP_EVENT_PEER_FAILED, .peer = peer, .error = SPINDLE_EPEERFAILED};
+            }
+        }
+    }
+    int n = 0;
+    while (n < max && (unsigned)n < ep->num_events) {
+        events[n] = ep->events[n];
+        n++;
+    }
+    memmove(ep->events, ep->events + n, (ep->num_events - (unsigned)n) * sizeof ep->events[0]);
+    ep->num_events -= (unsigned)n;
+    pthread_mutex_unlock(&ep->events_lock);
+    return n;
+}
+
+static int shm_peer_state(struct tp_peer *peer)
+{
+    if (!peer_check(peer))
+        return sp_error(SPINDLE_EPEERFAILED, "shm: peer pid %d has failed", peer->pid);
+    return 0;
+}
+
+static void ring(struct shm_control *control)
+{
+    __atomic_add_fetch(&control->doorbell_seq, 1, __ATOMIC_SEQ_CST);
+    futex(&control->doorbell_seq, FUTEX_WAKE, 1, NULL);
+}
+
+static int shm_doorbell_ring(struct tp_peer *peer)
+{
+    if (atomic_load(&peer->failed))
+        return sp_error(SPINDLE_EPEERFAILED, "shm: peer pid %d has failed", peer->pid);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&peer->control->sleeping, __ATOMIC_SEQ_CST) != 0) {
+        ring(peer->control);
+        stat_add(&peer->ep->stats.wakeups_sent, 1);
+    }
+    return 0;
+}
+
+static void shm_doorbell_ring_self(struct tp_endpoint *ep)
+{
+    ring(ep->control);
+}
+
+static uint64_t shm_doorbell_arm(struct tp_endpoint *ep)
+{
+    return __atomic_load_n(&ep->control->doorbell_seq, __ATOMIC_SEQ_CST);
+}
+
+static int shm_doorbell_wait(struct tp_endpoint *ep, uint64_t token, int timeout_ms)
+{
+    /* Wake at least twice per failure timeout so dead peers are noticed. */
+    int cap = ep->peers != NULL ? ep->failure_timeout_ms / 2 : timeout_ms;
+    if (cap < 1)
+        cap = 1;
+    if (timeout_ms < 0 || timeout_ms > cap)
+        timeout_ms = cap;
+    __atomic_store_n(&ep->control->sleeping, 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    uint32_t seq = __atomic_load_n(&ep->control->doorbell_seq, __ATOMIC_SEQ_CST);
+    if (seq == (uint32_t)token) {
+        struct timespec timeout = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+        stat_add(&ep->stats.sleeps, 1);
+        futex(&ep->control->doorbell_seq, FUTEX_WAIT, seq, &timeout);
+        seq = __atomic_load_n(&ep->control->doorbell_seq, __ATOMIC_SEQ_CST);
+    }
+    __atomic_store_n(&ep->control->sleeping, 0, __ATOMIC_SEQ_CST);
+    return seq != (uint32_t)token ? 0 : SPINDLE_ETIMEDOUT;
+}
+
+static void shm_stats(struct tp_endpoint *ep, struct tp_stats *out)
+{
+    uint64_t *dst = (uint64_t *)(void *)out;
+    uint64_t *src = (uint64_t *)(void *)&ep->stats;
+    for (size_t i = 0; i < sizeof *out / sizeof(uint64_t); i++)
+        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+const struct tp_ops tp_shm_ops = {
+    .name = "shm",
+    .caps = TP_CAP_CHEAP_DOORBELL,
+    .open = shm_open_ep,
+    .close = shm_close,
+    .address = shm_address,
+    .mr_alloc = shm_mr_alloc,
+    .mr_free = shm_mr_free,
+    .mr_export = shm_mr_export,
+    .connect = shm_connect,
+    .disconnect = shm_disconnect,
+    .rmr_import = shm_rmr_import,
+    .rmr_release = shm_rmr_release,
+    .post_writes = shm_post_writes,
+    .poll = shm_poll,
+    .peer_state = shm_peer_state,
+    .doorbell_ring = shm_doorbell_ring,
+    .doorbell_ring_self = shm_doorbell_ring_self,
+    .doorbell_arm = shm_doorbell_arm,
+    .doorbell_wait = shm_doorbell_wait,
+    .stats = shm_stats,
+};
