@@ -248,6 +248,7 @@ static void test_killed_peer_is_reported(void **state)
     struct tp_write write_one = {addr, mr, rmr, 0, 8};
     assert_int_equal(ops->post_writes(peer, &write_one, 1, 0, 0), SPINDLE_EPEERFAILED);
     assert_int_equal(ops->poll(ep, &event, 1), 0); /* reported once */
+    ops->rmr_release(peer, rmr);
     ops->mr_free(ep, mr);
     ops->close(ep);
 }
