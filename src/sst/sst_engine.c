@@ -1,0 +1,215 @@
+/*
+ * The predicate engine: one thread per process evaluating every registered
+ * predicate, posting the pushes its triggers queue after the lock is released
+ * (Spindle 3.4), and polling adaptively: spin while there is work, back off
+ * with short sleeps, then announce sleep in the row header and block on the
+ * transport doorbell until a peer pushes work and rings it.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sst/sst_impl.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/log.h"
+
+#define EAGAIN_LIMIT_NS (5ull * 1000 * 1000 * 1000)
+#define BATCH_MAX       256
+
+void sst_stat_add(uint64_t *counter, uint64_t amount)
+{
+    __atomic_fetch_add(counter, amount, __ATOMIC_RELAXED);
+}
+
+void sst_engine_options_default(struct sst_engine_options *options)
+{
+    /* Short spin: on 2 cores shared by several members, a long spin steals
+     * the CPU the peer needs to produce the work we wait for. */
+    options->early_unlock = true;
+    options->spin_us = 50;
+    options->backoff_us = 1000;
+    options->max_sleep_ms = 100;
+}
+
+int sst_engine_create(const struct tp_config *tp_config, const struct sst_engine_options *options,
+                      struct sst_engine **out)
+{
+    const struct tp_ops *ops = tp_backend_find(tp_config != NULL ? tp_config->backend : NULL);
+    if (ops == NULL)
+        return SPINDLE_ENOTSUP;
+    struct sst_engine *engine = calloc(1, sizeof *engine);
+    if (engine == NULL)
+        return sp_error(SPINDLE_ENOMEM, "sst: out of memory for the engine");
+    engine->ops = ops;
+    if (options != NULL)
+        engine->options = *options;
+    else
+        sst_engine_options_default(&engine->options);
+    if (engine->options.max_sleep_ms <= 0)
+        engine->options.max_sleep_ms = 100;
+    int rc = ops->open(tp_config, &engine->endpoint);
+    if (rc != 0) {
+        free(engine);
+        return rc;
+    }
+    pthread_mutex_init(&engine->lock, NULL);
+    pthread_mutex_init(&engine->post_lock, NULL);
+    engine->next_predicate_id = 1;
+    *out = engine;
+    return 0;
+}
+
+void sst_engine_destroy(struct sst_engine *engine)
+{
+    if (engine == NULL)
+        return;
+    sst_engine_stop(engine);
+    while (engine->tables != NULL)
+        sst_table_destroy(engine->tables);
+    engine->ops->close(engine->endpoint);
+    pthread_mutex_destroy(&engine->lock);
+    pthread_mutex_destroy(&engine->post_lock);
+    free(engine->predicates);
+    free(engine->peers);
+    free(engine->pending);
+    free(engine);
+}
+
+const struct tp_ops *sst_engine_transport(struct sst_engine *engine)
+{
+    return engine->ops;
+}
+
+struct tp_endpoint *sst_engine_endpoint(struct sst_engine *engine)
+{
+    return engine->endpoint;
+}
+
+void sst_engine_stats(struct sst_engine *engine, struct sst_engine_stats *out)
+{
+    const uint64_t *src = (const uint64_t *)(const void *)&engine->stats;
+    uint64_t *dst = (uint64_t *)(void *)out;
+    for (size_t i = 0; i < sizeof *out / sizeof(uint64_t); i++)
+        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+void sst_engine_lock(struct sst_engine *engine)
+{
+    pthread_mutex_lock(&engine->lock);
+}
+
+void sst_engine_unlock(struct sst_engine *engine)
+{
+    sst_unlock_and_post(engine);
+}
+
+void sst_engine_wake(struct sst_engine *engine)
+{
+    engine->ops->doorbell_ring_self(engine->endpoint);
+}
+
+void sst_engine_on_failure(struct sst_engine *engine, sst_failure_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&engine->lock);
+    engine->on_failure = fn;
+    engine->on_failure_ctx = ctx;
+    pthread_mutex_unlock(&engine->lock);
+}
+
+/* ---- posting --------------------------------------------------------- */
+
+static void post_batch(struct sst_engine *engine, struct tp_peer *peer, struct tp_write *writes,
+                       unsigned count, bool ring)
+{
+    uint64_t start = sp_now_ns();
+    int rc;
+    while ((rc = engine->ops->post_writes(peer, writes, count, 0, 0)) == SPINDLE_EAGAIN) {
+        if (sp_now_ns() - start > EAGAIN_LIMIT_NS)
+            break;
+        sched_yield();
+    }
+    if (rc == 0) {
+        sst_stat_add(&engine->stats.writes_posted, count);
+        sst_stat_add(&engine->stats.batches, 1);
+        sst_stat_add(&engine->stats.doorbells, 1);
+        if (ring && (engine->ops->caps & TP_CAP_CHEAP_DOORBELL) != 0)
+            (void)engine->ops->doorbell_ring(peer);
+    } else if (rc != SPINDLE_EPEERFAILED) {
+        SP_LOG_WARNING("sst", "posting %u writes failed: %s", count, spindle_errmsg());
+    }
+    sst_stat_add(&engine->stats.post_ns, sp_now_ns() - start);
+}
+
+/* Posts the queue grouped per peer, preserving order within each peer:
+ * one batch, one doorbell per peer (Spindle 3.2). */
+static void post_pending(struct sst_engine *engine, struct sst_pending *pending, uint32_t count)
+{
+    struct tp_write writes[BATCH_MAX];
+    bool *done = calloc(count, sizeof *done);
+    for (uint32_t first = 0; first < count; first++) {
+        if (done != NULL && done[first])
+            continue;
+        struct tp_peer *peer = pending[first].target;
+        unsigned n = 0;
+        bool ring = false;
+        for (uint32_t i = first; i < count; i++) {
+            if ((done != NULL && done[i]) || pending[i].target != peer)
+                continue;
+            if (done == NULL && i != first)
+                break; /* no memory for grouping: post one by one */
+            if (n == BATCH_MAX) {
+                post_batch(engine, peer, writes, n, ring);
+                n = 0;
+            }
+            writes[n++] = pending[i].write;
+            ring |= pending[i].ring;
+            if (done != NULL)
+                done[i] = true;
+        }
+        post_batch(engine, peer, writes, n, ring);
+    }
+    free(done);
+}
+
+void sst_unlock_and_post(struct sst_engine *engine)
+{
+    uint32_t count = engine->num_pending;
+    if (count == 0) {
+        pthread_mutex_unlock(&engine->lock);
+        return;
+    }
+    struct sst_pending *pending = malloc(count * sizeof *pending);
+    if (pending == NULL) {
+        /* Post in place, under the lock: correct, only slower. */
+        pthread_mutex_lock(&engine->post_lock);
+        post_pending(engine, engine->pending, count);
+        engine->num_pending = 0;
+        pthread_mutex_unlock(&engine->post_lock);
+        pthread_mutex_unlock(&engine->lock);
+        return;
+    }
+    memcpy(pending, engine->pending, count * sizeof *pending);
+    engine->num_pending = 0;
+    /* Taking post_lock before dropping the lock keeps batches in queue
+     * order across threads, so a guard never overtakes its data (T2). */
+    pthread_mutex_lock(&engine->post_lock);
+    if (engine->options.early_unlock) {
+        pthread_mutex_unlock(&engine->lock);
+        post_pending(engine, pending, count);
+        pthread_mutex_unlock(&engine->post_lock);
+    } else {
+        post_pending(engine, pending, count);
+        pthread_mutex_unlock(&engine->post_lock);
+        pthread_mutex_unlock(&engine->lock);
+    }
+    free(pending);
+}
+
+int sst_flush(struct sst_engine *engine)
+{
+    pthread_mutex_lock(&engine->lock);
+    sst_unlock_and_post(engine);
+    return 0;
+}

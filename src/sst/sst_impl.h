@@ -1,0 +1,101 @@
+/*
+ * Private state shared by the SST's files. The engine lock protects the
+ * predicate list, the table list, the pending-push queue and the peer cache;
+ * post_lock orders postings so batches reach the transport in the order
+ * they were queued (T2 across threads), while the engine lock is already
+ * released (Spindle 3.4).
+ */
+#ifndef SP_SST_IMPL_H
+#define SP_SST_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "sst/sst.h"
+
+#define SST_HEADER_HEARTBEAT 0
+#define SST_HEADER_SLEEP     8
+
+struct sst_peer_ref {
+    struct tp_desc address;
+    struct tp_peer *peer;
+    unsigned refs;
+    bool failed;
+};
+
+struct sst_pending {
+    uint32_t peer;          /* index into engine->peers */
+    struct tp_peer *target; /* resolved, so posting needs no lock */
+    bool ring;              /* ring the peer's doorbell after posting */
+    struct tp_write write;
+};
+
+struct sst_predicate {
+    sst_predicate_fn predicate;
+    sst_trigger_fn trigger;
+    void *ctx;
+    enum sst_predicate_kind kind;
+    uint64_t id;
+    bool removed;
+};
+
+struct sst_table {
+    struct sst_engine *engine;
+    struct sst_schema *schema;
+    uint32_t num_rows;
+    uint32_t my_row;
+    uint8_t *base;
+    size_t size;
+    struct tp_mr *mr;
+    int32_t peer_of_row[SST_MAX_ROWS]; /* -1: self or not connected */
+    struct tp_rmr *rmr[SST_MAX_ROWS];
+    atomic_bool failed[SST_MAX_ROWS];
+    struct sst_table *next;
+};
+
+struct sst_engine {
+    const struct tp_ops *ops;
+    struct tp_endpoint *endpoint;
+    struct sst_engine_options options;
+    pthread_mutex_t lock;
+    pthread_mutex_t post_lock;
+    pthread_t thread;
+    bool started;
+    atomic_bool running;
+
+    struct sst_predicate *predicates;
+    uint32_t num_predicates, cap_predicates;
+    uint64_t next_predicate_id;
+    bool predicates_removed;
+
+    struct sst_table *tables;
+    struct sst_peer_ref *peers;
+    uint32_t num_peers, cap_peers;
+
+    struct sst_pending *pending;
+    uint32_t num_pending, cap_pending;
+
+    sst_failure_fn on_failure;
+    void *on_failure_ctx;
+    struct sst_engine_stats stats; /* updated with atomic adds */
+};
+
+/* Queues one write of my row's [offset, offset+length) to row's owner.
+ * Lock held. */
+int sst_queue_write(struct sst_table *table, uint32_t row, uint32_t offset, uint32_t length,
+                    bool ring);
+/* Posts queued writes: called with the lock held; releases it (before
+ * posting when early unlock is on, after otherwise). */
+void sst_unlock_and_post(struct sst_engine *engine);
+void sst_stat_add(uint64_t *counter, uint64_t amount);
+/* Peer cache: returns an index, connecting on first use. Lock held. */
+int sst_peer_get(struct sst_engine *engine, const struct tp_desc *address, int timeout_ms,
+                 uint32_t *index);
+void sst_peer_put(struct sst_engine *engine, uint32_t index);
+/* Marks rows owned by a failed peer and calls the failure callback. Lock held. */
+void sst_peer_failed(struct sst_engine *engine, struct tp_peer *peer, int error);
+/* Pushes the row header (heartbeat, sleep counter) of every table, without
+ * ringing anyone. Lock held. */
+void sst_push_headers(struct sst_engine *engine);
+
+#endif

@@ -1,0 +1,278 @@
+/* SST tables: allocation, connection, pushes and the peer cache. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sst/sst_impl.h"
+#include "util/error.h"
+
+static uint32_t padded_row_size(const struct sst_schema *schema)
+{
+    return (schema->row_size + SST_CACHE_LINE - 1) / SST_CACHE_LINE * SST_CACHE_LINE;
+}
+
+int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema, uint32_t num_rows,
+                     uint32_t my_row, struct sst_table **out)
+{
+    if (num_rows == 0 || num_rows > SST_MAX_ROWS || my_row >= num_rows)
+        return sp_error(SPINDLE_EINVAL, "sst: %u rows with my row %u (rows must be 1..%d)",
+                        num_rows, my_row, SST_MAX_ROWS);
+    struct sst_table *table = calloc(1, sizeof *table);
+    if (table == NULL || (table->schema = malloc(sizeof *schema)) == NULL) {
+        free(table);
+        return sp_error(SPINDLE_ENOMEM, "sst: out of memory for a table");
+    }
+    memcpy(table->schema, schema, sizeof *schema);
+    table->schema->row_size = padded_row_size(schema);
+    table->engine = engine;
+    table->num_rows = num_rows;
+    table->my_row = my_row;
+    table->size = (size_t)num_rows * table->schema->row_size;
+    void *base;
+    int rc =
+        engine->ops->mr_alloc(engine->endpoint, table->size, TP_MR_REMOTE_WRITE, &base, &table->mr);
+    if (rc != 0) {
+        free(table->schema);
+        free(table);
+        return rc;
+    }
+    table->base = base;
+    for (uint32_t row = 0; row < SST_MAX_ROWS; row++)
+        table->peer_of_row[row] = -1;
+    pthread_mutex_lock(&engine->lock);
+    table->next = engine->tables;
+    engine->tables = table;
+    pthread_mutex_unlock(&engine->lock);
+    *out = table;
+    return 0;
+}
+
+int sst_table_export(struct sst_table *table, struct sst_member_desc *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = table->engine->ops->address(table->engine->endpoint, &out->address);
+    return rc != 0 ? rc : table->engine->ops->mr_export(table->mr, &out->region);
+}
+
+int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs, int timeout_ms)
+{
+    struct sst_engine *engine = table->engine;
+    int rc = 0;
+    pthread_mutex_lock(&engine->lock);
+    for (uint32_t row = 0; row < table->num_rows && rc == 0; row++) {
+        if (row == table->my_row || table->peer_of_row[row] >= 0)
+            continue;
+        uint32_t index;
+        rc = sst_peer_get(engine, &descs[row].address, timeout_ms, &index);
+        if (rc != 0)
+            break;
+        rc = engine->ops->rmr_import(engine->peers[index].peer, &descs[row].region,
+                                     &table->rmr[row]);
+        if (rc != 0) {
+            sst_peer_put(engine, index);
+            break;
+        }
+        table->peer_of_row[row] = (int32_t)index;
+    }
+    pthread_mutex_unlock(&engine->lock);
+    return rc;
+}
+
+void sst_table_destroy(struct sst_table *table)
+{
+    if (table == NULL)
+        return;
+    struct sst_engine *engine = table->engine;
+    pthread_mutex_lock(&engine->lock);
+    /* Drop queued writes that reference this table's memory. */
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < engine->num_pending; i++) {
+        if (engine->pending[i].write.local_mr != table->mr)
+            engine->pending[kept++] = engine->pending[i];
+    }
+    engine->num_pending = kept;
+    for (struct sst_table **link = &engine->tables; *link != NULL; link = &(*link)->next) {
+        if (*link == table) {
+            *link = table->next;
+            break;
+        }
+    }
+    for (uint32_t row = 0; row < table->num_rows; row++) {
+        int32_t index = table->peer_of_row[row];
+        if (index < 0)
+            continue;
+        engine->ops->rmr_release(engine->peers[index].peer, table->rmr[row]);
+        sst_peer_put(engine, (uint32_t)index);
+    }
+    pthread_mutex_unlock(&engine->lock);
+    /* Serialise with an in-flight post that may still read this memory. */
+    pthread_mutex_lock(&engine->post_lock);
+    pthread_mutex_unlock(&engine->post_lock);
+    engine->ops->mr_free(engine->endpoint, table->mr);
+    free(table->schema);
+    free(table);
+}
+
+uint32_t sst_table_rows(const struct sst_table *table)
+{
+    return table->num_rows;
+}
+
+uint32_t sst_table_my_row(const struct sst_table *table)
+{
+    return table->my_row;
+}
+
+const struct sst_schema *sst_table_schema(const struct sst_table *table)
+{
+    return table->schema;
+}
+
+uint8_t *sst_row(struct sst_table *table, uint32_t row)
+{
+    return table->base + (size_t)row * table->schema->row_size;
+}
+
+bool sst_row_failed(const struct sst_table *table, uint32_t row)
+{
+    return row < table->num_rows && atomic_load(&table->failed[row]);
+}
+
+int sst_queue_write(struct sst_table *table, uint32_t row, uint32_t offset, uint32_t length,
+                    bool ring)
+{
+    struct sst_engine *engine = table->engine;
+    int32_t peer = table->peer_of_row[row];
+    if (peer < 0 || atomic_load(&table->failed[row]) || engine->peers[peer].failed)
+        return 0;
+    if (engine->num_pending == engine->cap_pending) {
+        uint32_t cap = engine->cap_pending ? engine->cap_pending * 2 : 64;
+        struct sst_pending *grown = realloc(engine->pending, cap * sizeof *grown);
+        if (grown == NULL)
+            return sp_error(SPINDLE_ENOMEM, "sst: out of memory queueing a push");
+        engine->pending = grown;
+        engine->cap_pending = cap;
+    }
+    uint32_t row_size = table->schema->row_size;
+    engine->pending[engine->num_pending++] = (struct sst_pending){
+        .peer = (uint32_t)peer,
+        .target = engine->peers[peer].peer,
+        .ring = ring,
+        .write = {.local = sst_row(table, table->my_row) + offset,
+                  .local_mr = table->mr,
+                  .remote = table->rmr[row],
+                  .remote_offset = (uint64_t)table->my_row * row_size + offset,
+                  .length = length},
+    };
+    return 0;
+}
+
+int sst_push(struct sst_table *table, uint32_t offset, uint32_t length, const uint32_t *rows,
+             uint32_t num_rows)
+{
+    if (length == 0 || offset > table->schema->row_size ||
+        length > table->schema->row_size - offset)
+        return sp_error(SPINDLE_EINVAL,
+                        "sst: push of %u bytes at offset %u exceeds the %u-byte row", length,
+                        offset, table->schema->row_size);
+    sst_stat_add(&table->engine->stats.pushes, 1);
+    int rc = 0;
+    if (rows == NULL) {
+        for (uint32_t row = 0; row < table->num_rows && rc == 0; row++) {
+            if (row != table->my_row)
+                rc = sst_queue_write(table, row, offset, length, true);
+        }
+        return rc;
+    }
+    for (uint32_t i = 0; i < num_rows && rc == 0; i++) {
+        if (rows[i] >= table->num_rows)
+            return sp_error(SPINDLE_EINVAL, "sst: push to row %u of a %u-row table", rows[i],
+                            table->num_rows);
+        if (rows[i] != table->my_row)
+            rc = sst_queue_write(table, rows[i], offset, length, true);
+    }
+    return rc;
+}
+
+void sst_push_headers(struct sst_engine *engine)
+{
+    for (struct sst_table *table = engine->tables; table != NULL; table = table->next) {
+        for (uint32_t row = 0; row < table->num_rows; row++) {
+            if (row != table->my_row)
+                (void)sst_queue_write(table, row, 0, SST_ROW_HEADER, false);
+        }
+    }
+}
+
+int sst_peer_get(struct sst_engine *engine, const struct tp_desc *address, int timeout_ms,
+                 uint32_t *index)
+{
+    for (uint32_t i = 0; i < engine->num_peers; i++) {
+        struct sst_peer_ref *ref = &engine->peers[i];
+        if (ref->refs > 0 && ref->address.len == address->len &&
+            memcmp(ref->address.bytes, address->bytes, address->len) == 0) {
+            ref->refs++;
+            *index = i;
+            return 0;
+        }
+    }
+    uint32_t slot = engine->num_peers;
+    for (uint32_t i = 0; i < engine->num_peers; i++) {
+        if (engine->peers[i].refs == 0) {
+            slot = i;
+            break;
+        }
+    }
+    if (slot == engine->cap_peers) {
+        uint32_t cap = engine->cap_peers ? engine->cap_peers * 2 : 8;
+        struct sst_peer_ref *grown = realloc(engine->peers, cap * sizeof *grown);
+        if (grown == NULL)
+            return sp_error(SPINDLE_ENOMEM, "sst: out of memory for peers");
+        engine->peers = grown;
+        engine->cap_peers = cap;
+    }
+    struct sst_peer_ref ref = {.address = *address, .refs = 1};
+    int rc = engine->ops->connect(engine->endpoint, address, timeout_ms, &ref.peer);
+    if (rc != 0)
+        return rc;
+    engine->peers[slot] = ref;
+    if (slot == engine->num_peers)
+        engine->num_peers++;
+    *index = slot;
+    return 0;
+}
+
+void sst_peer_put(struct sst_engine *engine, uint32_t index)
+{
+    struct sst_peer_ref *ref = &engine->peers[index];
+    if (--ref->refs > 0)
+        return;
+    /* Queued writes to this peer must not outlive it. */
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < engine->num_pending; i++) {
+        if (engine->pending[i].peer != index)
+            engine->pending[kept++] = engine->pending[i];
+    }
+    engine->num_pending = kept;
+    pthread_mutex_lock(&engine->post_lock);
+    engine->ops->disconnect(engine->endpoint, ref->peer);
+    pthread_mutex_unlock(&engine->post_lock);
+    ref->peer = NULL;
+}
+
+void sst_peer_failed(struct sst_engine *engine, struct tp_peer *peer, int error)
+{
+    for (uint32_t i = 0; i < engine->num_peers; i++) {
+        if (engine->peers[i].refs > 0 && engine->peers[i].peer == peer)
+            engine->peers[i].failed = true;
+    }
+    for (struct sst_table *table = engine->tables; table != NULL; table = table->next) {
+        for (uint32_t row = 0; row < table->num_rows; row++) {
+            int32_t index = table->peer_of_row[row];
+            if (index < 0 || engine->peers[index].peer != peer || atomic_load(&table->failed[row]))
+                continue;
+            atomic_store(&table->failed[row], true);
+            if (engine->on_failure != NULL)
+                engine->on_failure(engine->on_failure_ctx, table, row, error);
+        }
+    }
+}

@@ -1,0 +1,194 @@
+/*
+ * Predicate registration and the predicate thread's loop with adaptive
+ * polling. The thread never holds the lock while sleeping or posting.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "sst/sst_impl.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+#define BACKOFF_PAUSE_NS 50000 /* one back-off nap */
+#define EVENTS_MAX       16
+
+int sst_predicate_add(struct sst_engine *engine, sst_predicate_fn predicate, sst_trigger_fn trigger,
+                      void *ctx, enum sst_predicate_kind kind, uint64_t *id_out)
+{
+    if (predicate == NULL || trigger == NULL)
+        return sp_error(SPINDLE_EINVAL, "sst: predicate and trigger must not be NULL");
+    bool on_thread = engine->started && pthread_equal(pthread_self(), engine->thread);
+    if (!on_thread)
+        pthread_mutex_lock(&engine->lock);
+    int rc = 0;
+    if (engine->num_predicates == engine->cap_predicates) {
+        uint32_t cap = engine->cap_predicates ? engine->cap_predicates * 2 : 16;
+        struct sst_predicate *grown = realloc(engine->predicates, cap * sizeof *grown);
+        if (grown == NULL)
+            rc = sp_error(SPINDLE_ENOMEM, "sst: out of memory for predicates");
+        else {
+            engine->predicates = grown;
+            engine->cap_predicates = cap;
+        }
+    }
+    if (rc == 0) {
+        uint64_t id = engine->next_predicate_id++;
+        engine->predicates[engine->num_predicates++] =
+            (struct sst_predicate){predicate, trigger, ctx, kind, id, false};
+        if (id_out != NULL)
+            *id_out = id;
+    }
+    if (!on_thread)
+        pthread_mutex_unlock(&engine->lock);
+    if (rc == 0)
+        sst_engine_wake(engine);
+    return rc;
+}
+
+void sst_predicate_remove(struct sst_engine *engine, uint64_t id)
+{
+    bool on_thread = engine->started && pthread_equal(pthread_self(), engine->thread);
+    if (!on_thread)
+        pthread_mutex_lock(&engine->lock);
+    for (uint32_t i = 0; i < engine->num_predicates; i++) {
+        if (engine->predicates[i].id == id) {
+            engine->predicates[i].removed = true;
+            engine->predicates_removed = true;
+        }
+    }
+    if (!on_thread)
+        pthread_mutex_unlock(&engine->lock);
+}
+
+static void compact_predicates(struct sst_engine *engine)
+{
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < engine->num_predicates; i++) {
+        if (!engine->predicates[i].removed)
+            engine->predicates[kept++] = engine->predicates[i];
+    }
+    engine->num_predicates = kept;
+    engine->predicates_removed = false;
+}
+
+/* One pass over every predicate; lock held. Returns how many fired. Reads
+ * the array afresh each step: triggers may add (realloc) or remove. */
+static uint32_t run_predicates(struct sst_engine *engine)
+{
+    uint32_t fired = 0;
+    for (uint32_t i = 0; i < engine->num_predicates; i++) {
+        struct sst_predicate entry = engine->predicates[i];
+        if (entry.removed || !entry.predicate(entry.ctx))
+            continue;
+        if (entry.kind == SST_PRED_ONE_TIME) {
+            engine->predicates[i].removed = true;
+            engine->predicates_removed = true;
+        }
+        entry.trigger(entry.ctx);
+        fired++;
+    }
+    if (engine->predicates_removed)
+        compact_predicates(engine);
+    sst_stat_add(&engine->stats.passes, 1);
+    return fired;
+}
+
+static void poll_transport(struct sst_engine *engine)
+{
+    struct tp_event events[EVENTS_MAX];
+    int n = engine->ops->poll(engine->endpoint, events, EVENTS_MAX);
+    for (int i = 0; i < n; i++) {
+        if (events[i].type == TP_EVENT_PEER_FAILED)
+            sst_peer_failed(engine, events[i].peer, events[i].error);
+    }
+}
+
+/* Adds delta to my row header word at offset in every table; lock held. */
+static void bump_header(struct sst_engine *engine, uint32_t offset)
+{
+    for (struct sst_table *table = engine->tables; table != NULL; table = table->next) {
+        uint64_t value = sst_read_u64(table, table->my_row, offset);
+        sst_write_u64(table, offset, value + 1);
+    }
+    sst_push_headers(engine);
+}
+
+/* Announces sleep, re-checks for work, then blocks on the doorbell. Returns
+ * true when woken by a ring or found work (spin again), false on timeout. */
+static bool sleep_on_doorbell(struct sst_engine *engine)
+{
+    uint64_t token = engine->ops->doorbell_arm(engine->endpoint);
+    pthread_mutex_lock(&engine->lock);
+    bump_header(engine, SST_HEADER_SLEEP); /* odd: asleep */
+    uint32_t fired = run_predicates(engine);
+    if (fired > 0)
+        bump_header(engine, SST_HEADER_SLEEP);
+    sst_unlock_and_post(engine);
+    if (fired > 0)
+        return true;
+    sst_stat_add(&engine->stats.sleeps, 1);
+    int rc = engine->ops->doorbell_wait(engine->endpoint, token, engine->options.max_sleep_ms);
+    pthread_mutex_lock(&engine->lock);
+    bump_header(engine, SST_HEADER_SLEEP); /* even: awake */
+    sst_unlock_and_post(engine);
+    return rc == 0;
+}
+
+static void *predicate_thread(void *arg)
+{
+    struct sst_engine *engine = arg;
+    uint64_t idle_since = sp_now_ns();
+    uint64_t last_heartbeat = 0;
+    const uint64_t spin_ns = (uint64_t)engine->options.spin_us * 1000;
+    const uint64_t backoff_ns = spin_ns + (uint64_t)engine->options.backoff_us * 1000;
+    const uint64_t heartbeat_ns = (uint64_t)engine->options.max_sleep_ms * 1000000;
+    while (atomic_load(&engine->running)) {
+        pthread_mutex_lock(&engine->lock);
+        uint32_t fired = run_predicates(engine);
+        poll_transport(engine);
+        uint64_t now = sp_now_ns();
+        if (now - last_heartbeat >= heartbeat_ns) {
+            last_heartbeat = now;
+            bump_header(engine, SST_HEADER_HEARTBEAT);
+        }
+        sst_unlock_and_post(engine);
+        if (fired > 0) {
+            idle_since = now;
+            continue;
+        }
+        uint64_t idle = now - idle_since;
+        if (idle < spin_ns) {
+            __builtin_ia32_pause();
+        } else if (idle < backoff_ns) {
+            struct timespec nap = {0, BACKOFF_PAUSE_NS};
+            nanosleep(&nap, NULL);
+        } else if (sleep_on_doorbell(engine)) {
+            idle_since = sp_now_ns();
+        }
+    }
+    return NULL;
+}
+
+int sst_engine_start(struct sst_engine *engine)
+{
+    if (engine->started)
+        return sp_error(SPINDLE_EINVAL, "sst: engine already started");
+    atomic_store(&engine->running, true);
+    int rc = pthread_create(&engine->thread, NULL, predicate_thread, engine);
+    if (rc != 0) {
+        atomic_store(&engine->running, false);
+        return sp_error(SPINDLE_EIO, "sst: cannot start the predicate thread (error %d)", rc);
+    }
+    engine->started = true;
+    return 0;
+}
+
+void sst_engine_stop(struct sst_engine *engine)
+{
+    if (!engine->started)
+        return;
+    atomic_store(&engine->running, false);
+    sst_engine_wake(engine);
+    pthread_join(engine->thread, NULL);
+    engine->started = false;
+}

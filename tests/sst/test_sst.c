@@ -1,0 +1,466 @@
+/* SST and predicate engine with real member processes on shared memory. */
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sst/sst.h"
+#include "transport/oob.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+#define MAX_MEMBERS 4
+#define ARRAY_WORDS 16
+
+struct member {
+    struct sst_engine *engine;
+    struct sst_table *table;
+    struct tp_oob *oob;
+    uint32_t index, count;
+    int counter, guard, array, ack;
+};
+
+static char dir_template[] = "/tmp/spindle-sst-XXXXXX";
+static char *base_dir;
+static int run_number;
+
+static uint32_t off(struct member *m, int column)
+{
+    return sst_column_offset(sst_table_schema(m->table), column);
+}
+
+/* Creates the engine and table and connects to every other member. */
+static int member_join(struct member *m, uint32_t index, uint32_t count, int timeout_ms)
+{
+    memset(m, 0, sizeof *m);
+    m->index = index;
+    m->count = count;
+    struct tp_config config = {.backend = "shm", .failure_timeout_ms = timeout_ms};
+    struct sst_engine_options options;
+    sst_engine_options_default(&options);
+    if (sst_engine_create(&config, &options, &m->engine) != 0)
+        return 10;
+    struct sst_schema schema;
+    sst_schema_init(&schema);
+    m->counter = sst_schema_add_counter(&schema);
+    m->guard = sst_schema_add_counter(&schema);
+    m->array = sst_schema_add_array(&schema, ARRAY_WORDS * 8, m->guard, true);
+    m->ack = sst_schema_add_counter(&schema);
+    if (m->array < 0 || sst_table_create(m->engine, &schema, count, index, &m->table) != 0)
+        return 11;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/run%d", base_dir, run_number);
+    struct sst_member_desc mine, all[MAX_MEMBERS];
+    if (tp_oob_open_dir(dir, index, count, &m->oob) != 0 ||
+        sst_table_export(m->table, &mine) != 0 ||
+        tp_oob_allgather(m->oob, 1, &mine, sizeof mine, all, 10000) != 0 ||
+        sst_table_connect(m->table, all, 5000) != 0 || sst_engine_start(m->engine) != 0)
+        return 12;
+    return 0;
+}
+
+/* Barrier on the bootstrap channel. */
+static int member_barrier(struct member *m, uint32_t tag)
+{
+    uint32_t mine = m->index, all[MAX_MEMBERS];
+    return tp_oob_allgather(m->oob, tag, &mine, sizeof mine, all, 20000) == 0 ? 0 : 13;
+}
+
+static void member_leave(struct member *m)
+{
+    sst_engine_destroy(m->engine);
+    tp_oob_close(m->oob);
+}
+
+static bool wait_until(struct member *m, uint32_t row, int column, uint64_t value, int timeout_ms)
+{
+    uint64_t deadline = sp_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    while (sst_read_u64(m->table, row, off(m, column)) < value) {
+        if (sp_now_ns() > deadline)
+            return false;
+        sched_yield();
+    }
+    return true;
+}
+
+typedef int (*member_fn)(uint32_t index, uint32_t count);
+
+/* Runs fn in count forked processes; returns how many failed. */
+static int run_members(member_fn fn, uint32_t count, pid_t *pids_out)
+{
+    run_number++;
+    pid_t pids[MAX_MEMBERS];
+    for (uint32_t i = 0; i < count; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0)
+            _exit(fn(i, count));
+        if (pids_out != NULL)
+            pids_out[i] = pids[i];
+    }
+    if (pids_out != NULL)
+        return 0;
+    int failed = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        int status;
+        waitpid(pids[i], &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            print_message("member %u exited with status %d\n", i,
+                          WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            failed++;
+        }
+    }
+    return failed;
+}
+
+/* ---- rows converge, guarded arrays are never seen unguarded ------------ */
+
+static int converge_member(uint32_t index, uint32_t count)
+{
+    struct member m;
+    int rc = member_join(&m, index, count, 2000);
+    if (rc != 0)
+        return rc;
+    const uint64_t rounds = 20000;
+    uint64_t *array = (uint64_t *)(void *)(sst_row(m.table, index) + off(&m, m.array));
+    uint64_t unguarded = 0;
+    for (uint64_t g = 1; g <= rounds; g++) {
+        sst_engine_lock(m.engine);
+        for (int w = 0; w < ARRAY_WORDS; w++)
+            __atomic_store_n(&array[w], g, __ATOMIC_RELAXED);
+        sst_push(m.table, off(&m, m.array), ARRAY_WORDS * 8, NULL, 0);
+        sst_write_u64(m.table, off(&m, m.guard), g);
+        sst_push(m.table, off(&m, m.guard), 8, NULL, 0);
+        sst_write_u64(m.table, off(&m, m.counter), g);
+        sst_push(m.table, off(&m, m.counter), 8, NULL, 0);
+        sst_engine_unlock(m.engine);
+        /* Check the other rows as they stream in. */
+        for (uint32_t row = 0; row < count; row++) {
+            uint64_t guard = sst_read_u64(m.table, row, off(&m, m.guard));
+            const uint64_t *theirs =
+                (const uint64_t *)(const void *)(sst_row(m.table, row) + off(&m, m.array));
+            for (int w = 0; w < ARRAY_WORDS; w++) {
+                if (__atomic_load_n(&theirs[w], __ATOMIC_ACQUIRE) < guard)
+                    unguarded++;
+            }
+        }
+    }
+    for (uint32_t row = 0; row < count; row++) {
+        if (!wait_until(&m, row, m.counter, rounds, 20000))
+            return 20;
+    }
+    if (unguarded != 0)
+        return 21;
+    struct sst_engine_stats stats;
+    sst_engine_stats(m.engine, &stats);
+    if (stats.pushes < rounds * 3 || stats.writes_posted == 0 || stats.doorbells == 0 ||
+        stats.doorbells > stats.writes_posted)
+        return 22;
+    rc = member_barrier(&m, 2);
+    member_leave(&m);
+    return rc;
+}
+
+static void test_rows_converge_and_arrays_stay_guarded(void **state)
+{
+    (void)state;
+    assert_int_equal(run_members(converge_member, 3, NULL), 0);
+}
+
+/* ---- predicates ---------------------------------------------------------- */
+
+struct counts {
+    int one_time, recurrent, removed_after;
+    uint64_t recurrent_id;
+    struct sst_engine *engine;
+};
+
+static bool always(void *ctx)
+{
+    (void)ctx;
+    return true;
+}
+
+static void count_one_time(void *ctx)
+{
+    ((struct counts *)ctx)->one_time++;
+}
+
+static void count_recurrent(void *ctx)
+{
+    struct counts *c = ctx;
+    if (++c->recurrent == 100)
+        sst_predicate_remove(c->engine, c->recurrent_id); /* from its own trigger */
+    else if (c->recurrent > 100)
+        c->removed_after++;
+}
+
+static void test_one_time_and_recurrent_predicates(void **state)
+{
+    (void)state;
+    struct tp_config config = {.backend = "shm"};
+    struct sst_engine *engine;
+    assert_int_equal(sst_engine_create(&config, NULL, &engine), 0);
+    struct counts c = {.engine = engine};
+    assert_int_equal(sst_predicate_add(engine, always, count_one_time, &c, SST_PRED_ONE_TIME, NULL),
+                     0);
+    assert_int_equal(
+        sst_predicate_add(engine, always, count_recurrent, &c, SST_PRED_RECURRENT, &c.recurrent_id),
+        0);
+    assert_int_equal(sst_engine_start(engine), 0);
+    uint64_t deadline = sp_now_ns() + 10ull * 1000000000ull;
+    int seen = 0;
+    while (seen < 100 && sp_now_ns() < deadline) {
+        sst_engine_lock(engine);
+        seen = c.recurrent;
+        sst_engine_unlock(engine);
+        sched_yield();
+    }
+    sst_engine_stop(engine);
+    assert_int_equal(c.one_time, 1);
+    assert_int_equal(c.recurrent, 100);
+    assert_int_equal(c.removed_after, 0);
+    assert_int_equal(sst_predicate_add(engine, NULL, count_one_time, &c, SST_PRED_ONE_TIME, NULL),
+                     SPINDLE_EINVAL);
+    sst_engine_destroy(engine);
+}
+
+/* ---- idle CPU and wake latency ------------------------------------------ */
+
+static int report_fd = -1;
+
+static bool ack_needed(void *ctx)
+{
+    struct member *m = ctx;
+    return sst_read_u64(m->table, 0, off(m, m->counter)) >
+           sst_read_u64(m->table, m->index, off(m, m->ack));
+}
+
+static void ack(void *ctx)
+{
+    struct member *m = ctx;
+    sst_write_u64(m->table, off(m, m->ack), sst_read_u64(m->table, 0, off(m, m->counter)));
+    uint32_t row0 = 0;
+    sst_push(m->table, off(m, m->ack), 8, &row0, 1);
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int idle_member(uint32_t index, uint32_t count)
+{
+    struct member m;
+    int rc = member_join(&m, index, count, 2000);
+    if (rc != 0)
+        return rc;
+    if (index != 0 && sst_predicate_add(m.engine, ack_needed, ack, &m, SST_PRED_RECURRENT, NULL))
+        return 30;
+    if ((rc = member_barrier(&m, 2)) != 0)
+        return rc;
+    /* Idle: 100 ms to settle, then one second measured. */
+    struct timespec settle = {0, 100 * 1000000L}, window = {1, 0};
+    nanosleep(&settle, NULL);
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    nanosleep(&window, NULL);
+    getrusage(RUSAGE_SELF, &after);
+    int64_t used_us = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) * 1000000 +
+                      (after.ru_utime.tv_usec - before.ru_utime.tv_usec) +
+                      (after.ru_stime.tv_sec - before.ru_stime.tv_sec) * 1000000 +
+                      (after.ru_stime.tv_usec - before.ru_stime.tv_usec);
+    if ((rc = member_barrier(&m, 3)) != 0)
+        return rc;
+    uint64_t record[2] = {index, (uint64_t)used_us};
+    if (write(report_fd, record, sizeof record) != sizeof record)
+        return 31;
+    if (index == 0) {
+        /* Wake latency: wait until member 1 announces sleep, push, time the ack. */
+        uint64_t latencies[25];
+        const uint32_t trials = 25;
+        for (uint32_t t = 1; t <= trials; t++) {
+            uint64_t deadline = sp_now_ns() + 5ull * 1000000000ull;
+            while ((sst_read_u64(m.table, 1, 8) & 1) == 0) {
+                if (sp_now_ns() > deadline)
+                    return 32;
+                struct timespec nap = {0, 200000};
+                nanosleep(&nap, NULL);
+            }
+            uint64_t start = sp_now_ns();
+            sst_engine_lock(m.engine);
+            sst_write_u64(m.table, off(&m, m.counter), t);
+            uint32_t row1 = 1;
+            sst_push(m.table, off(&m, m.counter), 8, &row1, 1);
+            sst_engine_unlock(m.engine);
+            if (!wait_until(&m, 1, m.ack, t, 5000))
+                return 33;
+            latencies[t - 1] = sp_now_ns() - start;
+        }
+        qsort(latencies, trials, sizeof latencies[0], compare_u64);
+        uint64_t wake[3] = {1000, latencies[trials / 2], latencies[trials - 1]};
+        if (write(report_fd, wake, sizeof wake) != sizeof wake)
+            return 34;
+    }
+    if ((rc = member_barrier(&m, 4)) != 0)
+        return rc;
+    member_leave(&m);
+    return 0;
+}
+
+static void test_idle_group_sleeps_and_push_wakes_it(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    report_fd = fds[1];
+    assert_int_equal(run_members(idle_member, 3, NULL), 0);
+    close(fds[1]);
+    uint64_t total_us = 0, median_ns = 0, worst_ns = 0, record[3];
+    int members = 0;
+    ssize_t got;
+    while ((got = read(fds[0], record, 2 * sizeof(uint64_t))) == 2 * sizeof(uint64_t)) {
+        if (record[0] == 1000) {
+            assert_int_equal(read(fds[0], &record[2], sizeof(uint64_t)), sizeof(uint64_t));
+            median_ns = record[1];
+            worst_ns = record[2];
+        } else {
+            total_us += record[1];
+            members++;
+        }
+    }
+    close(fds[0]);
+    print_message("idle group of 3: %.2f%% of one core over 1 s; wake latency median %.1f us, "
+                  "worst %.1f us\n",
+                  total_us / 10000.0, median_ns / 1000.0, worst_ns / 1000.0);
+    assert_int_equal(members, 3);
+    assert_true(total_us < 50000); /* < 5% of one core */
+    assert_true(median_ns > 0);
+    assert_true(median_ns < 1000000); /* a push wakes a sleeper within 1 ms */
+}
+
+/* ---- failure -------------------------------------------------------------- */
+
+static int failures_seen;
+
+static void on_failure(void *ctx, struct sst_table *table, uint32_t row, int error)
+{
+    (void)ctx;
+    (void)table;
+    (void)error;
+    if (row == 2)
+        failures_seen++;
+}
+
+static int survivor_member(uint32_t index, uint32_t count)
+{
+    struct member m;
+    int rc = member_join(&m, index, count, 300);
+    if (rc != 0)
+        return rc;
+    sst_engine_on_failure(m.engine, on_failure, NULL);
+    if ((rc = member_barrier(&m, 2)) != 0)
+        return rc;
+    if (index == 2) {
+        if (write(report_fd, &index, sizeof index) != sizeof index)
+            return 41;
+        for (;;)
+            pause(); /* killed by the test */
+    }
+    uint64_t deadline = sp_now_ns() + 10ull * 1000000000ull;
+    bool seen = false;
+    while (!seen && sp_now_ns() < deadline) {
+        sst_engine_lock(m.engine);
+        seen = failures_seen == 1 && sst_row_failed(m.table, 2) && !sst_row_failed(m.table, 0) &&
+               !sst_row_failed(m.table, 1);
+        sst_engine_unlock(m.engine);
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    if (!seen)
+        print_message("member %u: failures %d, rows failed %d %d %d\n", index, failures_seen,
+                      (int)sst_row_failed(m.table, 0), (int)sst_row_failed(m.table, 1),
+                      (int)sst_row_failed(m.table, 2));
+    member_leave(&m);
+    return seen ? 0 : 40;
+}
+
+static void test_killed_member_is_reported_to_survivors(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    report_fd = fds[1];
+    pid_t pids[3];
+    run_members(survivor_member, 3, pids);
+    /* Once the whole group is connected (member 2 says so after the
+     * barrier), kill member 2 with -9. Survivors bound their own wait. */
+    uint32_t ready;
+    assert_int_equal(read(fds[0], &ready, sizeof ready), (ssize_t)sizeof ready);
+    assert_int_equal(ready, 2);
+    kill(pids[2], SIGKILL);
+    close(fds[0]);
+    close(fds[1]);
+    for (int i = 0; i < 3; i++) {
+        int status;
+        waitpid(pids[i], &status, 0);
+        if (i < 2) {
+            assert_true(WIFEXITED(status));
+            assert_int_equal(WEXITSTATUS(status), 0);
+        }
+    }
+}
+
+static void test_bad_schema_and_pushes_are_rejected(void **state)
+{
+    (void)state;
+    struct sst_schema schema;
+    sst_schema_init(&schema);
+    int flag = sst_schema_add_bool(&schema);
+    assert_int_equal(sst_schema_add_array(&schema, 64, flag, false), SPINDLE_EINVAL);
+    assert_int_equal(sst_schema_add_array(&schema, 0, flag, false), SPINDLE_EINVAL);
+    struct tp_config config = {.backend = "shm"};
+    struct sst_engine *engine;
+    struct sst_table *table;
+    assert_int_equal(sst_engine_create(&config, NULL, &engine), 0);
+    assert_int_equal(sst_table_create(engine, &schema, 0, 0, &table), SPINDLE_EINVAL);
+    assert_int_equal(sst_table_create(engine, &schema, 2, 0, &table), 0);
+    assert_int_equal(sst_push(table, 100, 64, NULL, 0), SPINDLE_EINVAL);
+    uint32_t bad_row = 9;
+    assert_int_equal(sst_push(table, 0, 8, &bad_row, 1), SPINDLE_EINVAL);
+    struct tp_config unknown = {.backend = "pigeon"};
+    struct sst_engine *none;
+    assert_int_equal(sst_engine_create(&unknown, NULL, &none), SPINDLE_ENOTSUP);
+    sst_engine_destroy(engine);
+}
+
+int main(void)
+{
+    base_dir = mkdtemp(dir_template);
+    if (base_dir == NULL)
+        return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_schema_and_pushes_are_rejected),
+        cmocka_unit_test(test_one_time_and_recurrent_predicates),
+        cmocka_unit_test(test_rows_converge_and_arrays_stay_guarded),
+        cmocka_unit_test(test_idle_group_sleeps_and_push_wakes_it),
+        cmocka_unit_test(test_killed_member_is_reported_to_survivors),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    char cleanup[128];
+    snprintf(cleanup, sizeof cleanup, "rm -rf %s", base_dir);
+    if (system(cleanup) != 0)
+        failed++;
+    return failed;
+}
