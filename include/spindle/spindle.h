@@ -9,6 +9,7 @@
 #include <spindle/config.h>
 #include <spindle/error.h>
 #include <spindle/export.h>
+#include <spindle/group.h>
 #include <spindle/version.h>
 
 #endif

@@ -1,0 +1,205 @@
+/*
+ * libspindle groups: atomic multicast of small messages.
+ *
+ * A group is a fixed list of member processes (member index 0..n-1) and one
+ * or more subgroups. Each subgroup names its members and, among them, its
+ * senders (both as indices into the group member list), a ring window and a
+ * maximum payload. Every member of a subgroup delivers every message sent in
+ * it. In SPINDLE_MODE_ATOMIC all members deliver the same messages in the
+ * same total order (round-robin over the senders: round r delivers message r
+ * of sender 0, then of sender 1, ...), and a message is delivered only once
+ * every member has received it. In SPINDLE_MODE_UNORDERED a message is
+ * delivered as soon as it arrives (per-sender FIFO, no cross-sender order).
+ *
+ * Sending is in place: spindle_reserve() hands out a pointer into the next
+ * ring slot, the application writes its message there, spindle_commit()
+ * marks it ready. Deliveries arrive in batches through the callback given in
+ * the options, on the library's predicate thread; message pointers stay valid
+ * until the callback returns.
+ *
+ * Threads: one application thread at a time may hold an open reservation on
+ * a subgroup (different subgroups may be used from different threads).
+ * spindle_group_stats, spindle_flush and spindle_barrier may be called from
+ * any application thread. No libspindle group function may be called from
+ * inside the delivery callback (it runs with the predicate lock held).
+ *
+ * Errors: every function returns 0 (or a documented non-negative value) or a
+ * negative SPINDLE_E* code; spindle_errmsg() names what was wrong.
+ */
+#ifndef SPINDLE_GROUP_H
+#define SPINDLE_GROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <spindle/config.h> /* enum spindle_delivery_mode: SPINDLE_MODE_ATOMIC, _UNORDERED */
+#include <spindle/error.h>
+#include <spindle/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest max_payload a subgroup may ask for (bytes). */
+#define SPINDLE_MAX_PAYLOAD (1u << 20)
+/* Largest window_size a subgroup may ask for (slots per sender). */
+#define SPINDLE_MAX_WINDOW 100000u
+/* Largest number of members in one group. */
+#define SPINDLE_MAX_MEMBERS 64u
+/* Number of log2 buckets in the batch-size histograms. */
+#define SPINDLE_HIST_BUCKETS 24
+
+/* Opaque group handle. */
+typedef struct spindle_group spindle_group_t;
+
+/* How options.bootstrap is read. */
+enum spindle_bootstrap_kind {
+    SPINDLE_BOOTSTRAP_AUTO = 0, /* a member list when it looks like host:port,...; else a dir */
+    SPINDLE_BOOTSTRAP_DIR = 1,  /* a directory shared by local members */
+    SPINDLE_BOOTSTRAP_TCP = 2,  /* "host:port,host:port,..." in member order */
+};
+
+/* One subgroup. members and senders are indices into the group member list;
+ * senders must be members and give the round-robin delivery order. */
+struct spindle_subgroup_config {
+    const uint32_t *members;
+    uint32_t num_members;
+    const uint32_t *senders;
+    uint32_t num_senders;
+    uint32_t window_size; /* ring slots per sender, 1..SPINDLE_MAX_WINDOW */
+    uint32_t max_payload; /* bytes per message, 1..SPINDLE_MAX_PAYLOAD */
+    /* SPINDLE_MODE_ATOMIC: total order, delivered when stable at every member;
+     * SPINDLE_MODE_UNORDERED: delivered on receipt, per-sender FIFO only. */
+    enum spindle_delivery_mode mode;
+};
+
+/* One delivered message. */
+struct spindle_message {
+    uint32_t subgroup;     /* subgroup index */
+    uint32_t sender_id;    /* sender's index in the group member list */
+    uint64_t sender_index; /* this sender's message number in the subgroup: 0, 1, 2 ... */
+    uint64_t seq;          /* global sequence number in the subgroup (round * senders + rank) */
+    const void *data;      /* points into the ring; valid until the callback returns */
+    uint32_t length;
+};
+
+/* Batched delivery upcall: count >= 1 messages in delivery order. Runs on
+ * the predicate thread; keep it short (copy out what must outlive it). */
+typedef void (*spindle_deliver_fn)(void *ctx, const struct spindle_message *messages, size_t count);
+
+struct spindle_group_options {
+    const char *transport;  /* "shm" (default when NULL), "fabric", "verbs" */
+    const char *provider;   /* fabric: libfabric provider ("tcp", "sockets"); NULL = default */
+    const char *group_name; /* names shared objects; NULL = derived from bootstrap */
+    uint32_t self;          /* this member's index in the member list */
+    uint32_t num_members;   /* 1..SPINDLE_MAX_MEMBERS */
+    /* A directory for local groups, or "host:port,host:port,..." (one per
+     * member, in member order) for TCP bootstrap. */
+    const char *bootstrap;
+    enum spindle_bootstrap_kind bootstrap_kind;
+    int bootstrap_timeout_ms; /* how long to wait for the other members; default 30000 */
+    int failure_timeout_ms;   /* how long a silent peer may take to be reported; default 5000 */
+    /* Spindle optimizations, all on by default. */
+    bool batching;     /* opportunistic batching at send, receive and delivery (3.2) */
+    bool null_sends;   /* null-sends for lagging senders (3.3) */
+    bool early_unlock; /* release the predicate lock before posting writes (3.4) */
+    spindle_deliver_fn deliver;
+    void *deliver_ctx;
+};
+
+/* Statistics of one member (counts since the group was created). Histogram
+ * bucket b counts batches whose size n satisfies 2^b <= n < 2^(b+1). */
+struct spindle_stats {
+    uint64_t messages_sent;      /* application messages committed by this member */
+    uint64_t messages_delivered; /* application messages delivered to this member */
+    uint64_t nulls_sent;         /* null messages this member sent (3.3) */
+    uint64_t nulls_received;     /* null positions this member skipped at delivery */
+    uint64_t writes_posted;      /* one-sided writes posted by this member */
+    uint64_t doorbells;          /* doorbells rung (one per batch of writes to one peer) */
+    uint64_t pushes;             /* SST push requests */
+    uint64_t post_ns;            /* time spent posting writes */
+    uint64_t predicate_passes;   /* predicate thread passes */
+    uint64_t send_batches[SPINDLE_HIST_BUCKETS];     /* messages per send push */
+    uint64_t receive_batches[SPINDLE_HIST_BUCKETS];  /* messages per receive pass */
+    uint64_t delivery_batches[SPINDLE_HIST_BUCKETS]; /* messages per delivery upcall */
+    uint64_t send_batch_count, send_batch_messages;  /* totals behind the histograms */
+    uint64_t receive_batch_count, receive_batch_messages;
+    uint64_t delivery_batch_count, delivery_batch_messages;
+};
+
+/* Flags of spindle_reserve. */
+#define SPINDLE_RESERVE_NONBLOCK 1u /* SPINDLE_EAGAIN instead of waiting for a free slot */
+
+/* Fills options with the defaults (shm, all optimizations on, 30 s
+ * bootstrap timeout, 5 s failure timeout, member 0 of 1). */
+SPINDLE_API void spindle_group_options_init(struct spindle_group_options *options);
+
+/*
+ * Creates this member's side of a group and waits until every member has
+ * joined (collective: every member calls it with the same subgroups).
+ * Returns 0 and *out, or SPINDLE_EINVAL naming a bad value (window 0,
+ * max_payload too large, a sender that is not a member, ...),
+ * SPINDLE_ENOTSUP for an unknown transport, SPINDLE_ETIMEDOUT when members
+ * are missing after bootstrap_timeout_ms, or a transport error.
+ */
+SPINDLE_API int spindle_group_create(const struct spindle_group_options *options,
+                                     const struct spindle_subgroup_config *subgroups,
+                                     uint32_t num_subgroups, spindle_group_t **out);
+
+/*
+ * Reserves the next ring slot of this member in subgroup for a message of
+ * size bytes and stores a pointer to it in *slot. Blocks while the window is
+ * full (every slot still holds a message some member has not delivered),
+ * unless flags has SPINDLE_RESERVE_NONBLOCK, then returns SPINDLE_EAGAIN.
+ * Errors: SPINDLE_EINVAL (unknown subgroup, a reservation already open on
+ * it), SPINDLE_EPERM (this member is not a sender of subgroup),
+ * SPINDLE_EMSGSIZE (size above max_payload; both are named),
+ * SPINDLE_ESHUTDOWN, SPINDLE_EPEERFAILED.
+ */
+SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_t size,
+                                unsigned flags, void **slot);
+
+/* Marks the reserved message of subgroup ready to send. SPINDLE_EINVAL when
+ * no reservation is open on that subgroup. */
+SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup);
+
+/* Convenience: reserve, copy size bytes from data, commit. Same errors as
+ * spindle_reserve. */
+SPINDLE_API int spindle_send(spindle_group_t *group, uint32_t subgroup, const void *data,
+                             size_t size, unsigned flags);
+
+/* Waits until every message this member committed before the call has been
+ * delivered locally (in every subgroup). SPINDLE_ETIMEDOUT after timeout_ms
+ * (< 0: no limit), SPINDLE_EPEERFAILED when a peer failed meanwhile. */
+SPINDLE_API int spindle_flush(spindle_group_t *group, int timeout_ms);
+
+/* Collective: returns once every member has called it (over the bootstrap
+ * channel). SPINDLE_ETIMEDOUT names the members still missing. */
+SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms);
+
+/* Copies this member's statistics into *out. SPINDLE_EINVAL on NULL. */
+SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats *out);
+
+/* This member's index and the member count of the group (-1 on NULL). */
+SPINDLE_API int spindle_group_self(const spindle_group_t *group);
+SPINDLE_API int spindle_group_size(const spindle_group_t *group);
+
+/*
+ * Orderly shutdown (collective): flushes this member's messages, waits at a
+ * barrier until every member got there (so nobody tears down state a peer
+ * still reads), then stops the predicate thread. Later sends fail with
+ * SPINDLE_ESHUTDOWN. Returns the first error met; the group must still be
+ * destroyed.
+ */
+SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms);
+
+/* Releases everything (stops the predicate thread if still running). Safe
+ * on NULL. */
+SPINDLE_API void spindle_group_destroy(spindle_group_t *group);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

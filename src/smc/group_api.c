@@ -1,0 +1,323 @@
+/*
+ * The public group API (include/spindle/group.h): bootstrap, one SST engine
+ * per group handle, one smc_group for the (single, fixed) membership.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <spindle/group.h>
+
+#include "smc/group_bootstrap.h"
+#include "smc/smc.h"
+#include "transport/transport.h"
+#include "util/crc32c.h"
+#include "util/error.h"
+
+enum { TAG_DESCS = 0x5350, TAG_READY, TAG_BARRIER_BASE = 0x10000 };
+
+struct spindle_group {
+    struct spindle_group_options options;
+    struct group_bootstrap boot;
+    char group_name[64];
+    struct tp_oob *oob;
+    struct sst_engine *engine;
+    struct smc_group *smc;
+    uint32_t barriers;
+    bool engine_started;
+    bool shut_down;
+};
+
+SPINDLE_API void spindle_group_options_init(struct spindle_group_options *options)
+{
+    if (options == NULL)
+        return;
+    memset(options, 0, sizeof *options);
+    options->transport = "shm";
+    options->num_members = 1;
+    options->bootstrap_kind = SPINDLE_BOOTSTRAP_AUTO;
+    options->bootstrap_timeout_ms = 30000;
+    options->failure_timeout_ms = 5000;
+    options->batching = true;
+    options->null_sends = true;
+    options->early_unlock = true;
+}
+
+static int check_options(const struct spindle_group_options *options, uint32_t num_subgroups)
+{
+    if (options->num_members == 0 || options->num_members > SPINDLE_MAX_MEMBERS)
+        return sp_error(SPINDLE_EINVAL, "num_members %u must be 1..%u", options->num_members,
+                        SPINDLE_MAX_MEMBERS);
+    if (options->self >= options->num_members)
+        return sp_error(SPINDLE_EINVAL, "self %u must be below num_members %u", options->self,
+                        options->num_members);
+    if (num_subgroups == 0)
+        return sp_error(SPINDLE_EINVAL, "num_subgroups 0: a group needs at least one subgroup");
+    if (options->bootstrap_timeout_ms <= 0)
+        return sp_error(SPINDLE_EINVAL, "bootstrap_timeout_ms %d must be > 0",
+                        options->bootstrap_timeout_ms);
+    if (tp_backend_find(options->transport) == NULL)
+        return SPINDLE_ENOTSUP; /* message names the transport and the built ones */
+    if (options->failure_timeout_ms <= 0)
+        return sp_error(SPINDLE_EINVAL, "failure_timeout_ms %d must be > 0",
+                        options->failure_timeout_ms);
+    return 0;
+}
+
+static int convert_subgroup(const struct spindle_subgroup_config *config, uint32_t index,
+                            uint32_t num_rows, struct smc_layout *layout)
+{
+    memset(layout, 0, sizeof *layout);
+    if (config->num_members > num_rows || config->num_members == 0)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: num_members %u must be 1..%u", index,
+                        config->num_members, num_rows);
+    if (config->num_senders > config->num_members)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: num_senders %u exceeds num_members %u", index,
+                        config->num_senders, config->num_members);
+    if (config->members == NULL || (config->num_senders > 0 && config->senders == NULL))
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: members or senders array is NULL", index);
+    layout->num_members = config->num_members;
+    memcpy(layout->members, config->members, config->num_members * sizeof(uint32_t));
+    layout->num_senders = config->num_senders;
+    if (config->num_senders > 0)
+        memcpy(layout->senders, config->senders, config->num_senders * sizeof(uint32_t));
+    layout->window_size = config->window_size;
+    layout->max_payload = config->max_payload;
+    layout->mode = config->mode;
+    return smc_layout_validate(layout, index, num_rows);
+}
+
+static void on_failure(void *ctx, struct sst_table *table, uint32_t row, int error)
+{
+    struct spindle_group *group = ctx;
+    if (table == smc_group_table(group->smc))
+        smc_group_fail(group->smc, error < 0 ? error : SPINDLE_EPEERFAILED);
+}
+
+static int open_engine(struct spindle_group *group)
+{
+    const struct spindle_group_options *o = &group->options;
+    struct tp_config config;
+    memset(&config, 0, sizeof config);
+    config.backend = o->transport;
+    config.group_name = group->group_name;
+    config.self_id = o->self;
+    config.provider = o->provider;
+    config.failure_timeout_ms = o->failure_timeout_ms;
+    if (group->boot.kind == SPINDLE_BOOTSTRAP_TCP)
+        config.host = group->boot.hosts[o->self].host;
+    struct sst_engine_options engine_options;
+    sst_engine_options_default(&engine_options);
+    engine_options.early_unlock = o->early_unlock;
+    int rc = sst_engine_create(&config, &engine_options, &group->engine);
+    if (rc == 0)
+        sst_engine_on_failure(group->engine, on_failure, group);
+    return rc;
+}
+
+static int build_smc(struct spindle_group *group, const struct spindle_subgroup_config *subgroups,
+                     uint32_t num_subgroups)
+{
+    struct smc_layout *layouts = calloc(num_subgroups, sizeof *layouts);
+    if (layouts == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for %u subgroup layouts", num_subgroups);
+    int rc = 0;
+    for (uint32_t g = 0; g < num_subgroups && rc == 0; g++)
+        rc = convert_subgroup(&subgroups[g], g, group->options.num_members, &layouts[g]);
+    struct smc_options smc_options = {
+        .batching = group->options.batching,
+        .null_sends = group->options.null_sends,
+        .deliver = group->options.deliver,
+        .deliver_ctx = group->options.deliver_ctx,
+    };
+    if (rc == 0)
+        rc = smc_group_create(group->engine, layouts, num_subgroups, group->options.num_members,
+                              group->options.self, &smc_options, &group->smc);
+    free(layouts);
+    return rc;
+}
+
+static int connect_members(struct spindle_group *group)
+{
+    uint32_t n = group->options.num_members;
+    int timeout = group->options.bootstrap_timeout_ms;
+    struct sst_member_desc mine;
+    memset(&mine, 0, sizeof mine);
+    int rc = smc_group_export(group->smc, &mine);
+    if (rc < 0)
+        return rc;
+    struct sst_member_desc *all = calloc(n, sizeof *all);
+    if (all == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for %u member descriptors", n);
+    rc = tp_oob_allgather(group->oob, TAG_DESCS, &mine, sizeof mine, all, timeout);
+    if (rc == 0)
+        rc = smc_group_connect(group->smc, all, timeout);
+    free(all);
+    if (rc == 0)
+        rc = smc_group_start(group->smc);
+    if (rc == 0)
+        rc = sst_engine_start(group->engine);
+    if (rc == 0)
+        group->engine_started = true;
+    if (rc == 0) {
+        /* Every member is connected before anyone sends. */
+        uint8_t ready = 1, all_ready[SPINDLE_MAX_MEMBERS];
+        rc = tp_oob_allgather(group->oob, TAG_READY, &ready, 1, all_ready, timeout);
+    }
+    return rc;
+}
+
+SPINDLE_API int spindle_group_create(const struct spindle_group_options *options,
+                                     const struct spindle_subgroup_config *subgroups,
+                                     uint32_t num_subgroups, spindle_group_t **out)
+{
+    if (options == NULL || out == NULL || (subgroups == NULL && num_subgroups > 0))
+        return sp_error(SPINDLE_EINVAL, "spindle_group_create: null argument");
+    int rc = check_options(options, num_subgroups);
+    if (rc < 0)
+        return rc;
+    struct spindle_group *group = calloc(1, sizeof *group);
+    if (group == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the group handle");
+    group->options = *options;
+    rc = group_bootstrap_parse(options, &group->boot);
+    if (rc == 0) {
+        if (options->group_name != NULL)
+            snprintf(group->group_name, sizeof group->group_name, "%s", options->group_name);
+        else
+            snprintf(group->group_name, sizeof group->group_name, "spindle-%08x",
+                     sp_crc32c(0, options->bootstrap, strlen(options->bootstrap)));
+        group->options.group_name = group->group_name;
+        rc = open_engine(group);
+    }
+    if (rc == 0)
+        rc = build_smc(group, subgroups, num_subgroups);
+    if (rc == 0)
+        rc = group_bootstrap_open(&group->boot, options->self, options->num_members,
+                                  options->bootstrap_timeout_ms, &group->oob);
+    if (rc == 0)
+        rc = connect_members(group);
+    if (rc < 0) {
+        spindle_group_destroy(group);
+        return rc;
+    }
+    *out = group;
+    return 0;
+}
+
+SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_t size,
+                                unsigned flags, void **slot)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    return smc_reserve(group->smc, subgroup, size, flags, slot);
+}
+
+SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    return smc_commit(group->smc, subgroup);
+}
+
+SPINDLE_API int spindle_send(spindle_group_t *group, uint32_t subgroup, const void *data,
+                             size_t size, unsigned flags)
+{
+    if (data == NULL && size > 0)
+        return sp_error(SPINDLE_EINVAL, "send: data is NULL with size %zu", size);
+    void *slot;
+    int rc = spindle_reserve(group, subgroup, size, flags, &slot);
+    if (rc < 0)
+        return rc;
+    if (size > 0)
+        memcpy(slot, data, size);
+    return spindle_commit(group, subgroup);
+}
+
+SPINDLE_API int spindle_flush(spindle_group_t *group, int timeout_ms)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    return smc_flush(group->smc, timeout_ms);
+}
+
+SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms)
+{
+    if (group == NULL || group->oob == NULL)
+        return sp_error(SPINDLE_EINVAL, "barrier: group is NULL or not bootstrapped");
+    uint8_t mine = 1, all[SPINDLE_MAX_MEMBERS];
+    uint32_t tag = TAG_BARRIER_BASE + group->barriers++;
+    return tp_oob_allgather(group->oob, tag, &mine, 1, all, timeout_ms < 0 ? 1 << 30 : timeout_ms);
+}
+
+SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats *out)
+{
+    if (group == NULL || out == NULL)
+        return sp_error(SPINDLE_EINVAL, "stats: group or out is NULL");
+    memset(out, 0, sizeof *out);
+    struct smc_stats smc;
+    smc_group_stats(group->smc, &smc);
+    struct sst_engine_stats engine;
+    sst_engine_stats(group->engine, &engine);
+    out->messages_sent = smc.messages_sent;
+    out->messages_delivered = smc.messages_delivered;
+    out->nulls_sent = smc.nulls_sent;
+    out->nulls_received = smc.nulls_received;
+    out->writes_posted = engine.writes_posted;
+    out->doorbells = engine.doorbells;
+    out->pushes = engine.pushes;
+    out->post_ns = engine.post_ns;
+    out->predicate_passes = engine.passes;
+    memcpy(out->send_batches, smc.send_batches, sizeof out->send_batches);
+    memcpy(out->receive_batches, smc.receive_batches, sizeof out->receive_batches);
+    memcpy(out->delivery_batches, smc.delivery_batches, sizeof out->delivery_batches);
+    out->send_batch_count = smc.send_batch_count;
+    out->send_batch_messages = smc.send_batch_messages;
+    out->receive_batch_count = smc.receive_batch_count;
+    out->receive_batch_messages = smc.receive_batch_messages;
+    out->delivery_batch_count = smc.delivery_batch_count;
+    out->delivery_batch_messages = smc.delivery_batch_messages;
+    return 0;
+}
+
+SPINDLE_API int spindle_group_self(const spindle_group_t *group)
+{
+    return group == NULL ? -1 : (int)group->options.self;
+}
+
+SPINDLE_API int spindle_group_size(const spindle_group_t *group)
+{
+    return group == NULL ? -1 : (int)group->options.num_members;
+}
+
+SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    if (group->shut_down)
+        return 0;
+    int rc = spindle_flush(group, timeout_ms);
+    int barrier = spindle_barrier(group, timeout_ms);
+    if (rc == 0)
+        rc = barrier;
+    group->shut_down = true;
+    if (group->engine_started) {
+        sst_engine_stop(group->engine);
+        group->engine_started = false;
+    }
+    smc_group_stop(group->smc);
+    return rc;
+}
+
+SPINDLE_API void spindle_group_destroy(spindle_group_t *group)
+{
+    if (group == NULL)
+        return;
+    if (group->engine_started)
+        sst_engine_stop(group->engine);
+    smc_group_destroy(group->smc);
+    if (group->engine != NULL)
+        sst_engine_destroy(group->engine);
+    tp_oob_close(group->oob);
+    free(group);
+}

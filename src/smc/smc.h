@@ -1,0 +1,146 @@
+/*
+ * Small-message multicast (SMC): per-sender ring buffers in the SST with
+ * the Spindle techniques (opportunistic batching 3.2, null-sends 3.3, lock
+ * release before posting 3.4 through the engine, batched delivery 3.5).
+ *
+ * An smc_group owns everything that belongs to one membership: the subgroup
+ * layouts, one sst_table built for them, the per-subgroup sender/receiver
+ * state and one recurrent predicate on the engine. A view change retires the
+ * whole object (smc_group_stop + smc_group_destroy) and builds the next one;
+ * nothing outlives it but the engine.
+ *
+ * Row layout, per subgroup g (same offsets in every row; row r's ring is
+ * member r's sending ring in g):
+ *   received_num[S]  positions of sender s this member holds (counters)
+ *   delivered_num    sequence numbers delivered (atomic) or messages
+ *                    delivered (unordered)
+ *   sent_num         positions this row's owner published (guard of ring)
+ *   null_num         nulls this row's owner sent
+ *   ring[W]          W slots of (8-byte header + max_payload rounded to 8)
+ * received_num..delivered_num are contiguous so one write acknowledges
+ * everything; sent_num and null_num likewise travel as one write.
+ *
+ * Positions: a sender's stream is a sequence of positions 0, 1, 2, ...;
+ * each holds an application message (in the ring) or a null. A slot header
+ * is ((position + 1) << 24 | length); sent_num is pushed in a later write
+ * than the slots it covers (T2), so a receiver that sees sent_num > p reads
+ * slot headers that are current for every application message below p: the
+ * position is an application message iff the next expected slot's header
+ * names it, otherwise it is a null. Sequence number of position k of
+ * sender rank s is k * S + s (Spindle 2.1).
+ *
+ * Invariants: sent_num in this member's row is written only by the
+ * predicate thread, only to values whose ring data has already been pushed
+ * (queued earlier), and at most once per subgroup per trigger; a slot is
+ * reused only after every member's delivered_num (received_num in
+ * unordered mode) passed the message it held.
+ *
+ * Threads: reserve/commit run on application threads; commit takes the
+ * engine lock. The predicate and its trigger run on the predicate thread
+ * with the engine lock held; the delivery callback runs there too.
+ */
+#ifndef SP_SMC_SMC_H
+#define SP_SMC_SMC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <spindle/group.h>
+
+#include "sst/sst.h"
+
+#define SMC_HEADER_SIZE   8u
+#define SMC_LENGTH_BITS   24u
+#define SMC_MAX_RING_SIZE (256u << 20) /* bytes of one sender ring */
+
+struct smc_group;
+
+/* One subgroup: members/senders are SST rows (group member indices). */
+struct smc_layout {
+    uint32_t num_members;
+    uint32_t members[SST_MAX_ROWS];
+    uint32_t num_senders;
+    uint32_t senders[SST_MAX_ROWS]; /* round-robin order */
+    uint32_t window_size;
+    uint32_t max_payload;
+    enum spindle_delivery_mode mode;
+};
+
+struct smc_options {
+    bool batching;
+    bool null_sends;
+    spindle_deliver_fn deliver;
+    void *deliver_ctx;
+};
+
+/* Counters of one smc_group (statistics of spindle_stats that SMC owns). */
+struct smc_stats {
+    uint64_t messages_sent;
+    uint64_t messages_delivered;
+    uint64_t nulls_sent;
+    uint64_t nulls_received;
+    uint64_t send_batches[SPINDLE_HIST_BUCKETS];
+    uint64_t receive_batches[SPINDLE_HIST_BUCKETS];
+    uint64_t delivery_batches[SPINDLE_HIST_BUCKETS];
+    uint64_t send_batch_count, send_batch_messages;
+    uint64_t receive_batch_count, receive_batch_messages;
+    uint64_t delivery_batch_count, delivery_batch_messages;
+};
+
+/*
+ * Validates one layout against a group of num_rows members. 0 or
+ * SPINDLE_EINVAL naming the subgroup and the bad value.
+ */
+int smc_layout_validate(const struct smc_layout *layout, uint32_t subgroup, uint32_t num_rows);
+
+/*
+ * Builds the group state and its SST table (not yet connected). Layouts are
+ * copied. SPINDLE_EINVAL for a bad layout, SPINDLE_ENOMEM, or the table's
+ * error.
+ */
+int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts,
+                     uint32_t num_subgroups, uint32_t num_rows, uint32_t my_row,
+                     const struct smc_options *options, struct smc_group **out);
+/* This member's table descriptor, for the bootstrap exchange. */
+int smc_group_export(struct smc_group *group, struct sst_member_desc *out);
+/* Connects the table to every other member (descs indexed by row). */
+int smc_group_connect(struct smc_group *group, const struct sst_member_desc *descs, int timeout_ms);
+/* Registers the predicate. */
+int smc_group_start(struct smc_group *group);
+/* Removes the predicate and fails waiting senders with SPINDLE_ESHUTDOWN. */
+void smc_group_stop(struct smc_group *group);
+/* Frees the state and the table (stop first). Safe on NULL. */
+void smc_group_destroy(struct smc_group *group);
+
+/* See spindle_reserve / spindle_commit / spindle_flush. */
+int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigned flags,
+                void **slot);
+int smc_commit(struct smc_group *group, uint32_t subgroup);
+int smc_flush(struct smc_group *group, int timeout_ms);
+
+void smc_group_stats(struct smc_group *group, struct smc_stats *out);
+struct sst_table *smc_group_table(struct smc_group *group);
+uint32_t smc_group_subgroups(const struct smc_group *group);
+
+/*
+ * View-change hooks (ragged-edge trim, view/trim.h). smc_group_wedge stops
+ * every step of the predicate (no sends, received counters frozen) and
+ * fails later reserves with SPINDLE_ESHUTDOWN. smc_group_received copies
+ * row's received_num[] of subgroup (one count per sender, round-robin
+ * order) into received[0..cap). smc_group_deliver_upto delivers, in order,
+ * every sequence number below delivered_total that is not yet delivered,
+ * whether stable or not (the trim is the agreement); SPINDLE_EPROTO when
+ * this member lacks one of them. All return SPINDLE_EINVAL for an unknown
+ * subgroup or row; deliver_upto requires a wedged group.
+ */
+void smc_group_wedge(struct smc_group *group);
+int smc_group_received(struct smc_group *group, uint32_t subgroup, uint32_t row, uint64_t *received,
+                       uint32_t cap);
+int smc_group_deliver_upto(struct smc_group *group, uint32_t subgroup, uint64_t delivered_total);
+
+/* Marks the group failed with error (from the engine's failure callback):
+ * waiting senders and flushes return it. Lock held. */
+void smc_group_fail(struct smc_group *group, int error);
+
+#endif

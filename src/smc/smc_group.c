@@ -1,0 +1,281 @@
+/* SMC group construction: layout validation, the SST schema, lifecycle. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "smc/smc_impl.h"
+#include "util/error.h"
+
+static int find_index(const uint32_t *list, uint32_t count, uint32_t value)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (list[i] == value)
+            return (int)i;
+    return -1;
+}
+
+int smc_layout_validate(const struct smc_layout *layout, uint32_t subgroup, uint32_t num_rows)
+{
+    if (layout->num_members == 0 || layout->num_members > num_rows)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: num_members %u must be 1..%u", subgroup,
+                        layout->num_members, num_rows);
+    if (layout->num_senders > layout->num_members)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: num_senders %u exceeds num_members %u",
+                        subgroup, layout->num_senders, layout->num_members);
+    if (layout->window_size == 0 || layout->window_size > SPINDLE_MAX_WINDOW)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: window_size %u must be 1..%u", subgroup,
+                        layout->window_size, SPINDLE_MAX_WINDOW);
+    if (layout->max_payload == 0 || layout->max_payload > SPINDLE_MAX_PAYLOAD)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: max_payload %u must be 1..%u", subgroup,
+                        layout->max_payload, SPINDLE_MAX_PAYLOAD);
+    uint64_t slot = SMC_HEADER_SIZE + (((uint64_t)layout->max_payload + 7) & ~7ull);
+    if (slot * layout->window_size > SMC_MAX_RING_SIZE)
+        return sp_error(SPINDLE_EINVAL,
+                        "subgroup %u: window_size %u x slot %llu bytes exceeds the ring limit "
+                        "of %u bytes",
+                        subgroup, layout->window_size, (unsigned long long)slot, SMC_MAX_RING_SIZE);
+    if (layout->mode != SPINDLE_MODE_ATOMIC && layout->mode != SPINDLE_MODE_UNORDERED)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: mode %d is unknown", subgroup,
+                        (int)layout->mode);
+    for (uint32_t i = 0; i < layout->num_members; i++) {
+        if (layout->members[i] >= num_rows)
+            return sp_error(SPINDLE_EINVAL, "subgroup %u: member %u is not in the group of %u",
+                            subgroup, layout->members[i], num_rows);
+        if (find_index(layout->members, i, layout->members[i]) >= 0)
+            return sp_error(SPINDLE_EINVAL, "subgroup %u: member %u is listed twice", subgroup,
+                            layout->members[i]);
+    }
+    for (uint32_t i = 0; i < layout->num_senders; i++) {
+        if (find_index(layout->members, layout->num_members, layout->senders[i]) < 0)
+            return sp_error(SPINDLE_EINVAL, "subgroup %u: sender %u is not a member", subgroup,
+                            layout->senders[i]);
+        if (find_index(layout->senders, i, layout->senders[i]) >= 0)
+            return sp_error(SPINDLE_EINVAL, "subgroup %u: sender %u is listed twice", subgroup,
+                            layout->senders[i]);
+    }
+    return 0;
+}
+
+/* Adds count counters that must be contiguous; returns the first offset. */
+static int add_counters(struct sst_schema *schema, uint32_t count, uint32_t *offset)
+{
+    int first = -1;
+    for (uint32_t i = 0; i < count; i++) {
+        int col = sst_schema_add_counter(schema);
+        if (col < 0)
+            return col;
+        if (first < 0)
+            first = col;
+        if (sst_column_offset(schema, col) != sst_column_offset(schema, first) + 8 * i)
+            return sp_error(SPINDLE_EIO, "SST schema placed counter %u out of line", i);
+    }
+    *offset = sst_column_offset(schema, first);
+    return 0;
+}
+
+static int add_subgroup_columns(struct sst_schema *schema, struct smc_subgroup *sub)
+{
+    uint32_t senders = sub->layout.num_senders;
+    int rc = add_counters(schema, senders + 1, &sub->received_offset);
+    if (rc < 0)
+        return rc;
+    sub->delivered_offset = sub->received_offset + 8 * senders;
+    rc = add_counters(schema, 2, &sub->sent_offset);
+    if (rc < 0)
+        return rc;
+    sub->null_offset = sub->sent_offset + 8;
+    int guard = -1;
+    for (uint32_t c = 0; c < schema->num_columns; c++)
+        if (schema->columns[c].offset == sub->sent_offset)
+            guard = (int)c;
+    int ring =
+        sst_schema_add_array(schema, (size_t)sub->slot_size * sub->layout.window_size, guard, true);
+    if (ring < 0)
+        return ring;
+    sub->ring_offset = sst_column_offset(schema, ring);
+    return 0;
+}
+
+static int init_subgroup(struct smc_group *group, struct smc_subgroup *sub, uint32_t index,
+                         const struct smc_layout *layout)
+{
+    sub->layout = *layout;
+    sub->index = index;
+    sub->my_member_rank = find_index(layout->members, layout->num_members, group->my_row);
+    sub->my_sender_rank = find_index(layout->senders, layout->num_senders, group->my_row);
+    sub->slot_size = SMC_HEADER_SIZE + ((layout->max_payload + 7u) & ~7u);
+    for (uint32_t i = 0; i < layout->num_members; i++)
+        if (layout->members[i] != group->my_row)
+            sub->peers[sub->num_peers++] = layout->members[i];
+    uint32_t window = layout->window_size;
+    uint32_t senders = layout->num_senders;
+    if (sub->my_sender_rank >= 0) {
+        sub->slot_position = calloc(window, sizeof *sub->slot_position);
+        if (sub->slot_position == NULL)
+            return sp_error(SPINDLE_ENOMEM, "subgroup %u: no memory for %u slots", index, window);
+    }
+    if (sub->my_member_rank < 0 || senders == 0)
+        return 0;
+    sub->senders = calloc(senders, sizeof *sub->senders);
+    sub->batch = calloc((size_t)senders * window, sizeof *sub->batch);
+    if (sub->senders == NULL || sub->batch == NULL)
+        return sp_error(SPINDLE_ENOMEM, "subgroup %u: no memory for %u senders", index, senders);
+    for (uint32_t s = 0; s < senders; s++) {
+        sub->senders[s].row = layout->senders[s];
+        sub->senders[s].app_position = calloc(window, sizeof(uint64_t));
+        if (sub->senders[s].app_position == NULL)
+            return sp_error(SPINDLE_ENOMEM, "subgroup %u: no memory for sender %u", index, s);
+    }
+    return 0;
+}
+
+static void free_subgroup(struct smc_subgroup *sub)
+{
+    if (sub->senders != NULL)
+        for (uint32_t s = 0; s < sub->layout.num_senders; s++)
+            free(sub->senders[s].app_position);
+    free(sub->senders);
+    free(sub->batch);
+    free(sub->slot_position);
+}
+
+static int build_table(struct smc_group *group)
+{
+    struct sst_schema *schema = malloc(sizeof *schema);
+    if (schema == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the SST schema");
+    sst_schema_init(schema);
+    int rc = 0;
+    for (uint32_t g = 0; g < group->num_subgroups && rc == 0; g++)
+        rc = add_subgroup_columns(schema, &group->subgroups[g]);
+    if (rc == 0)
+        rc = sst_table_create(group->engine, schema, group->num_rows, group->my_row, &group->table);
+    free(schema);
+    return rc;
+}
+
+int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts,
+                     uint32_t num_subgroups, uint32_t num_rows, uint32_t my_row,
+                     const struct smc_options *options, struct smc_group **out)
+{
+    if (engine == NULL || layouts == NULL || options == NULL || out == NULL)
+        return sp_error(SPINDLE_EINVAL, "smc_group_create: null argument");
+    if (num_subgroups == 0)
+        return sp_error(SPINDLE_EINVAL, "num_subgroups 0: a group needs at least one subgroup");
+    if (num_rows == 0 || num_rows > SST_MAX_ROWS || my_row >= num_rows)
+        return sp_error(SPINDLE_EINVAL, "member %u of %u is outside 0..%u", my_row, num_rows,
+                        SST_MAX_ROWS - 1);
+    for (uint32_t g = 0; g < num_subgroups; g++) {
+        int rc = smc_layout_validate(&layouts[g], g, num_rows);
+        if (rc < 0)
+            return rc;
+    }
+    struct smc_group *group = calloc(1, sizeof *group);
+    if (group == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the group");
+    group->engine = engine;
+    group->options = *options;
+    group->num_rows = num_rows;
+    group->my_row = my_row;
+    group->num_subgroups = num_subgroups;
+    pthread_mutex_init(&group->wait_lock, NULL);
+    /* Waiters compute deadlines on CLOCK_MONOTONIC. */
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&group->wait_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    int rc = 0;
+    group->subgroups = calloc(num_subgroups, sizeof *group->subgroups);
+    if (group->subgroups == NULL)
+        rc = sp_error(SPINDLE_ENOMEM, "no memory for %u subgroups", num_subgroups);
+    for (uint32_t g = 0; g < num_subgroups && rc == 0; g++)
+        rc = init_subgroup(group, &group->subgroups[g], g, &layouts[g]);
+    if (rc == 0)
+        rc = build_table(group);
+    if (rc < 0) {
+        smc_group_destroy(group);
+        return rc;
+    }
+    *out = group;
+    return 0;
+}
+
+int smc_group_export(struct smc_group *group, struct sst_member_desc *out)
+{
+    return sst_table_export(group->table, out);
+}
+
+int smc_group_connect(struct smc_group *group, const struct sst_member_desc *descs, int timeout_ms)
+{
+    return sst_table_connect(group->table, descs, timeout_ms);
+}
+
+int smc_group_start(struct smc_group *group)
+{
+    int rc = sst_predicate_add(group->engine, smc_predicate, smc_trigger, group, SST_PRED_RECURRENT,
+                               &group->predicate_id);
+    if (rc == 0)
+        group->started = true;
+    return rc;
+}
+
+void smc_group_stop(struct smc_group *group)
+{
+    if (group == NULL)
+        return;
+    __atomic_store_n(&group->stopped, 1, __ATOMIC_RELEASE);
+    if (group->started) {
+        sst_predicate_remove(group->engine, group->predicate_id);
+        group->started = false;
+    }
+    smc_wake_waiters(group);
+}
+
+void smc_group_destroy(struct smc_group *group)
+{
+    if (group == NULL)
+        return;
+    smc_group_stop(group);
+    if (group->table != NULL)
+        sst_table_destroy(group->table);
+    if (group->subgroups != NULL)
+        for (uint32_t g = 0; g < group->num_subgroups; g++)
+            free_subgroup(&group->subgroups[g]);
+    free(group->subgroups);
+    pthread_cond_destroy(&group->wait_cond);
+    pthread_mutex_destroy(&group->wait_lock);
+    free(group);
+}
+
+void smc_group_stats(struct smc_group *group, struct smc_stats *out)
+{
+    sst_engine_lock(group->engine);
+    *out = group->stats;
+    sst_engine_unlock(group->engine);
+}
+
+struct sst_table *smc_group_table(struct smc_group *group)
+{
+    return group->table;
+}
+
+uint32_t smc_group_subgroups(const struct smc_group *group)
+{
+    return group->num_subgroups;
+}
+
+void smc_group_fail(struct smc_group *group, int error)
+{
+    int expected = 0;
+    __atomic_compare_exchange_n(&group->failed, &expected, error, false, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+    smc_wake_waiters(group);
+}
+
+void smc_wake_waiters(struct smc_group *group)
+{
+    pthread_mutex_lock(&group->wait_lock);
+    pthread_cond_broadcast(&group->wait_cond);
+    pthread_mutex_unlock(&group->wait_lock);
+}

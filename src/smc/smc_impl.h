@@ -1,0 +1,120 @@
+/*
+ * Private to src/smc: the state behind struct smc_group, shared by
+ * smc_group.c (construction, layout), smc_send.c (reserve/commit/flush on
+ * application threads) and smc_predicate.c (the predicate thread).
+ *
+ * Ownership of fields (who writes; everything else only reads):
+ *   application thread, under the engine lock: next_position (commit),
+ *     committed, slot_position[] (commit);
+ *   application thread, no lock: reserve_open, reserve_size;
+ *   predicate thread, under the engine lock: pushed, published, nulls,
+ *     next_position (nulls), every receiver field, stats;
+ *   atomics (read anywhere): committed, delivered_own, failed, stopped, wedged,
+ *     reserve_waiting, flush_waiters.
+ */
+#ifndef SP_SMC_SMC_IMPL_H
+#define SP_SMC_SMC_IMPL_H
+
+#include <pthread.h>
+
+#include "smc/smc.h"
+
+/* What this member knows about one sender of one subgroup. */
+struct smc_sender {
+    uint32_t row;           /* the sender's SST row */
+    uint64_t recv_position; /* positions received = my received_num[s] */
+    uint64_t recv_app;      /* application messages received */
+    uint64_t deliv_app;     /* application messages delivered */
+    uint64_t *app_position; /* [W]: position of app message a at a % W */
+};
+
+struct smc_subgroup {
+    struct smc_layout layout;
+    uint32_t index;
+    int my_member_rank; /* position in layout.members, -1 when not a member */
+    int my_sender_rank; /* position in layout.senders, -1 when not a sender */
+    uint32_t slot_size; /* header + payload rounded up to 8 */
+    uint32_t num_peers;
+    uint32_t peers[SST_MAX_ROWS]; /* member rows other than mine */
+
+    /* Row offsets (identical in every row). */
+    uint32_t received_offset; /* received_num[0..S-1], then delivered_num */
+    uint32_t delivered_offset;
+    uint32_t sent_offset; /* sent_num, then null_num */
+    uint32_t null_offset;
+    uint32_t ring_offset;
+
+    /* Sender side (my_sender_rank >= 0). */
+    uint64_t committed;      /* app messages committed (atomic) */
+    uint64_t pushed;         /* app messages whose slots were pushed */
+    uint64_t next_position;  /* positions assigned (commits and nulls) */
+    uint64_t published;      /* sent_num value in my row */
+    uint64_t nulls;          /* null_num value in my row */
+    uint64_t *slot_position; /* [W]: position of my message in each slot */
+    int reserve_open;        /* atomic: a reservation is open */
+    uint32_t reserve_size;
+    int reserve_waiting; /* atomic: a reserver waits for a free slot */
+
+    /* Receiver side (my_member_rank >= 0). */
+    struct smc_sender *senders;    /* [S] */
+    uint64_t delivered;            /* my delivered_num */
+    uint64_t delivered_own;        /* atomic: my own app messages delivered */
+    struct spindle_message *batch; /* [S * W] */
+    bool ack_dirty;
+};
+
+struct smc_group {
+    struct sst_engine *engine;
+    struct sst_table *table;
+    struct smc_options options;
+    uint32_t num_rows;
+    uint32_t my_row;
+    uint32_t num_subgroups;
+    struct smc_subgroup *subgroups;
+    uint64_t predicate_id;
+    bool started;
+    int stopped; /* atomic */
+    int wedged;  /* atomic: view change in progress, predicate idle */
+    int failed;  /* atomic: 0 or the SPINDLE_E* code */
+
+    /* Wakes application threads waiting for a slot or a flush. */
+    pthread_mutex_t wait_lock;
+    pthread_cond_t wait_cond;
+    int flush_waiters; /* atomic */
+
+    struct smc_stats stats; /* predicate thread / commit under the engine lock */
+};
+
+static inline uint8_t *smc_ring(struct smc_group *group, const struct smc_subgroup *sub,
+                                uint32_t row)
+{
+    return sst_row(group->table, row) + sub->ring_offset;
+}
+
+static inline uint64_t smc_header(uint64_t position, uint32_t length)
+{
+    return ((position + 1) << SMC_LENGTH_BITS) | length;
+}
+
+/* Log2 bucket of a batch size n >= 1. */
+static inline unsigned smc_bucket(uint64_t n)
+{
+    unsigned b = 63u - (unsigned)__builtin_clzll(n);
+    return b < SPINDLE_HIST_BUCKETS ? b : SPINDLE_HIST_BUCKETS - 1;
+}
+
+/* True when my next slot in sub may be (re)used: every member delivered
+ * (atomic) or received (unordered) the message it held. */
+bool smc_slot_free(struct smc_group *group, const struct smc_subgroup *sub);
+
+/* Wakes application threads blocked in reserve or flush. */
+void smc_wake_waiters(struct smc_group *group);
+
+/* Delivers sequence numbers [delivered, bound) this member holds, in
+ * order (one message when batching is off). Lock held. */
+void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t bound);
+
+bool smc_predicate(void *ctx);
+void smc_trigger(void *ctx);
+
+#endif

@@ -1,0 +1,332 @@
+/*
+ * The SMC predicate: one recurrent predicate per smc_group, evaluated by the
+ * engine's single predicate thread for every subgroup (Spindle 2.4). Its
+ * trigger runs, per subgroup, the send, receive, null-send and delivery
+ * steps in that order, queueing pushes; the engine posts them when the lock
+ * is released (Spindle 3.4), one batch and one doorbell per peer.
+ *
+ * Why one trigger for all steps: sent_num is a guard over ring data, and a
+ * queued push reads its source when it is posted. Keeping every write of
+ * sent_num inside one trigger, after the ring pushes it covers, means no
+ * queued counter push can ever expose a position whose data is still
+ * unqueued.
+ */
+#include "smc/smc_impl.h"
+
+static uint64_t read_sent(struct smc_group *group, const struct smc_subgroup *sub, uint32_t row)
+{
+    return sst_read_u64(group->table, row, sub->sent_offset);
+}
+
+/* Sequence numbers every member of sub holds: min over members m and
+ * senders s of received_num[m][s] * S + s (the first hole in m's prefix). */
+static uint64_t stable_count(struct smc_group *group, const struct smc_subgroup *sub)
+{
+    uint32_t senders = sub->layout.num_senders;
+    uint64_t stable = UINT64_MAX;
+    for (uint32_t m = 0; m < sub->layout.num_members; m++) {
+        uint32_t row = sub->layout.members[m];
+        for (uint32_t s = 0; s < senders; s++) {
+            uint64_t received = sst_read_u64(group->table, row, sub->received_offset + 8 * s);
+            uint64_t first_missing = received * senders + s;
+            if (first_missing < stable)
+                stable = first_missing;
+        }
+    }
+    return stable;
+}
+
+static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
+{
+    if (sub->my_sender_rank >= 0) {
+        if (__atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE) != sub->pushed)
+            return true;
+        if (__atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) && smc_slot_free(group, sub))
+            return true;
+    }
+    if (sub->my_member_rank < 0 || sub->layout.num_senders == 0)
+        return false;
+    for (uint32_t s = 0; s < sub->layout.num_senders; s++)
+        if (read_sent(group, sub, sub->senders[s].row) > sub->senders[s].recv_position)
+            return true;
+    return sub->layout.mode == SPINDLE_MODE_ATOMIC && sub->delivered < stable_count(group, sub);
+}
+
+bool smc_predicate(void *ctx)
+{
+    struct smc_group *group = ctx;
+    if (__atomic_load_n(&group->stopped, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE))
+        return false;
+    for (uint32_t g = 0; g < group->num_subgroups; g++)
+        if (subgroup_has_work(group, &group->subgroups[g]))
+            return true;
+    return false;
+}
+
+static void push(struct smc_group *group, struct smc_subgroup *sub, uint32_t offset,
+                 uint32_t length)
+{
+    if (sub->num_peers > 0)
+        sst_push(group->table, offset, length, sub->peers, sub->num_peers);
+}
+
+/* Writes sent_num/null_num and pushes them in one write, after the ring
+ * data they cover (T2). */
+static void publish(struct smc_group *group, struct smc_subgroup *sub, uint64_t sent)
+{
+    if (sent == sub->published)
+        return;
+    sub->published = sent;
+    sst_write_u64(group->table, sub->null_offset, sub->nulls);
+    sst_write_u64(group->table, sub->sent_offset, sent);
+    push(group, sub, sub->sent_offset, 16);
+}
+
+/* Pushes ring slots [first, first + count) (no wrap) up to the end of the
+ * last message's data. */
+static void push_slots(struct smc_group *group, struct smc_subgroup *sub, uint64_t first,
+                       uint32_t count)
+{
+    uint32_t window = sub->layout.window_size;
+    uint32_t start = (uint32_t)(first % window);
+    uint32_t last = start + count - 1;
+    uint32_t last_offset = sub->ring_offset + last * sub->slot_size;
+    uint64_t header = sst_read_u64(group->table, group->my_row, last_offset);
+    uint32_t last_length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
+    uint32_t end = last_offset + SMC_HEADER_SIZE + ((last_length + 7u) & ~7u);
+    uint32_t begin = sub->ring_offset + start * sub->slot_size;
+    push(group, sub, begin, end - begin);
+}
+
+/* Send step (Spindle 3.2): every ready contiguous slot in one write per peer
+ * (two when the ring wraps), then the counter; baseline: one message. */
+static void send_step(struct smc_group *group, struct smc_subgroup *sub)
+{
+    uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
+    if (committed == sub->pushed)
+        return;
+    uint32_t window = sub->layout.window_size;
+    uint64_t count = group->options.batching ? committed - sub->pushed : 1;
+    uint64_t first = sub->pushed;
+    uint32_t to_ring_end = window - (uint32_t)(first % window);
+    uint32_t head = count < to_ring_end ? (uint32_t)count : to_ring_end;
+    push_slots(group, sub, first, head);
+    if (count > head)
+        push_slots(group, sub, first + head, (uint32_t)(count - head));
+    sub->pushed += count;
+    group->stats.send_batches[smc_bucket(count)]++;
+    group->stats.send_batch_count++;
+    group->stats.send_batch_messages += count;
+    /* Nulls are only ever assigned when nothing is pending, so every
+     * position below the next unpushed message is pushed or a null. */
+    uint64_t sent =
+        sub->pushed == committed ? sub->next_position : sub->slot_position[sub->pushed % window];
+    publish(group, sub, sent);
+}
+
+/* Receives what arrived from one sender; returns the application messages
+ * taken. Unordered subgroups hand them to the batch at once. */
+static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub, uint32_t s,
+                               uint32_t *batched)
+{
+    struct smc_sender *sender = &sub->senders[s];
+    uint64_t sent = read_sent(group, sub, sender->row);
+    uint32_t window = sub->layout.window_size;
+    uint8_t *ring = smc_ring(group, sub, sender->row);
+    uint32_t taken = 0;
+    while (sender->recv_position < sent) {
+        uint32_t index = (uint32_t)(sender->recv_app % window);
+        uint8_t *slot = ring + (size_t)index * sub->slot_size;
+        uint64_t header = __atomic_load_n((uint64_t *)(void *)slot, __ATOMIC_ACQUIRE);
+        uint64_t named = header >> SMC_LENGTH_BITS; /* position + 1, 0 = never written */
+        if (named == sender->recv_position + 1) {
+            sender->app_position[index] = sender->recv_position;
+            if (sub->layout.mode == SPINDLE_MODE_UNORDERED) {
+                struct spindle_message *msg = &sub->batch[(*batched)++];
+                msg->subgroup = sub->index;
+                msg->sender_id = sender->row;
+                msg->sender_index = sender->recv_app;
+                msg->seq = sender->recv_position * sub->layout.num_senders + s;
+                msg->data = slot + SMC_HEADER_SIZE;
+                msg->length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
+            }
+            sender->recv_app++;
+            sender->recv_position++;
+            taken++;
+        } else {
+            /* The next application message sits later (or is not yet
+             * published): everything before it is null (Spindle 3.3). */
+            uint64_t next_app = named > sender->recv_position + 1 ? named - 1 : sent;
+            sender->recv_position = next_app < sent ? next_app : sent;
+        }
+        if (!group->options.batching)
+            break;
+    }
+    return taken;
+}
+
+static void deliver_batch(struct smc_group *group, struct smc_subgroup *sub, uint32_t count)
+{
+    if (count == 0)
+        return;
+    group->stats.messages_delivered += count;
+    group->stats.delivery_batches[smc_bucket(count)]++;
+    group->stats.delivery_batch_count++;
+    group->stats.delivery_batch_messages += count;
+    if (group->options.deliver != NULL)
+        group->options.deliver(group->options.deliver_ctx, sub->batch, count);
+    if (sub->my_sender_rank >= 0) {
+        uint64_t own = 0;
+        for (uint32_t i = 0; i < count; i++)
+            own += sub->batch[i].sender_id == group->my_row;
+        if (own > 0)
+            __atomic_add_fetch(&sub->delivered_own, own, __ATOMIC_RELEASE);
+    }
+}
+
+/* Receive step (Spindle 3.2): all arrived messages of every sender, one
+ * acknowledgement (batching) or one per message (baseline). */
+static void receive_step(struct smc_group *group, struct smc_subgroup *sub)
+{
+    uint32_t taken = 0, batched = 0;
+    for (uint32_t s = 0; s < sub->layout.num_senders; s++) {
+        uint64_t before = sub->senders[s].recv_position;
+        taken += receive_sender(group, sub, s, &batched);
+        if (sub->senders[s].recv_position == before)
+            continue;
+        uint32_t offset = sub->received_offset + 8 * s;
+        sst_write_u64(group->table, offset, sub->senders[s].recv_position);
+        if (group->options.batching)
+            sub->ack_dirty = true;
+        else
+            push(group, sub, offset, 8);
+    }
+    if (taken > 0) {
+        group->stats.receive_batches[smc_bucket(taken)]++;
+        group->stats.receive_batch_count++;
+        group->stats.receive_batch_messages += taken;
+    }
+    if (sub->layout.mode == SPINDLE_MODE_UNORDERED && batched > 0) {
+        /* Delivered on receipt: delivered_num counts messages. */
+        deliver_batch(group, sub, batched);
+        sub->delivered += batched;
+        sst_write_u64(group->table, sub->delivered_offset, sub->delivered);
+        if (!group->options.batching)
+            push(group, sub, sub->delivered_offset, 8);
+    }
+}
+
+/*
+ * Null-send rule (Spindle 3.3): for every sender i whose message k (its
+ * last received position) we hold, this sender j must have sent position k
+ * when j < i (m(j,k) precedes m(i,k)), or k - 1 when j > i. Missing
+ * positions become nulls, sent as one counter update. Only when nothing of
+ * ours is pending, so nulls never overtake a committed message. Quiescent:
+ * a null answers a received message and never reaches past its round.
+ */
+static void null_step(struct smc_group *group, struct smc_subgroup *sub)
+{
+    if (!group->options.null_sends || sub->layout.mode != SPINDLE_MODE_ATOMIC ||
+        sub->my_sender_rank < 0 || sub->my_member_rank < 0)
+        return;
+    if (__atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE) != sub->pushed)
+        return;
+    uint32_t me = (uint32_t)sub->my_sender_rank;
+    uint64_t needed = 0;
+    for (uint32_t s = 0; s < sub->layout.num_senders; s++) {
+        uint64_t received = sub->senders[s].recv_position;
+        if (s == me || received == 0)
+            continue;
+        uint64_t round = received - 1;
+        uint64_t positions = me < s ? round + 1 : round;
+        if (positions > needed)
+            needed = positions;
+    }
+    if (needed <= sub->next_position)
+        return;
+    uint64_t count = needed - sub->next_position;
+    sub->next_position = needed;
+    sub->nulls += count;
+    group->stats.nulls_sent += count;
+    publish(group, sub, sub->next_position);
+}
+
+/* Delivery step (Spindle 3.2, 3.5): everything stable, in round-robin
+ * order, as one upcall; nulls are skipped. Baseline: one message. */
+static void delivery_step(struct smc_group *group, struct smc_subgroup *sub)
+{
+    smc_deliver_range(group, sub, stable_count(group, sub));
+}
+
+void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t stable)
+{
+    uint32_t senders = sub->layout.num_senders;
+    uint32_t window = sub->layout.window_size;
+    uint32_t count = 0;
+    uint64_t start = sub->delivered;
+    while (sub->delivered < stable) {
+        uint32_t s = (uint32_t)(sub->delivered % senders);
+        uint64_t round = sub->delivered / senders;
+        struct smc_sender *sender = &sub->senders[s];
+        uint32_t index = (uint32_t)(sender->deliv_app % window);
+        sub->delivered++;
+        if (sender->deliv_app < sender->recv_app && sender->app_position[index] == round) {
+            uint8_t *slot = smc_ring(group, sub, sender->row) + (size_t)index * sub->slot_size;
+            uint64_t header = __atomic_load_n((uint64_t *)(void *)slot, __ATOMIC_ACQUIRE);
+            struct spindle_message *msg = &sub->batch[count++];
+            msg->subgroup = sub->index;
+            msg->sender_id = sender->row;
+            msg->sender_index = sender->deliv_app;
+            msg->seq = sub->delivered - 1;
+            msg->data = slot + SMC_HEADER_SIZE;
+            msg->length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
+            sender->deliv_app++;
+            if (!group->options.batching)
+                break;
+        } else {
+            group->stats.nulls_received++;
+        }
+    }
+    if (sub->delivered == start)
+        return;
+    deliver_batch(group, sub, count);
+    sst_write_u64(group->table, sub->delivered_offset, sub->delivered);
+    if (group->options.batching)
+        sub->ack_dirty = true;
+    else
+        push(group, sub, sub->delivered_offset, 8);
+}
+
+void smc_trigger(void *ctx)
+{
+    struct smc_group *group = ctx;
+    bool wake = false;
+    if (__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE))
+        return;
+    for (uint32_t g = 0; g < group->num_subgroups; g++) {
+        struct smc_subgroup *sub = &group->subgroups[g];
+        uint64_t own_before = __atomic_load_n(&sub->delivered_own, __ATOMIC_RELAXED);
+        if (sub->my_sender_rank >= 0)
+            send_step(group, sub);
+        if (sub->my_member_rank >= 0 && sub->layout.num_senders > 0) {
+            receive_step(group, sub);
+            null_step(group, sub);
+            if (sub->layout.mode == SPINDLE_MODE_ATOMIC)
+                delivery_step(group, sub);
+            if (sub->ack_dirty) {
+                /* received_num[0..S-1] and delivered_num in one write. */
+                push(group, sub, sub->received_offset, 8 * (sub->layout.num_senders + 1));
+                sub->ack_dirty = false;
+            }
+        }
+        if (sub->my_sender_rank >= 0 && __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) &&
+            smc_slot_free(group, sub))
+            wake = true;
+        if (__atomic_load_n(&sub->delivered_own, __ATOMIC_RELAXED) != own_before &&
+            __atomic_load_n(&group->flush_waiters, __ATOMIC_ACQUIRE) > 0)
+            wake = true;
+    }
+    if (wake)
+        smc_wake_waiters(group);
+}

@@ -1,0 +1,198 @@
+/*
+ * Application-thread side of SMC: in-place reserve/commit and flush.
+ * Sending never posts a write here; the send step of the predicate does
+ * (Spindle 3.2: "queues the sends, but does not initiate remote sends").
+ */
+#include <errno.h>
+#include <time.h>
+
+#include "smc/smc_impl.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+bool smc_slot_free(struct smc_group *group, const struct smc_subgroup *sub)
+{
+    uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
+    uint32_t window = sub->layout.window_size;
+    if (committed < window)
+        return true;
+    uint64_t position = sub->slot_position[committed % window];
+    bool atomic = sub->layout.mode == SPINDLE_MODE_ATOMIC;
+    /* Atomic: the old message is sequence position * S + rank; a member has
+     * delivered it once its delivered_num exceeds that. Unordered: it was
+     * delivered on receipt, so received_num[rank] > position suffices. */
+    uint64_t need =
+        atomic ? position * sub->layout.num_senders + (uint64_t)sub->my_sender_rank : position;
+    uint32_t offset =
+        atomic ? sub->delivered_offset : sub->received_offset + 8u * (uint32_t)sub->my_sender_rank;
+    for (uint32_t i = 0; i < sub->layout.num_members; i++)
+        if (sst_read_u64(group->table, sub->layout.members[i], offset) <= need)
+            return false;
+    return true;
+}
+
+static int group_state_error(struct smc_group *group)
+{
+    int failed = __atomic_load_n(&group->failed, __ATOMIC_ACQUIRE);
+    if (failed != 0)
+        return sp_error(failed, "the group failed: a peer was lost (%s)", spindle_strerror(failed));
+    if (__atomic_load_n(&group->stopped, __ATOMIC_ACQUIRE))
+        return sp_error(SPINDLE_ESHUTDOWN, "the group is shut down");
+    if (__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE))
+        return sp_error(SPINDLE_ESHUTDOWN, "the group is wedged for a view change");
+    return 0;
+}
+
+static void deadline_after(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_nsec += (long)ms * 1000000L;
+    ts->tv_sec += ts->tv_nsec / 1000000000L;
+    ts->tv_nsec %= 1000000000L;
+}
+
+/* Waits for a free slot; the predicate wakes us when one frees up (the
+ * short timed wait only bounds the cost of a missed wake-up). */
+static int wait_for_slot(struct smc_group *group, struct smc_subgroup *sub)
+{
+    int rc = 0;
+    __atomic_store_n(&sub->reserve_waiting, 1, __ATOMIC_RELEASE);
+    sst_engine_wake(group->engine);
+    pthread_mutex_lock(&group->wait_lock);
+    while (!smc_slot_free(group, sub)) {
+        rc = group_state_error(group);
+        if (rc < 0)
+            break;
+        struct timespec deadline;
+        deadline_after(&deadline, 5);
+        pthread_cond_timedwait(&group->wait_cond, &group->wait_lock, &deadline);
+    }
+    pthread_mutex_unlock(&group->wait_lock);
+    __atomic_store_n(&sub->reserve_waiting, 0, __ATOMIC_RELEASE);
+    return rc;
+}
+
+static int lookup_sender(struct smc_group *group, uint32_t subgroup, struct smc_subgroup **out)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    if (subgroup >= group->num_subgroups)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u is unknown (the group has %u)", subgroup,
+                        group->num_subgroups);
+    struct smc_subgroup *sub = &group->subgroups[subgroup];
+    if (sub->my_sender_rank < 0)
+        return sp_error(SPINDLE_EPERM, "member %u is not a sender of subgroup %u", group->my_row,
+                        subgroup);
+    *out = sub;
+    return 0;
+}
+
+int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigned flags,
+                void **slot)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = lookup_sender(group, subgroup, &sub);
+    if (rc < 0)
+        return rc;
+    if (slot == NULL)
+        return sp_error(SPINDLE_EINVAL, "reserve: slot pointer is NULL");
+    if (size > sub->layout.max_payload)
+        return sp_error(SPINDLE_EMSGSIZE, "message size %zu exceeds max_payload %u of subgroup %u",
+                        size, sub->layout.max_payload, subgroup);
+    rc = group_state_error(group);
+    if (rc < 0)
+        return rc;
+    if (__atomic_exchange_n(&sub->reserve_open, 1, __ATOMIC_ACQ_REL) != 0)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u already has an open reservation", subgroup);
+    if (!smc_slot_free(group, sub)) {
+        if (flags & SPINDLE_RESERVE_NONBLOCK)
+            rc = sp_error(SPINDLE_EAGAIN, "subgroup %u: all %u slots of the window are in use",
+                          subgroup, sub->layout.window_size);
+        else
+            rc = wait_for_slot(group, sub);
+        if (rc < 0) {
+            __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
+            return rc;
+        }
+    }
+    uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
+    uint32_t index = (uint32_t)(committed % sub->layout.window_size);
+    sub->reserve_size = (uint32_t)size;
+    *slot = smc_ring(group, sub, group->my_row) + (size_t)index * sub->slot_size + SMC_HEADER_SIZE;
+    return 0;
+}
+
+int smc_commit(struct smc_group *group, uint32_t subgroup)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = lookup_sender(group, subgroup, &sub);
+    if (rc < 0)
+        return rc;
+    if (__atomic_load_n(&sub->reserve_open, __ATOMIC_ACQUIRE) == 0)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u has no open reservation to commit", subgroup);
+    uint32_t window = sub->layout.window_size;
+    sst_engine_lock(group->engine);
+    uint64_t committed = sub->committed;
+    uint32_t index = (uint32_t)(committed % window);
+    /* The position is taken at commit, not at reserve: the predicate may
+     * have sent nulls in between (Spindle 3.3). */
+    uint64_t position = sub->next_position++;
+    sub->slot_position[index] = position;
+    uint32_t header_offset = sub->ring_offset + index * sub->slot_size;
+    sst_write_u64(group->table, header_offset, smc_header(position, sub->reserve_size));
+    __atomic_store_n(&sub->committed, committed + 1, __ATOMIC_RELEASE);
+    group->stats.messages_sent++;
+    sst_engine_unlock(group->engine);
+    __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
+    sst_engine_wake(group->engine);
+    return 0;
+}
+
+static bool flushed(struct smc_group *group, const uint64_t *targets)
+{
+    for (uint32_t g = 0; g < group->num_subgroups; g++) {
+        const struct smc_subgroup *sub = &group->subgroups[g];
+        if (__atomic_load_n(&sub->delivered_own, __ATOMIC_ACQUIRE) < targets[g])
+            return false;
+    }
+    return true;
+}
+
+int smc_flush(struct smc_group *group, int timeout_ms)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    uint64_t targets[group->num_subgroups > 0 ? group->num_subgroups : 1];
+    for (uint32_t g = 0; g < group->num_subgroups; g++) {
+        const struct smc_subgroup *sub = &group->subgroups[g];
+        bool delivers_own = sub->my_sender_rank >= 0 && sub->my_member_rank >= 0;
+        targets[g] = delivers_own ? __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE) : 0;
+    }
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : sp_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    int rc = 0;
+    __atomic_add_fetch(&group->flush_waiters, 1, __ATOMIC_ACQ_REL);
+    sst_engine_wake(group->engine);
+    pthread_mutex_lock(&group->wait_lock);
+    while (!flushed(group, targets)) {
+        int failed = __atomic_load_n(&group->failed, __ATOMIC_ACQUIRE);
+        if (failed != 0) {
+            rc = sp_error(failed, "flush: the group failed (%s)", spindle_strerror(failed));
+            break;
+        }
+        if (__atomic_load_n(&group->stopped, __ATOMIC_ACQUIRE)) {
+            rc = sp_error(SPINDLE_ESHUTDOWN, "flush: the group is shut down");
+            break;
+        }
+        if (sp_now_ns() >= deadline) {
+            rc = sp_error(SPINDLE_ETIMEDOUT, "flush: own messages not delivered within %d ms",
+                          timeout_ms);
+            break;
+        }
+        struct timespec wake;
+        deadline_after(&wake, 5);
+        pthread_cond_timedwait(&group->wait_cond, &group->wait_lock, &wake);
+    }
+    pthread_mutex_unlock(&group->wait_lock);
+    __atomic_sub_fetch(&group->flush_waiters, 1, __ATOMIC_ACQ_REL);
+    return rc;
+}

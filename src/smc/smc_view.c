@@ -1,0 +1,73 @@
+/*
+ * View-change hooks of SMC: wedge the group, read the received counters the
+ * ragged-edge trim is computed from, deliver exactly up to the agreed trim
+ * (view/trim.h). The next view builds a fresh smc_group.
+ */
+#include "smc/smc_impl.h"
+#include "util/error.h"
+
+void smc_group_wedge(struct smc_group *group)
+{
+    sst_engine_lock(group->engine);
+    __atomic_store_n(&group->wedged, 1, __ATOMIC_RELEASE);
+    sst_engine_unlock(group->engine);
+    smc_wake_waiters(group);
+}
+
+static int lookup(struct smc_group *group, uint32_t subgroup, struct smc_subgroup **out)
+{
+    if (group == NULL || subgroup >= group->num_subgroups)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u is unknown (the group has %u)", subgroup,
+                        group == NULL ? 0 : group->num_subgroups);
+    *out = &group->subgroups[subgroup];
+    return 0;
+}
+
+int smc_group_received(struct smc_group *group, uint32_t subgroup, uint32_t row, uint64_t *received,
+                       uint32_t cap)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = lookup(group, subgroup, &sub);
+    if (rc < 0)
+        return rc;
+    if (row >= group->num_rows)
+        return sp_error(SPINDLE_EINVAL, "row %u is outside the group of %u", row, group->num_rows);
+    uint32_t senders = sub->layout.num_senders;
+    if (cap < senders)
+        return sp_error(SPINDLE_EINVAL, "received: room for %u counts, subgroup %u has %u senders",
+                        cap, subgroup, senders);
+    for (uint32_t s = 0; s < senders; s++)
+        received[s] = sst_read_u64(group->table, row, sub->received_offset + 8 * s);
+    return (int)senders;
+}
+
+int smc_group_deliver_upto(struct smc_group *group, uint32_t subgroup, uint64_t delivered_total)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = lookup(group, subgroup, &sub);
+    if (rc < 0)
+        return rc;
+    if (!__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE))
+        return sp_error(SPINDLE_EINVAL, "deliver_upto: subgroup %u is not wedged", subgroup);
+    if (sub->my_member_rank < 0 || sub->layout.num_senders == 0)
+        return 0;
+    sst_engine_lock(group->engine);
+    uint32_t senders = sub->layout.num_senders;
+    for (uint32_t s = 0; s < senders && rc == 0; s++) {
+        /* Sequence numbers below the trim that belong to sender s. */
+        uint64_t need = delivered_total > s ? (delivered_total - s + senders - 1) / senders : 0;
+        if (sub->senders[s].recv_position < need)
+            rc = sp_error(SPINDLE_EPROTO,
+                          "subgroup %u: trim needs %llu positions of sender %u, this member "
+                          "holds %llu",
+                          subgroup, (unsigned long long)need, s,
+                          (unsigned long long)sub->senders[s].recv_position);
+    }
+    while (rc == 0 && sub->delivered < delivered_total) {
+        if (sub->layout.mode != SPINDLE_MODE_ATOMIC)
+            break; /* unordered subgroups delivered on receipt */
+        smc_deliver_range(group, sub, delivered_total);
+    }
+    sst_engine_unlock(group->engine);
+    return rc;
+}

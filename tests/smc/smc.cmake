@@ -1,0 +1,15 @@
+# Small-message multicast: real member processes over shm.
+spindle_add_test(test_smc_api SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_api.c
+                 TIMEOUT 60 LABELS smc)
+spindle_add_test(test_smc_group SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_group.c
+                 TIMEOUT 180 LABELS smc)
+if(TARGET spindle-bench)
+  add_test(NAME smc_traces_agree
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/smc_traces.sh $<TARGET_FILE:spindle-bench>)
+  add_test(NAME smc_batching_cuts_writes
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/smc_batching.sh $<TARGET_FILE:spindle-bench>)
+  set_tests_properties(smc_traces_agree smc_batching_cuts_writes
+                       PROPERTIES LABELS smc TIMEOUT 180)
+endif()
+spindle_add_test(test_smc_view SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_view.c
+                 TIMEOUT 60 LABELS smc)

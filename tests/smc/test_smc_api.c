@@ -1,0 +1,211 @@
+/*
+ * Public group API in one process (a one-member group): parameter
+ * validation names the bad value, role and size errors, in-place
+ * send/deliver round trip, non-blocking reserve, statistics.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <spindle/spindle.h>
+
+#include "util/clock.h"
+
+static char dir[64];
+static const uint32_t self_only[] = {0};
+
+struct sink {
+    uint64_t count; /* atomic */
+    uint64_t next_index;
+    int bad;
+};
+
+static void on_deliver(void *ctx, const struct spindle_message *m, size_t n)
+{
+    struct sink *s = ctx;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].sender_id != 0 || m[i].sender_index != s->next_index || m[i].length != 5 ||
+            memcmp(m[i].data, "hello", 5) != 0)
+            s->bad = 1;
+        s->next_index++;
+    }
+    __atomic_add_fetch(&s->count, n, __ATOMIC_RELEASE);
+}
+
+static void options_for(struct spindle_group_options *o, struct sink *sink)
+{
+    spindle_group_options_init(o);
+    static unsigned n;
+    snprintf(dir, sizeof dir, "/tmp/spindle-api-%d-%u", (int)getpid(), n++);
+    o->bootstrap = dir;
+    o->deliver = on_deliver;
+    o->deliver_ctx = sink;
+}
+
+static struct spindle_subgroup_config one_subgroup(void)
+{
+    struct spindle_subgroup_config sg = {self_only, 1, self_only, 1, 4, 16, SPINDLE_MODE_ATOMIC};
+    return sg;
+}
+
+static void cleanup_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void expect_einval(struct spindle_subgroup_config sg, const char *needle)
+{
+    struct spindle_group_options o;
+    struct sink sink = {0};
+    options_for(&o, &sink);
+    spindle_group_t *g = NULL;
+    assert_int_equal(spindle_group_create(&o, &sg, 1, &g), SPINDLE_EINVAL);
+    assert_null(g);
+    if (strstr(spindle_errmsg(), needle) == NULL)
+        fail_msg("message '%s' does not name '%s'", spindle_errmsg(), needle);
+    cleanup_dir();
+}
+
+static void test_nonsense_parameters_are_rejected_with_the_value(void **state)
+{
+    (void)state;
+    struct spindle_subgroup_config sg = one_subgroup();
+    sg.window_size = 0;
+    expect_einval(sg, "window_size 0");
+    sg = one_subgroup();
+    sg.max_payload = 1u << 30;
+    expect_einval(sg, "max_payload 1073741824");
+    sg = one_subgroup();
+    static const uint32_t stranger[] = {5};
+    sg.senders = stranger;
+    expect_einval(sg, "sender 5 is not a member");
+    sg = one_subgroup();
+    sg.members = stranger;
+    sg.senders = stranger;
+    expect_einval(sg, "member 5");
+
+    struct spindle_group_options o;
+    struct sink sink = {0};
+    options_for(&o, &sink);
+    o.self = 3;
+    spindle_group_t *g = NULL;
+    sg = one_subgroup();
+    assert_int_equal(spindle_group_create(&o, &sg, 1, &g), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "self 3"));
+    o.self = 0;
+    o.transport = "carrier-pigeon";
+    assert_int_not_equal(spindle_group_create(&o, &sg, 1, &g), 0);
+    assert_non_null(strstr(spindle_errmsg(), "carrier-pigeon"));
+    cleanup_dir();
+}
+
+static void test_send_errors_name_size_role_and_subgroup(void **state)
+{
+    (void)state;
+    struct spindle_group_options o;
+    struct sink sink = {0};
+    options_for(&o, &sink);
+    struct spindle_subgroup_config sg[2] = {one_subgroup(), one_subgroup()};
+    sg[1].num_senders = 0; /* member 0 only listens in subgroup 1 */
+    spindle_group_t *g;
+    assert_int_equal(spindle_group_create(&o, sg, 2, &g), 0);
+    void *slot;
+    assert_int_equal(spindle_reserve(g, 0, 17, 0, &slot), SPINDLE_EMSGSIZE);
+    assert_non_null(strstr(spindle_errmsg(), "17"));
+    assert_non_null(strstr(spindle_errmsg(), "max_payload 16"));
+    assert_int_equal(spindle_reserve(g, 1, 4, 0, &slot), SPINDLE_EPERM);
+    assert_non_null(strstr(spindle_errmsg(), "not a sender of subgroup 1"));
+    assert_int_equal(spindle_reserve(g, 7, 4, 0, &slot), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "subgroup 7"));
+    assert_int_equal(spindle_commit(g, 0), SPINDLE_EINVAL); /* nothing reserved */
+    assert_int_equal(spindle_group_shutdown(g, 5000), 0);
+    assert_int_equal(spindle_send(g, 0, "hello", 5, 0), SPINDLE_ESHUTDOWN);
+    spindle_group_destroy(g);
+    cleanup_dir();
+}
+
+static void test_in_place_messages_are_delivered_in_order(void **state)
+{
+    (void)state;
+    struct spindle_group_options o;
+    struct sink sink = {0};
+    options_for(&o, &sink);
+    struct spindle_subgroup_config sg = one_subgroup();
+    spindle_group_t *g;
+    assert_int_equal(spindle_group_create(&o, &sg, 1, &g), 0);
+    /* 25 messages through a 4-slot window: the ring wraps six times. */
+    for (int i = 0; i < 25; i++) {
+        void *slot;
+        assert_int_equal(spindle_reserve(g, 0, 5, 0, &slot), 0);
+        memcpy(slot, "hello", 5);
+        assert_int_equal(spindle_commit(g, 0), 0);
+    }
+    assert_int_equal(spindle_flush(g, 10000), 0);
+    assert_int_equal(__atomic_load_n(&sink.count, __ATOMIC_ACQUIRE), 25);
+    struct spindle_stats st;
+    assert_int_equal(spindle_group_stats(g, &st), 0);
+    assert_int_equal(st.messages_sent, 25);
+    assert_int_equal(st.messages_delivered, 25);
+    assert_int_equal(st.nulls_sent, 0);
+    uint64_t in_hist = 0;
+    for (int b = 0; b < SPINDLE_HIST_BUCKETS; b++)
+        in_hist += st.delivery_batches[b];
+    assert_int_equal(in_hist, st.delivery_batch_count);
+    assert_int_equal(st.delivery_batch_messages, 25);
+    assert_int_equal(spindle_group_shutdown(g, 5000), 0);
+    spindle_group_destroy(g);
+    assert_false(sink.bad);
+    cleanup_dir();
+}
+
+static void test_nonblocking_reserve_reports_a_full_window(void **state)
+{
+    (void)state;
+    struct spindle_group_options o;
+    struct sink sink = {0};
+    options_for(&o, &sink);
+    struct spindle_subgroup_config sg = one_subgroup();
+    spindle_group_t *g;
+    assert_int_equal(spindle_group_create(&o, &sg, 1, &g), 0);
+    /* Fill the window faster than deliveries free it; a non-blocking
+     * reserve either succeeds or says EAGAIN, never blocks or fails. */
+    int sent = 0;
+    uint64_t deadline = sp_now_ns() + 5000000000ull;
+    while (sent < 200 && sp_now_ns() < deadline) {
+        void *slot;
+        int rc = spindle_reserve(g, 0, 5, SPINDLE_RESERVE_NONBLOCK, &slot);
+        if (rc == SPINDLE_EAGAIN)
+            continue;
+        assert_int_equal(rc, 0);
+        memcpy(slot, "hello", 5);
+        assert_int_equal(spindle_commit(g, 0), 0);
+        sent++;
+    }
+    assert_int_equal(sent, 200);
+    assert_int_equal(spindle_flush(g, 10000), 0);
+    assert_int_equal(__atomic_load_n(&sink.count, __ATOMIC_ACQUIRE), 200);
+    assert_int_equal(spindle_group_shutdown(g, 5000), 0);
+    spindle_group_destroy(g);
+    cleanup_dir();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nonsense_parameters_are_rejected_with_the_value),
+        cmocka_unit_test(test_send_errors_name_size_role_and_subgroup),
+        cmocka_unit_test(test_in_place_messages_are_delivered_in_order),
+        cmocka_unit_test(test_nonblocking_reserve_reports_a_full_window),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,82 @@
+/*
+ * spindle-bench internals: the parsed command line, one member's result
+ * (sent from a forked member to the launcher through a pipe as one write),
+ * and the three entry points (a group member, a raw-transport member, the
+ * report printer). Single-threaded apart from the library's own thread.
+ */
+#ifndef SPINDLE_BENCH_H
+#define SPINDLE_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <spindle/spindle.h>
+
+enum bench_senders { SENDERS_ALL, SENDERS_HALF, SENDERS_ONE };
+
+struct bench_config {
+    uint32_t local;      /* --local N (0: single member) */
+    int id;              /* --id I (single member) */
+    const char *members; /* --members host:port,... */
+    const char *bootstrap_dir;
+    enum bench_senders senders;
+    uint32_t msg_size;
+    uint32_t window;
+    uint64_t messages; /* per sender per active subgroup */
+    uint32_t subgroups;
+    uint32_t active_subgroups;
+    uint32_t delay_us;
+    uint32_t delayed_senders;
+    enum spindle_delivery_mode mode;
+    const char *transport;
+    const char *provider;
+    bool batching, null_sends, early_unlock;
+    const char *trace_dir;
+    bool raw;
+    uint32_t timeout_s;
+    char group_name[64];
+};
+
+struct bench_result {
+    int ok;
+    int member;
+    char error[256];
+    uint64_t delivered;
+    uint64_t expected;
+    double seconds;
+    uint64_t messages_sent;
+    uint64_t writes_posted;
+    uint64_t doorbells;
+    uint64_t nulls_sent;
+    uint64_t post_ns;
+    double p50_us, p99_us;
+    int has_latency;
+    uint64_t send_hist[SPINDLE_HIST_BUCKETS];
+    uint64_t receive_hist[SPINDLE_HIST_BUCKETS];
+    uint64_t delivery_hist[SPINDLE_HIST_BUCKETS];
+    uint64_t send_batches, send_msgs;
+    uint64_t receive_batches, receive_msgs;
+    uint64_t delivery_batches, delivery_msgs;
+    /* --raw (member 0 only) */
+    int is_raw_reporter;
+    uint64_t raw_writes;
+    double raw_seconds;
+    double raw_latency_us;
+};
+
+/* Number of senders for the configuration (members of the group). */
+uint32_t bench_num_senders(const struct bench_config *config, uint32_t members);
+
+/* Runs group member `self` of `members`; fills result (ok = 0 on failure). */
+void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t members,
+                      struct bench_result *result);
+
+/* Runs member `self` (0 measures, 1 echoes) of the raw transport test. */
+void bench_run_raw(const struct bench_config *config, uint32_t self, uint32_t members,
+                   struct bench_result *result);
+
+/* Prints the human summary, then the JSON line, for results[0..count). */
+void bench_report(const struct bench_config *config, uint32_t members,
+                  const struct bench_result *results, uint32_t count);
+
+#endif

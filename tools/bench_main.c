@@ -1,0 +1,434 @@
+/*
+ * spindle-bench: throughput/latency benchmark of libspindle groups.
+ *
+ *   spindle-bench --local N [options]        forks N members on this host
+ *   spindle-bench --id I --members LIST ...  runs member I alone (TCP bootstrap)
+ *
+ * The launcher collects every member's result through a pipe, prints a
+ * human summary and, last, one JSON line. Exit status: 0 when every member
+ * succeeded, 1 when one failed, 2 on a bad command line.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "util/clock.h"
+
+static const char usage[] =
+    "usage: spindle-bench --local N [options]\n"
+    "       spindle-bench --id I --members HOST:PORT,HOST:PORT,... [options]\n"
+    "\n"
+    "Members and placement:\n"
+    "  --local N              fork N members on this host (shm bootstrap in a temp dir)\n"
+    "  --id I                 run only member I (0-based) of --members\n"
+    "  --members LIST         host:port of every member, in member order (TCP bootstrap)\n"
+    "Workload:\n"
+    "  --senders all|half|one which members send (default all; half = first N/2)\n"
+    "  --msg-size BYTES       message size, 1..1048576 (default 1024)\n"
+    "  --window SLOTS         ring slots per sender (default 100)\n"
+    "  --messages PER_SENDER  messages each sender sends in each active subgroup (default 10000)\n"
+    "  --subgroups N          subgroups, each holding every member (default 1)\n"
+    "  --active-subgroups K   subgroups 0..K-1 carry traffic (default 1)\n"
+    "  --delay-us US          busy-wait US microseconds after each send of a delayed sender\n"
+    "  --delayed-senders K    the first K senders are delayed (default 1 when --delay-us)\n"
+    "  --mode atomic|unordered  delivery guarantee (default atomic)\n"
+    "Transport:\n"
+    "  --transport shm|fabric|verbs  (default shm)\n"
+    "  --provider NAME        libfabric provider for --transport fabric (tcp, sockets, ...)\n"
+    "Optimizations (all on by default):\n"
+    "  --no-batching          one write per message, per ack, one upcall per delivery\n"
+    "  --no-nulls             disable null-sends\n"
+    "  --no-early-unlock      post writes while holding the predicate lock\n"
+    "  --baseline             all three of the above\n"
+    "Output:\n"
+    "  --trace DIR            write DIR/member-<id>.trace, one line per delivered message:\n"
+    "                         <view> <subgroup> <sender_id> <sender_index> <length> <crc32c>\n"
+    "  --raw                  raw one-sided write bandwidth and 8-byte latency between two\n"
+    "                         members of the transport (the efficiency reference)\n"
+    "  --timeout SECONDS      give up when deliveries take longer (default 120)\n"
+    "  --help                 this text\n";
+
+static int bad(const char *fmt, const char *value)
+{
+    fprintf(stderr, "spindle-bench: ");
+    fprintf(stderr, fmt, value);
+    fprintf(stderr, "\n(see spindle-bench --help)\n");
+    return 2;
+}
+
+static int parse_u64(const char *text, const char *flag, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || v < min || v > max) {
+        fprintf(stderr, "spindle-bench: %s '%s' must be an integer in %llu..%llu\n", flag, text,
+                (unsigned long long)min, (unsigned long long)max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+enum {
+    OPT_LOCAL = 256,
+    OPT_ID,
+    OPT_MEMBERS,
+    OPT_SENDERS,
+    OPT_MSG_SIZE,
+    OPT_WINDOW,
+    OPT_MESSAGES,
+    OPT_SUBGROUPS,
+    OPT_ACTIVE,
+    OPT_DELAY,
+    OPT_DELAYED,
+    OPT_MODE,
+    OPT_TRANSPORT,
+    OPT_PROVIDER,
+    OPT_NO_BATCHING,
+    OPT_NO_NULLS,
+    OPT_NO_EARLY,
+    OPT_BASELINE,
+    OPT_TRACE,
+    OPT_RAW,
+    OPT_TIMEOUT,
+    OPT_HELP
+};
+
+static const struct option long_options[] = {
+    {"local", required_argument, 0, OPT_LOCAL},
+    {"id", required_argument, 0, OPT_ID},
+    {"members", required_argument, 0, OPT_MEMBERS},
+    {"senders", required_argument, 0, OPT_SENDERS},
+    {"msg-size", required_argument, 0, OPT_MSG_SIZE},
+    {"window", required_argument, 0, OPT_WINDOW},
+    {"messages", required_argument, 0, OPT_MESSAGES},
+    {"subgroups", required_argument, 0, OPT_SUBGROUPS},
+    {"active-subgroups", required_argument, 0, OPT_ACTIVE},
+    {"delay-us", required_argument, 0, OPT_DELAY},
+    {"delayed-senders", required_argument, 0, OPT_DELAYED},
+    {"mode", required_argument, 0, OPT_MODE},
+    {"transport", required_argument, 0, OPT_TRANSPORT},
+    {"provider", required_argument, 0, OPT_PROVIDER},
+    {"no-batching", no_argument, 0, OPT_NO_BATCHING},
+    {"no-nulls", no_argument, 0, OPT_NO_NULLS},
+    {"no-early-unlock", no_argument, 0, OPT_NO_EARLY},
+    {"baseline", no_argument, 0, OPT_BASELINE},
+    {"trace", required_argument, 0, OPT_TRACE},
+    {"raw", no_argument, 0, OPT_RAW},
+    {"timeout", required_argument, 0, OPT_TIMEOUT},
+    {"help", no_argument, 0, OPT_HELP},
+    {0, 0, 0, 0},
+};
+
+static uint32_t count_members(const char *list)
+{
+    uint32_t n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    return n;
+}
+
+/* Applies one numeric option; -1 on a bad value. */
+static int parse_number(int opt, const char *arg, struct bench_config *c, bool *delayed_given)
+{
+    uint64_t v;
+    switch (opt) {
+    case OPT_LOCAL:
+        if (parse_u64(arg, "--local", 1, SPINDLE_MAX_MEMBERS, &v) < 0)
+            return -1;
+        c->local = (uint32_t)v;
+        return 0;
+    case OPT_ID:
+        if (parse_u64(arg, "--id", 0, SPINDLE_MAX_MEMBERS - 1, &v) < 0)
+            return -1;
+        c->id = (int)v;
+        return 0;
+    case OPT_MSG_SIZE:
+        if (parse_u64(arg, "--msg-size", 1, SPINDLE_MAX_PAYLOAD, &v) < 0)
+            return -1;
+        c->msg_size = (uint32_t)v;
+        return 0;
+    case OPT_WINDOW:
+        if (parse_u64(arg, "--window", 1, SPINDLE_MAX_WINDOW, &v) < 0)
+            return -1;
+        c->window = (uint32_t)v;
+        return 0;
+    case OPT_MESSAGES:
+        if (parse_u64(arg, "--messages", 1, 1ull << 32, &v) < 0)
+            return -1;
+        c->messages = v;
+        return 0;
+    case OPT_SUBGROUPS:
+        if (parse_u64(arg, "--subgroups", 1, 1024, &v) < 0)
+            return -1;
+        c->subgroups = (uint32_t)v;
+        return 0;
+    case OPT_ACTIVE:
+        if (parse_u64(arg, "--active-subgroups", 1, 1024, &v) < 0)
+            return -1;
+        c->active_subgroups = (uint32_t)v;
+        return 0;
+    case OPT_DELAY:
+        if (parse_u64(arg, "--delay-us", 0, 10000000, &v) < 0)
+            return -1;
+        c->delay_us = (uint32_t)v;
+        return 0;
+    case OPT_DELAYED:
+        if (parse_u64(arg, "--delayed-senders", 0, SPINDLE_MAX_MEMBERS, &v) < 0)
+            return -1;
+        c->delayed_senders = (uint32_t)v;
+        *delayed_given = true;
+        return 0;
+    case OPT_TIMEOUT:
+        if (parse_u64(arg, "--timeout", 1, 86400, &v) < 0)
+            return -1;
+        c->timeout_s = (uint32_t)v;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static int parse_word(int opt, const char *arg, struct bench_config *c)
+{
+    switch (opt) {
+    case OPT_SENDERS:
+        if (strcmp(arg, "all") == 0)
+            c->senders = SENDERS_ALL;
+        else if (strcmp(arg, "half") == 0)
+            c->senders = SENDERS_HALF;
+        else if (strcmp(arg, "one") == 0)
+            c->senders = SENDERS_ONE;
+        else
+            return bad("--senders '%s' must be all, half or one", arg);
+        return 0;
+    case OPT_MODE:
+        if (strcmp(arg, "atomic") == 0)
+            c->mode = SPINDLE_MODE_ATOMIC;
+        else if (strcmp(arg, "unordered") == 0)
+            c->mode = SPINDLE_MODE_UNORDERED;
+        else
+            return bad("--mode '%s' must be atomic or unordered", arg);
+        return 0;
+    case OPT_TRANSPORT:
+        if (strcmp(arg, "shm") != 0 && strcmp(arg, "fabric") != 0 && strcmp(arg, "verbs") != 0)
+            return bad("--transport '%s' must be shm, fabric or verbs", arg);
+        c->transport = arg;
+        return 0;
+    default:
+        return 2;
+    }
+}
+
+static int check_config(struct bench_config *c, bool delayed_given)
+{
+    if (c->local == 0 && (c->id < 0 || c->members == NULL))
+        return bad("%sgive --local N, or --id I with --members LIST", "");
+    if (c->local > 0 && (c->id >= 0 || c->members != NULL))
+        return bad("%s--local cannot be combined with --id/--members", "");
+    if (c->members != NULL && (uint32_t)c->id >= count_members(c->members))
+        return bad("--id is outside the --members list '%s'", c->members);
+    if (c->active_subgroups > c->subgroups)
+        return bad("%s--active-subgroups exceeds --subgroups", "");
+    if (!delayed_given)
+        c->delayed_senders = c->delay_us > 0 ? 1 : 0;
+    uint32_t members = c->local > 0 ? c->local : count_members(c->members);
+    if (c->delayed_senders > bench_num_senders(c, members))
+        return bad("%s--delayed-senders exceeds the number of senders", "");
+    if (c->raw && members != 2)
+        return bad("%s--raw needs exactly two members (--local 2)", "");
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct bench_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->id = -1;
+    c->senders = SENDERS_ALL;
+    c->msg_size = 1024;
+    c->window = 100;
+    c->messages = 10000;
+    c->subgroups = 1;
+    c->active_subgroups = 1;
+    c->mode = SPINDLE_MODE_ATOMIC;
+    c->transport = "shm";
+    c->batching = c->null_sends = c->early_unlock = true;
+    c->timeout_s = 120;
+    bool delayed_given = false;
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+        switch (opt) {
+        case OPT_HELP:
+            fputs(usage, stdout);
+            exit(0);
+        case OPT_MEMBERS:
+            c->members = optarg;
+            break;
+        case OPT_PROVIDER:
+            c->provider = optarg;
+            break;
+        case OPT_TRACE:
+            c->trace_dir = optarg;
+            break;
+        case OPT_RAW:
+            c->raw = true;
+            break;
+        case OPT_NO_BATCHING:
+            c->batching = false;
+            break;
+        case OPT_NO_NULLS:
+            c->null_sends = false;
+            break;
+        case OPT_NO_EARLY:
+            c->early_unlock = false;
+            break;
+        case OPT_BASELINE:
+            c->batching = c->null_sends = c->early_unlock = false;
+            break;
+        case OPT_SENDERS:
+        case OPT_MODE:
+        case OPT_TRANSPORT:
+            if (parse_word(opt, optarg, c) != 0)
+                return 2;
+            break;
+        case '?':
+            return bad("unknown or incomplete option '%s'", argv[optind - 1]);
+        default:
+            if (parse_number(opt, optarg, c, &delayed_given) < 0)
+                return 2;
+        }
+    }
+    if (optind < argc)
+        return bad("unexpected argument '%s'", argv[optind]);
+    return check_config(c, delayed_given);
+}
+
+static void run_one(const struct bench_config *config, uint32_t self, uint32_t members,
+                    struct bench_result *result)
+{
+    if (config->raw)
+        bench_run_raw(config, self, members, result);
+    else
+        bench_run_member(config, self, members, result);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+/* Waits for every child; kills the rest once the deadline passes. */
+static int reap_children(const pid_t *pids, uint32_t n, uint64_t deadline_ns)
+{
+    int failed = 0;
+    uint32_t left = n;
+    int done[SPINDLE_MAX_MEMBERS] = {0};
+    while (left > 0) {
+        for (uint32_t i = 0; i < n; i++) {
+            int status;
+            if (done[i] || waitpid(pids[i], &status, WNOHANG) != pids[i])
+                continue;
+            done[i] = 1;
+            left--;
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                fprintf(stderr, "spindle-bench: member %u %s %d\n", i,
+                        WIFEXITED(status) ? "exited with status" : "died of signal",
+                        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+                failed = 1;
+            }
+        }
+        if (left > 0 && sp_now_ns() > deadline_ns) {
+            for (uint32_t i = 0; i < n; i++)
+                if (!done[i])
+                    kill(pids[i], SIGKILL);
+            fprintf(stderr, "spindle-bench: members did not finish in time; killed\n");
+            deadline_ns = UINT64_MAX;
+            failed = 1;
+        }
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    return failed;
+}
+
+static int run_local(struct bench_config *config)
+{
+    char dir[] = "/tmp/spindle-bench-XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        perror("spindle-bench: mkdtemp");
+        return 1;
+    }
+    config->bootstrap_dir = dir;
+    snprintf(config->group_name, sizeof config->group_name, "bench-%d", (int)getpid());
+    uint32_t n = config->local;
+    pid_t pids[SPINDLE_MAX_MEMBERS];
+    int pipes[SPINDLE_MAX_MEMBERS][2];
+    fflush(NULL);
+    for (uint32_t i = 0; i < n; i++) {
+        if (pipe(pipes[i]) < 0 || (pids[i] = fork()) < 0) {
+            perror("spindle-bench: fork");
+            return 1;
+        }
+        if (pids[i] == 0) {
+            struct bench_result result;
+            run_one(config, i, n, &result);
+            ssize_t w = write(pipes[i][1], &result, sizeof result);
+            _exit(w == (ssize_t)sizeof result && result.ok ? 0 : 1);
+        }
+        close(pipes[i][1]);
+    }
+    /* Results are smaller than a pipe buffer: children never block. */
+    uint64_t deadline = sp_now_ns() + ((uint64_t)config->timeout_s + 120) * 1000000000ull;
+    int failed = reap_children(pids, n, deadline);
+    struct bench_result *results = calloc(n, sizeof *results);
+    for (uint32_t i = 0; i < n && results != NULL; i++) {
+        ssize_t r = read(pipes[i][0], &results[i], sizeof results[i]);
+        if (r != (ssize_t)sizeof results[i]) {
+            results[i].ok = 0;
+            snprintf(results[i].error, sizeof results[i].error, "member %u reported nothing", i);
+        }
+        close(pipes[i][0]);
+        if (!results[i].ok) {
+            fprintf(stderr, "spindle-bench: %s\n", results[i].error);
+            failed = 1;
+        }
+    }
+    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    if (!failed && results != NULL)
+        bench_report(config, n, results, n);
+    free(results);
+    return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_config config;
+    int rc = parse_args(argc, argv, &config);
+    if (rc != 0)
+        return rc;
+    signal(SIGPIPE, SIG_IGN);
+    if (config.local > 0)
+        return run_local(&config);
+    uint32_t members = count_members(config.members);
+    struct bench_result result;
+    run_one(&config, (uint32_t)config.id, members, &result);
+    if (!result.ok) {
+        fprintf(stderr, "spindle-bench: %s\n", result.error);
+        return 1;
+    }
+    bench_report(&config, members, &result, 1);
+    return 0;
+}

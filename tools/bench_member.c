@@ -1,0 +1,257 @@
+/*
+ * One group member of spindle-bench: builds the group through the public
+ * API, streams messages into the active subgroups, counts deliveries,
+ * measures own-message latency (commit to local delivery) and optionally
+ * writes the delivery trace.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "util/clock.h"
+#include "util/crc32c.h"
+
+struct member_state {
+    const struct bench_config *config;
+    uint32_t self;
+    uint64_t expected;
+    uint64_t delivered;   /* atomic: written by the delivery callback */
+    uint64_t done_ns;     /* atomic: when delivered reached expected */
+    uint64_t *commit_ns;  /* [active * messages] own commit times */
+    uint32_t *latency_ns; /* [active * messages] own latencies */
+    uint64_t latency_count;
+    FILE *trace;
+};
+
+uint32_t bench_num_senders(const struct bench_config *config, uint32_t members)
+{
+    switch (config->senders) {
+    case SENDERS_ONE:
+        return 1;
+    case SENDERS_HALF:
+        return members / 2 > 0 ? members / 2 : 1;
+    default:
+        return members;
+    }
+}
+
+static void on_deliver(void *ctx, const struct spindle_message *messages, size_t count)
+{
+    struct member_state *st = ctx;
+    uint64_t now = sp_now_ns();
+    for (size_t i = 0; i < count; i++) {
+        const struct spindle_message *m = &messages[i];
+        if (m->sender_id == st->self && m->subgroup < st->config->active_subgroups &&
+            m->sender_index < st->config->messages) {
+            uint64_t slot = (uint64_t)m->subgroup * st->config->messages + m->sender_index;
+            uint64_t sent = st->commit_ns[slot];
+            st->latency_ns[st->latency_count++] =
+                (uint32_t)(now - sent > UINT32_MAX ? UINT32_MAX : now - sent);
+        }
+        if (st->trace != NULL)
+            fprintf(st->trace, "0 %u %u %llu %u %08x\n", m->subgroup, m->sender_id,
+                    (unsigned long long)m->sender_index, m->length,
+                    sp_crc32c(0, m->data, m->length));
+    }
+    uint64_t total = __atomic_add_fetch(&st->delivered, count, __ATOMIC_RELEASE);
+    if (total >= st->expected && __atomic_load_n(&st->done_ns, __ATOMIC_ACQUIRE) == 0)
+        __atomic_store_n(&st->done_ns, now, __ATOMIC_RELEASE);
+}
+
+/* Deterministic payload of (member, subgroup, index), so traces can be
+ * compared across members by checksum. */
+static void fill_payload(uint8_t *data, uint32_t size, uint32_t self, uint32_t subgroup,
+                         uint64_t index)
+{
+    uint64_t word =
+        (index * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)self << 56) ^ ((uint64_t)subgroup << 40);
+    uint32_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+        memcpy(data + i, &word, 8);
+        word += 0x2545F4914F6CDD1Dull;
+    }
+    for (; i < size; i++)
+        data[i] = (uint8_t)(word >> (8 * (i & 7)));
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void fail(struct bench_result *result, const char *what, int rc)
+{
+    result->ok = 0;
+    snprintf(result->error, sizeof result->error, "member %d: %s: %s (%s)", result->member, what,
+             spindle_strerror(rc), spindle_errmsg());
+}
+
+static int create_group(const struct bench_config *config, uint32_t self, uint32_t members,
+                        struct member_state *st, spindle_group_t **out)
+{
+    uint32_t member_list[SPINDLE_MAX_MEMBERS];
+    for (uint32_t i = 0; i < members; i++)
+        member_list[i] = i;
+    uint32_t num_senders = bench_num_senders(config, members);
+    struct spindle_subgroup_config *subgroups = calloc(config->subgroups, sizeof *subgroups);
+    if (subgroups == NULL)
+        return SPINDLE_ENOMEM;
+    for (uint32_t g = 0; g < config->subgroups; g++) {
+        subgroups[g].members = member_list;
+        subgroups[g].num_members = members;
+        subgroups[g].senders = member_list;
+        subgroups[g].num_senders = num_senders;
+        subgroups[g].window_size = config->window;
+        subgroups[g].max_payload = config->msg_size;
+        subgroups[g].mode = config->mode;
+    }
+    struct spindle_group_options options;
+    spindle_group_options_init(&options);
+    options.transport = config->transport;
+    options.provider = config->provider;
+    options.group_name = config->group_name[0] ? config->group_name : NULL;
+    options.self = self;
+    options.num_members = members;
+    options.bootstrap = config->members != NULL ? config->members : config->bootstrap_dir;
+    options.bootstrap_timeout_ms = 60000;
+    options.batching = config->batching;
+    options.null_sends = config->null_sends;
+    options.early_unlock = config->early_unlock;
+    options.deliver = on_deliver;
+    options.deliver_ctx = st;
+    int rc = spindle_group_create(&options, subgroups, config->subgroups, out);
+    free(subgroups);
+    return rc;
+}
+
+/* Streams this member's messages round-robin over the active subgroups. */
+static int send_all(const struct bench_config *config, spindle_group_t *group,
+                    struct member_state *st, uint32_t sender_rank)
+{
+    bool delayed = sender_rank < config->delayed_senders && config->delay_us > 0;
+    for (uint64_t i = 0; i < config->messages; i++) {
+        for (uint32_t g = 0; g < config->active_subgroups; g++) {
+            void *slot;
+            int rc = spindle_reserve(group, g, config->msg_size, 0, &slot);
+            if (rc < 0)
+                return rc;
+            fill_payload(slot, config->msg_size, st->self, g, i);
+            st->commit_ns[(uint64_t)g * config->messages + i] = sp_now_ns();
+            rc = spindle_commit(group, g);
+            if (rc < 0)
+                return rc;
+            if (delayed)
+                sp_spin_ns((uint64_t)config->delay_us * 1000u);
+        }
+    }
+    return 0;
+}
+
+static int wait_delivered(const struct bench_config *config, struct member_state *st)
+{
+    uint64_t deadline = sp_now_ns() + (uint64_t)config->timeout_s * 1000000000ull;
+    while (__atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE) < st->expected) {
+        if (sp_now_ns() > deadline)
+            return SPINDLE_ETIMEDOUT;
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static void collect(struct member_state *st, spindle_group_t *group, struct bench_result *result)
+{
+    struct spindle_stats stats;
+    spindle_group_stats(group, &stats);
+    result->delivered = __atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE);
+    result->messages_sent = stats.messages_sent;
+    result->writes_posted = stats.writes_posted;
+    result->doorbells = stats.doorbells;
+    result->nulls_sent = stats.nulls_sent;
+    result->post_ns = stats.post_ns;
+    memcpy(result->send_hist, stats.send_batches, sizeof result->send_hist);
+    memcpy(result->receive_hist, stats.receive_batches, sizeof result->receive_hist);
+    memcpy(result->delivery_hist, stats.delivery_batches, sizeof result->delivery_hist);
+    result->send_batches = stats.send_batch_count;
+    result->send_msgs = stats.send_batch_messages;
+    result->receive_batches = stats.receive_batch_count;
+    result->receive_msgs = stats.receive_batch_messages;
+    result->delivery_batches = stats.delivery_batch_count;
+    result->delivery_msgs = stats.delivery_batch_messages;
+    if (st->latency_count > 0) {
+        qsort(st->latency_ns, st->latency_count, sizeof *st->latency_ns, cmp_u32);
+        result->has_latency = 1;
+        result->p50_us = st->latency_ns[st->latency_count / 2] / 1000.0;
+        result->p99_us = st->latency_ns[(st->latency_count * 99) / 100] / 1000.0;
+    }
+}
+
+static int open_trace(const struct bench_config *config, uint32_t self, struct member_state *st)
+{
+    if (config->trace_dir == NULL)
+        return 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/member-%u.trace", config->trace_dir, self);
+    st->trace = fopen(path, "w");
+    return st->trace != NULL ? 0 : SPINDLE_EIO;
+}
+
+void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t members,
+                      struct bench_result *result)
+{
+    memset(result, 0, sizeof *result);
+    result->member = (int)self;
+    struct member_state st = {.config = config, .self = self};
+    uint32_t num_senders = bench_num_senders(config, members);
+    uint64_t own = (uint64_t)config->active_subgroups * config->messages;
+    st.expected = own * num_senders;
+    result->expected = st.expected;
+    st.commit_ns = calloc(own > 0 ? own : 1, sizeof *st.commit_ns);
+    st.latency_ns = calloc(own > 0 ? own : 1, sizeof *st.latency_ns);
+    if (st.commit_ns == NULL || st.latency_ns == NULL) {
+        fail(result, "allocating latency arrays", SPINDLE_ENOMEM);
+        goto out;
+    }
+    if (open_trace(config, self, &st) < 0) {
+        snprintf(result->error, sizeof result->error, "member %u: cannot open trace in %s", self,
+                 config->trace_dir);
+        goto out;
+    }
+    spindle_group_t *group = NULL;
+    int rc = create_group(config, self, members, &st, &group);
+    if (rc < 0) {
+        fail(result, "spindle_group_create", rc);
+        goto out;
+    }
+    rc = spindle_barrier(group, 60000);
+    uint64_t start = sp_now_ns();
+    if (rc == 0 && self < num_senders)
+        rc = send_all(config, group, &st, self);
+    if (rc == 0)
+        rc = wait_delivered(config, &st);
+    if (rc < 0) {
+        fail(result, rc == SPINDLE_ETIMEDOUT ? "waiting for deliveries" : "sending", rc);
+        snprintf(result->error + strlen(result->error),
+                 sizeof result->error - strlen(result->error), " delivered %llu of %llu",
+                 (unsigned long long)__atomic_load_n(&st.delivered, __ATOMIC_ACQUIRE),
+                 (unsigned long long)st.expected);
+    } else {
+        result->ok = 1;
+        uint64_t done = __atomic_load_n(&st.done_ns, __ATOMIC_ACQUIRE);
+        result->seconds = (double)((done > start ? done : sp_now_ns()) - start) / 1e9;
+    }
+    int shut = spindle_group_shutdown(group, 60000);
+    collect(&st, group, result);
+    if (result->ok && shut < 0)
+        fail(result, "spindle_group_shutdown", shut);
+    spindle_group_destroy(group);
+out:
+    if (st.trace != NULL)
+        fclose(st.trace);
+    free(st.commit_ns);
+    free(st.latency_ns);
+}

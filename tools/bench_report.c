@@ -1,0 +1,155 @@
+/*
+ * spindle-bench report: aggregates member results (counts summed over
+ * members, rates per receiving member, latency = median of the senders'
+ * p50 and maximum of their p99) and prints a summary and one JSON line.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+static double mean(uint64_t total, uint64_t count)
+{
+    return count > 0 ? (double)total / (double)count : 0.0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void print_hist(const char *name, const uint64_t *hist)
+{
+    int last = -1;
+    for (int b = 0; b < SPINDLE_HIST_BUCKETS; b++)
+        if (hist[b] != 0)
+            last = b;
+    printf(",\"%s\":[", name);
+    for (int b = 0; b <= last; b++)
+        printf("%s%llu", b ? "," : "", (unsigned long long)hist[b]);
+    printf("]");
+}
+
+static void report_raw(const struct bench_config *config, const struct bench_result *results,
+                       uint32_t count)
+{
+    const struct bench_result *r = NULL;
+    for (uint32_t i = 0; i < count; i++)
+        if (results[i].is_raw_reporter)
+            r = &results[i];
+    if (r == NULL) {
+        printf("raw: no result from member 0 (run with --local 2 or as --id 0)\n");
+        return;
+    }
+    double msgs = r->raw_seconds > 0 ? (double)r->raw_writes / r->raw_seconds : 0;
+    double mb = msgs * config->msg_size / 1e6;
+    printf("raw %s: %llu writes of %u B in %.3f s: %.0f writes/s, %.1f MB/s; 8-byte latency "
+           "%.2f us\n",
+           config->transport, (unsigned long long)r->raw_writes, config->msg_size, r->raw_seconds,
+           msgs, mb, r->raw_latency_us);
+    printf("{\"raw\":true,\"transport\":\"%s\",\"msg_size\":%u,\"raw_writes\":%llu,"
+           "\"seconds\":%.6f,\"raw_msgs_per_s\":%.1f,\"raw_mb_per_s\":%.3f,"
+           "\"raw_latency_us\":%.3f}\n",
+           config->transport, config->msg_size, (unsigned long long)r->raw_writes, r->raw_seconds,
+           msgs, mb, r->raw_latency_us);
+}
+
+struct totals {
+    uint64_t delivered, writes, doorbells, nulls, post_ns, sent;
+    uint64_t send_hist[SPINDLE_HIST_BUCKETS], receive_hist[SPINDLE_HIST_BUCKETS],
+        delivery_hist[SPINDLE_HIST_BUCKETS];
+    uint64_t send_b, send_m, recv_b, recv_m, deliv_b, deliv_m;
+    double seconds, rate_sum, p50, p99;
+};
+
+static void sum_results(const struct bench_result *results, uint32_t count, struct totals *t)
+{
+    memset(t, 0, sizeof *t);
+    double p50s[SPINDLE_MAX_MEMBERS];
+    uint32_t lat = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const struct bench_result *r = &results[i];
+        t->delivered += r->delivered;
+        t->sent += r->messages_sent;
+        t->writes += r->writes_posted;
+        t->doorbells += r->doorbells;
+        t->nulls += r->nulls_sent;
+        t->post_ns += r->post_ns;
+        for (int b = 0; b < SPINDLE_HIST_BUCKETS; b++) {
+            t->send_hist[b] += r->send_hist[b];
+            t->receive_hist[b] += r->receive_hist[b];
+            t->delivery_hist[b] += r->delivery_hist[b];
+        }
+        t->send_b += r->send_batches;
+        t->send_m += r->send_msgs;
+        t->recv_b += r->receive_batches;
+        t->recv_m += r->receive_msgs;
+        t->deliv_b += r->delivery_batches;
+        t->deliv_m += r->delivery_msgs;
+        if (r->seconds > t->seconds)
+            t->seconds = r->seconds;
+        if (r->seconds > 0)
+            t->rate_sum += (double)r->delivered / r->seconds;
+        if (r->has_latency) {
+            p50s[lat++] = r->p50_us;
+            if (r->p99_us > t->p99)
+                t->p99 = r->p99_us;
+        }
+    }
+    if (lat > 0) {
+        qsort(p50s, lat, sizeof p50s[0], cmp_double);
+        t->p50 = p50s[lat / 2];
+    }
+}
+
+void bench_report(const struct bench_config *config, uint32_t members,
+                  const struct bench_result *results, uint32_t count)
+{
+    if (config->raw) {
+        report_raw(config, results, count);
+        return;
+    }
+    struct totals t;
+    sum_results(results, count, &t);
+    double msgs_per_s = t.rate_sum / count; /* per receiving member */
+    double mb_per_s = msgs_per_s * config->msg_size / 1e6;
+    uint32_t senders = bench_num_senders(config, members);
+    const char *mode = config->mode == SPINDLE_MODE_ATOMIC ? "atomic" : "unordered";
+    printf("%u members, %u senders, %u B messages, window %u, %u/%u subgroups active, %s, %s\n",
+           members, senders, config->msg_size, config->window, config->active_subgroups,
+           config->subgroups, mode, config->transport);
+    printf("  optimizations: batching %s, null-sends %s, early unlock %s; delay %u us on %u "
+           "sender(s)\n",
+           config->batching ? "on" : "off", config->null_sends ? "on" : "off",
+           config->early_unlock ? "on" : "off", config->delay_us, config->delayed_senders);
+    printf("  delivered %llu messages (all members) in %.3f s: %.0f msgs/s, %.2f MB/s per member\n",
+           (unsigned long long)t.delivered, t.seconds, msgs_per_s, mb_per_s);
+    printf("  latency p50 %.1f us, p99 %.1f us; writes posted %llu (%.3f per delivered message), "
+           "nulls %llu\n",
+           t.p50, t.p99, (unsigned long long)t.writes, mean(t.writes, t.delivered),
+           (unsigned long long)t.nulls);
+    printf("  mean batch: send %.2f, receive %.2f, delivery %.2f\n", mean(t.send_m, t.send_b),
+           mean(t.recv_m, t.recv_b), mean(t.deliv_m, t.deliv_b));
+    printf("{\"members\":%u,\"senders\":%u,\"msg_size\":%u,\"window\":%u,\"subgroups\":%u,"
+           "\"active_subgroups\":%u,\"mode\":\"%s\",\"transport\":\"%s\",\"batching\":%s,"
+           "\"null_sends\":%s,\"early_unlock\":%s,\"delay_us\":%u,\"delayed_senders\":%u,"
+           "\"messages_per_sender\":%llu,\"messages_delivered\":%llu,\"seconds\":%.6f,"
+           "\"msgs_per_s\":%.1f,\"mb_per_s\":%.3f,\"writes_posted\":%llu,\"doorbells\":%llu,"
+           "\"writes_per_message\":%.4f,\"nulls_sent\":%llu,\"post_ms\":%.3f,"
+           "\"p50_latency_us\":%.2f,\"p99_latency_us\":%.2f,\"send_batch_mean\":%.3f,"
+           "\"receive_batch_mean\":%.3f,\"delivery_batch_mean\":%.3f",
+           members, senders, config->msg_size, config->window, config->subgroups,
+           config->active_subgroups, mode, config->transport, config->batching ? "true" : "false",
+           config->null_sends ? "true" : "false", config->early_unlock ? "true" : "false",
+           config->delay_us, config->delayed_senders, (unsigned long long)config->messages,
+           (unsigned long long)t.delivered, t.seconds, msgs_per_s, mb_per_s,
+           (unsigned long long)t.writes, (unsigned long long)t.doorbells,
+           mean(t.writes, t.delivered), (unsigned long long)t.nulls, t.post_ns / 1e6, t.p50, t.p99,
+           mean(t.send_m, t.send_b), mean(t.recv_m, t.recv_b), mean(t.deliv_m, t.deliv_b));
+    print_hist("send_hist", t.send_hist);
+    print_hist("receive_hist", t.receive_hist);
+    print_hist("delivery_hist", t.delivery_hist);
+    printf("}\n");
+}
