@@ -12,12 +12,18 @@
 #define BACKOFF_PAUSE_NS 50000 /* one back-off nap */
 #define EVENTS_MAX       16
 
+/* The engine whose predicate thread is the calling thread, if any: triggers
+ * may add or remove predicates while the thread already holds the lock. A
+ * thread-local rather than comparing with engine->thread, which the creating
+ * thread may not have stored yet when the first trigger runs. */
+static _Thread_local const struct sst_engine *current_engine;
+
 int sst_predicate_add(struct sst_engine *engine, sst_predicate_fn predicate, sst_trigger_fn trigger,
                       void *ctx, enum sst_predicate_kind kind, uint64_t *id_out)
 {
     if (predicate == NULL || trigger == NULL)
         return sp_error(SPINDLE_EINVAL, "sst: predicate and trigger must not be NULL");
-    bool on_thread = engine->started && pthread_equal(pthread_self(), engine->thread);
+    bool on_thread = current_engine == engine;
     if (!on_thread)
         pthread_mutex_lock(&engine->lock);
     int rc = 0;
@@ -47,7 +53,7 @@ int sst_predicate_add(struct sst_engine *engine, sst_predicate_fn predicate, sst
 
 void sst_predicate_remove(struct sst_engine *engine, uint64_t id)
 {
-    bool on_thread = engine->started && pthread_equal(pthread_self(), engine->thread);
+    bool on_thread = current_engine == engine;
     if (!on_thread)
         pthread_mutex_lock(&engine->lock);
     for (uint32_t i = 0; i < engine->num_predicates; i++) {
@@ -137,6 +143,7 @@ static bool sleep_on_doorbell(struct sst_engine *engine)
 static void *predicate_thread(void *arg)
 {
     struct sst_engine *engine = arg;
+    current_engine = engine;
     uint64_t idle_since = sp_now_ns();
     uint64_t last_heartbeat = 0;
     const uint64_t spin_ns = (uint64_t)engine->options.spin_us * 1000;
