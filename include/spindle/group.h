@@ -120,6 +120,8 @@ struct spindle_stats {
     uint64_t pushes;             /* SST push requests */
     uint64_t post_ns;            /* time spent posting writes */
     uint64_t predicate_passes;   /* predicate thread passes */
+    uint64_t sleeps;             /* times the predicate thread slept on its doorbell */
+    uint64_t wakeups_sent;       /* doorbells rung to wake a sleeping peer */
     uint64_t send_batches[SPINDLE_HIST_BUCKETS];     /* messages per send push */
     uint64_t receive_batches[SPINDLE_HIST_BUCKETS];  /* messages per receive pass */
     uint64_t delivery_batches[SPINDLE_HIST_BUCKETS]; /* messages per delivery upcall */

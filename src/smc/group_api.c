@@ -268,6 +268,8 @@ SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats
     out->pushes = engine.pushes;
     out->post_ns = engine.post_ns;
     out->predicate_passes = engine.passes;
+    out->sleeps = engine.sleeps;
+    out->wakeups_sent = engine.wakeups_sent;
     memcpy(out->send_batches, smc.send_batches, sizeof out->send_batches);
     memcpy(out->receive_batches, smc.receive_batches, sizeof out->receive_batches);
     memcpy(out->delivery_batches, smc.delivery_batches, sizeof out->delivery_batches);

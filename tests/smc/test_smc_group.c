@@ -235,6 +235,7 @@ static void quiet_member(uint32_t self, uint32_t members, const char *dir,
     r->values[0] = before.nulls_sent;
     r->values[1] = after.nulls_sent;
     r->values[2] = after.writes_posted - before.writes_posted;
+    r->values[3] = after.sleeps - before.sleeps;
     finish(group, r, rc, "send/wait");
 }
 
@@ -248,6 +249,8 @@ static void test_null_counter_stays_still_when_all_idle(void **state)
         if (res[i].ok != 1)
             fail_msg("member %u: %s", i, res[i].error);
         assert_int_equal(res[i].values[0], res[i].values[1]);
+        /* An idle predicate thread goes to sleep on its doorbell. */
+        assert_true(res[i].values[3] > 0);
         nulls += res[i].values[1];
         assert_int_equal(res[i].digest[0], res[0].digest[0]);
     }
