@@ -3,7 +3,9 @@
  * polling. The thread never holds the lock while sleeping or posting.
  */
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sst/sst_impl.h"
 #include "util/clock.h"
@@ -140,10 +142,31 @@ static bool sleep_on_doorbell(struct sst_engine *engine)
     return rc == 0;
 }
 
+/* Asks the scheduler for a short time slice (Linux 6.6+ EEVDF honours
+ * sched_runtime for normal tasks as the requested slice; older kernels
+ * ignore it or refuse, which is harmless). A shorter slice gives the thread
+ * an earlier deadline when a doorbell wakes it, so it preempts a busy
+ * thread instead of waiting for the end of that thread's slice: on a loaded
+ * 2-core machine that is the difference between ~0.1 ms and ~4 ms wake-ups. */
+static void request_short_slice(void)
+{
+#ifdef SYS_sched_setattr
+    struct {
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime, deadline, period;
+    } attr = {.size = 48, .policy = 0 /* SCHED_OTHER */, .runtime = 100000 /* ns */};
+    (void)syscall(SYS_sched_setattr, 0, &attr, 0);
+#endif
+}
+
 static void *predicate_thread(void *arg)
 {
     struct sst_engine *engine = arg;
     current_engine = engine;
+    request_short_slice();
     uint64_t idle_since = sp_now_ns();
     uint64_t last_heartbeat = 0;
     const uint64_t spin_ns = (uint64_t)engine->options.spin_us * 1000;

@@ -14,10 +14,13 @@
  * through a pidfd; poll() reports a dead peer once.
  *
  * Doorbell: the control page holds a futex sequence word and a sleeping flag.
- * The waiter stores sleeping=1, fences, re-reads the sequence, then waits;
- * the ringer stores its data, fences, and wakes only if sleeping is set. With
- * both fences sequentially consistent, one side always sees the other (no
- * lost wake-up), and ringing an awake peer costs one load.
+ * The waiter takes a token (the sequence) before its last check for work,
+ * then stores sleeping=1, re-reads the sequence and waits only while it still
+ * equals the token; the ringer stores its data, advances the sequence (always)
+ * and issues the futex wake only if sleeping is set. Both sides use
+ * sequentially consistent operations, so either the waiter sees the advanced
+ * sequence or the ringer sees sleeping=1 (no lost wake-up), and ringing an
+ * awake peer costs one atomic add and one load, no system call.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -460,9 +463,14 @@ static int shm_doorbell_ring(struct tp_peer *peer)
 {
     if (atomic_load(&peer->failed))
         return sp_error(SPINDLE_EPEERFAILED, "shm: peer pid %d has failed", peer->pid);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    /* Always advance the sequence, so a peer that armed its doorbell before
+     * our writes landed and checked for work before they did cannot go to
+     * sleep on a stale token; only the futex wake is skipped when the peer
+     * is awake. (Skipping the advance too lost wake-ups: the peer's
+     * sleeping flag is set after its last check for work.) */
+    __atomic_add_fetch(&peer->control->doorbell_seq, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&peer->control->sleeping, __ATOMIC_SEQ_CST) != 0) {
-        ring(peer->control);
+        futex(&peer->control->doorbell_seq, FUTEX_WAKE, 1, NULL);
         stat_add(&peer->ep->stats.wakeups_sent, 1);
     }
     return 0;
