@@ -1,0 +1,229 @@
+#!/bin/sh
+# Self-test of check_traces on crafted traces: it accepts correct sets
+# (a member killed in view 0, two killed at once, the leader killed, a
+# member killed after a second view change, two subgroups) and rejects each
+# kind of violation with the matching message: duplicate, gap, reorder,
+# divergent views, partially delivered failed-sender message, killed trace
+# not a prefix, view id decrease, missing message, payload mismatch,
+# disagreeing final views, an unexplained member, malformed lines.
+# Usage: faults_checker.sh CHECK_TRACES
+set -eu
+CHECK=$1
+WORK=$(mktemp -d /tmp/spindle-checker-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+M=6
+failures=0
+cases=0
+
+# line VIEW SUBGROUP SENDER INDEX: one trace line with a fake checksum that
+# depends on what the message is.
+line() {
+    printf '%s %s %s %s 10 %08x\n' "$1" "$2" "$3" "$4" $(($2 * 100000 + $3 * 1000 + $4))
+}
+
+# rounds VIEW SUBGROUP FIRST LAST SENDERS...: round-robin delivery order.
+rounds() {
+    view=$1 sg=$2 first=$3 last=$4
+    shift 4
+    r=$first
+    while [ "$r" -le "$last" ]; do
+        for s in "$@"; do line "$view" "$sg" "$s" "$r"; done
+        r=$((r + 1))
+    done
+}
+
+# base DIR: members 0..3, member 3 killed in view 0 after its round 2 was
+# delivered by all; survivors finish senders 0..2 in view 1. Member 3's
+# trace is the first 7 lines of view 0 and half a line.
+base() {
+    d=$1
+    mkdir -p "$d"
+    for m in 0 1 2; do
+        { rounds 0 0 0 2 0 1 2 3; rounds 1 0 3 5 0 1 2; } >"$d/member-$m.trace"
+        echo "view 1 members 0,1,2" >"$d/member-$m.end"
+    done
+    rounds 0 0 0 2 0 1 2 3 | head -n 7 >"$d/member-3.trace"
+    printf '0 0 3 1 10 000' >>"$d/member-3.trace"
+}
+
+# expect_ok NAME DIR ARGS...
+expect_ok() {
+    name=$1 dir=$2
+    shift 2
+    cases=$((cases + 1))
+    if out=$("$CHECK" "$dir" "$@" 2>&1); then
+        echo "ok: accepts $name: $out"
+    else
+        echo "FAIL: rejected correct traces ($name): $out"
+        failures=$((failures + 1))
+    fi
+}
+
+# expect_reject NAME WORD DIR ARGS...: must exit 1 with WORD in the message.
+expect_reject() {
+    name=$1 word=$2 dir=$3
+    shift 3
+    cases=$((cases + 1))
+    set +e
+    out=$("$CHECK" "$dir" "$@" 2>&1)
+    rc=$?
+    set -e
+    if [ "$rc" -eq 1 ] && printf '%s' "$out" | grep -q -- "$word"; then
+        echo "ok: rejects $name: $out"
+    else
+        echo "FAIL: $name: want exit 1 and '$word', got exit $rc: $out"
+        failures=$((failures + 1))
+    fi
+}
+
+# mutate NAME: a fresh copy of the base set in $WORK/NAME, path in $d.
+mutate() {
+    d="$WORK/$1"
+    base "$d"
+}
+
+# edit FILE AWK-PROGRAM: rewrite FILE through awk.
+edit() {
+    awk "$2" "$1" >"$1.new"
+    mv "$1.new" "$1"
+}
+
+ARGS="--messages $M --members 4 --killed 3 --msg-size 10"
+
+# --- correct sets ------------------------------------------------------
+mutate good
+expect_ok "one member killed in view 0" "$d" $ARGS
+
+d="$WORK/two-killed"
+mkdir -p "$d"
+for m in 0 1 2; do
+    { rounds 0 0 0 1 0 1 2 3 4; rounds 1 0 2 5 0 1 2; } >"$d/member-$m.trace"
+    echo "view 1 members 0,1,2" >"$d/member-$m.end"
+done
+rounds 0 0 0 1 0 1 2 3 4 | head -n 9 >"$d/member-3.trace"
+: >"$d/member-4.trace"
+expect_ok "two of five killed at once" "$d" --messages $M --members 5 --killed 3,4
+
+d="$WORK/leader"
+mkdir -p "$d"
+for m in 1 2 3; do
+    { rounds 0 0 0 2 0 1 2 3; line 0 0 0 3; rounds 1 0 3 5 1 2 3; } >"$d/member-$m.trace"
+    echo "view 1 members 1,2,3" >"$d/member-$m.end"
+done
+rounds 0 0 0 2 0 1 2 3 >"$d/member-0.trace"
+expect_ok "leader killed" "$d" --messages $M --members 4 --killed 0
+
+d="$WORK/later-view"
+mkdir -p "$d"
+for m in 0 1; do
+    { rounds 0 0 0 1 0 1 2 3; rounds 1 0 2 3 0 1 2; rounds 2 0 4 5 0 1; } >"$d/member-$m.trace"
+    echo "view 2 members 0,1" >"$d/member-$m.end"
+done
+{ rounds 0 0 0 1 0 1 2 3; rounds 1 0 2 3 0 1 2; line 2 0 0 4; } >"$d/member-2.trace"
+rounds 0 0 0 0 0 1 2 3 | head -n 3 >"$d/member-3.trace"
+expect_ok "killed member that went through a view change" "$d" --messages $M --members 4 \
+    --killed 2,3
+
+d="$WORK/subgroups"
+mkdir -p "$d"
+for m in 0 1 2; do
+    { rounds 0 0 0 2 0 1 2 3; rounds 0 1 0 1 0 1 2 3; rounds 1 1 2 5 0 1 2; } >"$d/member-$m.trace"
+    rounds 1 0 3 5 0 1 2 >>"$d/member-$m.trace"
+    echo "view 1 members 0,1,2" >"$d/member-$m.end"
+done
+rounds 0 0 0 2 0 1 2 3 >"$d/member-3.trace"
+expect_ok "two subgroups" "$d" --messages $M --members 4 --killed 3 --subgroups 2
+
+# --- each kind of violation -------------------------------------------
+mutate dup
+edit "$d/member-1.trace" 'NR == 14 { print } { print }'
+expect_reject "a duplicate delivery" "duplicate: subgroup 0 sender 1 index 3" "$d" $ARGS
+
+mutate gap
+edit "$d/member-2.trace" 'NR != 14'
+expect_reject "a gap in a sender's indexes" "gap: subgroup 0 sender 1 index 4" "$d" $ARGS
+
+mutate reorder
+edit "$d/member-1.trace" 'NR == 14 { held = $0; next } { print } NR == 17 { print held }'
+expect_reject "a sender's messages reordered" "reorder: subgroup 0 sender 1 index 4" "$d" $ARGS
+
+mutate diverge
+edit "$d/member-2.trace" 'NR == 5 { held = $0; next } { print } NR == 6 { print held }'
+expect_reject "two survivors ordering a view differently" "member-2.trace:5: diverge: view 0" \
+    "$d" $ARGS
+
+mutate diverge-boundary
+edit "$d/member-2.trace" 'NR == 13 { sub(/^1 /, "0 ") } { print }'
+expect_reject "a message delivered in different views" "diverge: view 0" "$d" $ARGS
+
+mutate partial
+edit "$d/member-1.trace" 'NR != 12'
+expect_reject "a failed sender's message delivered by only some" \
+    "partially delivered: failed sender 3 subgroup 0 index 2" "$d" $ARGS
+
+mutate not-prefix
+{ rounds 0 0 0 0 0 1 2; line 0 0 0 1; } >"$d/member-3.trace"
+expect_reject "a killed member delivering out of the survivors' order" \
+    "member-3.trace:4: not a prefix" "$d" $ARGS
+
+mutate killed-extra
+rounds 0 0 0 2 0 1 2 3 >"$d/member-3.trace"
+line 0 0 3 3 >>"$d/member-3.trace"
+expect_reject "a killed member delivering what survivors did not" "not a prefix: view 0" "$d" $ARGS
+
+mutate killed-went-on
+{ rounds 0 0 0 1 0 1 2 3; line 1 0 0 2; } >"$d/member-3.trace"
+expect_reject "a killed member that left a view early" "diverge: view 0" "$d" $ARGS
+
+mutate view-order
+edit "$d/member-0.trace" 'NR == 14 { sub(/^1 /, "0 ") } { print }'
+expect_reject "a view id going back" "view id decreases" "$d" $ARGS
+
+mutate missing
+for m in 0 1 2; do edit "$d/member-$m.trace" '$3 != 2 || $4 != 5'; done
+expect_reject "a surviving sender's message never delivered" \
+    "missing: subgroup 0 sender 2 (in the final view) index 5" "$d" $ARGS
+
+mutate payload
+edit "$d/member-1.trace" 'NR == 3 { $6 = "deadbeef" } { print }'
+expect_reject "one message with two checksums" "payload differs" "$d" $ARGS
+
+mutate final-view
+echo "view 2 members 0,1,2" >"$d/member-2.end"
+expect_reject "survivors disagreeing on the final view" "final view disagrees" "$d" $ARGS
+
+mutate final-members
+for m in 0 1 2; do echo "view 1 members 0,1,2,3" >"$d/member-$m.end"; done
+expect_reject "a final view that lists a killed member" "lists member 3" "$d" $ARGS
+
+mutate unexplained
+rm "$d/member-2.end"
+expect_reject "a member neither killed nor finished" "member 2 was not killed" "$d" $ARGS
+
+mutate malformed
+edit "$d/member-0.trace" 'NR == 2 { print "0 0 1 0 10"; next } { print }'
+expect_reject "a malformed line" "member-0.trace:2: malformed" "$d" $ARGS
+
+mutate truncated
+printf '1 0 0 6 10 0' >>"$d/member-0.trace"
+expect_reject "a survivor's half-written line" "truncated" "$d" $ARGS
+
+mutate out-of-range
+edit "$d/member-0.trace" '{ print } END { print "1 0 0 6 10 00000006" }'
+expect_reject "an index beyond --messages" "index 6 out of range" "$d" $ARGS
+
+mutate usage
+cases=$((cases + 1))
+set +e
+"$CHECK" "$d" --members 4 >/dev/null 2>&1
+rc=$?
+set -e
+if [ "$rc" -eq 2 ]; then
+    echo "ok: usage error exits 2"
+else
+    echo "FAIL: missing --messages: want exit 2, got $rc"
+    failures=$((failures + 1))
+fi
+
+echo "$cases cases, $failures failed"
+[ "$failures" -eq 0 ]
