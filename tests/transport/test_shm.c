@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -167,6 +168,19 @@ static void test_writes_are_untorn_and_ordered_under_cpu_hog(void **state)
     run_torn_and_order(true);
 }
 
+/* True when process pid's main thread is blocked in futex(2). */
+static bool blocked_in_futex(pid_t pid)
+{
+    char path[64], line[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/syscall", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    bool in_futex = fgets(line, sizeof line, f) != NULL && strncmp(line, "202 ", 4) == 0;
+    fclose(f);
+    return in_futex;
+}
+
 /* Child: publishes its address on a pipe, then sleeps on its doorbell and
  * reports 1 if woken, 0 on timeout, followed by the wait duration in us. */
 static void test_ring_wakes_sleeping_peer(void **state)
@@ -196,19 +210,18 @@ static void test_ring_wakes_sleeping_peer(void **state)
     struct tp_endpoint *ep = open_ep(60000);
     struct tp_peer *peer;
     assert_int_equal(ops->connect(ep, &address, 1000, &peer), 0);
-    /* Ring until the sleeper has been woken (a ring before it sleeps is a
-     * no-op by design: the waiter then sees no reason to sleep... or sleeps
-     * and the next ring wakes it). */
-    int status = 0;
+    /* Ring only once the child is blocked in futex(2) (syscall 202 on
+     * x86_64, read from /proc): a ring before it sleeps would end its wait
+     * without a wake-up and prove nothing. Then one ring must wake it. */
     uint64_t start = sp_now_ns();
-    struct tp_stats stats = {0};
-    while (waitpid(child, &status, WNOHANG) == 0) {
-        assert_int_equal(ops->doorbell_ring(peer), 0);
-        ops->stats(ep, &stats);
+    while (!blocked_in_futex(child)) {
         assert_true(sp_now_ns() - start < 15ull * 1000000000ull);
-        struct timespec pause = {0, 200000};
-        nanosleep(&pause, NULL);
+        sched_yield();
     }
+    struct tp_stats stats = {0};
+    assert_int_equal(ops->doorbell_ring(peer), 0);
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
     ops->stats(ep, &stats);
