@@ -33,6 +33,7 @@ struct bench_config {
     bool batching, null_sends, early_unlock;
     const char *trace_dir;
     bool raw;
+    bool tolerate_failures; /* --tolerate-failures: survive view changes */
     uint32_t timeout_s;
     char group_name[64];
 };

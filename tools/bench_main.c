@@ -56,6 +56,10 @@ static const char usage[] =
     "                         <view> <subgroup> <sender_id> <sender_index> <length> <crc32c>\n"
     "  --raw                  raw one-sided write bandwidth and 8-byte latency between two\n"
     "                         members of the transport (the efficiency reference)\n"
+    "  --tolerate-failures    keep running through view changes (member failures); the\n"
+    "                         trace names view ids and the app index (first 8 payload\n"
+    "                         bytes, --msg-size >= 8); --local writes DIR/member-<id>.pid\n"
+    "                         and a survivor writes DIR/member-<id>.end\n"
     "  --timeout SECONDS      give up when deliveries take longer (default 120)\n"
     "  --help                 this text\n";
 
@@ -102,6 +106,7 @@ enum {
     OPT_BASELINE,
     OPT_TRACE,
     OPT_RAW,
+    OPT_TOLERATE,
     OPT_TIMEOUT,
     OPT_HELP
 };
@@ -127,6 +132,7 @@ static const struct option long_options[] = {
     {"baseline", no_argument, 0, OPT_BASELINE},
     {"trace", required_argument, 0, OPT_TRACE},
     {"raw", no_argument, 0, OPT_RAW},
+    {"tolerate-failures", no_argument, 0, OPT_TOLERATE},
     {"timeout", required_argument, 0, OPT_TIMEOUT},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
@@ -249,6 +255,10 @@ static int check_config(struct bench_config *c, bool delayed_given)
         return bad("%s--delayed-senders exceeds the number of senders", "");
     if (c->raw && members != 2)
         return bad("%s--raw needs exactly two members (--local 2)", "");
+    if (c->tolerate_failures && c->msg_size < 8)
+        return bad("%s--tolerate-failures needs --msg-size >= 8: the first 8 payload bytes "
+                   "carry the app index",
+                   "");
     return 0;
 }
 
@@ -285,6 +295,9 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
             break;
         case OPT_RAW:
             c->raw = true;
+            break;
+        case OPT_TOLERATE:
+            c->tolerate_failures = true;
             break;
         case OPT_NO_BATCHING:
             c->batching = false;
@@ -331,7 +344,7 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 }
 
 /* Waits for every child; kills the rest once the deadline passes. */
-static int reap_children(const pid_t *pids, uint32_t n, uint64_t deadline_ns)
+static int reap_children(const pid_t *pids, uint32_t n, uint64_t deadline_ns, bool *killed)
 {
     int failed = 0;
     uint32_t left = n;
@@ -343,7 +356,11 @@ static int reap_children(const pid_t *pids, uint32_t n, uint64_t deadline_ns)
                 continue;
             done[i] = 1;
             left--;
-            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            if (killed != NULL && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+                /* --tolerate-failures: a killed member is the experiment. */
+                printf("member %u killed by signal %d\n", i, WTERMSIG(status));
+                killed[i] = true;
+            } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 fprintf(stderr, "spindle-bench: member %u %s %d\n", i,
                         WIFEXITED(status) ? "exited with status" : "died of signal",
                         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
@@ -362,6 +379,22 @@ static int reap_children(const pid_t *pids, uint32_t n, uint64_t deadline_ns)
         nanosleep(&ts, NULL);
     }
     return failed;
+}
+
+/* --tolerate-failures --trace DIR: DIR/member-<id>.pid lets a harness kill
+ * a chosen member. */
+static int write_pid_file(const struct bench_config *config, uint32_t id, pid_t pid)
+{
+    if (config->trace_dir == NULL)
+        return 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/member-%u.pid", config->trace_dir, id);
+    FILE *file = fopen(path, "w");
+    if (file == NULL || fprintf(file, "%d\n", (int)pid) < 0 || fclose(file) != 0) {
+        perror("spindle-bench: writing the pid file");
+        return 1;
+    }
+    return 0;
 }
 
 static int run_local(struct bench_config *config)
@@ -389,26 +422,36 @@ static int run_local(struct bench_config *config)
             _exit(w == (ssize_t)sizeof result && result.ok ? 0 : 1);
         }
         close(pipes[i][1]);
+        if (config->tolerate_failures && write_pid_file(config, i, pids[i]) != 0)
+            return 1;
     }
     /* Results are smaller than a pipe buffer: children never block. */
     uint64_t deadline = sp_now_ns() + ((uint64_t)config->timeout_s + 120) * 1000000000ull;
-    int failed = reap_children(pids, n, deadline);
+    bool killed[SPINDLE_MAX_MEMBERS] = {false};
+    int failed = reap_children(pids, n, deadline, config->tolerate_failures ? killed : NULL);
     struct bench_result *results = calloc(n, sizeof *results);
+    uint32_t count = 0;
     for (uint32_t i = 0; i < n && results != NULL; i++) {
-        ssize_t r = read(pipes[i][0], &results[i], sizeof results[i]);
-        if (r != (ssize_t)sizeof results[i]) {
-            results[i].ok = 0;
-            snprintf(results[i].error, sizeof results[i].error, "member %u reported nothing", i);
+        if (killed[i]) {
+            close(pipes[i][0]);
+            continue;
+        }
+        uint32_t at = count++;
+        ssize_t r = read(pipes[i][0], &results[at], sizeof results[at]);
+        if (r != (ssize_t)sizeof results[at]) {
+            results[at].ok = 0;
+            snprintf(results[at].error, sizeof results[at].error, "member %u reported nothing",
+                     i);
         }
         close(pipes[i][0]);
-        if (!results[i].ok) {
-            fprintf(stderr, "spindle-bench: %s\n", results[i].error);
+        if (!results[at].ok) {
+            fprintf(stderr, "spindle-bench: %s\n", results[at].error);
             failed = 1;
         }
     }
     nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
-    if (!failed && results != NULL)
-        bench_report(config, n, results, n);
+    if (!failed && results != NULL && count > 0)
+        bench_report(config, n, results, count);
     free(results);
     return failed ? 1 : 0;
 }

@@ -24,6 +24,11 @@ struct member_state {
     uint32_t *latency_ns; /* [active * messages] own latencies */
     uint64_t latency_count;
     FILE *trace;
+    /* --tolerate-failures (atomics: written by the upcalls) */
+    uint64_t *from_sender; /* [active * SPINDLE_MAX_MEMBERS] messages delivered */
+    int duplicate;         /* a sender's app index out of order */
+    uint64_t view_id;
+    uint64_t view_mask; /* member ids of the current view */
 };
 
 uint32_t bench_num_senders(const struct bench_config *config, uint32_t members)
@@ -38,27 +43,64 @@ uint32_t bench_num_senders(const struct bench_config *config, uint32_t members)
     }
 }
 
+/* --tolerate-failures: the sender's app index travels in the payload (a
+ * resend in a later view has a new sender_index); checks exactly-once. */
+static uint64_t app_index(struct member_state *st, const struct spindle_message *m)
+{
+    if (!st->config->tolerate_failures)
+        return m->sender_index;
+    uint64_t index = UINT64_MAX;
+    if (m->length >= 8)
+        memcpy(&index, m->data, 8);
+    if (m->subgroup < st->config->active_subgroups && m->sender_id < SPINDLE_MAX_MEMBERS) {
+        uint64_t *n = &st->from_sender[m->subgroup * SPINDLE_MAX_MEMBERS + m->sender_id];
+        if (index != __atomic_load_n(n, __ATOMIC_RELAXED))
+            __atomic_store_n(&st->duplicate, 1, __ATOMIC_RELEASE);
+        else
+            __atomic_store_n(n, index + 1, __ATOMIC_RELEASE);
+    }
+    return index;
+}
+
 static void on_deliver(void *ctx, const struct spindle_message *messages, size_t count)
 {
     struct member_state *st = ctx;
     uint64_t now = sp_now_ns();
     for (size_t i = 0; i < count; i++) {
         const struct spindle_message *m = &messages[i];
+        uint64_t index = app_index(st, m);
         if (m->sender_id == st->self && m->subgroup < st->config->active_subgroups &&
-            m->sender_index < st->config->messages) {
-            uint64_t slot = (uint64_t)m->subgroup * st->config->messages + m->sender_index;
+            index < st->config->messages &&
+            st->latency_count < st->config->messages * st->config->active_subgroups) {
+            uint64_t slot = (uint64_t)m->subgroup * st->config->messages + index;
             uint64_t sent = st->commit_ns[slot];
             st->latency_ns[st->latency_count++] =
                 (uint32_t)(now - sent > UINT32_MAX ? UINT32_MAX : now - sent);
         }
         if (st->trace != NULL)
-            fprintf(st->trace, "0 %u %u %llu %u %08x\n", m->subgroup, m->sender_id,
-                    (unsigned long long)m->sender_index, m->length,
+            fprintf(st->trace, "%llu %u %u %llu %u %08x\n", (unsigned long long)m->view_id,
+                    m->subgroup, m->sender_id, (unsigned long long)index, m->length,
                     sp_crc32c(0, m->data, m->length));
     }
     uint64_t total = __atomic_add_fetch(&st->delivered, count, __ATOMIC_RELEASE);
     if (total >= st->expected && __atomic_load_n(&st->done_ns, __ATOMIC_ACQUIRE) == 0)
         __atomic_store_n(&st->done_ns, now, __ATOMIC_RELEASE);
+}
+
+/* View upcall: remembers the members and prints the crash-to-view time. */
+static void on_view(void *ctx, const struct spindle_view_info *view)
+{
+    struct member_state *st = ctx;
+    uint64_t mask = 0;
+    for (uint32_t i = 0; i < view->num_members; i++)
+        mask |= 1ull << view->members[i];
+    __atomic_store_n(&st->view_mask, mask, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->view_id, view->view_id, __ATOMIC_RELEASE);
+    if (view->num_left > 0 && view->detected_ns > 0)
+        printf("view change: view %llu installed %.1f ms after failure detected\n",
+               (unsigned long long)view->view_id,
+               (double)(view->installed_ns - view->detected_ns) / 1e6);
+    fflush(stdout);
 }
 
 /* Deterministic payload of (member, subgroup, index), so traces can be
@@ -123,6 +165,9 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     options.early_unlock = config->early_unlock;
     options.deliver = on_deliver;
     options.deliver_ctx = st;
+    options.tolerate_failures = config->tolerate_failures;
+    options.view_changed = on_view;
+    options.view_ctx = st;
     int rc = spindle_group_create(&options, subgroups, config->subgroups, out);
     free(subgroups);
     return rc;
@@ -140,6 +185,8 @@ static int send_all(const struct bench_config *config, spindle_group_t *group,
             if (rc < 0)
                 return rc;
             fill_payload(slot, config->msg_size, st->self, g, i);
+            if (config->tolerate_failures)
+                memcpy(slot, &i, 8);
             st->commit_ns[(uint64_t)g * config->messages + i] = sp_now_ns();
             rc = spindle_commit(group, g);
             if (rc < 0)
@@ -151,10 +198,34 @@ static int send_all(const struct bench_config *config, spindle_group_t *group,
     return 0;
 }
 
-static int wait_delivered(const struct bench_config *config, struct member_state *st)
+/* --tolerate-failures: done once every sender of the current view delivered
+ * all its messages in every active subgroup. */
+static bool survivors_done(const struct bench_config *config, struct member_state *st,
+                           uint32_t num_senders)
+{
+    uint64_t mask = __atomic_load_n(&st->view_mask, __ATOMIC_ACQUIRE);
+    for (uint32_t g = 0; g < config->active_subgroups; g++)
+        for (uint32_t s = 0; s < num_senders; s++)
+            if (((mask >> s) & 1) && __atomic_load_n(&st->from_sender[g * SPINDLE_MAX_MEMBERS + s],
+                                                     __ATOMIC_ACQUIRE) < config->messages)
+                return false;
+    return true;
+}
+
+static bool all_delivered(const struct bench_config *config, struct member_state *st,
+                          uint32_t num_senders)
+{
+    if (config->tolerate_failures)
+        return survivors_done(config, st, num_senders) ||
+               __atomic_load_n(&st->duplicate, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE) >= st->expected;
+}
+
+static int wait_delivered(const struct bench_config *config, struct member_state *st,
+                          uint32_t num_senders)
 {
     uint64_t deadline = sp_now_ns() + (uint64_t)config->timeout_s * 1000000000ull;
-    while (__atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE) < st->expected) {
+    while (!all_delivered(config, st, num_senders)) {
         if (sp_now_ns() > deadline)
             return SPINDLE_ETIMEDOUT;
         struct timespec ts = {0, 200000};
@@ -197,7 +268,32 @@ static int open_trace(const struct bench_config *config, uint32_t self, struct m
     char path[4096];
     snprintf(path, sizeof path, "%s/member-%u.trace", config->trace_dir, self);
     st->trace = fopen(path, "w");
+    if (st->trace != NULL && config->tolerate_failures)
+        setvbuf(st->trace, NULL, _IOLBF, 0); /* a killed member leaves whole lines */
     return st->trace != NULL ? 0 : SPINDLE_EIO;
+}
+
+/* DIR/member-<id>.end: "view <final view id> members <id,id,...>". */
+static int write_end(const struct bench_config *config, struct member_state *st)
+{
+    if (config->trace_dir == NULL)
+        return 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/member-%u.end", config->trace_dir, st->self);
+    FILE *file = fopen(path, "w");
+    if (file == NULL)
+        return SPINDLE_EIO;
+    uint64_t mask = __atomic_load_n(&st->view_mask, __ATOMIC_ACQUIRE);
+    fprintf(file, "view %llu members ",
+            (unsigned long long)__atomic_load_n(&st->view_id, __ATOMIC_ACQUIRE));
+    const char *sep = "";
+    for (uint32_t id = 0; id < 64; id++)
+        if ((mask >> id) & 1) {
+            fprintf(file, "%s%u", sep, id);
+            sep = ",";
+        }
+    fprintf(file, "\n");
+    return fclose(file) == 0 ? 0 : SPINDLE_EIO;
 }
 
 void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t members,
@@ -211,8 +307,11 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     st.expected = own * num_senders;
     result->expected = st.expected;
     st.commit_ns = calloc(own > 0 ? own : 1, sizeof *st.commit_ns);
+    st.view_mask = members >= 64 ? UINT64_MAX : (1ull << members) - 1;
+    st.from_sender =
+        calloc((size_t)config->active_subgroups * SPINDLE_MAX_MEMBERS + 1, sizeof *st.from_sender);
     st.latency_ns = calloc(own > 0 ? own : 1, sizeof *st.latency_ns);
-    if (st.commit_ns == NULL || st.latency_ns == NULL) {
+    if (st.commit_ns == NULL || st.latency_ns == NULL || st.from_sender == NULL) {
         fail(result, "allocating latency arrays", SPINDLE_ENOMEM);
         goto out;
     }
@@ -232,9 +331,15 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     if (rc == 0 && self < num_senders)
         rc = send_all(config, group, &st, self);
     if (rc == 0)
-        rc = wait_delivered(config, &st);
+        rc = wait_delivered(config, &st, num_senders);
+    if (rc == 0 && __atomic_load_n(&st.duplicate, __ATOMIC_ACQUIRE))
+        rc = SPINDLE_EPROTO;
     if (rc < 0) {
-        fail(result, rc == SPINDLE_ETIMEDOUT ? "waiting for deliveries" : "sending", rc);
+        fail(result,
+             rc == SPINDLE_ETIMEDOUT ? "waiting for deliveries"
+             : rc == SPINDLE_EPROTO  ? "a message was delivered twice or out of order"
+                                     : "sending",
+             rc);
         snprintf(result->error + strlen(result->error),
                  sizeof result->error - strlen(result->error), " delivered %llu of %llu",
                  (unsigned long long)__atomic_load_n(&st.delivered, __ATOMIC_ACQUIRE),
@@ -244,7 +349,15 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         uint64_t done = __atomic_load_n(&st.done_ns, __ATOMIC_ACQUIRE);
         result->seconds = (double)((done > start ? done : sp_now_ns()) - start) / 1e9;
     }
+    if (result->ok && config->tolerate_failures && write_end(config, &st) < 0)
+        fail(result, "writing the .end file", SPINDLE_EIO);
     int shut = spindle_group_shutdown(group, 60000);
+    if (shut < 0 && config->tolerate_failures) {
+        /* Every message is in; a peer lost during the final barrier does
+         * not undo that. */
+        fprintf(stderr, "spindle-bench: member %u: shutdown: %s\n", self, spindle_errmsg());
+        shut = 0;
+    }
     collect(&st, group, result);
     if (result->ok && shut < 0)
         fail(result, "spindle_group_shutdown", shut);
@@ -254,4 +367,5 @@ out:
         fclose(st.trace);
     free(st.commit_ns);
     free(st.latency_ns);
+    free(st.from_sender);
 }

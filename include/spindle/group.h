@@ -77,15 +77,33 @@ struct spindle_subgroup_config {
 /* One delivered message. */
 struct spindle_message {
     uint32_t subgroup;     /* subgroup index */
-    uint32_t sender_id;    /* sender's index in the group member list */
+    uint32_t sender_id;    /* sender's member id (its index in the first member list) */
     uint64_t sender_index; /* this sender's message number in the subgroup: 0, 1, 2 ... */
     uint64_t seq;          /* global sequence number in the subgroup (round * senders + rank) */
     const void *data;      /* points into the ring; valid until the callback returns */
     uint32_t length;
+    uint64_t view_id; /* view the message was delivered in (0 until the first change) */
 };
 
 /* Batched delivery upcall: count >= 1 messages in delivery order. Runs on
  * the predicate thread; keep it short (copy out what must outlive it). */
+/* A newly installed view, as the view_changed upcall reports it. Arrays
+ * are valid until the upcall returns. detected_ns/installed_ns are
+ * CLOCK_MONOTONIC times of the failure report and of the installation. */
+struct spindle_view_info {
+    uint64_t view_id;
+    uint32_t num_members;
+    const uint32_t *members; /* member ids, in rank order */
+    uint32_t my_rank;
+    uint32_t num_joined;
+    const uint32_t *joined;
+    uint32_t num_left;
+    const uint32_t *left;
+    uint64_t detected_ns;
+    uint64_t installed_ns;
+};
+typedef void (*spindle_view_fn)(void *ctx, const struct spindle_view_info *view);
+
 typedef void (*spindle_deliver_fn)(void *ctx, const struct spindle_message *messages, size_t count);
 
 struct spindle_group_options {
@@ -106,6 +124,13 @@ struct spindle_group_options {
     bool early_unlock; /* release the predicate lock before posting writes (3.4) */
     spindle_deliver_fn deliver;
     void *deliver_ctx;
+    /* Virtual synchrony (local directory bootstrap only): when a member
+     * fails, the survivors agree on the ragged-edge trim, deliver exactly up
+     * to it, install the next view and resend their undelivered messages;
+     * sends block during the change. Off: a failure fails the group. */
+    bool tolerate_failures;
+    spindle_view_fn view_changed; /* upcall after each installed view; may be NULL */
+    void *view_ctx;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram

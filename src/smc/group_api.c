@@ -8,25 +8,12 @@
 
 #include <spindle/group.h>
 
-#include "smc/group_bootstrap.h"
-#include "smc/smc.h"
+#include "smc/group_impl.h"
 #include "transport/transport.h"
 #include "util/crc32c.h"
 #include "util/error.h"
 
 enum { TAG_DESCS = 0x5350, TAG_READY, TAG_BARRIER_BASE = 0x10000 };
-
-struct spindle_group {
-    struct spindle_group_options options;
-    struct group_bootstrap boot;
-    char group_name[64];
-    struct tp_oob *oob;
-    struct sst_engine *engine;
-    struct smc_group *smc;
-    uint32_t barriers;
-    bool engine_started;
-    bool shut_down;
-};
 
 SPINDLE_API void spindle_group_options_init(struct spindle_group_options *options)
 {
@@ -87,13 +74,6 @@ static int convert_subgroup(const struct spindle_subgroup_config *config, uint32
     return smc_layout_validate(layout, index, num_rows);
 }
 
-static void on_failure(void *ctx, struct sst_table *table, uint32_t row, int error)
-{
-    struct spindle_group *group = ctx;
-    if (table == smc_group_table(group->smc))
-        smc_group_fail(group->smc, error < 0 ? error : SPINDLE_EPEERFAILED);
-}
-
 static int open_engine(struct spindle_group *group)
 {
     const struct spindle_group_options *o = &group->options;
@@ -111,7 +91,7 @@ static int open_engine(struct spindle_group *group)
     engine_options.early_unlock = o->early_unlock;
     int rc = sst_engine_create(&config, &engine_options, &group->engine);
     if (rc == 0)
-        sst_engine_on_failure(group->engine, on_failure, group);
+        sst_engine_on_failure(group->engine, group_on_failure, group);
     return rc;
 }
 
@@ -124,16 +104,26 @@ static int build_smc(struct spindle_group *group, const struct spindle_subgroup_
     int rc = 0;
     for (uint32_t g = 0; g < num_subgroups && rc == 0; g++)
         rc = convert_subgroup(&subgroups[g], g, group->options.num_members, &layouts[g]);
+    group->layouts = layouts;
+    group->num_subgroups = num_subgroups;
+    group->num_rows = group->options.num_members;
+    group->my_row = group->options.self;
+    group->view_ctx = calloc(1, sizeof *group->view_ctx);
+    if (group->view_ctx == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the view context");
+    group->view_ctx->group = group;
+    for (uint32_t r = 0; r < group->num_rows; r++)
+        group->view_ctx->member_ids[r] = r;
+    bool wrap = group->options.tolerate_failures;
     struct smc_options smc_options = {
         .batching = group->options.batching,
         .null_sends = group->options.null_sends,
-        .deliver = group->options.deliver,
-        .deliver_ctx = group->options.deliver_ctx,
+        .deliver = wrap ? group_deliver : group->options.deliver,
+        .deliver_ctx = wrap ? (void *)group->view_ctx : group->options.deliver_ctx,
     };
     if (rc == 0)
         rc = smc_group_create(group->engine, layouts, num_subgroups, group->options.num_members,
                               group->options.self, &smc_options, &group->smc);
-    free(layouts);
     return rc;
 }
 
@@ -180,6 +170,9 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
     if (group == NULL)
         return sp_error(SPINDLE_ENOMEM, "no memory for the group handle");
     group->options = *options;
+    pthread_rwlock_init(&group->smc_lock, NULL);
+    pthread_mutex_init(&group->lock, NULL);
+    pthread_cond_init(&group->cond, NULL);
     rc = group_bootstrap_parse(options, &group->boot);
     if (rc == 0) {
         if (options->group_name != NULL)
@@ -197,6 +190,8 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
                                   options->bootstrap_timeout_ms, &group->oob);
     if (rc == 0)
         rc = connect_members(group);
+    if (rc == 0)
+        rc = group_membership_start(group);
     if (rc < 0) {
         spindle_group_destroy(group);
         return rc;
@@ -205,19 +200,34 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
     return 0;
 }
 
+/* The read side of smc_lock is held from a successful reserve to its
+ * commit, so a view change never retires the group under an open slot. */
 SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_t size,
                                 unsigned flags, void **slot)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
-    return smc_reserve(group->smc, subgroup, size, flags, slot);
+    for (;;) {
+        pthread_rwlock_rdlock(&group->smc_lock);
+        struct smc_group *smc = group->smc;
+        int rc = smc_reserve(smc, subgroup, size, flags, slot);
+        if (rc == 0)
+            return 0;
+        pthread_rwlock_unlock(&group->smc_lock);
+        rc = group_after_error(group, smc, rc);
+        if (rc != 1)
+            return rc;
+    }
 }
 
 SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
-    return smc_commit(group->smc, subgroup);
+    int rc = smc_commit(group->smc, subgroup);
+    if (rc != SPINDLE_EINVAL)
+        pthread_rwlock_unlock(&group->smc_lock);
+    return rc;
 }
 
 SPINDLE_API int spindle_send(spindle_group_t *group, uint32_t subgroup, const void *data,
@@ -238,7 +248,17 @@ SPINDLE_API int spindle_flush(spindle_group_t *group, int timeout_ms)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
-    return smc_flush(group->smc, timeout_ms);
+    for (;;) {
+        pthread_rwlock_rdlock(&group->smc_lock);
+        struct smc_group *smc = group->smc;
+        int rc = smc_flush(smc, timeout_ms);
+        pthread_rwlock_unlock(&group->smc_lock);
+        if (rc == 0)
+            return 0;
+        rc = group_after_error(group, smc, rc);
+        if (rc != 1)
+            return rc;
+    }
 }
 
 SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms)
@@ -246,8 +266,12 @@ SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms)
     if (group == NULL || group->oob == NULL)
         return sp_error(SPINDLE_EINVAL, "barrier: group is NULL or not bootstrapped");
     uint8_t mine = 1, all[SPINDLE_MAX_MEMBERS];
+    pthread_rwlock_rdlock(&group->smc_lock);
     uint32_t tag = TAG_BARRIER_BASE + group->barriers++;
-    return tp_oob_allgather(group->oob, tag, &mine, 1, all, timeout_ms < 0 ? 1 << 30 : timeout_ms);
+    int rc =
+        tp_oob_allgather(group->oob, tag, &mine, 1, all, timeout_ms < 0 ? 1 << 30 : timeout_ms);
+    pthread_rwlock_unlock(&group->smc_lock);
+    return rc;
 }
 
 SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats *out)
@@ -256,7 +280,9 @@ SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats
         return sp_error(SPINDLE_EINVAL, "stats: group or out is NULL");
     memset(out, 0, sizeof *out);
     struct smc_stats smc;
+    pthread_rwlock_rdlock(&group->smc_lock);
     smc_group_stats(group->smc, &smc);
+    pthread_rwlock_unlock(&group->smc_lock);
     struct sst_engine_stats engine;
     sst_engine_stats(group->engine, &engine);
     out->messages_sent = smc.messages_sent;
@@ -289,7 +315,7 @@ SPINDLE_API int spindle_group_self(const spindle_group_t *group)
 
 SPINDLE_API int spindle_group_size(const spindle_group_t *group)
 {
-    return group == NULL ? -1 : (int)group->options.num_members;
+    return group == NULL ? -1 : (int)group->num_rows;
 }
 
 SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
@@ -303,6 +329,7 @@ SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
     if (rc == 0)
         rc = barrier;
     group->shut_down = true;
+    group_membership_stop(group);
     if (group->engine_started) {
         sst_engine_stop(group->engine);
         group->engine_started = false;
@@ -315,11 +342,17 @@ SPINDLE_API void spindle_group_destroy(spindle_group_t *group)
 {
     if (group == NULL)
         return;
+    group_membership_stop(group);
     if (group->engine_started)
         sst_engine_stop(group->engine);
     smc_group_destroy(group->smc);
     if (group->engine != NULL)
         sst_engine_destroy(group->engine);
     tp_oob_close(group->oob);
+    free(group->layouts);
+    free(group->view_ctx);
+    pthread_cond_destroy(&group->cond);
+    pthread_mutex_destroy(&group->lock);
+    pthread_rwlock_destroy(&group->smc_lock);
     free(group);
 }

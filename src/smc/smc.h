@@ -139,6 +139,18 @@ int smc_group_received(struct smc_group *group, uint32_t subgroup, uint32_t row,
                        uint32_t cap);
 int smc_group_deliver_upto(struct smc_group *group, uint32_t subgroup, uint64_t delivered_total);
 
+/*
+ * Resend support (wedged group, after deliver_upto): *first = this member's
+ * own application messages of subgroup delivered, *count = committed ones
+ * not delivered. They are still in the ring (a slot is reused only after
+ * every member delivered it). smc_group_message returns the payload of own
+ * application message index (first <= index < first + count) and its
+ * length; NULL with SPINDLE_EINVAL outside that range.
+ */
+int smc_group_undelivered(struct smc_group *group, uint32_t subgroup, uint64_t *first,
+                          uint64_t *count);
+const void *smc_group_message(struct smc_group *group, uint32_t subgroup, uint64_t index,
+                              uint32_t *length);
 /* Marks the group failed with error (from the engine's failure callback):
  * waiting senders and flushes return it. Lock held. */
 void smc_group_fail(struct smc_group *group, int error);

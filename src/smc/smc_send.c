@@ -183,6 +183,10 @@ int smc_flush(struct smc_group *group, int timeout_ms)
             rc = sp_error(SPINDLE_ESHUTDOWN, "flush: the group is shut down");
             break;
         }
+        if (__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE)) {
+            rc = sp_error(SPINDLE_ESHUTDOWN, "flush: the group is wedged for a view change");
+            break;
+        }
         if (sp_now_ns() >= deadline) {
             rc = sp_error(SPINDLE_ETIMEDOUT, "flush: own messages not delivered within %d ms",
                           timeout_ms);

@@ -71,3 +71,45 @@ int smc_group_deliver_upto(struct smc_group *group, uint32_t subgroup, uint64_t 
     sst_engine_unlock(group->engine);
     return rc;
 }
+
+int smc_group_undelivered(struct smc_group *group, uint32_t subgroup, uint64_t *first,
+                          uint64_t *count)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = lookup(group, subgroup, &sub);
+    if (rc < 0)
+        return rc;
+    *first = 0;
+    *count = 0;
+    if (sub->my_sender_rank < 0)
+        return 0;
+    uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
+    uint64_t delivered = __atomic_load_n(&sub->delivered_own, __ATOMIC_ACQUIRE);
+    if (sub->my_member_rank < 0 || delivered > committed)
+        return sp_error(SPINDLE_EPROTO, "subgroup %u: own delivered %llu vs committed %llu",
+                        subgroup, (unsigned long long)delivered, (unsigned long long)committed);
+    *first = delivered;
+    *count = committed - delivered;
+    return 0;
+}
+
+const void *smc_group_message(struct smc_group *group, uint32_t subgroup, uint64_t index,
+                              uint32_t *length)
+{
+    struct smc_subgroup *sub = NULL;
+    uint64_t first = 0, count = 0;
+    if (smc_group_undelivered(group, subgroup, &first, &count) < 0)
+        return NULL;
+    if (index < first || index >= first + count ||
+        count > group->subgroups[subgroup].layout.window_size) {
+        sp_error(SPINDLE_EINVAL, "subgroup %u: own message %llu is not in the undelivered range",
+                 subgroup, (unsigned long long)index);
+        return NULL;
+    }
+    sub = &group->subgroups[subgroup];
+    uint8_t *slot = smc_ring(group, sub, group->my_row) +
+                    (size_t)(index % sub->layout.window_size) * sub->slot_size;
+    uint64_t header = __atomic_load_n((uint64_t *)(void *)slot, __ATOMIC_ACQUIRE);
+    *length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
+    return slot + SMC_HEADER_SIZE;
+}

@@ -91,6 +91,8 @@ void sst_stat_add(uint64_t *counter, uint64_t amount);
 /* Peer cache: returns an index, connecting on first use. Lock held. */
 int sst_peer_get(struct sst_engine *engine, const struct tp_desc *address, int timeout_ms,
                  uint32_t *index);
+/* Drops a reference; the last one disconnects. Lock and post_lock held (no
+ * post may be in flight on the peer being disconnected). */
 void sst_peer_put(struct sst_engine *engine, uint32_t index);
 /* Marks rows owned by a failed peer and calls the failure callback. Lock held. */
 void sst_peer_failed(struct sst_engine *engine, struct tp_peer *peer, int error);

@@ -68,7 +68,9 @@ int sst_table_connect(struct sst_table *table, const struct sst_member_desc *des
         rc = engine->ops->rmr_import(engine->peers[index].peer, &descs[row].region,
                                      &table->rmr[row]);
         if (rc != 0) {
+            pthread_mutex_lock(&engine->post_lock);
             sst_peer_put(engine, index);
+            pthread_mutex_unlock(&engine->post_lock);
             break;
         }
         table->peer_of_row[row] = (int32_t)index;
@@ -83,6 +85,10 @@ void sst_table_destroy(struct sst_table *table)
         return;
     struct sst_engine *engine = table->engine;
     pthread_mutex_lock(&engine->lock);
+    /* An in-flight post (early unlock: engine lock dropped, post_lock held)
+     * may still write through this table's remote regions; wait for it
+     * before releasing them (lock order: lock, then post_lock). */
+    pthread_mutex_lock(&engine->post_lock);
     /* Drop queued writes that reference this table's memory. */
     uint32_t kept = 0;
     for (uint32_t i = 0; i < engine->num_pending; i++) {
@@ -103,10 +109,8 @@ void sst_table_destroy(struct sst_table *table)
         engine->ops->rmr_release(engine->peers[index].peer, table->rmr[row]);
         sst_peer_put(engine, (uint32_t)index);
     }
-    pthread_mutex_unlock(&engine->lock);
-    /* Serialise with an in-flight post that may still read this memory. */
-    pthread_mutex_lock(&engine->post_lock);
     pthread_mutex_unlock(&engine->post_lock);
+    pthread_mutex_unlock(&engine->lock);
     engine->ops->mr_free(engine->endpoint, table->mr);
     free(table->schema);
     free(table);
@@ -253,9 +257,7 @@ void sst_peer_put(struct sst_engine *engine, uint32_t index)
             engine->pending[kept++] = engine->pending[i];
     }
     engine->num_pending = kept;
-    pthread_mutex_lock(&engine->post_lock);
     engine->ops->disconnect(engine->endpoint, ref->peer);
-    pthread_mutex_unlock(&engine->post_lock);
     ref->peer = NULL;
 }
 

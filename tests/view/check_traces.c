@@ -50,7 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_MEMBERS 1024
+#define MAX_MEMBERS   1024
 #define MAX_SUBGROUPS 1024
 
 struct record {
@@ -205,8 +205,7 @@ static void load_trace(struct member *m)
         struct record r;
         if (!parse_record(line, &r))
             fail_at(m->trace_path, number,
-                    "malformed line '%s' (want: view subgroup sender index length crc-hex8)",
-                    copy);
+                    "malformed line '%s' (want: view subgroup sender index length crc-hex8)", copy);
         r.line = number;
         append_record(m, &r);
     }
@@ -242,8 +241,7 @@ static void load_end(struct member *m)
          item = strtok_r(NULL, ",", &item_save)) {
         uint64_t id;
         if (!parse_u64_token(item, 10, &id) || id >= g.members || m->num_final == MAX_MEMBERS)
-            fail_at(m->end_path, 1, "bad member id '%s' (members are 0..%u)", item,
-                    g.members - 1);
+            fail_at(m->end_path, 1, "bad member id '%s' (members are 0..%u)", item, g.members - 1);
         m->final_members[m->num_final++] = (uint32_t)id;
     }
     m->has_end = true;
@@ -324,8 +322,8 @@ static void check_payload(const struct member *m, const struct record *r)
         fail_at(m->trace_path, r->line,
                 "payload differs: subgroup %u sender %u index %" PRIu64
                 " has length %u crc %08x, but member-%u.trace line %u has length %u crc %08x",
-                r->subgroup, r->sender, r->index, r->length, r->crc, s->member, s->line,
-                s->length, s->crc);
+                r->subgroup, r->sender, r->index, r->length, r->crc, s->member, s->line, s->length,
+                s->crc);
 }
 
 static void check_file(struct member *m)
@@ -394,46 +392,52 @@ static void check_final_views(void)
     }
 }
 
+static const struct member *first_survivor(void)
+{
+    for (uint32_t id = 0; id < g.members; id++)
+        if (g.member[id].survivor)
+            return &g.member[id];
+    fail_at(g.dir, 0, "no survivors");
+}
+
 /* Every message of a sender still in the final view reached every survivor;
  * each message of a sender that left reached all survivors or none. */
+static void check_sender(uint32_t sg, uint32_t sender, bool stays)
+{
+    size_t slot = (size_t)sg * g.members + sender;
+    const struct member *most = first_survivor(), *least = most;
+    for (uint32_t id = 0; id < g.members; id++) {
+        const struct member *m = &g.member[id];
+        if (!m->survivor)
+            continue;
+        uint64_t got = m->next_index[slot];
+        if (stays && got != g.messages)
+            fail_at(m->trace_path, 0,
+                    "missing: subgroup %u sender %u (in the final view) index %" PRIu64
+                    " never delivered (want 0..%" PRIu64 ")",
+                    sg, sender, got, g.messages - 1);
+        if (got > most->next_index[slot])
+            most = m;
+        if (got < least->next_index[slot])
+            least = m;
+    }
+    uint64_t low = least->next_index[slot];
+    if (low != most->next_index[slot]) {
+        const struct record *r = find_index(most, 0, most->count, sg, sender, low);
+        fail_at(least->trace_path, 0,
+                "partially delivered: failed sender %u subgroup %u index %" PRIu64
+                " delivered by member %u (%s line %u) but not by member %u, which "
+                "delivered only indexes below %" PRIu64 " (all survivors or none)",
+                sender, sg, low, most->id, most->trace_path, r ? r->line : 0, least->id, low);
+    }
+}
+
 static void check_completeness(void)
 {
-    const struct member *ref = NULL;
-    for (uint32_t id = 0; id < g.members && ref == NULL; id++)
-        if (g.member[id].survivor)
-            ref = &g.member[id];
-    for (uint32_t sg = 0; sg < g.subgroups; sg++) {
-        for (uint32_t sender = 0; sender < g.members; sender++) {
-            bool stays = in_final_view(ref, sender);
-            size_t slot = (size_t)sg * g.members + sender;
-            const struct member *most = NULL, *least = NULL;
-            for (uint32_t id = 0; id < g.members; id++) {
-                const struct member *m = &g.member[id];
-                if (!m->survivor)
-                    continue;
-                uint64_t got = m->next_index[slot];
-                if (stays && got != g.messages)
-                    fail_at(m->trace_path, 0,
-                            "missing: subgroup %u sender %u (in the final view) index %" PRIu64
-                            " never delivered (want 0..%" PRIu64 ")",
-                            sg, sender, got, g.messages - 1);
-                if (most == NULL || got > most->next_index[slot])
-                    most = m;
-                if (least == NULL || got < least->next_index[slot])
-                    least = m;
-            }
-            uint64_t low = least->next_index[slot];
-            if (low != most->next_index[slot]) {
-                const struct record *r = find_index(most, 0, most->count, sg, sender, low);
-                fail_at(least->trace_path, 0,
-                        "partially delivered: failed sender %u subgroup %u index %" PRIu64
-                        " delivered by member %u (%s line %u) but not by member %u, which "
-                        "delivered only indexes below %" PRIu64 " (all survivors or none)",
-                        sender, sg, low, most->id, most->trace_path, r ? r->line : 0, least->id,
-                        low);
-            }
-        }
-    }
+    const struct member *ref = first_survivor();
+    for (uint32_t sg = 0; sg < g.subgroups; sg++)
+        for (uint32_t sender = 0; sender < g.members; sender++)
+            check_sender(sg, sender, in_final_view(ref, sender));
 }
 
 /* Walks one member's deliveries in one view and subgroup. */
@@ -490,8 +494,8 @@ static void compare_view(const struct member *ref, const struct member *other, u
                     "diverge: view %" PRIu64 " subgroup %u: member %u delivered %" PRIu64
                     " messages in this view and went on, but member %u also delivered sender %u "
                     "index %" PRIu64 " in it (%s line %u)",
-                    view, sg, other->id, b.taken, ref->id, ra->sender, ra->index,
-                    ref->trace_path, ra->line);
+                    view, sg, other->id, b.taken, ref->id, ra->sender, ra->index, ref->trace_path,
+                    ra->line);
         }
         if (!same_message(ra, rb))
             fail_at(other->trace_path, rb->line,
@@ -574,8 +578,7 @@ static void parse_killed(const char *text)
     if (copy == NULL)
         usage_error("out of memory");
     char *save = NULL;
-    for (char *item = strtok_r(copy, ",", &save); item != NULL;
-         item = strtok_r(NULL, ",", &save)) {
+    for (char *item = strtok_r(copy, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
         uint64_t id;
         if (!parse_u64_token(item, 10, &id) || id >= MAX_MEMBERS)
             usage_error("--killed: bad member id '%s'", item);
@@ -588,8 +591,8 @@ static uint64_t parse_number(const char *option, const char *text, uint64_t min,
 {
     uint64_t v;
     if (text == NULL || !parse_u64_token(text, 10, &v) || v < min || v > max)
-        usage_error("%s '%s' must be a number in %" PRIu64 "..%" PRIu64, option,
-                    text ? text : "", min, max);
+        usage_error("%s '%s' must be a number in %" PRIu64 "..%" PRIu64, option, text ? text : "",
+                    min, max);
     return v;
 }
 
@@ -625,22 +628,17 @@ static void parse_args(int argc, char **argv)
 
 static void print_summary(void)
 {
-    const struct member *ref = NULL;
+    const struct member *ref = first_survivor();
     uint32_t survivors = 0;
     for (uint32_t id = 0; id < g.members; id++)
-        if (g.member[id].survivor) {
-            survivors++;
-            if (ref == NULL)
-                ref = &g.member[id];
-        }
+        survivors += g.member[id].survivor;
     printf("check_traces: ok: %u members, %u survivors in final view %" PRIu64 ", %" PRIu64
            " deliveries checked",
            g.members, survivors, ref->final_view, g.checked);
     for (uint32_t sender = 0; sender < g.members; sender++)
-        if (!in_final_view(ref, sender))
-            for (uint32_t sg = 0; sg < g.subgroups; sg++)
-                printf("; sender %u left, subgroup %u: %" PRIu64 " of its messages delivered by all",
-                       sender, sg, ref->next_index[(size_t)sg * g.members + sender]);
+        for (uint32_t sg = 0; sg < g.subgroups && !in_final_view(ref, sender); sg++)
+            printf("; sender %u left, subgroup %u: %" PRIu64 " of its messages delivered by all",
+                   sender, sg, ref->next_index[(size_t)sg * g.members + sender]);
     putchar('\n');
 }
 

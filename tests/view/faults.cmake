@@ -4,3 +4,21 @@ add_executable(check_traces ${CMAKE_CURRENT_LIST_DIR}/check_traces.c)
 add_test(NAME faults_checker
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/faults_checker.sh $<TARGET_FILE:check_traces>)
 set_tests_properties(faults_checker PROPERTIES LABELS "view;faults" TIMEOUT 60)
+
+# Randomized kill -9 runs of spindle-bench --tolerate-failures (faults.sh):
+# 20 runs per kind, fewer under the sanitizers, which slow every member
+# several times over.
+if(SPINDLE_TSAN OR SPINDLE_ASAN)
+  set(SPINDLE_FAULT_RUNS 4)
+else()
+  set(SPINDLE_FAULT_RUNS 20)
+endif()
+foreach(kind_name a:one_member b:two_members c:leader)
+  string(REPLACE ":" ";" kind_pair ${kind_name})
+  list(GET kind_pair 0 kind)
+  list(GET kind_pair 1 name)
+  add_test(NAME faults_kill_${name}
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/faults.sh $<TARGET_FILE:spindle-bench>
+                   $<TARGET_FILE:check_traces> ${SPINDLE_FAULT_RUNS} 3000 ${kind})
+  set_tests_properties(faults_kill_${name} PROPERTIES LABELS "view;faults" TIMEOUT 300)
+endforeach()

@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2086,SC2016 # $ARGS splits on purpose; awk programs are single-quoted
 # Self-test of check_traces on crafted traces: it accepts correct sets
 # (a member killed in view 0, two killed at once, the leader killed, a
 # member killed after a second view change, two subgroups) and rejects each

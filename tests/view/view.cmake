@@ -8,3 +8,6 @@ spindle_add_test(test_view_wire SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_wire.c TI
 # (see the file's header).
 spindle_add_test(test_view_fuzz_wire SOURCES ${CMAKE_CURRENT_LIST_DIR}/fuzz_wire.c TIMEOUT 120
                  LABELS view fuzz ARGS 50000)
+# Failure-driven view changes with forked members over shm (kill -9).
+spindle_add_test(test_view_change SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_change.c
+                 TIMEOUT 180 LABELS view)

@@ -1,0 +1,235 @@
+#!/bin/bash
+# Randomized kill -9 runs of spindle-bench --tolerate-failures over shared
+# memory, each checked by check_traces against the virtual-synchrony
+# guarantees:
+#   a) one random non-leader member of 4 killed,
+#   b) two random members of 5 killed at once (the survivors keep a majority),
+#   c) the leader (member 0) of 4 killed.
+# Each run starts the bench with --trace, waits (bounded, polling trace
+# sizes) until every member has delivered traffic plus a random extra amount,
+# kills the chosen members by the pids the launcher wrote, waits (bounded) for
+# the launcher, which must exit 0, then runs check_traces and collects the
+# "view change: view V installed N.N ms after failure detected" times the
+# members print. Message size and window are drawn at random too.
+#
+# Usage: faults.sh SPINDLE_BENCH CHECK_TRACES [RUNS_PER_KIND [MESSAGES [KINDS]]]
+#   KINDS: any of a, b, c (default abc).
+# Environment: SPINDLE_FAULT_SEED  seed of the run (printed when not given),
+#              SPINDLE_FAULT_KEEP  keep the directory of a failed run.
+set -u
+BENCH=$1
+CHECK=$2
+RUNS=${3:-20}
+MESSAGES=${4:-3000}
+KINDS=${5:-abc}
+LAUNCH_TIMEOUT=60 # seconds for one run's launcher to finish after the kill
+TRAFFIC_TIMEOUT=30
+LINE_BYTES=22 # about one trace line, to turn a delivery count into bytes
+
+if [ -n "${SPINDLE_FAULT_SEED:-}" ]; then
+    SEED=$SPINDLE_FAULT_SEED
+else
+    SEED=$(($(date +%s%N) % 2147483647))
+fi
+echo "faults: seed $SEED (rerun with SPINDLE_FAULT_SEED=$SEED)"
+RANDOM=$SEED
+
+WORK=$(mktemp -d /tmp/spindle-faults-XXXXXX)
+LAUNCHER=""
+RUN_DIR=""
+
+# Kills whatever of the current run is still alive: the launcher and the
+# members it reported, by pid only.
+stop_run() {
+    if [ -n "$RUN_DIR" ]; then
+        for f in "$RUN_DIR"/member-*.pid; do
+            [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+        done
+    fi
+    if [ -n "$LAUNCHER" ]; then
+        kill -9 "$LAUNCHER" 2>/dev/null
+        wait "$LAUNCHER" 2>/dev/null
+        LAUNCHER=""
+    fi
+}
+cleanup() {
+    stop_run
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+    echo "FAIL: $*"
+    echo "faults: seed $SEED (rerun with SPINDLE_FAULT_SEED=$SEED)"
+    if [ -n "$RUN_DIR" ] && [ -f "$RUN_DIR/out" ]; then
+        echo "--- spindle-bench output (last 30 lines) ---"
+        tail -n 30 "$RUN_DIR/out"
+    fi
+    if [ -n "${SPINDLE_FAULT_KEEP:-}" ] && [ -n "$RUN_DIR" ]; then
+        stop_run
+        kept=$(mktemp -d /tmp/spindle-faults-kept-XXXXXX)
+        cp -r "$RUN_DIR" "$kept/"
+        echo "kept the run in $kept"
+    fi
+    exit 1
+}
+
+launcher_alive() {
+    kill -0 "$LAUNCHER" 2>/dev/null
+}
+
+# Sets MIN_BYTES to the smallest trace size over members 0..n-1 (0 when one
+# is missing), with one stat call.
+min_trace_bytes() {
+    local n=$1 files=() sizes=() size
+    for ((m = 0; m < n; m++)); do files+=("$RUN_DIR/member-$m.trace"); done
+    mapfile -t sizes < <(stat -c %s "${files[@]}" 2>/dev/null)
+    MIN_BYTES=0
+    [ "${#sizes[@]}" -eq "$n" ] || return 0
+    MIN_BYTES=${sizes[0]}
+    for size in "${sizes[@]}"; do
+        [ "$size" -ge "$MIN_BYTES" ] || MIN_BYTES=$size
+    done
+}
+
+# Waits until every member's trace holds at least `want` bytes. Returns 1 if
+# the launcher ended first, fails on timeout.
+wait_for_traffic() {
+    n=$1 want=$2
+    deadline=$((SECONDS + TRAFFIC_TIMEOUT))
+    while min_trace_bytes "$n" && [ "$MIN_BYTES" -lt "$want" ]; do
+        launcher_alive || return 1
+        [ "$SECONDS" -lt "$deadline" ] ||
+            fail "traces did not reach $want bytes in ${TRAFFIC_TIMEOUT}s (smallest $MIN_BYTES)"
+        sleep 0.02
+    done
+    for ((m = 0; m < n; m++)); do
+        [ -s "$RUN_DIR/member-$m.pid" ] || fail "member-$m.pid missing while traces grow"
+    done
+    return 0
+}
+
+# Waits for the launcher to end; sets LAUNCH_RC. Fails on timeout.
+wait_for_launcher() {
+    deadline=$((SECONDS + LAUNCH_TIMEOUT))
+    while launcher_alive; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            stop_run
+            fail "spindle-bench still running ${LAUNCH_TIMEOUT}s after the kill"
+        fi
+        sleep 0.02
+    done
+    wait "$LAUNCHER"
+    LAUNCH_RC=$?
+    LAUNCHER=""
+}
+
+# Worst "installed N.N ms after failure detected" of a run, or "" if none.
+view_change_ms() {
+    sed -n 's/.*view change: view [0-9]* installed \([0-9.]*\) ms after failure detected.*/\1/p' \
+        "$RUN_DIR/out" | sort -g | tail -n 1
+}
+
+# run KIND N TARGET... : one run; appends its crash-to-view time to
+# $WORK/times-KIND. Returns 2 when every target finished before the kill
+# landed (no fault was injected: the caller runs again).
+run_once() {
+    kind=$1 members=$2
+    shift 2
+    targets="$*"
+    RUN_NUMBER=$((RUN_NUMBER + 1))
+    RUN_DIR="$WORK/run-$RUN_NUMBER"
+    mkdir -p "$RUN_DIR"
+    sizes=(8 64 1000)
+    windows=(4 16 64)
+    size=${sizes[RANDOM % 3]}
+    window=${windows[RANDOM % 3]}
+    expected=$((members * MESSAGES * LINE_BYTES))
+    # Kill somewhere between the first flushed trace block and half-way.
+    want=$((1 + expected * (RANDOM % 500) / 1000))
+    "$BENCH" --local "$members" --tolerate-failures --trace "$RUN_DIR" \
+        --messages "$MESSAGES" --msg-size "$size" --window "$window" --timeout 50 \
+        >"$RUN_DIR/out" 2>&1 &
+    LAUNCHER=$!
+    what="run $RUN_NUMBER ($kind): $members members, size $size, window $window, kill {$targets}"
+    if ! wait_for_traffic "$members" "$want"; then
+        wait_for_launcher
+        fail "$what: spindle-bench ended (exit $LAUNCH_RC) before the kill at $want trace bytes"
+    fi
+    pids=""
+    for t in $targets; do pids="$pids $(cat "$RUN_DIR/member-$t.pid")"; done
+    # shellcheck disable=SC2086
+    kill -9 $pids 2>/dev/null
+    wait_for_launcher
+    late=0
+    for t in $targets; do
+        grep -q "member $t killed by signal 9" "$RUN_DIR/out" || late=$((late + 1))
+    done
+    if [ "$late" -gt 0 ]; then
+        [ "$LAUNCH_RC" -eq 0 ] || fail "$what: spindle-bench exited $LAUNCH_RC"
+        echo "note: $what: a target finished before the kill landed; not counted"
+        return 2
+    fi
+    [ "$LAUNCH_RC" -eq 0 ] || fail "$what: spindle-bench exited $LAUNCH_RC after the kill"
+    killed=$(echo "$targets" | tr ' ' ',')
+    if ! verdict=$("$CHECK" "$RUN_DIR" --messages "$MESSAGES" --members "$members" \
+        --killed "$killed" --msg-size "$size" 2>&1); then
+        fail "$what: $verdict"
+    fi
+    ms=$(view_change_ms)
+    [ -n "$ms" ] || fail "$what: no member printed 'view change: ... ms after failure detected'"
+    echo "$ms" >>"$WORK/times-$kind"
+    echo "ok: $what at >= $want trace bytes: view change ${ms} ms; ${verdict#check_traces: }"
+    rm -rf "$RUN_DIR"
+    RUN_DIR=""
+    return 0
+}
+
+# kind_runs KIND: RUNS counted runs of one kind, with a bound on runs where
+# the kill landed too late.
+kind_runs() {
+    kind=$1
+    done_runs=0 misses=0
+    while [ "$done_runs" -lt "$RUNS" ]; do
+        case $kind in
+        a) run_once a 4 $((1 + RANDOM % 3)) ;;
+        b)
+            first=$((RANDOM % 5))
+            second=$(((first + 1 + RANDOM % 4) % 5))
+            run_once b 5 "$first" "$second"
+            ;;
+        c) run_once c 4 0 ;;
+        esac
+        case $? in
+        0) done_runs=$((done_runs + 1)) ;;
+        2)
+            misses=$((misses + 1))
+            [ "$misses" -le $((RUNS / 4 + 2)) ] ||
+                fail "kind $kind: $misses runs finished before the kill; raise MESSAGES"
+            ;;
+        *) fail "kind $kind: run failed" ;;
+        esac
+    done
+}
+
+summary() {
+    kind=$1 label=$2
+    f="$WORK/times-$kind"
+    count=$(wc -l <"$f")
+    median=$(sort -g "$f" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    worst=$(sort -g "$f" | tail -n 1)
+    printf 'faults: %-34s %3d runs, crash-to-view median %s ms, worst %s ms\n' "$label" \
+        "$count" "$median" "$worst"
+}
+
+RUN_NUMBER=0
+declare -A labels=([a]="(a) one non-leader of 4 killed" [b]="(b) two of 5 killed at once"
+    [c]="(c) leader of 4 killed")
+for kind in a b c; do
+    case $KINDS in *$kind*) kind_runs $kind ;; esac
+done
+for kind in a b c; do
+    case $KINDS in *$kind*) summary $kind "${labels[$kind]}" ;; esac
+done
+echo "faults: seed $SEED, $RUN_NUMBER runs, all passed"

@@ -1,0 +1,289 @@
+/*
+ * Failure-driven view changes with real processes over shm: members stream
+ * messages, the parent kill -9s one (or two) of them mid-stream, and the
+ * survivors must wedge, agree on the ragged-edge trim, install the next
+ * view and resend. Each survivor writes its delivery log to a file; the
+ * parent checks virtual synchrony on the logs:
+ *   - per view, every survivor delivered the identical sequence;
+ *   - every message of a surviving sender was delivered exactly once, in
+ *     sender order, across the views (resends included);
+ *   - the killed sender's delivered messages are a gap-free prefix;
+ *   - the view upcall named view 1 without the killed member.
+ * and the majority rule: a lone survivor of three stops with
+ * SPINDLE_EMINORITY instead of installing a view.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <spindle/spindle.h>
+
+#define MAX_MEMBERS 8
+#define MESSAGES    1500
+
+struct record {
+    uint64_t view_id;
+    uint64_t app_index;
+    uint32_t sender;
+    uint32_t pad;
+};
+
+struct child {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct record *records;
+    size_t count;
+    uint64_t per_sender[MAX_MEMBERS];
+    uint64_t view_id;
+    uint32_t view_members;
+    uint32_t left_mask;
+    int bad;
+};
+
+static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
+{
+    struct child *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < count; i++) {
+        uint64_t index = 0;
+        if (m[i].length != 16 || m[i].sender_id >= MAX_MEMBERS) {
+            c->bad = 1;
+            continue;
+        }
+        memcpy(&index, m[i].data, 8);
+        struct record r = {m[i].view_id, index, m[i].sender_id, 0};
+        c->records[c->count++] = r;
+        c->per_sender[m[i].sender_id]++;
+    }
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void on_view(void *ctx, const struct spindle_view_info *view)
+{
+    struct child *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    c->view_id = view->view_id;
+    c->view_members = view->num_members;
+    for (uint32_t i = 0; i < view->num_left; i++)
+        c->left_mask |= 1u << view->left[i];
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* True once view `view` is installed and every sender outside left_mask
+ * delivered all its messages. */
+static int complete(struct child *c, uint32_t members, uint32_t dead_mask)
+{
+    if (c->left_mask != dead_mask)
+        return 0;
+    for (uint32_t s = 0; s < members; s++)
+        if (((dead_mask >> s) & 1) == 0 && c->per_sender[s] < MESSAGES)
+            return 0;
+    return 1;
+}
+
+static int wait_complete(struct child *c, uint32_t members, uint32_t dead_mask, int seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += seconds;
+    int ok = 1;
+    pthread_mutex_lock(&c->lock);
+    while (!complete(c, members, dead_mask) && ok)
+        ok = pthread_cond_timedwait(&c->cond, &c->lock, &ts) == 0;
+    ok = complete(c, members, dead_mask);
+    pthread_mutex_unlock(&c->lock);
+    return ok;
+}
+
+struct scenario {
+    uint32_t members;
+    uint32_t dead_mask;
+    const char *dir;
+    int progress_fd; /* victims write one byte here once streaming */
+};
+
+static int create_group(const struct scenario *s, uint32_t self, struct child *c,
+                        spindle_group_t **group)
+{
+    static uint32_t ids[MAX_MEMBERS] = {0, 1, 2, 3, 4, 5, 6, 7};
+    struct spindle_group_options o;
+    spindle_group_options_init(&o);
+    o.self = self;
+    o.num_members = s->members;
+    o.bootstrap = s->dir;
+    o.failure_timeout_ms = 1500;
+    o.tolerate_failures = true;
+    o.deliver = on_deliver;
+    o.deliver_ctx = c;
+    o.view_changed = on_view;
+    o.view_ctx = c;
+    struct spindle_subgroup_config sg = {ids, s->members,         ids, s->members, 16,
+                                         64,  SPINDLE_MODE_ATOMIC};
+    return spindle_group_create(&o, &sg, 1, group);
+}
+
+/* Child body; returns the exit status. */
+static int member_main(const struct scenario *s, uint32_t self)
+{
+    struct child c;
+    memset(&c, 0, sizeof c);
+    pthread_mutex_init(&c.lock, NULL);
+    pthread_cond_init(&c.cond, NULL);
+    c.records = calloc((size_t)s->members * MESSAGES * 2, sizeof *c.records);
+    spindle_group_t *group = NULL;
+    if (c.records == NULL || create_group(s, self, &c, &group) != 0)
+        return 10;
+    int rc = 0;
+    for (uint64_t i = 0; i < MESSAGES && rc == 0; i++) {
+        uint64_t payload[2] = {i, self};
+        rc = spindle_send(group, 0, payload, sizeof payload, 0);
+        if (i == MESSAGES / 4 && ((s->dead_mask >> self) & 1) && write(s->progress_fd, "x", 1) != 1)
+            return 11;
+    }
+    if (((s->dead_mask >> self) & 1) ||
+        s->members < 2 * (uint32_t)__builtin_popcount(s->dead_mask) + 1)
+        return rc == SPINDLE_EMINORITY ? 0 : (rc == 0 ? 12 : 13);
+    if (rc != 0 || !wait_complete(&c, s->members, s->dead_mask, 30))
+        return 14;
+    if (spindle_group_shutdown(group, 10000) != 0)
+        return 15;
+    spindle_group_destroy(group);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/log-%u", s->dir, self);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(c.records, sizeof *c.records, c.count, f) != c.count || c.bad)
+        return 16;
+    fclose(f);
+    return c.view_id == 1 && c.view_members == s->members - 1 ? 0 : 17;
+}
+
+static struct record *load_log(const char *dir, uint32_t id, size_t *count)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/log-%u", dir, id);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    struct record *r = calloc((size_t)MAX_MEMBERS * MESSAGES * 2, sizeof *r);
+    assert_non_null(r);
+    *count = fread(r, sizeof *r, (size_t)MAX_MEMBERS * MESSAGES * 2, f);
+    fclose(f);
+    return r;
+}
+
+/* Virtual synchrony over the survivors' logs (see the file header). */
+static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask)
+{
+    struct record *logs[MAX_MEMBERS] = {0};
+    size_t counts[MAX_MEMBERS] = {0};
+    uint32_t first = 0;
+    while ((dead_mask >> first) & 1)
+        first++;
+    for (uint32_t m = 0; m < members; m++)
+        if (((dead_mask >> m) & 1) == 0)
+            logs[m] = load_log(dir, m, &counts[m]);
+    for (uint32_t m = 0; m < members; m++) {
+        if (logs[m] == NULL)
+            continue;
+        assert_int_equal(counts[m], counts[first]);
+        assert_memory_equal(logs[m], logs[first], counts[m] * sizeof(struct record));
+    }
+    uint64_t next[MAX_MEMBERS] = {0}, in_view1 = 0;
+    for (size_t i = 0; i < counts[first]; i++) {
+        const struct record *r = &logs[first][i];
+        assert_true(r->view_id <= 1);
+        in_view1 += r->view_id == 1;
+        assert_int_equal(r->app_index, next[r->sender]); /* once each, in order */
+        next[r->sender]++;
+    }
+    for (uint32_t s = 0; s < members; s++)
+        if (((dead_mask >> s) & 1) == 0)
+            assert_int_equal(next[s], MESSAGES);
+    assert_true(in_view1 > 0);
+    for (uint32_t m = 0; m < members; m++)
+        free(logs[m]);
+}
+
+/* Forks the members, kills the victims once they stream, returns the
+ * survivors' exit statuses checked. */
+static void run(uint32_t members, uint32_t dead_mask, int expect_logs)
+{
+    char dir[] = "/tmp/spindle-view-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    struct scenario s = {members, dead_mask, dir, fds[1]};
+    pid_t pids[MAX_MEMBERS];
+    for (uint32_t i = 0; i < members; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            alarm(90);
+            _exit(member_main(&s, i));
+        }
+    }
+    close(fds[1]);
+    for (int v = 0; v < __builtin_popcount(dead_mask); v++) {
+        char byte;
+        assert_int_equal(read(fds[0], &byte, 1), 1);
+    }
+    for (uint32_t i = 0; i < members; i++)
+        if ((dead_mask >> i) & 1)
+            kill(pids[i], SIGKILL);
+    close(fds[0]);
+    for (uint32_t i = 0; i < members; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        if ((dead_mask >> i) & 1) {
+            assert_true(WIFSIGNALED(status));
+            continue;
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fail_msg("member %u: status %d", i, status);
+    }
+    if (expect_logs)
+        check_logs(dir, members, dead_mask);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_kill_one_of_four(void **state)
+{
+    (void)state;
+    run(4, 1u << 2, 1);
+}
+
+static void test_kill_leader_of_three(void **state)
+{
+    (void)state;
+    run(3, 1u << 0, 1);
+}
+
+static void test_minority_stops(void **state)
+{
+    (void)state;
+    run(3, (1u << 1) | (1u << 2), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kill_one_of_four),
+        cmocka_unit_test(test_kill_leader_of_three),
+        cmocka_unit_test(test_minority_stops),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
