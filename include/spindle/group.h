@@ -221,6 +221,18 @@ SPINDLE_API int spindle_group_size(const spindle_group_t *group);
  */
 SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms);
 
+/*
+ * Graceful leave (tolerate_failures only): flushes this member's messages,
+ * so that every survivor delivers all of them, then announces the departure
+ * in the SST and stops. The others install a view without this member at
+ * once (no failure timeout); like any view change, that needs a majority of
+ * the previous view among those who stay. Later sends fail with
+ * SPINDLE_ESHUTDOWN; the group must still be destroyed. If the flush fails
+ * (SPINDLE_ETIMEDOUT...), nothing was announced and the member is still in
+ * the group.
+ */
+SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms);
+
 /* Releases everything (stops the predicate thread if still running). Safe
  * on NULL. */
 SPINDLE_API void spindle_group_destroy(spindle_group_t *group);

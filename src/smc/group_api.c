@@ -338,6 +338,31 @@ SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
     return rc;
 }
 
+SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    if (!group->options.tolerate_failures)
+        return sp_error(SPINDLE_ENOTSUP, "leave needs tolerate_failures (without it the "
+                                         "departure of a member fails the group)");
+    if (group->shut_down)
+        return sp_error(SPINDLE_ESHUTDOWN, "leave: the member already left or shut down");
+    /* Once flushed, every own message is stable, i.e. received by every
+     * member, so the survivors' trim delivers all of them. */
+    int rc = spindle_flush(group, timeout_ms);
+    if (rc != 0)
+        return rc;
+    group_membership_stop(group);
+    sst_engine_announce_leave(group->engine);
+    group->shut_down = true;
+    if (group->engine_started) {
+        sst_engine_stop(group->engine);
+        group->engine_started = false;
+    }
+    smc_group_stop(group->smc);
+    return 0;
+}
+
 SPINDLE_API void spindle_group_destroy(spindle_group_t *group)
 {
     if (group == NULL)

@@ -108,9 +108,13 @@ void group_on_failure(void *ctx, struct sst_table *table, uint32_t row, int erro
         if (group->suspected == 0)
             group->detected_ns = sp_now_ns();
         group->suspected |= 1ull << row;
-        sp_log(SP_LOG_WARN, "view", "view %llu: member %u (row %u) failed: %s",
-               (unsigned long long)group->view_id, group->view_ctx->member_ids[row], row,
-               spindle_strerror(error));
+        if (error == SPINDLE_ESHUTDOWN)
+            sp_log(SP_LOG_INFO, "view", "view %llu: member %u (row %u) left the group",
+                   (unsigned long long)group->view_id, group->view_ctx->member_ids[row], row);
+        else
+            sp_log(SP_LOG_WARN, "view", "view %llu: member %u (row %u) failed: %s",
+                   (unsigned long long)group->view_id, group->view_ctx->member_ids[row], row,
+                   spindle_strerror(error));
     }
     pthread_cond_broadcast(&group->cond);
     pthread_mutex_unlock(&group->lock);

@@ -33,9 +33,9 @@
 
 #include "transport/transport.h"
 
-#define SST_CACHE_LINE 64
-#define SST_ROW_HEADER 64
-#define SST_MAX_ROWS   64
+#define SST_CACHE_LINE  64
+#define SST_ROW_HEADER  64
+#define SST_MAX_ROWS    64
 #define SST_MAX_COLUMNS 4096
 
 struct sst_engine;
@@ -78,10 +78,10 @@ static inline uint32_t sst_column_offset(const struct sst_schema *schema, int co
 /* ---- engine ---------------------------------------------------------- */
 
 struct sst_engine_options {
-    bool early_unlock;       /* post pushes after releasing the lock (Spindle 3.4) */
-    uint32_t spin_us;        /* spin this long with no work before backing off */
-    uint32_t backoff_us;     /* then yield/short-sleep this long before sleeping */
-    int max_sleep_ms;        /* upper bound of one doorbell sleep (heartbeat period) */
+    bool early_unlock;   /* post pushes after releasing the lock (Spindle 3.4) */
+    uint32_t spin_us;    /* spin this long with no work before backing off */
+    uint32_t backoff_us; /* then yield/short-sleep this long before sleeping */
+    int max_sleep_ms;    /* upper bound of one doorbell sleep (heartbeat period) */
 };
 
 void sst_engine_options_default(struct sst_engine_options *options);
@@ -116,9 +116,15 @@ void sst_engine_unlock(struct sst_engine *engine);
 void sst_engine_wake(struct sst_engine *engine);
 
 /* Called on the predicate thread (lock held) when the transport reports a
- * peer failed; row is the failed member's row in table. */
+ * peer failed, with the transport's error, or when a peer announced that it
+ * left (sst_engine_announce_leave), with SPINDLE_ESHUTDOWN; row is that
+ * member's row in table. Called once per table and row. */
 typedef void (*sst_failure_fn)(void *ctx, struct sst_table *table, uint32_t row, int error);
 void sst_engine_on_failure(struct sst_engine *engine, sst_failure_fn fn, void *ctx);
+/* Marks this member's row as left in every table and pushes the row
+ * headers to every peer, ringing their doorbells; peers then report the row
+ * through the failure callback with SPINDLE_ESHUTDOWN. Lock not held. */
+void sst_engine_announce_leave(struct sst_engine *engine);
 
 /* ---- predicates ------------------------------------------------------ */
 
@@ -130,9 +136,8 @@ enum sst_predicate_kind { SST_PRED_ONE_TIME, SST_PRED_RECURRENT };
 /* Registers a predicate/trigger pair; *id_out identifies it for removal.
  * May be called from a trigger. A true predicate counts as work for
  * adaptive polling. */
-int sst_predicate_add(struct sst_engine *engine, sst_predicate_fn predicate,
-                      sst_trigger_fn trigger, void *ctx, enum sst_predicate_kind kind,
-                      uint64_t *id_out);
+int sst_predicate_add(struct sst_engine *engine, sst_predicate_fn predicate, sst_trigger_fn trigger,
+                      void *ctx, enum sst_predicate_kind kind, uint64_t *id_out);
 /* Removes it; safe from a trigger and from other threads (takes the lock
  * unless called on the predicate thread). */
 void sst_predicate_remove(struct sst_engine *engine, uint64_t id);
@@ -146,13 +151,12 @@ struct sst_member_desc {
     struct tp_desc region;
 };
 
-int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema,
-                     uint32_t num_rows, uint32_t my_row, struct sst_table **out);
+int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema, uint32_t num_rows,
+                     uint32_t my_row, struct sst_table **out);
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out);
 /* Connects to every other row's owner; descs[i] is row i's descriptor
  * (descs[my_row] is ignored). */
-int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs,
-                      int timeout_ms);
+int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs, int timeout_ms);
 void sst_table_destroy(struct sst_table *table);
 
 uint32_t sst_table_rows(const struct sst_table *table);
@@ -170,8 +174,8 @@ static inline uint64_t sst_read_u64(struct sst_table *table, uint32_t row, uint3
 
 static inline void sst_write_u64(struct sst_table *table, uint32_t offset, uint64_t value)
 {
-    __atomic_store_n((uint64_t *)(void *)(sst_row(table, sst_table_my_row(table)) + offset),
-                     value, __ATOMIC_RELEASE);
+    __atomic_store_n((uint64_t *)(void *)(sst_row(table, sst_table_my_row(table)) + offset), value,
+                     __ATOMIC_RELEASE);
 }
 
 /*

@@ -15,6 +15,7 @@
 
 #define SST_HEADER_HEARTBEAT 0
 #define SST_HEADER_SLEEP     8
+#define SST_HEADER_LEFT      16 /* non-zero: the member left the group on purpose */
 
 struct sst_peer_ref {
     struct tp_desc address;

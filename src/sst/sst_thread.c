@@ -101,6 +101,21 @@ static uint32_t run_predicates(struct sst_engine *engine)
     return fired;
 }
 
+/* Reports rows whose member announced it left, once each; lock held. */
+static void check_departures(struct sst_engine *engine)
+{
+    for (struct sst_table *table = engine->tables; table != NULL; table = table->next) {
+        for (uint32_t row = 0; row < table->num_rows; row++) {
+            if (row == table->my_row || atomic_load(&table->failed[row]) ||
+                sst_read_u64(table, row, SST_HEADER_LEFT) == 0)
+                continue;
+            atomic_store(&table->failed[row], true);
+            if (engine->on_failure != NULL)
+                engine->on_failure(engine->on_failure_ctx, table, row, SPINDLE_ESHUTDOWN);
+        }
+    }
+}
+
 static void poll_transport(struct sst_engine *engine)
 {
     struct tp_event events[EVENTS_MAX];
@@ -176,6 +191,7 @@ static void *predicate_thread(void *arg)
         pthread_mutex_lock(&engine->lock);
         uint32_t fired = run_predicates(engine);
         poll_transport(engine);
+        check_departures(engine);
         uint64_t now = sp_now_ns();
         if (now - last_heartbeat >= heartbeat_ns) {
             last_heartbeat = now;
@@ -197,6 +213,19 @@ static void *predicate_thread(void *arg)
         }
     }
     return NULL;
+}
+
+void sst_engine_announce_leave(struct sst_engine *engine)
+{
+    pthread_mutex_lock(&engine->lock);
+    for (struct sst_table *table = engine->tables; table != NULL; table = table->next) {
+        sst_write_u64(table, SST_HEADER_LEFT, 1);
+        for (uint32_t row = 0; row < table->num_rows; row++) {
+            if (row != table->my_row)
+                (void)sst_queue_write(table, row, 0, SST_ROW_HEADER, true);
+        }
+    }
+    sst_unlock_and_post(engine);
 }
 
 int sst_engine_start(struct sst_engine *engine)

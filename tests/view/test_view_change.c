@@ -10,7 +10,9 @@
  *   - the killed sender's delivered messages are a gap-free prefix;
  *   - the view upcall named view 1 without the killed member.
  * and the majority rule: a lone survivor of three stops with
- * SPINDLE_EMINORITY instead of installing a view.
+ * SPINDLE_EMINORITY instead of installing a view. A graceful leave is
+ * checked the same way: the leaver's messages must all be delivered, by
+ * every member that stays, before the view without it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,11 +84,11 @@ static void on_view(void *ctx, const struct spindle_view_info *view)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* True once view `view` is installed and every sender outside left_mask
- * delivered all its messages. */
-static int complete(struct child *c, uint32_t members, uint32_t dead_mask)
+/* True once the view without gone_mask is installed and every sender
+ * outside dead_mask delivered all its messages. */
+static int complete(struct child *c, uint32_t members, uint32_t dead_mask, uint32_t gone_mask)
 {
-    if (c->left_mask != dead_mask)
+    if (c->left_mask != gone_mask)
         return 0;
     for (uint32_t s = 0; s < members; s++)
         if (((dead_mask >> s) & 1) == 0 && c->per_sender[s] < MESSAGES)
@@ -94,16 +96,17 @@ static int complete(struct child *c, uint32_t members, uint32_t dead_mask)
     return 1;
 }
 
-static int wait_complete(struct child *c, uint32_t members, uint32_t dead_mask, int seconds)
+static int wait_complete(struct child *c, uint32_t members, uint32_t dead_mask, uint32_t gone_mask,
+                         int seconds)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += seconds;
     int ok = 1;
     pthread_mutex_lock(&c->lock);
-    while (!complete(c, members, dead_mask) && ok)
+    while (!complete(c, members, dead_mask, gone_mask) && ok)
         ok = pthread_cond_timedwait(&c->cond, &c->lock, &ts) == 0;
-    ok = complete(c, members, dead_mask);
+    ok = complete(c, members, dead_mask, gone_mask);
     pthread_mutex_unlock(&c->lock);
     return ok;
 }
@@ -111,8 +114,11 @@ static int wait_complete(struct child *c, uint32_t members, uint32_t dead_mask, 
 struct scenario {
     uint32_t members;
     uint32_t dead_mask;
+    uint32_t leave_mask; /* these members leave gracefully after sending */
     const char *dir;
     int progress_fd; /* victims write one byte here once streaming */
+    int release[2];  /* leavers stay alive until EOF here: the others must
+                        learn of the leave from the SST, not from an exit */
 };
 
 static int create_group(const struct scenario *s, uint32_t self, struct child *c,
@@ -156,7 +162,17 @@ static int member_main(const struct scenario *s, uint32_t self)
     if (((s->dead_mask >> self) & 1) ||
         s->members < 2 * (uint32_t)__builtin_popcount(s->dead_mask) + 1)
         return rc == SPINDLE_EMINORITY ? 0 : (rc == 0 ? 12 : 13);
-    if (rc != 0 || !wait_complete(&c, s->members, s->dead_mask, 30))
+    if (rc == 0 && ((s->leave_mask >> self) & 1)) {
+        rc = spindle_group_leave(group, 30000);
+        int after = spindle_send(group, 0, &rc, sizeof rc, 0);
+        char byte;
+        close(s->release[1]);
+        while (read(s->release[0], &byte, 1) > 0)
+            ;
+        spindle_group_destroy(group);
+        return rc == 0 && after == SPINDLE_ESHUTDOWN ? 0 : 18;
+    }
+    if (rc != 0 || !wait_complete(&c, s->members, s->dead_mask, s->dead_mask | s->leave_mask, 30))
         return 14;
     if (spindle_group_shutdown(group, 10000) != 0)
         return 15;
@@ -184,15 +200,16 @@ static struct record *load_log(const char *dir, uint32_t id, size_t *count)
 }
 
 /* Virtual synchrony over the survivors' logs (see the file header). */
-static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask)
+static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask, uint32_t leave_mask)
 {
     struct record *logs[MAX_MEMBERS] = {0};
     size_t counts[MAX_MEMBERS] = {0};
+    uint32_t gone_mask = dead_mask | leave_mask;
     uint32_t first = 0;
-    while ((dead_mask >> first) & 1)
+    while ((gone_mask >> first) & 1)
         first++;
     for (uint32_t m = 0; m < members; m++)
-        if (((dead_mask >> m) & 1) == 0)
+        if (((gone_mask >> m) & 1) == 0)
             logs[m] = load_log(dir, m, &counts[m]);
     for (uint32_t m = 0; m < members; m++) {
         if (logs[m] == NULL)
@@ -211,20 +228,22 @@ static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask)
     for (uint32_t s = 0; s < members; s++)
         if (((dead_mask >> s) & 1) == 0)
             assert_int_equal(next[s], MESSAGES);
-    assert_true(in_view1 > 0);
+    if (dead_mask != 0) /* the victims die a quarter in: the others go on in view 1 */
+        assert_true(in_view1 > 0);
     for (uint32_t m = 0; m < members; m++)
         free(logs[m]);
 }
 
 /* Forks the members, kills the victims once they stream, returns the
  * survivors' exit statuses checked. */
-static void run(uint32_t members, uint32_t dead_mask, int expect_logs)
+static void run(uint32_t members, uint32_t dead_mask, uint32_t leave_mask, int expect_logs)
 {
     char dir[] = "/tmp/spindle-view-test-XXXXXX";
     assert_non_null(mkdtemp(dir));
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    struct scenario s = {members, dead_mask, dir, fds[1]};
+    struct scenario s = {members, dead_mask, leave_mask, dir, fds[1], {-1, -1}};
+    assert_int_equal(pipe(s.release), 0);
     pid_t pids[MAX_MEMBERS];
     for (uint32_t i = 0; i < members; i++) {
         pids[i] = fork();
@@ -235,6 +254,7 @@ static void run(uint32_t members, uint32_t dead_mask, int expect_logs)
         }
     }
     close(fds[1]);
+    close(s.release[0]);
     for (int v = 0; v < __builtin_popcount(dead_mask); v++) {
         char byte;
         assert_int_equal(read(fds[0], &byte, 1), 1);
@@ -243,7 +263,14 @@ static void run(uint32_t members, uint32_t dead_mask, int expect_logs)
         if ((dead_mask >> i) & 1)
             kill(pids[i], SIGKILL);
     close(fds[0]);
-    for (uint32_t i = 0; i < members; i++) {
+    /* Members that stay first (they end only after the view without the
+     * leavers), then release and reap the leavers. */
+    for (uint32_t k = 0; k < 2 * members; k++) {
+        uint32_t i = k % members;
+        if (k == members)
+            close(s.release[1]);
+        if ((k < members) == (((leave_mask >> i) & 1) != 0))
+            continue;
         int status = 0;
         assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
         if ((dead_mask >> i) & 1) {
@@ -254,7 +281,7 @@ static void run(uint32_t members, uint32_t dead_mask, int expect_logs)
             fail_msg("member %u: status %d", i, status);
     }
     if (expect_logs)
-        check_logs(dir, members, dead_mask);
+        check_logs(dir, members, dead_mask, leave_mask);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
@@ -263,19 +290,25 @@ static void run(uint32_t members, uint32_t dead_mask, int expect_logs)
 static void test_kill_one_of_four(void **state)
 {
     (void)state;
-    run(4, 1u << 2, 1);
+    run(4, 1u << 2, 0, 1);
 }
 
 static void test_kill_leader_of_three(void **state)
 {
     (void)state;
-    run(3, 1u << 0, 1);
+    run(3, 1u << 0, 0, 1);
 }
 
 static void test_minority_stops(void **state)
 {
     (void)state;
-    run(3, (1u << 1) | (1u << 2), 0);
+    run(3, (1u << 1) | (1u << 2), 0, 0);
+}
+
+static void test_graceful_leave(void **state)
+{
+    (void)state;
+    run(4, 0, 1u << 3, 1);
 }
 
 int main(void)
@@ -284,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_kill_one_of_four),
         cmocka_unit_test(test_kill_leader_of_three),
         cmocka_unit_test(test_minority_stops),
+        cmocka_unit_test(test_graceful_leave),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
