@@ -42,7 +42,7 @@
 #include "util/log.h"
 #include "view/trim.h"
 
-enum { TAG_VIEW = 1, TAG_VIEW_READY = 2, MAX_RETRIES = 8 };
+enum { TAG_VIEW = 1, TAG_VIEW_READY = 2 };
 
 /* What one survivor publishes for the next view. */
 struct view_blob {
@@ -236,6 +236,7 @@ static int next_exchange(struct spindle_group *group, struct next_view *next)
         rc = tp_oob_allgather(next->oob, TAG_VIEW, mine, next->blob_size, next->all, 20);
         if (rc != SPINDLE_ETIMEDOUT)
             break;
+        rc = 0;
         pthread_mutex_lock(&group->lock);
         bool grown = group->suspected != next->mask;
         pthread_mutex_unlock(&group->lock);
@@ -244,8 +245,13 @@ static int next_exchange(struct spindle_group *group, struct next_view *next)
                           (unsigned long long)mine->view_id);
             break;
         }
-        if (sp_now_ns() >= deadline)
+        if (sp_now_ns() >= deadline) {
+            rc = sp_error(SPINDLE_ETIMEDOUT,
+                          "view %llu: the survivors did not all meet within %d ms (%s)",
+                          (unsigned long long)mine->view_id, 2 * group->options.failure_timeout_ms,
+                          spindle_errmsg());
             break;
+        }
     }
     free(mine);
     for (uint32_t i = 0; i < next->num_rows && rc >= 0; i++) {
@@ -374,14 +380,14 @@ static void report_view(struct spindle_group *group, uint64_t left_mask, const u
         group->options.view_changed(group->options.view_ctx, &info);
 }
 
-/* Swaps the next view in (write side of smc_lock) and retires the old one. */
+/* Swaps the next view in and retires the old one. Called with the write
+ * side of smc_lock held; releases it. */
 static void install(struct spindle_group *group, struct next_view *next)
 {
     struct smc_group *old = group->smc;
     struct group_view_ctx *old_ctx = group->view_ctx;
     struct tp_oob *old_oob = group->oob;
     smc_group_stop(old);
-    pthread_rwlock_wrlock(&group->smc_lock);
     pthread_mutex_lock(&group->lock);
     __atomic_store_n(&group->smc, next->smc, __ATOMIC_RELEASE);
     group->suspected = 0;
@@ -409,38 +415,46 @@ static int try_change(struct spindle_group *group, uint64_t mask)
     struct next_view next;
     struct resend *resends = NULL;
     size_t num_resends = 0;
+    int timeout = group->options.bootstrap_timeout_ms;
     int rc = next_build(group, mask, &next);
     if (rc == 0)
         rc = next_exchange(group, &next);
     for (uint32_t g = 0; g < group->num_subgroups && rc == 0; g++)
         rc = deliver_trim(group, &next, g);
-    if (rc == 0)
+    if (rc == 0) {
+        /* Connect the next view's table while the old one still holds its
+         * peers: connections to survivors are reused rather than torn down
+         * and rebuilt, which a peer would take for a failure. */
+        struct sst_member_desc descs[SST_MAX_ROWS];
+        for (uint32_t i = 0; i < next.num_rows; i++)
+            descs[i] = ((const struct view_blob *)(const void *)((const char *)next.all +
+                                                                 i * next.blob_size))
+                           ->desc;
+        rc = smc_group_connect(next.smc, descs, timeout);
+    }
+    if (rc == 0) {
+        /* The write side waits out any reservation still open on the old
+         * group: a message committed there after the wedge is not in the
+         * trim, so it must be among the resends (the wedge already woke
+         * senders blocked on a full window, so they release the lock). */
+        pthread_rwlock_wrlock(&group->smc_lock);
         rc = collect_resends(group, &resends, &num_resends);
+        if (rc < 0)
+            pthread_rwlock_unlock(&group->smc_lock);
+    }
     if (rc < 0) {
         resends_free(resends, num_resends);
         next_free(&next);
         return rc;
     }
-    const struct sst_member_desc *descs = NULL;
-    struct sst_member_desc all_descs[SST_MAX_ROWS];
-    for (uint32_t i = 0; i < next.num_rows; i++)
-        all_descs[i] =
-            ((const struct view_blob *)(const void *)((const char *)next.all + i * next.blob_size))
-                ->desc;
-    descs = all_descs;
     uint32_t old_ids[SST_MAX_ROWS], old_rows = group->num_rows;
     memcpy(old_ids, group->view_ctx->member_ids, sizeof old_ids);
-    sp_log(SP_LOG_DEBUG, "view", "installing view %llu", (unsigned long long)group->view_id + 1);
     install(group, &next);
-    sp_log(SP_LOG_DEBUG, "view", "view %llu swapped in", (unsigned long long)group->view_id);
-    int timeout = group->options.bootstrap_timeout_ms;
-    rc = smc_group_connect(group->smc, descs, timeout);
-    if (rc == 0)
-        rc = smc_group_start(group->smc);
+    rc = smc_group_start(group->smc);
     uint8_t ready = 1, all_ready[SST_MAX_ROWS];
     if (rc == 0)
         rc = tp_oob_allgather(group->oob, TAG_VIEW_READY, &ready, 1, all_ready, timeout);
-    sp_log(SP_LOG_DEBUG, "view", "view %llu connected+ready rc %d, %zu resends",
+    sp_log(SP_LOG_DEBUG, "view", "view %llu ready (%d), %zu resends",
            (unsigned long long)group->view_id, rc, num_resends);
     if (rc == 0)
         rc = resend_all(group->smc, resends, num_resends);
@@ -450,14 +464,22 @@ static int try_change(struct spindle_group *group, uint64_t mask)
     return rc;
 }
 
+/* Tries the next view under the suspected set; when the set grows during
+ * an attempt, tries again under the larger one (at most once per member).
+ * An attempt is never repeated under the same set: its rendezvous holds
+ * descriptors of a next view that others may already have connected to. */
 static int view_change(struct spindle_group *group)
 {
     smc_group_wedge(group->smc);
     int rc = SPINDLE_ETIMEDOUT;
-    for (int attempt = 0; attempt < MAX_RETRIES && rc == SPINDLE_ETIMEDOUT; attempt++) {
+    uint64_t tried = 0;
+    for (int attempt = 0; attempt <= SST_MAX_ROWS && rc == SPINDLE_ETIMEDOUT; attempt++) {
         pthread_mutex_lock(&group->lock);
         uint64_t mask = group->suspected;
         pthread_mutex_unlock(&group->lock);
+        if (attempt > 0 && mask == tried)
+            break; /* timed out with nothing new suspected: give up */
+        tried = mask;
         uint32_t survivors = group->num_rows - (uint32_t)__builtin_popcountll(mask);
         if ((mask >> group->my_row) & 1)
             return sp_error(SPINDLE_EPEERFAILED, "this member was reported failed");
@@ -467,7 +489,7 @@ static int view_change(struct spindle_group *group)
                             (unsigned long long)group->view_id, survivors, group->num_rows);
         rc = try_change(group, mask);
         if (rc == SPINDLE_ETIMEDOUT)
-            sp_log(SP_LOG_WARN, "view", "view %llu: survivors did not meet (%s); retrying",
+            sp_log(SP_LOG_WARN, "view", "view %llu: survivors did not meet (%s)",
                    (unsigned long long)group->view_id, spindle_errmsg());
     }
     return rc;

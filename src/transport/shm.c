@@ -211,7 +211,8 @@ static void shm_disconnect(struct tp_endpoint *ep, struct tp_peer *peer)
 {
     for (struct tp_peer **link = &ep->peers; *link != NULL; link = &(*link)->next) {
         if (*link == peer) {
-            *link = peer->next;
+            /* Atomic: doorbell_wait tests ep->peers without the caller's lock. */
+            __atomic_store_n(link, peer->next, __ATOMIC_RELAXED);
             break;
         }
     }
@@ -306,7 +307,7 @@ static int shm_connect(struct tp_endpoint *ep, const struct tp_desc *peer_addr, 
     peer->pidfd = pidfd;
     peer->pid = wire.pid;
     peer->next = ep->peers;
-    ep->peers = peer;
+    __atomic_store_n(&ep->peers, peer, __ATOMIC_RELAXED);
     *out = peer;
     return 0;
 }
@@ -490,7 +491,8 @@ static uint64_t shm_doorbell_arm(struct tp_endpoint *ep)
 static int shm_doorbell_wait(struct tp_endpoint *ep, uint64_t token, int timeout_ms)
 {
     /* Wake at least twice per failure timeout so dead peers are noticed. */
-    int cap = ep->peers != NULL ? ep->failure_timeout_ms / 2 : timeout_ms;
+    bool has_peers = __atomic_load_n(&ep->peers, __ATOMIC_RELAXED) != NULL;
+    int cap = has_peers ? ep->failure_timeout_ms / 2 : timeout_ms;
     if (cap < 1)
         cap = 1;
     if (timeout_ms < 0 || timeout_ms > cap)

@@ -22,3 +22,20 @@ foreach(kind_name a:one_member b:two_members c:leader)
                    $<TARGET_FILE:check_traces> ${SPINDLE_FAULT_RUNS} 3000 ${kind})
   set_tests_properties(faults_kill_${name} PROPERTIES LABELS "view;faults" TIMEOUT 300)
 endforeach()
+
+# The same experiments with the members on libfabric's tcp provider over
+# loopback: failure detection there comes from broken connections and
+# credit timeouts instead of process handles.
+if(SPINDLE_FABRIC_FOUND)
+  if(SPINDLE_TSAN OR SPINDLE_ASAN)
+    set(SPINDLE_FAULT_FABRIC_RUNS 2)
+  else()
+    set(SPINDLE_FAULT_FABRIC_RUNS 5)
+  endif()
+  add_test(NAME faults_kill_fabric_tcp
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/faults.sh $<TARGET_FILE:spindle-bench>
+                   $<TARGET_FILE:check_traces> ${SPINDLE_FAULT_FABRIC_RUNS} 3000 abc)
+  set_tests_properties(faults_kill_fabric_tcp PROPERTIES
+    LABELS "view;faults;fabric" TIMEOUT 300
+    ENVIRONMENT "SPINDLE_FAULT_BENCH_ARGS=--transport fabric --provider tcp")
+endif()

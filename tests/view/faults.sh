@@ -15,7 +15,9 @@
 # Usage: faults.sh SPINDLE_BENCH CHECK_TRACES [RUNS_PER_KIND [MESSAGES [KINDS]]]
 #   KINDS: any of a, b, c (default abc).
 # Environment: SPINDLE_FAULT_SEED  seed of the run (printed when not given),
-#              SPINDLE_FAULT_KEEP  keep the directory of a failed run.
+#              SPINDLE_FAULT_KEEP  keep the directory of a failed run,
+#              SPINDLE_FAULT_BENCH_ARGS  extra spindle-bench arguments (for
+#                  example --transport fabric --provider tcp).
 set -u
 BENCH=$1
 CHECK=$2
@@ -148,7 +150,8 @@ run_once() {
     expected=$((members * MESSAGES * LINE_BYTES))
     # Kill somewhere between the first flushed trace block and half-way.
     want=$((1 + expected * (RANDOM % 500) / 1000))
-    "$BENCH" --local "$members" --tolerate-failures --trace "$RUN_DIR" \
+    # shellcheck disable=SC2086
+    "$BENCH" ${SPINDLE_FAULT_BENCH_ARGS:-} --local "$members" --tolerate-failures --trace "$RUN_DIR" \
         --messages "$MESSAGES" --msg-size "$size" --window "$window" --timeout 50 \
         >"$RUN_DIR/out" 2>&1 &
     LAUNCHER=$!

@@ -160,8 +160,10 @@ static int member_main(const struct scenario *s, uint32_t self)
             return 11;
     }
     if (((s->dead_mask >> self) & 1) ||
-        s->members < 2 * (uint32_t)__builtin_popcount(s->dead_mask) + 1)
+        s->members < 2 * (uint32_t)__builtin_popcount(s->dead_mask) + 1) {
+        spindle_group_destroy(group);
         return rc == SPINDLE_EMINORITY ? 0 : (rc == 0 ? 12 : 13);
+    }
     if (rc == 0 && ((s->leave_mask >> self) & 1)) {
         rc = spindle_group_leave(group, 30000);
         int after = spindle_send(group, 0, &rc, sizeof rc, 0);
