@@ -124,10 +124,12 @@ struct spindle_group_options {
     bool early_unlock; /* release the predicate lock before posting writes (3.4) */
     spindle_deliver_fn deliver;
     void *deliver_ctx;
-    /* Virtual synchrony (local directory bootstrap only): when a member
-     * fails, the survivors agree on the ragged-edge trim, deliver exactly up
-     * to it, install the next view and resend their undelivered messages;
-     * sends block during the change. Off: a failure fails the group. */
+    /* Virtual synchrony: when a member fails or leaves, the survivors agree
+     * over the bootstrap channel on the ragged-edge trim, deliver exactly
+     * up to it, install the next view and resend their undelivered
+     * messages; sends block during the change. A view needs a majority of
+     * the previous one: a member that cannot reach one stops
+     * (spindle_group_status). Off: a failure fails the group. */
     bool tolerate_failures;
     spindle_view_fn view_changed; /* upcall after each installed view; may be NULL */
     void *view_ctx;
@@ -207,6 +209,12 @@ SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms);
 
 /* Copies this member's statistics into *out. SPINDLE_EINVAL on NULL. */
 SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats *out);
+
+/* 0 while this member takes part in the group. Once it has stopped on its
+ * own (tolerate_failures: cut off in a minority, SPINDLE_EMINORITY, or a
+ * view change that could not complete), the error that stopped it, with
+ * spindle_errmsg() saying why; its sends fail with the same error. */
+SPINDLE_API int spindle_group_status(spindle_group_t *group);
 
 /* This member's index and the member count of the group (-1 on NULL). */
 SPINDLE_API int spindle_group_self(const spindle_group_t *group);

@@ -10,10 +10,11 @@
 
 #include "smc/group_impl.h"
 #include "transport/transport.h"
+#include "util/clock.h"
 #include "util/crc32c.h"
 #include "util/error.h"
 
-enum { TAG_DESCS = 0x5350, TAG_READY, TAG_BARRIER_BASE = 0x10000 };
+enum { TAG_DESCS = 0x5350, TAG_READY, TAG_BARRIER_BASE = 0x40000000 };
 
 SPINDLE_API void spindle_group_options_init(struct spindle_group_options *options)
 {
@@ -265,13 +266,34 @@ SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms)
 {
     if (group == NULL || group->oob == NULL)
         return sp_error(SPINDLE_EINVAL, "barrier: group is NULL or not bootstrapped");
-    uint8_t mine = 1, all[SPINDLE_MAX_MEMBERS];
-    pthread_rwlock_rdlock(&group->smc_lock);
-    uint32_t tag = TAG_BARRIER_BASE + group->barriers++;
-    int rc =
-        tp_oob_allgather(group->oob, tag, &mine, 1, all, timeout_ms < 0 ? 1 << 30 : timeout_ms);
-    pthread_rwlock_unlock(&group->smc_lock);
-    return rc;
+    uint64_t deadline =
+        sp_now_ns() + (uint64_t)(timeout_ms < 0 ? 1 << 30 : timeout_ms) * 1000000ull;
+    for (;;) {
+        /* The members of the current view meet under a tag naming the view
+         * and the barrier's number in it. A view change meanwhile (a member
+         * that will never arrive left) restarts the barrier in the new view,
+         * where the numbering starts again for everyone. */
+        uint8_t mine = 1, all[SPINDLE_MAX_MEMBERS];
+        pthread_rwlock_rdlock(&group->smc_lock);
+        uint64_t view = group->view_id, members = 0;
+        for (uint32_t r = 0; r < group->num_rows; r++)
+            members |= 1ull << group->view_ctx->member_ids[r];
+        uint32_t tag =
+            TAG_BARRIER_BASE + (((uint32_t)view & 0x3fffu) << 16) + (group->barriers++ & 0xffffu);
+        pthread_rwlock_unlock(&group->smc_lock);
+        int rc = tp_oob_publish(group->oob, tag, &mine, 1, members);
+        while (rc == 0) {
+            uint64_t now = sp_now_ns();
+            int ms = now >= deadline ? 0 : (int)((deadline - now) / 1000000u);
+            rc = tp_oob_collect(group->oob, tag, members, all, 1, ms < 50 ? ms : 50, NULL);
+            if (rc == 0 || ms == 0 || __atomic_load_n(&group->view_id, __ATOMIC_ACQUIRE) != view)
+                break;
+            rc = 0;
+        }
+        if (rc == 0 || __atomic_load_n(&group->view_id, __ATOMIC_ACQUIRE) == view)
+            return rc;
+        group_wait_change(group);
+    }
 }
 
 SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats *out)
@@ -325,7 +347,10 @@ SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
     if (group->shut_down)
         return 0;
     int rc = spindle_flush(group, timeout_ms);
-    int barrier = spindle_barrier(group, timeout_ms);
+    /* A member that stopped on its own (e.g. cut off in a minority) has
+     * nobody to meet: skip the barrier. */
+    int stopped = spindle_group_status(group);
+    int barrier = stopped < 0 ? stopped : spindle_barrier(group, timeout_ms);
     if (rc == 0)
         rc = barrier;
     group->shut_down = true;

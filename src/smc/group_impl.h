@@ -5,7 +5,7 @@
  *
  * Threads and locks: application threads use `smc` only under smc_lock
  * (read side; spindle_reserve keeps it until spindle_commit). The
- * membership thread swaps `smc`, `oob` and the view fields under the write
+ * membership thread swaps `smc` and the view fields under the write
  * side. `lock`/`cond` protect suspected, changing, terminal and stop; the
  * engine's failure callback (predicate thread, engine lock held) only sets
  * bits in suspected and signals cond, because wedging takes the engine lock.
@@ -58,6 +58,7 @@ struct spindle_group {
     bool changing;
     bool stop;
     int terminal;
+    char terminal_msg[256]; /* why the member stopped */
     bool thread_started;
     pthread_t thread;
 };
@@ -77,5 +78,7 @@ void group_membership_stop(struct spindle_group *group);
  * error such as SPINDLE_EMINORITY).
  */
 int group_after_error(struct spindle_group *group, struct smc_group *used, int rc);
+/* Returns once no view change is in progress. */
+void group_wait_change(struct spindle_group *group);
 
 #endif

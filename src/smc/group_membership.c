@@ -3,32 +3,43 @@
  *
  * Protocol (view/trim.h has the safety argument):
  *  1. The engine reports a failed row (shm: the peer's pidfd; fabric: CQ
- *     errors or the heartbeat timeout). The callback records it in
- *     `suspected` and wakes the membership thread, which wedges the SMC
- *     group (no sends, received counters frozen).
+ *     errors, broken connections, credit timeouts; any: an announced leave).
+ *     The callback records it in `suspected` and wakes the membership
+ *     thread, which wedges the SMC group (no sends, received counters
+ *     frozen).
  *  2. Every survivor builds the next view locally (the previous view minus
  *     the suspected rows; majority rule against the previous view, else
  *     SPINDLE_EMINORITY), creates its next smc_group, and publishes one
- *     blob: (next view id, suspected mask, its next-view SST descriptor,
- *     its frozen received counts per subgroup).
- *  3. The blobs are exchanged with an all-gather through the bootstrap
- *     directory, in a rendezvous named by the view id and the suspected
- *     mask, so only members that agree on the failed set meet. Each then
- *     computes the trim itself (trim_compute is deterministic over
- *     identical inputs), delivers exactly up to it, retires the old group,
- *     connects the new one, resends its undelivered messages in their
- *     original order before any new message, and reports the view.
+ *     blob over the group's control channel (the bootstrap channel: TCP
+ *     between hosts, a directory on one host) to the other survivors: next
+ *     view id, suspected rows, its next-view SST descriptor and its frozen
+ *     received counts per subgroup.
+ *  3. Suspicion spreads through the blobs: a survivor adopts any row another
+ *     suspects and starts again under the larger set (a later blob of the
+ *     same tag replaces the earlier one at every receiver). When every
+ *     survivor's latest blob names exactly its own set, it commits: it
+ *     publishes that it holds all blobs of the set and waits for every
+ *     survivor's commitment. A committed member never abandons the set, so
+ *     two survivors can never install different views of the same number.
+ *  4. Each survivor computes the trim itself (trim_compute is deterministic
+ *     over identical inputs), delivers exactly up to it, connects the next
+ *     table (reusing connections to survivors), retires the old group,
+ *     meets the others in the new view and resends its undelivered messages
+ *     in their original order before any new one, then reports the view.
  *
- * Departure from Derecho (deliberate, for this stage): Derecho's leader
- * computes the trim and publishes it in the SST; members echo it, and a new
- * leader adopts any trim already echoed. Here no member acts before it holds
- * every survivor's frozen counts, and every member computes the same trim
- * from the same counts, so there is no trim to adopt when the leader fails:
- * a second failure during the exchange makes the rendezvous time out and
- * the survivors retry under the larger suspected set. Suspicions are not
- * gossiped through the SST; that is sound for crash failures that every
- * survivor observes (shm pidfds), not for partial partitions, where the
- * rendezvous times out and the member stops with the error.
+ * A survivor that cannot complete a step within EXCHANGE_TIMEOUTS failure
+ * timeouts (the others never answered: it is probably cut off) stops with
+ * SPINDLE_EMINORITY rather than install anything on its own.
+ *
+ * Departure from Derecho (deliberate): Derecho's leader computes the trim
+ * and publishes it in the SST; members echo it, and a new leader adopts any
+ * trim already echoed. Here no member acts before it holds every
+ * survivor's frozen counts and commitment, and every member computes the
+ * same trim from the same counts, so there is no leader whose failure needs
+ * handling: a failure during the exchange restarts it under the larger
+ * set. The cost is liveness in one narrow race: if a member commits to a
+ * set just as another abandons it for a larger one, both wait out the
+ * deadline and stop (never diverge).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +53,24 @@
 #include "util/log.h"
 #include "view/trim.h"
 
-enum { TAG_VIEW = 1, TAG_VIEW_READY = 2 };
+/* Control-channel tags of the change to view v: the survivors' blobs, their
+ * commitment to one suspected set, and readiness in the new view. */
+#define TAG_VIEW_BASE 0x20000000u
+static uint32_t view_tag(uint64_t view, uint32_t step)
+{
+    return TAG_VIEW_BASE + (((uint32_t)view & 0x7ffffffu) << 2) + step;
+}
+enum { STEP_BLOB = 0, STEP_COMMIT = 1, STEP_READY = 2 };
+/* A step of a view change waits this many failure timeouts for the
+ * survivors: long enough for the failure detector to judge a silent one. */
+#define EXCHANGE_TIMEOUTS 4
+
+/* A survivor's commitment: it holds every blob of this set and will
+ * install the view it describes (it never abandons it for a larger set). */
+struct view_commit {
+    uint64_t view_id;
+    uint64_t suspected;
+};
 
 /* What one survivor publishes for the next view. */
 struct view_blob {
@@ -61,8 +89,8 @@ struct next_view {
     struct smc_layout *layouts;
     struct group_view_ctx *ctx;
     struct smc_group *smc;
-    struct tp_oob *oob;
-    struct view_blob *all;
+    uint64_t survivors;    /* member ids (control-channel indices) of the next view */
+    struct view_blob *all; /* indexed by member id */
     size_t blob_size;
 };
 
@@ -131,6 +159,29 @@ static void deadline_in(struct timespec *ts, int ms)
     }
 }
 
+SPINDLE_API int spindle_group_status(spindle_group_t *group)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    pthread_mutex_lock(&group->lock);
+    int terminal = group->terminal;
+    char why[sizeof group->terminal_msg];
+    snprintf(why, sizeof why, "%s", group->terminal_msg);
+    pthread_mutex_unlock(&group->lock);
+    return terminal == 0 ? 0 : sp_error(terminal, "this member stopped: %s", why);
+}
+
+void group_wait_change(struct spindle_group *group)
+{
+    pthread_mutex_lock(&group->lock);
+    while (group->changing) {
+        struct timespec ts;
+        deadline_in(&ts, 1000);
+        pthread_cond_timedwait(&group->cond, &group->lock, &ts);
+    }
+    pthread_mutex_unlock(&group->lock);
+}
+
 int group_after_error(struct spindle_group *group, struct smc_group *used, int rc)
 {
     if (!group->options.tolerate_failures || (rc != SPINDLE_ESHUTDOWN && rc != SPINDLE_EPEERFAILED))
@@ -144,7 +195,7 @@ int group_after_error(struct spindle_group *group, struct smc_group *used, int r
     int terminal = group->terminal;
     pthread_mutex_unlock(&group->lock);
     if (terminal != 0)
-        return sp_error(terminal, "the member left the group: %s", spindle_strerror(terminal));
+        return sp_error(terminal, "this member stopped: %s", group->terminal_msg);
     if (__atomic_load_n(&group->smc, __ATOMIC_ACQUIRE) != used)
         return 1;
     return rc;
@@ -170,7 +221,6 @@ static void next_free(struct next_view *next)
         smc_group_stop(next->smc);
         smc_group_destroy(next->smc);
     }
-    tp_oob_close(next->oob);
     free(next->layouts);
     free(next->ctx);
     free(next->all);
@@ -189,8 +239,10 @@ static int next_build(struct spindle_group *group, uint64_t mask, struct next_vi
     next->ctx->view_id = group->view_id + 1;
     for (uint32_t r = 0; r < group->num_rows; r++) {
         next->new_row[r] = (mask >> r) & 1 ? -1 : (int)next->num_rows;
-        if (next->new_row[r] >= 0)
+        if (next->new_row[r] >= 0) {
+            next->survivors |= 1ull << group->view_ctx->member_ids[r];
             next->ctx->member_ids[next->num_rows++] = group->view_ctx->member_ids[r];
+        }
     }
     next->my_row = (uint32_t)next->new_row[group->my_row];
     for (uint32_t g = 0; g < group->num_subgroups; g++)
@@ -205,69 +257,163 @@ static int next_build(struct spindle_group *group, uint64_t mask, struct next_vi
                             next->my_row, &options, &next->smc);
 }
 
-/* Publishes this member's blob and gathers every survivor's. */
+/* The blob of the survivor that is row `row` of the next view. */
+static const struct view_blob *blob_of(const struct next_view *next, uint32_t row)
+{
+    return (const void *)((const char *)next->all +
+                          (size_t)next->ctx->member_ids[row] * next->blob_size);
+}
+
+/* True when the suspected set grew since next was built (more failures, or
+ * a survivor's blob named more: suspicion spreads through the exchange). */
+static bool suspicion_grew(struct spindle_group *group, const struct next_view *next)
+{
+    pthread_mutex_lock(&group->lock);
+    bool grown = group->suspected != next->mask;
+    pthread_mutex_unlock(&group->lock);
+    return grown;
+}
+
+/* Adds rows another survivor suspects to ours (same view, same rows). */
+static void adopt_suspicion(struct spindle_group *group, uint64_t rows)
+{
+    pthread_mutex_lock(&group->lock);
+    if ((group->suspected | rows) != group->suspected) {
+        if (group->suspected == 0)
+            group->detected_ns = sp_now_ns();
+        group->suspected |= rows;
+        sp_log(SP_LOG_INFO, "view", "view %llu: adopting suspicion of rows %llx from a survivor",
+               (unsigned long long)group->view_id, (unsigned long long)rows);
+    }
+    pthread_mutex_unlock(&group->lock);
+}
+
+/*
+ * Waits, in short rounds, for the latest blob of tag from every member of
+ * `from`, up to twice the failure timeout. Missing, unreachable or
+ * misbehaving members are the failure detector's to judge; until the
+ * deadline this keeps waiting for them.
+ */
+static int gather(struct spindle_group *group, uint64_t from, uint64_t view, uint32_t tag,
+                  void *all, size_t length, const char *what)
+{
+    uint64_t deadline =
+        sp_now_ns() + EXCHANGE_TIMEOUTS * 1000000ull * (uint64_t)group->options.failure_timeout_ms;
+    for (;;) {
+        int rc = tp_oob_collect(group->oob, tag, from, all, length, 20, NULL);
+        if (rc == 0)
+            return 0;
+        if (sp_now_ns() >= deadline)
+            return sp_error(SPINDLE_ETIMEDOUT,
+                            "view %llu: the survivors did not complete the %s within %d ms (%s)",
+                            (unsigned long long)view, what,
+                            EXCHANGE_TIMEOUTS * group->options.failure_timeout_ms,
+                            spindle_errmsg());
+    }
+}
+
+/*
+ * Publishes this member's blob and gathers every survivor's, then commits:
+ * a survivor that holds every blob for the suspected set says so and from
+ * then on installs that view or stops, never a different one. Without the
+ * commit, one survivor could install the view for a set that another had
+ * just abandoned for a larger one, and they would deliver different trims.
+ */
 static int next_exchange(struct spindle_group *group, struct next_view *next)
 {
+    uint32_t members = group->options.num_members;
     next->blob_size = sizeof(struct view_blob) + (size_t)group->num_subgroups * SST_MAX_ROWS * 8;
     struct view_blob *mine = calloc(1, next->blob_size);
-    next->all = calloc(next->num_rows, next->blob_size);
+    next->all = calloc(members, next->blob_size);
     if (mine == NULL || next->all == NULL) {
         free(mine);
         return sp_error(SPINDLE_ENOMEM, "no memory for view blobs");
     }
-    mine->view_id = group->view_id + 1;
+    uint64_t view = group->view_id + 1;
+    mine->view_id = view;
     mine->suspected = next->mask;
     int rc = smc_group_export(next->smc, &mine->desc);
     for (uint32_t g = 0; g < group->num_subgroups && rc >= 0; g++)
         if (smc_group_received(group->smc, g, group->my_row, &mine->counts[g * SST_MAX_ROWS],
                                SST_MAX_ROWS) < 0)
             rc = SPINDLE_EPROTO;
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s/view-%llu-%016llx", group->boot.dir,
-             (unsigned long long)mine->view_id, (unsigned long long)next->mask);
-    if (rc >= 0)
-        rc = tp_oob_open_dir(dir, next->my_row, next->num_rows, &next->oob);
-    /* Gather in short rounds so that a further failure noticed meanwhile
-     * (survivors then meet under a larger mask) ends this attempt at once
-     * instead of after the whole timeout. */
+    uint32_t self = group->view_ctx->member_ids[group->my_row];
+    if (rc >= 0) {
+        memcpy((char *)next->all + (size_t)self * next->blob_size, mine, next->blob_size);
+        rc = tp_oob_publish(group->oob, view_tag(view, STEP_BLOB), mine, next->blob_size,
+                            next->survivors);
+    }
+    free(mine);
     uint64_t deadline =
-        sp_now_ns() + 2ull * (uint64_t)group->options.failure_timeout_ms * 1000000ull;
+        sp_now_ns() + EXCHANGE_TIMEOUTS * 1000000ull * (uint64_t)group->options.failure_timeout_ms;
     while (rc >= 0) {
-        rc = tp_oob_allgather(next->oob, TAG_VIEW, mine, next->blob_size, next->all, 20);
-        if (rc != SPINDLE_ETIMEDOUT)
-            break;
+        uint64_t have = 0;
+        rc = tp_oob_collect(group->oob, view_tag(view, STEP_BLOB), next->survivors, next->all,
+                            next->blob_size, 20, &have);
+        char why[256];
+        snprintf(why, sizeof why, "%s", rc == 0 ? "" : spindle_errmsg());
+        have |= 1ull << self;
+        /* Suspicion spreads: adopt what arrived blobs name. A blob naming
+         * a smaller set is stale (its member will publish again for this
+         * set or stop): wait for the next one. */
+        uint64_t union_mask = next->mask;
+        bool all_same = true;
+        for (uint32_t r = 0; r < next->num_rows; r++) {
+            if (((have >> next->ctx->member_ids[r]) & 1) == 0)
+                continue;
+            const struct view_blob *b = blob_of(next, r);
+            if (b->view_id != view)
+                return sp_error(SPINDLE_EPROTO, "view blob of member %u names view %llu, not %llu",
+                                next->ctx->member_ids[r], (unsigned long long)b->view_id,
+                                (unsigned long long)view);
+            union_mask |= b->suspected;
+            all_same = all_same && b->suspected == next->mask;
+        }
+        if (union_mask != next->mask)
+            adopt_suspicion(group, union_mask);
+        if (rc == 0 && all_same)
+            break; /* every survivor's latest blob names exactly this set */
         rc = 0;
-        pthread_mutex_lock(&group->lock);
-        bool grown = group->suspected != next->mask;
-        pthread_mutex_unlock(&group->lock);
-        if (grown) {
-            rc = sp_error(SPINDLE_ETIMEDOUT, "view %llu: more members failed during the exchange",
-                          (unsigned long long)mine->view_id);
+        if (suspicion_grew(group, next)) {
+            rc =
+                sp_error(SPINDLE_ETIMEDOUT, "view %llu: more members suspected during the exchange",
+                         (unsigned long long)view);
             break;
         }
         if (sp_now_ns() >= deadline) {
-            rc = sp_error(SPINDLE_ETIMEDOUT,
-                          "view %llu: the survivors did not all meet within %d ms (%s)",
-                          (unsigned long long)mine->view_id, 2 * group->options.failure_timeout_ms,
-                          spindle_errmsg());
+            /* Not a majority that this member can confirm: stop. */
+            rc = sp_error(SPINDLE_EMINORITY,
+                          "view %llu: the survivors did not complete the exchange within %d ms "
+                          "(%s): this member cannot reach a majority and stops",
+                          (unsigned long long)view,
+                          EXCHANGE_TIMEOUTS * group->options.failure_timeout_ms, why);
             break;
         }
     }
-    free(mine);
-    for (uint32_t i = 0; i < next->num_rows && rc >= 0; i++) {
-        const struct view_blob *b = (const void *)((const char *)next->all + i * next->blob_size);
-        if (b->view_id != group->view_id + 1 || b->suspected != next->mask)
-            rc = sp_error(SPINDLE_EPROTO, "view blob of new row %u names view %llu mask %llx", i,
-                          (unsigned long long)b->view_id, (unsigned long long)b->suspected);
+    if (rc < 0)
+        return rc;
+    struct view_commit commit = {view, next->mask};
+    struct view_commit commits[SPINDLE_MAX_MEMBERS];
+    commits[self] = commit;
+    rc = tp_oob_publish(group->oob, view_tag(view, STEP_COMMIT), &commit, sizeof commit,
+                        next->survivors);
+    if (rc == 0)
+        rc = gather(group, next->survivors, view, view_tag(view, STEP_COMMIT), commits,
+                    sizeof commit, "commitment");
+    for (uint32_t r = 0; r < next->num_rows && rc == 0; r++) {
+        const struct view_commit *c = &commits[next->ctx->member_ids[r]];
+        if (c->view_id != view || c->suspected != next->mask)
+            rc = sp_error(SPINDLE_EPROTO, "member %u committed to view %llu without rows %llx",
+                          next->ctx->member_ids[r], (unsigned long long)c->view_id,
+                          (unsigned long long)c->suspected);
     }
-    return rc < 0 ? rc : 0;
+    /* A commitment that cannot complete is final: stop (never abandon). */
+    return rc == SPINDLE_ETIMEDOUT ? sp_error(SPINDLE_EUNREACH, "%s", spindle_errmsg()) : rc;
 }
 
 static const uint64_t *blob_counts(const struct next_view *next, uint32_t new_row, uint32_t g)
 {
-    const struct view_blob *b =
-        (const void *)((const char *)next->all + (size_t)new_row * next->blob_size);
-    return &b->counts[g * SST_MAX_ROWS];
+    return &blob_of(next, new_row)->counts[g * SST_MAX_ROWS];
 }
 
 /* Computes subgroup g's trim from the gathered counts and delivers up to it. */
@@ -386,23 +532,25 @@ static void install(struct spindle_group *group, struct next_view *next)
 {
     struct smc_group *old = group->smc;
     struct group_view_ctx *old_ctx = group->view_ctx;
-    struct tp_oob *old_oob = group->oob;
     smc_group_stop(old);
     pthread_mutex_lock(&group->lock);
     __atomic_store_n(&group->smc, next->smc, __ATOMIC_RELEASE);
-    group->suspected = 0;
-    group->view_id++;
+    /* Suspicions that arrived during the change carry over, renumbered. */
+    uint64_t carried = 0;
+    for (uint32_t r = 0; r < group->num_rows; r++)
+        if (((group->suspected & ~next->mask) >> r) & 1)
+            carried |= 1ull << next->new_row[r];
+    group->suspected = carried;
+    __atomic_store_n(&group->view_id, group->view_id + 1, __ATOMIC_RELEASE);
     group->num_rows = next->num_rows;
     group->my_row = next->my_row;
     group->view_ctx = next->ctx;
     free(group->layouts);
     group->layouts = next->layouts;
-    group->oob = next->oob;
     group->barriers = 0;
     pthread_mutex_unlock(&group->lock);
     pthread_rwlock_unlock(&group->smc_lock);
     smc_group_destroy(old);
-    tp_oob_close(old_oob);
     free(old_ctx);
     free(next->all);
     memset(next, 0, sizeof *next);
@@ -427,9 +575,7 @@ static int try_change(struct spindle_group *group, uint64_t mask)
          * and rebuilt, which a peer would take for a failure. */
         struct sst_member_desc descs[SST_MAX_ROWS];
         for (uint32_t i = 0; i < next.num_rows; i++)
-            descs[i] = ((const struct view_blob *)(const void *)((const char *)next.all +
-                                                                 i * next.blob_size))
-                           ->desc;
+            descs[i] = blob_of(&next, i)->desc;
         rc = smc_group_connect(next.smc, descs, timeout);
     }
     if (rc == 0) {
@@ -448,17 +594,23 @@ static int try_change(struct spindle_group *group, uint64_t mask)
         return rc;
     }
     uint32_t old_ids[SST_MAX_ROWS], old_rows = group->num_rows;
+    uint64_t survivors = next.survivors;
     memcpy(old_ids, group->view_ctx->member_ids, sizeof old_ids);
     install(group, &next);
     rc = smc_group_start(group->smc);
-    uint8_t ready = 1, all_ready[SST_MAX_ROWS];
+    uint8_t ready = 1, all_ready[SPINDLE_MAX_MEMBERS];
     if (rc == 0)
-        rc = tp_oob_allgather(group->oob, TAG_VIEW_READY, &ready, 1, all_ready, timeout);
+        rc = tp_oob_publish(group->oob, view_tag(group->view_id, STEP_READY), &ready, 1, survivors);
+    if (rc == 0)
+        rc = gather(group, survivors, group->view_id, view_tag(group->view_id, STEP_READY),
+                    all_ready, 1, "start of the view");
     sp_log(SP_LOG_DEBUG, "view", "view %llu ready (%d), %zu resends",
            (unsigned long long)group->view_id, rc, num_resends);
     if (rc == 0)
         rc = resend_all(group->smc, resends, num_resends);
     resends_free(resends, num_resends);
+    if (rc == SPINDLE_ETIMEDOUT) /* installed: no retry under another set */
+        rc = sp_error(SPINDLE_EUNREACH, "%s", spindle_errmsg());
     if (rc == 0)
         report_view(group, mask, old_ids, old_rows);
     return rc;
@@ -485,7 +637,8 @@ static int view_change(struct spindle_group *group)
             return sp_error(SPINDLE_EPEERFAILED, "this member was reported failed");
         if (2 * survivors <= group->num_rows)
             return sp_error(SPINDLE_EMINORITY,
-                            "view %llu: only %u of %u members survive, not a majority",
+                            "view %llu: only %u of %u members survive, not a majority: this "
+                            "member is in a minority and stops",
                             (unsigned long long)group->view_id, survivors, group->num_rows);
         rc = try_change(group, mask);
         if (rc == SPINDLE_ETIMEDOUT)
@@ -509,13 +662,17 @@ static void *membership_main(void *arg)
         group->changing = true;
         pthread_mutex_unlock(&group->lock);
         int rc = view_change(group);
+        char why[sizeof group->terminal_msg];
         if (rc < 0) {
-            sp_log(SP_LOG_ERROR, "view", "view change failed, member stops: %s", spindle_errmsg());
+            snprintf(why, sizeof why, "%s", spindle_errmsg());
+            sp_log(SP_LOG_ERROR, "view", "view change failed, member stops: %s", why);
             smc_group_wedge(group->smc);
         }
         pthread_mutex_lock(&group->lock);
-        if (rc < 0)
+        if (rc < 0) {
             group->terminal = rc;
+            snprintf(group->terminal_msg, sizeof group->terminal_msg, "%s", why);
+        }
         group->changing = false;
         pthread_cond_broadcast(&group->cond);
         if (rc < 0)
@@ -529,10 +686,6 @@ int group_membership_start(struct spindle_group *group)
 {
     if (!group->options.tolerate_failures)
         return 0;
-    if (group->boot.kind != SPINDLE_BOOTSTRAP_DIR)
-        return sp_error(SPINDLE_ENOTSUP,
-                        "tolerate_failures needs a directory bootstrap (TCP bootstrap '%s')",
-                        group->options.bootstrap);
     if (pthread_create(&group->thread, NULL, membership_main, group) != 0)
         return sp_error(SPINDLE_ENOMEM, "cannot start the membership thread");
     group->thread_started = true;

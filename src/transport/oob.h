@@ -10,7 +10,7 @@
  * SPINDLE_EUNREACH naming an unreachable member, or SPINDLE_EADDRINUSE
  * naming the port that could not be bound.
  *
- * Not thread-safe: one thread per tp_oob.
+ * tp_oob_allgather is not thread-safe: one thread per tp_oob.
  */
 #ifndef SP_TRANSPORT_OOB_H
 #define SP_TRANSPORT_OOB_H
@@ -30,11 +30,27 @@ struct tp_oob_member {
 int tp_oob_open_dir(const char *dir, uint32_t self_index, uint32_t num_members,
                     struct tp_oob **out);
 /* TCP exchange: listens on members[self_index] and connects to the others. */
-int tp_oob_open_tcp(const struct tp_oob_member *members, uint32_t num_members,
-                    uint32_t self_index, int timeout_ms, struct tp_oob **out);
+int tp_oob_open_tcp(const struct tp_oob_member *members, uint32_t num_members, uint32_t self_index,
+                    int timeout_ms, struct tp_oob **out);
 /* all receives num_members * length bytes, member i's blob at i * length. */
-int tp_oob_allgather(struct tp_oob *oob, uint32_t tag, const void *mine, size_t length,
-                     void *all, int timeout_ms);
+int tp_oob_allgather(struct tp_oob *oob, uint32_t tag, const void *mine, size_t length, void *all,
+                     int timeout_ms);
+
+/*
+ * Exchange among a subset (view changes, barriers of a later view): bit i
+ * of a mask is member index i. publish makes blob this member's latest for
+ * tag at every member in `to` (self and unreachable members are skipped); a
+ * later publish of the same tag replaces it. collect waits up to timeout_ms
+ * (0: just look) for the latest blob of tag from every member in `from`
+ * other than self, copying member i's to all + i * length and setting bit i
+ * of *have (may be NULL) for each present. Returns 0 when all are there,
+ * SPINDLE_ETIMEDOUT naming the missing ones, SPINDLE_EPROTO when one sent a
+ * blob of another length or broke the format, SPINDLE_EUNREACH when one's
+ * connection is gone. Unlike allgather, both are thread-safe.
+ */
+int tp_oob_publish(struct tp_oob *oob, uint32_t tag, const void *blob, size_t length, uint64_t to);
+int tp_oob_collect(struct tp_oob *oob, uint32_t tag, uint64_t from, void *all, size_t length,
+                   int timeout_ms, uint64_t *have);
 void tp_oob_close(struct tp_oob *oob);
 
 #endif

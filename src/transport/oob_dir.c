@@ -104,6 +104,53 @@ static int dir_allgather(struct tp_oob *base, uint32_t tag, const void *mine, si
     return 0;
 }
 
+static int dir_publish(struct tp_oob *base, uint32_t tag, const void *blob, size_t length,
+                       uint64_t to)
+{
+    (void)to; /* every member reads the same directory */
+    return write_blob((struct oob_dir *)base, tag, blob, length);
+}
+
+static int dir_collect(struct tp_oob *base, uint32_t tag, uint64_t from, void *all, size_t length,
+                       int timeout_ms, uint64_t *have)
+{
+    struct oob_dir *oob = (struct oob_dir *)base;
+    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+    uint64_t want = from & ~(1ull << oob->self_index), got = 0;
+    if (oob->num_members < 64)
+        want &= (1ull << oob->num_members) - 1;
+    int rc = 0;
+    for (;;) {
+        for (uint32_t i = 0; i < oob->num_members && rc == 0; i++) {
+            if (((want & ~got) >> i) & 1) {
+                int r = read_blob(oob, tag, i, (uint8_t *)all + (size_t)i * length, length);
+                if (r < 0)
+                    rc = r;
+                else if (r == 1)
+                    got |= 1ull << i;
+            }
+        }
+        if (rc != 0 || got == want)
+            break;
+        if (sp_now_ns() >= deadline) {
+            char names[256] = "";
+            for (uint32_t i = 0; i < oob->num_members; i++)
+                if (((want & ~got) >> i) & 1) {
+                    size_t used = strlen(names);
+                    snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "", i);
+                }
+            rc = sp_error(SPINDLE_ETIMEDOUT, "oob: members %s did not publish tag %u in %s", names,
+                          tag, oob->dir);
+            break;
+        }
+        struct timespec pause = {0, 1000000}; /* 1 ms between directory scans */
+        nanosleep(&pause, NULL);
+    }
+    if (have != NULL)
+        *have = got;
+    return rc;
+}
+
 static void dir_close(struct tp_oob *base)
 {
     struct oob_dir *oob = (struct oob_dir *)base;
@@ -111,7 +158,7 @@ static void dir_close(struct tp_oob *base)
     free(oob);
 }
 
-static const struct tp_oob_vtable dir_vtable = {dir_allgather, dir_close};
+static const struct tp_oob_vtable dir_vtable = {dir_allgather, dir_publish, dir_collect, dir_close};
 
 int tp_oob_open_dir(const char *dir, uint32_t self_index, uint32_t num_members, struct tp_oob **out)
 {

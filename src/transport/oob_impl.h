@@ -10,8 +10,11 @@
 #include "transport/oob.h"
 
 struct tp_oob_vtable {
-    int (*allgather)(struct tp_oob *oob, uint32_t tag, const void *mine, size_t length,
-                     void *all, int timeout_ms);
+    int (*allgather)(struct tp_oob *oob, uint32_t tag, const void *mine, size_t length, void *all,
+                     int timeout_ms);
+    int (*publish)(struct tp_oob *oob, uint32_t tag, const void *blob, size_t length, uint64_t to);
+    int (*collect)(struct tp_oob *oob, uint32_t tag, uint64_t from, void *all, size_t length,
+                   int timeout_ms, uint64_t *have);
     void (*close)(struct tp_oob *oob);
 };
 

@@ -11,9 +11,16 @@
  *   hello  { u32 magic 'SPOH', u32 version 1, u32 from_index, u32 num_members }
  *   frame  { u32 magic 'SPOF', u32 tag, u32 from_index, u32 length, u32 crc32c }
  *          followed by length payload bytes.
- * Everything received is validated; anything unexpected is SPINDLE_EPROTO
- * naming the member and the offending field. After a failed allgather the
- * streams are out of step: close the exchange.
+ *
+ * After set-up, each connection has an outgoing queue and an incoming
+ * mailbox holding the latest blob of each tag (so a member may publish
+ * ahead of others, and a later blob of a tag replaces an earlier one).
+ * Everything received is validated: a frame with a bad magic, a false
+ * sender, an oversized length or a wrong checksum drops that connection
+ * with a logged reason, and waiting for that member then fails with
+ * SPINDLE_EPROTO naming it. publish/collect/allgather may be called from
+ * several threads (a mutex guards the connections; collect polls in short
+ * slices so that one waiter does not hold the others up).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +28,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,11 +55,40 @@ struct oob_frame {
     uint32_t magic, tag, from, length, crc;
 };
 
+#define OOB_MAX_MEMBERS 64
+/* Blobs kept per member: the latest one of each tag, at most this many
+ * tags (the oldest is dropped first). */
+#define OOB_BOX_TAGS 64
+
+/* The latest blob of one tag from one member. */
+struct oob_msg {
+    uint32_t tag, length;
+    uint8_t *data;
+};
+
+/* One member's connection: what is queued for it, the frame being read,
+ * and its mailbox. fd is -1 for self and once the connection is dropped
+ * (error and why then say what happened). */
+struct oob_peer {
+    int fd;
+    uint8_t *out;
+    size_t out_len, out_sent, out_cap;
+    struct oob_frame hdr;
+    size_t got;
+    uint8_t *body;
+    struct oob_msg box[OOB_BOX_TAGS];
+    uint32_t box_len;
+    int error;
+    char why[160];
+};
+
 struct oob_tcp {
     struct tp_oob base;
     uint32_t num_members, self;
-    int *fds; /* per member; -1 for self */
+    int *fds; /* per member during set-up; -1 for self */
+    struct oob_peer *peers;
     struct tp_oob_member *members;
+    pthread_mutex_t lock; /* peers: publish/collect may run on several threads */
 };
 
 static int oob_remaining_ms(uint64_t deadline)
@@ -217,8 +254,15 @@ static void oob_tcp_close(struct tp_oob *base)
         if (oob->fds[j] >= 0)
             close(oob->fds[j]);
         free((char *)oob->members[j].host);
+        struct oob_peer *p = &oob->peers[j];
+        free(p->out);
+        free(p->body);
+        for (uint32_t i = 0; i < p->box_len; i++)
+            free(p->box[i].data);
     }
+    pthread_mutex_destroy(&oob->lock);
     free(oob->fds);
+    free(oob->peers);
     free(oob->members);
     free(oob);
 }
@@ -234,18 +278,23 @@ static int oob_tcp_setup(struct oob_tcp *oob, int timeout_ms)
         rc = oob_accept_all(oob, listen_fd, deadline);
     if (listen_fd >= 0)
         close(listen_fd);
-    for (uint32_t j = 0; rc == 0 && j < oob->num_members; j++)
+    for (uint32_t j = 0; rc == 0 && j < oob->num_members; j++) {
         if (oob->fds[j] >= 0)
             fcntl(oob->fds[j], F_SETFL, fcntl(oob->fds[j], F_GETFL) | O_NONBLOCK);
+        /* The connection now belongs to the framed exchange (closed there). */
+        oob->peers[j].fd = oob->fds[j];
+        oob->fds[j] = -1;
+    }
     return rc;
 }
 
 int tp_oob_open_tcp(const struct tp_oob_member *members, uint32_t num_members, uint32_t self_index,
                     int timeout_ms, struct tp_oob **out)
 {
-    if (members == NULL || out == NULL || num_members == 0 || self_index >= num_members)
-        return sp_error(SPINDLE_EINVAL, "oob: self index %u outside %u members", self_index,
-                        num_members);
+    if (members == NULL || out == NULL || num_members == 0 || self_index >= num_members ||
+        num_members > OOB_MAX_MEMBERS)
+        return sp_error(SPINDLE_EINVAL, "oob: self index %u outside %u members (at most %u)",
+                        self_index, num_members, OOB_MAX_MEMBERS);
     for (uint32_t j = 0; j < num_members; j++)
         if (members[j].host == NULL || members[j].host[0] == '\0' || members[j].port == 0)
             return sp_error(SPINDLE_EINVAL, "oob: member %u needs a host and a non-zero port",
@@ -253,11 +302,13 @@ int tp_oob_open_tcp(const struct tp_oob_member *members, uint32_t num_members, u
     struct oob_tcp *oob = calloc(1, sizeof *oob);
     if (oob != NULL) {
         oob->fds = malloc(num_members * sizeof *oob->fds);
+        oob->peers = calloc(num_members, sizeof *oob->peers);
         oob->members = calloc(num_members, sizeof *oob->members);
     }
-    if (oob == NULL || oob->fds == NULL || oob->members == NULL) {
+    if (oob == NULL || oob->fds == NULL || oob->peers == NULL || oob->members == NULL) {
         if (oob != NULL) {
             free(oob->fds);
+            free(oob->peers);
             free(oob->members);
         }
         free(oob);
@@ -266,9 +317,11 @@ int tp_oob_open_tcp(const struct tp_oob_member *members, uint32_t num_members, u
     oob->base.vt = &oob_tcp_vtable;
     oob->num_members = num_members;
     oob->self = self_index;
+    pthread_mutex_init(&oob->lock, NULL);
     int rc = 0;
     for (uint32_t j = 0; j < num_members; j++) {
         oob->fds[j] = -1;
+        oob->peers[j].fd = -1;
         oob->members[j] = members[j];
         oob->members[j].host = strdup(members[j].host);
         if (oob->members[j].host == NULL)
@@ -284,135 +337,277 @@ int tp_oob_open_tcp(const struct tp_oob_member *members, uint32_t num_members, u
     return 0;
 }
 
-/* Per-peer progress of one allgather. */
-struct oob_xfer {
-    size_t sent, received;
-    struct oob_frame in;
-};
+/* ---- framed exchange: outgoing queues, incoming mailboxes ------------- */
 
-static int oob_check_frame(struct oob_tcp *oob, uint32_t j, const struct oob_frame *f, uint32_t tag,
-                           size_t length)
+/* Appends bytes to member j's outgoing queue. Lock held. */
+static int oob_queue(struct oob_tcp *oob, uint32_t j, const void *bytes, size_t length)
 {
-    uint32_t id = oob->members[j].id;
-    if (f->magic != OOB_FRAME_MAGIC)
-        return sp_error(SPINDLE_EPROTO, "oob: member %u sent garbage (magic 0x%08x)", id, f->magic);
-    if (f->from != j)
-        return sp_error(SPINDLE_EPROTO, "oob: member %u claims to be index %u", id, f->from);
-    if (f->tag != tag)
-        return sp_error(SPINDLE_EPROTO, "oob: member %u sent tag %u, expected %u", id, f->tag, tag);
-    if (f->length != length)
-        return sp_error(SPINDLE_EPROTO, "oob: member %u sent %u bytes for tag %u, expected %zu", id,
-                        f->length, tag, length);
+    struct oob_peer *p = &oob->peers[j];
+    if (p->out_len + length > p->out_cap) {
+        size_t cap = p->out_cap ? p->out_cap : 256;
+        while (cap < p->out_len + length)
+            cap *= 2;
+        uint8_t *grown = realloc(p->out, cap);
+        if (grown == NULL)
+            return sp_error(SPINDLE_ENOMEM, "oob: out of memory queueing %zu bytes", length);
+        p->out = grown;
+        p->out_cap = cap;
+    }
+    memcpy(p->out + p->out_len, bytes, length);
+    p->out_len += length;
     return 0;
 }
 
-/* Moves bytes for peer j; returns 0, or an error. */
-static int oob_pump(struct oob_tcp *oob, uint32_t j, struct oob_xfer *x, const uint8_t *out,
-                    size_t out_len, uint8_t *in, uint32_t tag, size_t length, short revents)
+/* Drops member j's connection, remembering why (error code and text). */
+static void oob_drop(struct oob_tcp *oob, uint32_t j, int error, const char *why)
 {
-    int fd = oob->fds[j];
-    uint32_t id = oob->members[j].id;
-    if ((revents & POLLOUT) && x->sent < out_len) {
-        ssize_t n = send(fd, out + x->sent, out_len - x->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0 && errno != EAGAIN && errno != EINTR)
-            return sp_error(SPINDLE_EUNREACH, "oob: sending to member %u failed: %s", id,
-                            strerror(errno));
-        if (n > 0)
-            x->sent += (size_t)n;
+    struct oob_peer *p = &oob->peers[j];
+    if (p->fd < 0)
+        return;
+    if (error == SPINDLE_EPROTO)
+        SP_LOG_WARNING("oob", "member %u: dropping the connection of member %u: %s",
+                       oob->members[oob->self].id, oob->members[j].id, why);
+    close(p->fd);
+    p->fd = -1;
+    p->error = error;
+    snprintf(p->why, sizeof p->why, "%s", why);
+    free(p->body);
+    p->body = NULL;
+}
+
+/* Stores a complete frame's blob as member j's latest for its tag. */
+static void oob_store(struct oob_tcp *oob, uint32_t j)
+{
+    struct oob_peer *p = &oob->peers[j];
+    struct oob_msg *slot = NULL;
+    for (uint32_t i = 0; i < p->box_len; i++)
+        if (p->box[i].tag == p->hdr.tag)
+            slot = &p->box[i];
+    if (slot == NULL) {
+        if (p->box_len == OOB_BOX_TAGS) {
+            free(p->box[0].data);
+            memmove(p->box, p->box + 1, (OOB_BOX_TAGS - 1) * sizeof *p->box);
+            p->box_len--;
+        }
+        slot = &p->box[p->box_len++];
+        slot->data = NULL;
     }
-    if (!(revents & (POLLIN | POLLHUP | POLLERR)))
-        return 0;
-    size_t total = sizeof x->in + length;
-    if (x->received >= total)
-        return 0;
-    uint8_t *dst = x->received < sizeof x->in ? (uint8_t *)&x->in + x->received
-                                              : in + (x->received - sizeof x->in);
-    size_t want = x->received < sizeof x->in ? sizeof x->in - x->received : total - x->received;
-    ssize_t n = recv(fd, dst, want, MSG_DONTWAIT);
-    if (n == 0)
-        return sp_error(SPINDLE_EUNREACH, "oob: member %u closed its connection", id);
-    if (n < 0)
-        return errno == EAGAIN || errno == EINTR
-                   ? 0
-                   : sp_error(SPINDLE_EUNREACH, "oob: receiving from member %u failed: %s", id,
-                              strerror(errno));
-    x->received += (size_t)n;
-    if (x->received == sizeof x->in) {
-        int rc = oob_check_frame(oob, j, &x->in, tag, length);
-        if (rc != 0)
-            return rc;
+    free(slot->data);
+    slot->tag = p->hdr.tag;
+    slot->length = p->hdr.length;
+    slot->data = p->body;
+    p->body = NULL;
+}
+
+/* Reads what member j has sent, frame by frame, into its mailbox. A frame
+ * that breaks the format drops the connection (logged, reason kept). */
+static void oob_read(struct oob_tcp *oob, uint32_t j)
+{
+    struct oob_peer *p = &oob->peers[j];
+    char why[160];
+    while (p->fd >= 0) {
+        uint8_t *dst;
+        size_t want;
+        if (p->got < sizeof p->hdr) {
+            dst = (uint8_t *)&p->hdr + p->got;
+            want = sizeof p->hdr - p->got;
+        } else {
+            dst = p->body + (p->got - sizeof p->hdr);
+            want = sizeof p->hdr + p->hdr.length - p->got;
+        }
+        ssize_t n = want > 0 ? recv(p->fd, dst, want, MSG_DONTWAIT) : 0;
+        if (want > 0 && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        if (want > 0 && n <= 0) {
+            snprintf(why, sizeof why, "member %u %s", oob->members[j].id,
+                     n == 0 ? "closed its connection" : strerror(errno));
+            oob_drop(oob, j, SPINDLE_EUNREACH, why);
+            return;
+        }
+        p->got += (size_t)n;
+        if (p->got == sizeof p->hdr) {
+            const struct oob_frame *f = &p->hdr;
+            if (f->magic != OOB_FRAME_MAGIC)
+                snprintf(why, sizeof why, "member %u sent garbage (magic 0x%08x)",
+                         oob->members[j].id, f->magic);
+            else if (f->from != j)
+                snprintf(why, sizeof why, "member %u claims to be index %u", oob->members[j].id,
+                         f->from);
+            else if (f->length > OOB_BLOB_MAX)
+                snprintf(why, sizeof why, "member %u sent an oversized blob of %u bytes (limit %u)",
+                         oob->members[j].id, f->length, OOB_BLOB_MAX);
+            else
+                why[0] = '\0';
+            if (why[0] != '\0') {
+                oob_drop(oob, j, SPINDLE_EPROTO, why);
+                return;
+            }
+            p->body = malloc(f->length > 0 ? f->length : 1);
+            if (p->body == NULL) {
+                oob_drop(oob, j, SPINDLE_ENOMEM, "out of memory for a blob");
+                return;
+            }
+        }
+        if (p->got >= sizeof p->hdr && p->got == sizeof p->hdr + p->hdr.length) {
+            if (sp_crc32c(0, p->body, p->hdr.length) != p->hdr.crc) {
+                snprintf(why, sizeof why, "member %u sent a corrupt blob for tag %u",
+                         oob->members[j].id, p->hdr.tag);
+                oob_drop(oob, j, SPINDLE_EPROTO, why);
+                return;
+            }
+            oob_store(oob, j);
+            p->got = 0;
+        }
     }
-    if (x->received == total && sp_crc32c(0, in, length) != x->in.crc)
-        return sp_error(SPINDLE_EPROTO, "oob: member %u sent a corrupt blob for tag %u", id, tag);
+}
+
+/* Writes queued bytes to member j without blocking. */
+static void oob_write(struct oob_tcp *oob, uint32_t j)
+{
+    struct oob_peer *p = &oob->peers[j];
+    while (p->fd >= 0 && p->out_sent < p->out_len) {
+        ssize_t n = send(p->fd, p->out + p->out_sent, p->out_len - p->out_sent,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        if (n < 0) {
+            char why[160];
+            snprintf(why, sizeof why, "sending to member %u failed: %s", oob->members[j].id,
+                     strerror(errno));
+            oob_drop(oob, j, SPINDLE_EUNREACH, why);
+            return;
+        }
+        p->out_sent += (size_t)n;
+    }
+    if (p->out_sent == p->out_len)
+        p->out_sent = p->out_len = 0;
+}
+
+/* One round of progress on every connection: waits up to ms for any. */
+static void oob_progress(struct oob_tcp *oob, int ms)
+{
+    struct pollfd pfds[OOB_MAX_MEMBERS];
+    uint32_t n = oob->num_members;
+    for (uint32_t j = 0; j < n; j++) {
+        const struct oob_peer *p = &oob->peers[j];
+        pfds[j] =
+            (struct pollfd){p->fd, (short)(POLLIN | (p->out_len > p->out_sent ? POLLOUT : 0)), 0};
+    }
+    if (poll(pfds, n, ms) <= 0)
+        return;
+    for (uint32_t j = 0; j < n; j++) {
+        if (pfds[j].fd < 0 || pfds[j].revents == 0)
+            continue;
+        if (pfds[j].revents & POLLOUT)
+            oob_write(oob, j);
+        if (pfds[j].revents & (POLLIN | POLLHUP | POLLERR))
+            oob_read(oob, j);
+    }
+}
+
+static int oob_tcp_publish(struct tp_oob *base, uint32_t tag, const void *blob, size_t length,
+                           uint64_t to)
+{
+    struct oob_tcp *oob = (struct oob_tcp *)base;
+    if (length > OOB_BLOB_MAX)
+        return sp_error(SPINDLE_EINVAL, "oob: blob of %zu bytes exceeds %u", length, OOB_BLOB_MAX);
+    struct oob_frame f = {OOB_FRAME_MAGIC, tag, oob->self, (uint32_t)length,
+                          sp_crc32c(0, blob, length)};
+    int rc = 0;
+    pthread_mutex_lock(&oob->lock);
+    for (uint32_t j = 0; j < oob->num_members && rc == 0; j++) {
+        if (j == oob->self || ((to >> j) & 1) == 0 || oob->peers[j].fd < 0)
+            continue;
+        rc = oob_queue(oob, j, &f, sizeof f);
+        if (rc == 0)
+            rc = oob_queue(oob, j, blob, length);
+        if (rc == 0)
+            oob_write(oob, j);
+    }
+    pthread_mutex_unlock(&oob->lock);
+    return rc;
+}
+
+/* Copies member j's latest blob of tag: 1 when copied, 0 when none yet, an
+ * error when its length differs. Lock held. */
+static int oob_take(struct oob_tcp *oob, uint32_t j, uint32_t tag, void *out, size_t length)
+{
+    const struct oob_peer *p = &oob->peers[j];
+    for (uint32_t i = 0; i < p->box_len; i++) {
+        if (p->box[i].tag != tag)
+            continue;
+        if (p->box[i].length != length)
+            return sp_error(SPINDLE_EPROTO, "oob: member %u sent %u bytes for tag %u, expected %zu",
+                            oob->members[j].id, p->box[i].length, tag, length);
+        memcpy(out, p->box[i].data, length);
+        return 1;
+    }
     return 0;
+}
+
+static int oob_tcp_collect(struct tp_oob *base, uint32_t tag, uint64_t from, void *all,
+                           size_t length, int timeout_ms, uint64_t *have)
+{
+    struct oob_tcp *oob = (struct oob_tcp *)base;
+    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+    uint64_t got = 0, want = from & ~(1ull << oob->self);
+    if (oob->num_members < 64)
+        want &= (1ull << oob->num_members) - 1;
+    int rc = 0;
+    for (;;) {
+        pthread_mutex_lock(&oob->lock);
+        for (uint32_t j = 0; j < oob->num_members && rc == 0; j++) {
+            if (((want >> j) & 1) == 0 || ((got >> j) & 1) != 0)
+                continue;
+            int r = oob_take(oob, j, tag, (uint8_t *)all + (size_t)j * length, length);
+            if (r < 0)
+                rc = r;
+            else if (r == 1)
+                got |= 1ull << j;
+            else if (oob->peers[j].fd < 0)
+                rc = sp_error(oob->peers[j].error ? oob->peers[j].error : SPINDLE_EUNREACH,
+                              "oob: member %u is gone: %s", oob->members[j].id, oob->peers[j].why);
+        }
+        int ms = oob_remaining_ms(deadline);
+        if (rc == 0 && got != want && ms > 0)
+            oob_progress(oob, ms < 5 ? ms : 5); /* short slices: others share the lock */
+        pthread_mutex_unlock(&oob->lock);
+        if (rc != 0 || got == want)
+            break;
+        if (ms == 0) {
+            char names[256] = "";
+            for (uint32_t j = 0; j < oob->num_members; j++)
+                if (((want & ~got) >> j) & 1) {
+                    size_t used = strlen(names);
+                    snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "",
+                             oob->members[j].id);
+                }
+            rc =
+                sp_error(SPINDLE_ETIMEDOUT, "oob: tag %u still waiting for members %s", tag, names);
+            break;
+        }
+    }
+    if (have != NULL)
+        *have = got;
+    return rc;
 }
 
 static int oob_tcp_allgather(struct tp_oob *base, uint32_t tag, const void *mine, size_t length,
                              void *all, int timeout_ms)
 {
     struct oob_tcp *oob = (struct oob_tcp *)base;
-    if (length > OOB_BLOB_MAX)
-        return sp_error(SPINDLE_EINVAL, "oob: blob of %zu bytes exceeds %u", length, OOB_BLOB_MAX);
-    uint32_t n = oob->num_members;
-    uint8_t *result = all;
-    memcpy(result + (size_t)oob->self * length, mine, length);
-    size_t out_len = sizeof(struct oob_frame) + length;
-    uint8_t *out = malloc(out_len);
-    struct oob_xfer *xfer = calloc(n, sizeof *xfer);
-    struct pollfd *pfds = calloc(n, sizeof *pfds);
-    int rc = 0;
-    if (out == NULL || xfer == NULL || pfds == NULL)
-        rc = sp_error(SPINDLE_ENOMEM, "oob: out of memory for a %zu-byte allgather", length);
-    if (rc == 0) {
-        struct oob_frame f = {OOB_FRAME_MAGIC, tag, oob->self, (uint32_t)length,
-                              sp_crc32c(0, mine, length)};
-        memcpy(out, &f, sizeof f);
-        memcpy(out + sizeof f, mine, length);
-    }
-    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 30000) * 1000000ull;
-    while (rc == 0) {
-        int busy = 0;
-        for (uint32_t j = 0; j < n; j++) {
-            pfds[j] = (struct pollfd){-1, 0, 0};
-            if (j == oob->self)
-                continue;
-            int want_out = xfer[j].sent < out_len;
-            int want_in = xfer[j].received < sizeof(struct oob_frame) + length;
-            if (want_out || want_in) {
-                pfds[j] = (struct pollfd){
-                    oob->fds[j], (short)((want_out ? POLLOUT : 0) | (want_in ? POLLIN : 0)), 0};
-                busy = 1;
-            }
-        }
-        if (!busy)
-            break;
-        int ms = oob_remaining_ms(deadline);
-        if (ms == 0 || poll(pfds, n, ms) == 0) {
-            char names[256] = "";
-            for (uint32_t j = 0; j < n; j++)
-                if (pfds[j].fd >= 0) {
-                    size_t used = strlen(names);
-                    snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "",
-                             oob->members[j].id);
-                }
-            rc = sp_error(SPINDLE_ETIMEDOUT,
-                          "oob: allgather tag %u still waiting for members "
-                          "%s",
-                          tag, names);
-            break;
-        }
-        for (uint32_t j = 0; j < n && rc == 0; j++)
-            if (pfds[j].fd >= 0 && pfds[j].revents)
-                rc = oob_pump(oob, j, &xfer[j], out, out_len, result + (size_t)j * length, tag,
-                              length, pfds[j].revents);
-    }
-    free(out);
-    free(xfer);
-    free(pfds);
+    uint64_t everyone = oob->num_members >= 64 ? UINT64_MAX : (1ull << oob->num_members) - 1;
+    memcpy((uint8_t *)all + (size_t)oob->self * length, mine, length);
+    int rc = oob_tcp_publish(base, tag, mine, length, everyone);
+    if (rc == 0)
+        rc = oob_tcp_collect(base, tag, everyone, all, length, timeout_ms > 0 ? timeout_ms : 30000,
+                             NULL);
     return rc;
 }
 
 static const struct tp_oob_vtable oob_tcp_vtable = {
     .allgather = oob_tcp_allgather,
+    .publish = oob_tcp_publish,
+    .collect = oob_tcp_collect,
     .close = oob_tcp_close,
 };

@@ -114,7 +114,8 @@ static int dial(uint16_t port)
 }
 
 /* Forged member 1: a stray garbage client first, then a proper hello and
- * the frame chosen by mode (0 garbage magic, 1 wrong length). */
+ * the frame chosen by mode (0 garbage magic, 1 a well-formed frame of the
+ * wrong length, 12 bytes where 16 are expected). */
 static int forger_main(uint16_t port, int mode)
 {
     int stray = dial(port);
@@ -129,7 +130,7 @@ static int forger_main(uint16_t port, int mode)
     (void)!write(fd, &h, sizeof h);
     char payload[16] = "sixteen bytes!!";
     struct frame f = {mode == 0 ? 0xdeadbeefu : FRAME_MAGIC, 1, 1, mode == 1 ? 12u : 16u,
-                      sp_crc32c(0, payload, 16)};
+                      sp_crc32c(0, payload, mode == 1 ? 12 : 16)};
     (void)!write(fd, &f, sizeof f);
     (void)!write(fd, payload, 16);
     char sink;
