@@ -347,6 +347,12 @@ SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
     if (group->shut_down)
         return 0;
     int rc = spindle_flush(group, timeout_ms);
+    /* From here on departures are the others finishing too: after this
+     * member's barrier completes, every member has flushed and may exit at
+     * once, which must not start a view change. */
+    pthread_mutex_lock(&group->lock);
+    group->closing = true;
+    pthread_mutex_unlock(&group->lock);
     /* A member that stopped on its own (e.g. cut off in a minority) has
      * nobody to meet: skip the barrier. */
     int stopped = spindle_group_status(group);

@@ -56,6 +56,7 @@ struct spindle_group {
     uint64_t suspected; /* rows of the current view reported failed */
     uint64_t detected_ns;
     bool changing;
+    bool closing; /* in the shutdown barrier: departures are expected */
     bool stop;
     int terminal;
     char terminal_msg[256]; /* why the member stopped */

@@ -132,6 +132,12 @@ void group_on_failure(void *ctx, struct sst_table *table, uint32_t row, int erro
         return;
     }
     pthread_mutex_lock(&group->lock);
+    if (group->closing) {
+        sp_log(SP_LOG_DEBUG, "view", "view %llu: member %u (row %u) went away during shutdown",
+               (unsigned long long)group->view_id, group->view_ctx->member_ids[row], row);
+        pthread_mutex_unlock(&group->lock);
+        return;
+    }
     if ((group->suspected & (1ull << row)) == 0) {
         if (group->suspected == 0)
             group->detected_ns = sp_now_ns();
@@ -653,7 +659,7 @@ static void *membership_main(void *arg)
     struct spindle_group *group = arg;
     pthread_mutex_lock(&group->lock);
     while (!group->stop) {
-        if (group->suspected == 0) {
+        if (group->suspected == 0 || group->closing) {
             struct timespec ts;
             deadline_in(&ts, 1000);
             pthread_cond_timedwait(&group->cond, &group->lock, &ts);
