@@ -5,6 +5,7 @@
  * slots) and then measures 8-byte write latency by ping-pong (half the
  * round trip). Uses the internal transport layer directly.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@ struct raw_ctx {
     struct tp_rmr *rmr;
     size_t ping_offset; /* 8-byte word written by the other member */
     uint64_t outstanding;
+    bool yield; /* give the core away while waiting (fabric) */
 };
 
 static int raw_open(const struct bench_config *config, const struct group_bootstrap *boot,
@@ -49,6 +51,7 @@ static int raw_open(const struct bench_config *config, const struct group_bootst
     if (boot->kind == SPINDLE_BOOTSTRAP_TCP)
         tp.host = boot->hosts[self].host;
     c->ops = tp_backend_find(config->transport);
+    c->yield = strcmp(config->transport, "fabric") == 0;
     if (c->ops == NULL)
         return SPINDLE_ENOTSUP;
     int rc = c->ops->open(&tp, &c->ep);
@@ -61,7 +64,7 @@ static int raw_connect(const struct group_bootstrap *boot, uint32_t self, uint32
                        struct raw_ctx *c)
 {
     struct tp_oob *oob;
-    int rc = group_bootstrap_open(boot, self, members, 60000, &oob);
+    int rc = group_bootstrap_open(boot, "spindle-bench-raw", self, members, 60000, &oob);
     if (rc < 0)
         return rc;
     struct raw_desc mine, all[2];
@@ -103,6 +106,8 @@ static int raw_post(struct raw_ctx *c, const struct tp_write *writes, unsigned c
         if (rc != SPINDLE_EAGAIN)
             return rc;
         raw_reap(c);
+        if (c->yield)
+            sched_yield(); /* credits come back through the progress thread */
     }
 }
 
@@ -124,6 +129,10 @@ static int raw_wait(struct raw_ctx *c, uint64_t value)
             raw_reap(c);
             if (c->ops->peer_state(c->peer) < 0)
                 return SPINDLE_EPEERFAILED;
+            /* A transport with a progress thread (fabric) needs a core to
+             * land the write we wait for; shm and verbs land it without us. */
+            if (c->yield)
+                sched_yield();
         }
     }
     return 0;
@@ -166,8 +175,11 @@ static int raw_stream(const struct bench_config *config, struct raw_ctx *c, uint
         done += n;
         raw_reap(c);
     }
-    while (c->outstanding > 0)
+    while (c->outstanding > 0) {
         raw_reap(c);
+        if (c->yield)
+            sched_yield();
+    }
     return 0;
 }
 

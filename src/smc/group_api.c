@@ -187,8 +187,8 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
     if (rc == 0)
         rc = build_smc(group, subgroups, num_subgroups);
     if (rc == 0)
-        rc = group_bootstrap_open(&group->boot, options->self, options->num_members,
-                                  options->bootstrap_timeout_ms, &group->oob);
+        rc = group_bootstrap_open(&group->boot, group->group_name, options->self,
+                                  options->num_members, options->bootstrap_timeout_ms, &group->oob);
     if (rc == 0)
         rc = connect_members(group);
     if (rc == 0)

@@ -97,8 +97,8 @@ int group_bootstrap_parse(const struct spindle_group_options *options, struct gr
     return 0;
 }
 
-int group_bootstrap_open(const struct group_bootstrap *boot, uint32_t self, uint32_t num_members,
-                         int timeout_ms, struct tp_oob **out)
+int group_bootstrap_open(const struct group_bootstrap *boot, const char *group_name, uint32_t self,
+                         uint32_t num_members, int timeout_ms, struct tp_oob **out)
 {
     if (boot->kind == SPINDLE_BOOTSTRAP_DIR)
         return tp_oob_open_dir(boot->dir, self, num_members, out);
@@ -108,5 +108,5 @@ int group_bootstrap_open(const struct group_bootstrap *boot, uint32_t self, uint
         members[i].host = boot->hosts[i].host;
         members[i].port = boot->hosts[i].port;
     }
-    return tp_oob_open_tcp(members, num_members, self, timeout_ms, out);
+    return tp_oob_open_tcp(group_name, members, num_members, self, timeout_ms, out);
 }

@@ -29,9 +29,10 @@ struct tp_oob_member {
 /* Local exchange through files in dir (created if missing). */
 int tp_oob_open_dir(const char *dir, uint32_t self_index, uint32_t num_members,
                     struct tp_oob **out);
-/* TCP exchange: listens on members[self_index] and connects to the others. */
-int tp_oob_open_tcp(const struct tp_oob_member *members, uint32_t num_members, uint32_t self_index,
-                    int timeout_ms, struct tp_oob **out);
+/* TCP exchange: listens on members[self_index] and connects to the others.
+ * A connection from a member of another group (group_name) is refused. */
+int tp_oob_open_tcp(const char *group_name, const struct tp_oob_member *members,
+                    uint32_t num_members, uint32_t self_index, int timeout_ms, struct tp_oob **out);
 /* all receives num_members * length bytes, member i's blob at i * length. */
 int tp_oob_allgather(struct tp_oob *oob, uint32_t tag, const void *mine, size_t length, void *all,
                      int timeout_ms);

@@ -8,7 +8,8 @@
  * that large blobs cannot deadlock on full socket buffers.
  *
  * Wire format (little-endian host order, all members run the same build):
- *   hello  { u32 magic 'SPOH', u32 version 1, u32 from_index, u32 num_members }
+ *   hello  { u32 magic 'SPOH', u32 version 2, u32 from_index, u32 num_members,
+ *            u32 group (crc32c of the group name) }
  *   frame  { u32 magic 'SPOF', u32 tag, u32 from_index, u32 length, u32 crc32c }
  *          followed by length payload bytes.
  *
@@ -44,11 +45,11 @@
 
 #define OOB_HELLO_MAGIC 0x484f5053u /* "SPOH" */
 #define OOB_FRAME_MAGIC 0x464f5053u /* "SPOF" */
-#define OOB_VERSION     1u
+#define OOB_VERSION     2u
 #define OOB_BLOB_MAX    (64u << 20)
 
 struct oob_hello {
-    uint32_t magic, version, from, num_members;
+    uint32_t magic, version, from, num_members, group;
 };
 
 struct oob_frame {
@@ -85,7 +86,8 @@ struct oob_peer {
 struct oob_tcp {
     struct tp_oob base;
     uint32_t num_members, self;
-    int *fds; /* per member during set-up; -1 for self */
+    uint32_t group; /* crc32c of the group name, checked in every hello */
+    int *fds;       /* per member during set-up; -1 for self */
     struct oob_peer *peers;
     struct tp_oob_member *members;
     pthread_mutex_t lock; /* peers: publish/collect may run on several threads */
@@ -170,7 +172,8 @@ static int oob_connect(struct oob_tcp *oob, uint32_t j, uint64_t deadline)
             freeaddrinfo(ai);
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            struct oob_hello hello = {OOB_HELLO_MAGIC, OOB_VERSION, oob->self, oob->num_members};
+            struct oob_hello hello = {OOB_HELLO_MAGIC, OOB_VERSION, oob->self, oob->num_members,
+                                      oob->group};
             if (oob_io(fd, &hello, sizeof hello, 1, deadline) != 0) {
                 close(fd);
                 return sp_error(SPINDLE_EUNREACH,
@@ -205,13 +208,18 @@ static int oob_accept_one(struct oob_tcp *oob, int listen_fd, uint64_t deadline)
     if (hello_deadline > deadline)
         hello_deadline = deadline;
     int rc = oob_io(fd, &hello, sizeof hello, 0, hello_deadline);
-    if (rc != 0 || hello.magic != OOB_HELLO_MAGIC || hello.version != OOB_VERSION ||
-        hello.num_members != oob->num_members || hello.from <= oob->self ||
-        hello.from >= oob->num_members || oob->fds[hello.from] >= 0) {
-        SP_LOG_WARNING("oob",
-                       "member %u dropped a connection that did not present a valid "
-                       "hello",
-                       oob->members[oob->self].id);
+    const char *why = rc != 0                                 ? "no complete hello within 1 s"
+                      : hello.magic != OOB_HELLO_MAGIC        ? "not a libspindle hello"
+                      : hello.version != OOB_VERSION          ? "another protocol version"
+                      : hello.group != oob->group             ? "a member of another group"
+                      : hello.num_members != oob->num_members ? "another member count"
+                      : hello.from <= oob->self || hello.from >= oob->num_members
+                          ? "a member index it may not connect as"
+                      : oob->fds[hello.from] >= 0 ? "a member index already connected"
+                                                  : NULL;
+    if (why != NULL) {
+        SP_LOG_WARNING("oob", "member %u dropped a connection: %s", oob->members[oob->self].id,
+                       why);
         close(fd);
         return 0;
     }
@@ -288,8 +296,8 @@ static int oob_tcp_setup(struct oob_tcp *oob, int timeout_ms)
     return rc;
 }
 
-int tp_oob_open_tcp(const struct tp_oob_member *members, uint32_t num_members, uint32_t self_index,
-                    int timeout_ms, struct tp_oob **out)
+int tp_oob_open_tcp(const char *group_name, const struct tp_oob_member *members,
+                    uint32_t num_members, uint32_t self_index, int timeout_ms, struct tp_oob **out)
 {
     if (members == NULL || out == NULL || num_members == 0 || self_index >= num_members ||
         num_members > OOB_MAX_MEMBERS)
@@ -317,6 +325,7 @@ int tp_oob_open_tcp(const struct tp_oob_member *members, uint32_t num_members, u
     oob->base.vt = &oob_tcp_vtable;
     oob->num_members = num_members;
     oob->self = self_index;
+    oob->group = group_name == NULL ? 0 : sp_crc32c(0, group_name, strlen(group_name));
     pthread_mutex_init(&oob->lock, NULL);
     int rc = 0;
     for (uint32_t j = 0; j < num_members; j++) {

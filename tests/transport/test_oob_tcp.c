@@ -3,6 +3,9 @@
  * stray client speaking garbage during set-up is dropped; a member that
  * sends a garbage frame or a frame of the wrong length is rejected with
  * SPINDLE_EPROTO naming it; a taken port and an absent member are named.
+ * After set-up, a hostile member's garbage, oversized or truncated frames
+ * cut only that member off while the others go on exchanging; a member of
+ * another group is refused at the hello.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,7 +30,7 @@
 
 /* Wire format of oob_tcp.c, restated so the test can forge frames. */
 struct hello {
-    uint32_t magic, version, from, num_members;
+    uint32_t magic, version, from, num_members, group;
 };
 struct frame {
     uint32_t magic, tag, from, length, crc;
@@ -49,7 +52,7 @@ static uint16_t free_port(void)
 static int member_main(const struct tp_oob_member *members, uint32_t self)
 {
     struct tp_oob *oob = NULL;
-    if (tp_oob_open_tcp(members, 3, self, 10000, &oob) != 0) {
+    if (tp_oob_open_tcp("oob-test", members, 3, self, 10000, &oob) != 0) {
         fprintf(stderr, "member %u open: %s\n", self, spindle_errmsg());
         return 2;
     }
@@ -126,7 +129,7 @@ static int forger_main(uint16_t port, int mode)
     int fd = dial(port);
     if (fd < 0)
         return 3;
-    struct hello h = {HELLO_MAGIC, 1, 1, 2};
+    struct hello h = {HELLO_MAGIC, 2, 1, 2, sp_crc32c(0, "oob-test", 8)};
     (void)!write(fd, &h, sizeof h);
     char payload[16] = "sixteen bytes!!";
     struct frame f = {mode == 0 ? 0xdeadbeefu : FRAME_MAGIC, 1, 1, mode == 1 ? 12u : 16u,
@@ -148,7 +151,7 @@ static void run_forged(int mode, const char *expect)
         _exit(forger_main(port, mode));
     struct tp_oob_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", other}};
     struct tp_oob *oob = NULL;
-    assert_int_equal(tp_oob_open_tcp(members, 2, 0, 10000, &oob), 0);
+    assert_int_equal(tp_oob_open_tcp("oob-test", members, 2, 0, 10000, &oob), 0);
     char mine[16] = "member zero ....", all[32];
     assert_int_equal(tp_oob_allgather(oob, 1, mine, 16, all, 5000), SPINDLE_EPROTO);
     assert_non_null(strstr(spindle_errmsg(), "member 1"));
@@ -183,7 +186,7 @@ static void test_taken_port_and_absent_member_are_named(void **state)
     uint16_t taken = ntohs(sin.sin_port);
     struct tp_oob_member members[2] = {{0, "127.0.0.1", taken}, {1, "127.0.0.1", free_port()}};
     struct tp_oob *oob = NULL;
-    assert_int_equal(tp_oob_open_tcp(members, 2, 0, 500, &oob), SPINDLE_EADDRINUSE);
+    assert_int_equal(tp_oob_open_tcp("oob-test", members, 2, 0, 500, &oob), SPINDLE_EADDRINUSE);
     char expect[32];
     snprintf(expect, sizeof expect, "127.0.0.1:%u", taken);
     assert_non_null(strstr(spindle_errmsg(), expect));
@@ -191,11 +194,130 @@ static void test_taken_port_and_absent_member_are_named(void **state)
 
     /* Member 1 waits for member 0, which never comes. */
     members[0].port = free_port();
-    assert_int_equal(tp_oob_open_tcp(members, 2, 1, 300, &oob), SPINDLE_EUNREACH);
+    assert_int_equal(tp_oob_open_tcp("oob-test", members, 2, 1, 300, &oob), SPINDLE_EUNREACH);
     assert_non_null(strstr(spindle_errmsg(), "member 0"));
     members[0].host = "no-such-host.invalid";
-    assert_int_equal(tp_oob_open_tcp(members, 2, 1, 300, &oob), SPINDLE_EUNREACH);
+    assert_int_equal(tp_oob_open_tcp("oob-test", members, 2, 1, 300, &oob), SPINDLE_EUNREACH);
     assert_non_null(strstr(spindle_errmsg(), "no-such-host.invalid"));
+}
+
+/*
+ * Hostile member after set-up: member 2 is forged. It connects to members 0
+ * and 1 with valid hellos, then sends each a bad frame chosen by mode:
+ * 0 garbage magic, 1 a length beyond the 64 MiB limit, 2 a truncated frame
+ * followed by closing the connection. Members 0 and 1 (real, in child
+ * processes) must go on exchanging between themselves with publish/collect,
+ * and collecting from member 2 must fail naming it and what it did.
+ */
+static int honest_main(const struct tp_oob_member *members, uint32_t self, int mode)
+{
+    struct tp_oob *oob = NULL;
+    if (tp_oob_open_tcp("oob-test", members, 3, self, 10000, &oob) != 0)
+        return 2;
+    char mine[24], all[3 * 24];
+    snprintf(mine, sizeof mine, "honest blob %u", self);
+    if (tp_oob_publish(oob, 5, mine, sizeof mine, 0x7) != 0)
+        return 3;
+    if (tp_oob_collect(oob, 5, 0x3, all, sizeof mine, 10000, NULL) != 0)
+        return 4;
+    char expect[24];
+    snprintf(expect, sizeof expect, "honest blob %u", 1 - self);
+    if (strcmp(all + (1 - self) * sizeof mine, expect) != 0)
+        return 5;
+    uint64_t have = 0;
+    int rc = tp_oob_collect(oob, 5, 0x4, all, sizeof mine, 5000, &have);
+    const char *want = mode == 0 ? "garbage" : mode == 1 ? "oversized" : "closed its connection";
+    int expected_rc = mode == 2 ? SPINDLE_EUNREACH : SPINDLE_EPROTO;
+    if (rc != expected_rc || have != 0 || strstr(spindle_errmsg(), "member 2") == NULL ||
+        strstr(spindle_errmsg(), want) == NULL) {
+        fprintf(stderr, "member %u: rc %d: %s\n", self, rc, spindle_errmsg());
+        return 6;
+    }
+    tp_oob_close(oob);
+    return 0;
+}
+
+static void run_hostile(int mode)
+{
+    struct tp_oob_member members[3] = {
+        {0, "127.0.0.1", free_port()}, {1, "127.0.0.1", free_port()}, {2, "127.0.0.1", 1}};
+    pid_t pids[2];
+    for (uint32_t i = 0; i < 2; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0)
+            _exit(honest_main(members, i, mode));
+    }
+    int fds[2];
+    for (uint32_t i = 0; i < 2; i++) {
+        fds[i] = dial(members[i].port);
+        assert_true(fds[i] >= 0);
+        struct hello h = {HELLO_MAGIC, 2, 2, 3, sp_crc32c(0, "oob-test", 8)};
+        assert_int_equal(write(fds[i], &h, sizeof h), (ssize_t)sizeof h);
+    }
+    for (uint32_t i = 0; i < 2; i++) {
+        char payload[16] = "hostile payload";
+        struct frame f = {FRAME_MAGIC, 5, 2, 16, sp_crc32c(0, payload, 16)};
+        if (mode == 0)
+            f.magic = 0x0badf00du;
+        if (mode == 1)
+            f.length = 0x7fffffffu;
+        if (mode == 2)
+            f.length = 1000;
+        assert_int_equal(write(fds[i], &f, sizeof f), (ssize_t)sizeof f);
+        assert_int_equal(write(fds[i], payload, 10), 10);
+        if (mode == 2)
+            close(fds[i]);
+    }
+    for (uint32_t i = 0; i < 2; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        if (mode != 2)
+            close(fds[i]);
+    }
+}
+
+static void test_hostile_garbage_after_setup(void **state)
+{
+    (void)state;
+    run_hostile(0);
+}
+
+static void test_hostile_oversized_after_setup(void **state)
+{
+    (void)state;
+    run_hostile(1);
+}
+
+static void test_hostile_truncated_after_setup(void **state)
+{
+    (void)state;
+    run_hostile(2);
+}
+
+/* A member of another group (same ports, same size) is refused at the
+ * hello: the member never counts it as connected. */
+static void test_other_group_is_refused(void **state)
+{
+    (void)state;
+    uint16_t port = free_port();
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = dial(port);
+        struct hello h = {HELLO_MAGIC, 2, 1, 2, sp_crc32c(0, "another-group", 13)};
+        (void)!write(fd, &h, sizeof h);
+        char sink;
+        (void)!read(fd, &sink, 1); /* until the member drops us */
+        _exit(0);
+    }
+    struct tp_oob_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", free_port()}};
+    struct tp_oob *oob = NULL;
+    assert_int_equal(tp_oob_open_tcp("oob-test", members, 2, 0, 1500, &oob), SPINDLE_ETIMEDOUT);
+    assert_non_null(strstr(spindle_errmsg(), "members 1 never connected"));
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
 }
 
 int main(void)
@@ -205,6 +327,10 @@ int main(void)
         cmocka_unit_test(test_garbage_frame_is_rejected),
         cmocka_unit_test(test_wrong_length_is_rejected),
         cmocka_unit_test(test_taken_port_and_absent_member_are_named),
+        cmocka_unit_test(test_hostile_garbage_after_setup),
+        cmocka_unit_test(test_hostile_oversized_after_setup),
+        cmocka_unit_test(test_hostile_truncated_after_setup),
+        cmocka_unit_test(test_other_group_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
