@@ -563,13 +563,14 @@ static void fab_disconnect(struct tp_endpoint *tep, struct tp_peer *peer)
         return;
     struct fab_conn *conn = &peer->conn;
     /* Closed first, so the cancellations shutdown causes are not failures.
-     * Resources are released at close: completions may still name it. */
+     * Resources are released at close: completions may still name it.
+     * The connection itself also ends at close: shutting it down right
+     * after the goodbye could drop the goodbye still queued in the provider,
+     * and the peer would take our departure for a crash. */
     atomic_store(&conn->failure_reported, 1);
     int state = atomic_exchange(&conn->state, FAB_CONN_CLOSED);
-    if (state == FAB_CONN_CONNECTED) {
+    if (state == FAB_CONN_CONNECTED)
         fab_send_msg(conn, FAB_MSG_BYE, 0);
-        fi_shutdown(conn->fep, 0);
-    }
 }
 
 /* ---- events, state, stats ------------------------------------------------ */

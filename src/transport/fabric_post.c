@@ -42,13 +42,15 @@ static uint64_t fab_place(uint64_t pos, uint64_t size)
     return pos;
 }
 
-/* Validates the batch and computes the ring position and operation count
- * it needs. */
-static int fab_plan(struct fab_conn *conn, const struct tp_write *writes, unsigned count,
-                    uint64_t *end, uint32_t *ops)
+/* A place in a batch: write `index`, `done` bytes of it already taken. */
+struct fab_cursor {
+    unsigned index;
+    uint64_t done;
+};
+
+/* Checks every write of the batch against its remote region. */
+static int fab_check(const struct tp_write *writes, unsigned count)
 {
-    uint64_t pos = atomic_load_explicit(&conn->posted, memory_order_relaxed);
-    uint32_t n = 0;
     for (unsigned i = 0; i < count; i++) {
         const struct tp_write *w = &writes[i];
         if (w->remote == NULL || (w->local == NULL && w->length > 0))
@@ -59,19 +61,39 @@ static int fab_plan(struct fab_conn *conn, const struct tp_write *writes, unsign
                             "fabric post: write %u of %u bytes at offset %" PRIu64
                             " exceeds the remote region of %" PRIu64 " bytes",
                             i, w->length, w->remote_offset, w->remote->length);
-        uint64_t off = w->remote_offset, left = w->length;
-        do {
-            uint32_t chunk = fab_chunk(off, left);
-            uint64_t size = fab_rec_bytes(chunk);
-            pos = fab_place(pos, size) + size;
-            off += chunk;
-            left -= chunk;
-            n++;
-        } while (left > 0);
+    }
+    return 0;
+}
+
+/* Plans the next part of the batch from *from: as many records as one ring
+ * and the operation limit hold. Sets the ring position after the part, its
+ * operation count, and *to (index == count when the part ends the batch). */
+static void fab_plan(struct fab_conn *conn, const struct tp_write *writes, unsigned count,
+                     struct fab_cursor from, uint64_t *end, uint32_t *ops, struct fab_cursor *to)
+{
+    uint64_t start = atomic_load_explicit(&conn->posted, memory_order_relaxed);
+    uint64_t pos = start;
+    uint32_t n = 0;
+    struct fab_cursor at = from;
+    while (at.index < count) {
+        const struct tp_write *w = &writes[at.index];
+        uint64_t left = w->length - at.done;
+        uint32_t chunk = fab_chunk(w->remote_offset + at.done, left);
+        uint64_t size = fab_rec_bytes(chunk);
+        uint64_t next = fab_place(pos, size) + size;
+        if (n > 0 && (next - start > FAB_RING_SIZE || n + 1 > conn->ops_max))
+            break;
+        pos = next;
+        n++;
+        at.done += chunk;
+        if (at.done == w->length) {
+            at.index++;
+            at.done = 0;
+        }
     }
     *end = pos;
     *ops = n;
-    return 0;
+    *to = at;
 }
 
 /* 1 when the planned batch fits the credits and operation slots. */
@@ -141,6 +163,58 @@ static int fab_post_record(struct fab_conn *conn, const struct tp_write *w, uint
     return 0;
 }
 
+/* Posts the records of one part, [from, to). The last record of the part
+ * goes without FI_MORE; only the end of the batch carries the signal. */
+static int fab_post_part(struct fab_conn *conn, const struct tp_write *writes, unsigned count,
+                         struct fab_cursor from, struct fab_cursor to, unsigned flags,
+                         uint64_t cookie, uint32_t *posted_ops)
+{
+    struct fab_cursor at = from;
+    while (at.index < to.index || (at.index == to.index && at.done < to.done)) {
+        const struct tp_write *w = &writes[at.index];
+        uint64_t off = w->remote_offset + at.done;
+        uint32_t chunk = fab_chunk(off, w->length - at.done);
+        at.done += chunk;
+        if (at.done == w->length) {
+            at.index++;
+            at.done = 0;
+        }
+        int part_end = at.index == to.index && at.done == to.done;
+        int last = part_end && to.index == count;
+        uint64_t fi_flags = FI_REMOTE_CQ_DATA | FI_COMPLETION | (part_end ? 0 : FI_MORE);
+        int frc = fab_post_record(conn, w, off, chunk, fi_flags, last, flags, cookie);
+        if (frc != 0) {
+            char why[160];
+            snprintf(why, sizeof why, "fi_writemsg: %s", fi_strerror(-frc));
+            fab_conn_fail(conn, SPINDLE_EPEERFAILED, why);
+            return sp_error(SPINDLE_EPEERFAILED, "fabric peer %s (member %u) failed: %s",
+                            conn->name, conn->remote_id, why);
+        }
+        (*posted_ops)++;
+    }
+    return 0;
+}
+
+/* A later part of a batch larger than one ring waits for credits: the
+ * target's progress thread returns them without any help from its
+ * application, and a peer that stops returning them is failed by our
+ * progress thread after failure_timeout_ms. */
+static int fab_wait_credits(struct fab_conn *conn, uint64_t end, uint32_t ops)
+{
+    while (!fab_fits(conn, end, ops)) {
+        if (atomic_load(&conn->state) != FAB_CONN_CONNECTED)
+            return sp_error(SPINDLE_EPEERFAILED,
+                            "fabric peer %s (member %u) failed while a batch was posted: %s",
+                            conn->name, conn->remote_id, conn->why);
+        sched_yield();
+    }
+    return 0;
+}
+
+/* A batch is posted in parts of at most one ring (and the provider's
+ * operation limit), in order, so posting order (T2) holds across parts.
+ * The first part is all-or-nothing: SPINDLE_EAGAIN with nothing posted when
+ * it lacks credits. */
 int fab_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigned count,
                     unsigned flags, uint64_t cookie)
 {
@@ -155,17 +229,13 @@ int fab_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigne
         return sp_error(SPINDLE_EINVAL, "fabric post: peer %s is not connected", conn->name);
     if (count == 0)
         return 0;
-    uint64_t end = 0;
-    uint32_t ops = 0;
-    int rc = fab_plan(conn, writes, count, &end, &ops);
+    int rc = fab_check(writes, count);
     if (rc != 0)
         return rc;
-    uint64_t start = atomic_load_explicit(&conn->posted, memory_order_relaxed);
-    if (end - start > FAB_RING_SIZE || ops > conn->ops_max)
-        return sp_error(SPINDLE_EMSGSIZE,
-                        "fabric post: batch needs %" PRIu64 " ring bytes and %u operations; "
-                        "the limit is %u and %u",
-                        end - start, ops, FAB_RING_SIZE, conn->ops_max);
+    struct fab_cursor from = {0, 0}, to;
+    uint64_t end = 0;
+    uint32_t ops = 0;
+    fab_plan(conn, writes, count, from, &end, &ops, &to);
     if (!fab_fits(conn, end, ops)) {
         /* Ask the progress thread to ring our doorbell when credits return,
          * then re-check so a return that raced with us is not missed. */
@@ -174,36 +244,31 @@ int fab_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigne
             return sp_error(SPINDLE_EAGAIN, "fabric post: no credits for %s", conn->name);
         atomic_store(&conn->starved, 0);
     }
+    uint64_t start = atomic_load_explicit(&conn->posted, memory_order_relaxed);
     if (start == atomic_load(&conn->acked) && start == atomic_load(&conn->completed))
         atomic_store(&conn->last_progress_ns, sp_now_ns()); /* idle -> busy */
 
-    uint64_t bytes = 0;
-    uint32_t posted_ops = 0;
-    for (unsigned i = 0; i < count; i++) {
-        const struct tp_write *w = &writes[i];
-        uint64_t off = w->remote_offset, left = w->length;
-        do {
-            uint32_t chunk = fab_chunk(off, left);
-            int last = i + 1 == count && chunk == left;
-            uint64_t fi_flags = FI_REMOTE_CQ_DATA | FI_COMPLETION | (last ? 0 : FI_MORE);
-            int frc = fab_post_record(conn, w, off, chunk, fi_flags, last, flags, cookie);
-            if (frc != 0) {
-                char why[160];
-                snprintf(why, sizeof why, "fi_writemsg: %s", fi_strerror(-frc));
-                fab_conn_fail(conn, SPINDLE_EPEERFAILED, why);
-                return sp_error(SPINDLE_EPEERFAILED, "fabric peer %s (member %u) failed: %s",
-                                conn->name, conn->remote_id, why);
-            }
-            off += chunk;
-            left -= chunk;
-            posted_ops++;
-        } while (left > 0);
-        bytes += w->length;
+    uint32_t posted_ops = 0, parts = 0;
+    for (;;) {
+        rc = fab_post_part(conn, writes, count, from, to, flags, cookie, &posted_ops);
+        if (rc != 0)
+            return rc;
+        parts++;
+        if (to.index == count)
+            break;
+        from = to;
+        fab_plan(conn, writes, count, from, &end, &ops, &to);
+        rc = fab_wait_credits(conn, end, ops);
+        if (rc != 0)
+            return rc;
     }
+    uint64_t bytes = 0;
+    for (unsigned i = 0; i < count; i++)
+        bytes += writes[i].length;
     struct fab_ep *ep = conn->ep;
     atomic_fetch_add_explicit(&ep->st_writes, posted_ops, memory_order_relaxed);
     atomic_fetch_add_explicit(&ep->st_batches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&ep->st_doorbells, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ep->st_doorbells, parts, memory_order_relaxed);
     atomic_fetch_add_explicit(&ep->st_bytes, bytes, memory_order_relaxed);
     if (flags & TP_POST_SIGNALED)
         atomic_fetch_add_explicit(&ep->st_signaled, 1, memory_order_relaxed);

@@ -58,10 +58,21 @@ static struct fab_conn *fab_find_peer_by_nonce(struct fab_ep *ep, uint64_t nonce
     return NULL;
 }
 
+static void fab_conn_fail_at(struct fab_conn *conn, int error, const char *why,
+                             enum sp_log_level level);
+
 /* Marks conn failed once. An outgoing connection that was in use reports
  * TP_EVENT_PEER_FAILED; an incoming one fails the outgoing connection to
  * the same endpoint (a member whose writes cannot reach us is broken). */
 void fab_conn_fail(struct fab_conn *conn, int error, const char *why)
+{
+    fab_conn_fail_at(conn, error, why, SP_LOG_WARN);
+}
+
+/* fab_conn_fail, logging the failure at level (a peer that said goodbye
+ * and then closed is reported all the same, but is no cause for alarm). */
+static void fab_conn_fail_at(struct fab_conn *conn, int error, const char *why,
+                             enum sp_log_level level)
 {
     struct fab_ep *ep = conn->ep;
     pthread_mutex_lock(&ep->cm_lock);
@@ -80,8 +91,8 @@ void fab_conn_fail(struct fab_conn *conn, int error, const char *why)
     pthread_mutex_unlock(&ep->cm_lock);
 
     if (state == FAB_CONN_CONNECTED)
-        SP_LOG_WARNING("fabric", "connection %s (member %u) failed: %s", conn->name,
-                       conn->remote_id, why);
+        sp_log(level, "fabric", "connection %s (member %u) failed: %s", conn->name, conn->remote_id,
+               why);
     if (!conn->incoming && state == FAB_CONN_CONNECTED) {
         if (atomic_exchange(&conn->failure_reported, 1) == 0) {
             struct tp_event ev = {TP_EVENT_PEER_FAILED, (struct tp_peer *)conn, 0,
@@ -92,7 +103,7 @@ void fab_conn_fail(struct fab_conn *conn, int error, const char *why)
     if (also != NULL) {
         char reason[200];
         snprintf(reason, sizeof reason, "its connection to us broke: %s", why);
-        fab_conn_fail(also, error, reason);
+        fab_conn_fail_at(also, error, reason, level);
     }
 }
 
@@ -150,6 +161,13 @@ static int fab_apply_record(struct fab_ep *ep, struct fab_conn *conn, uint64_t o
                         off, hdr.start, conn->applied);
     pthread_mutex_lock(&ep->region_lock);
     struct fab_region *region = fab_region_find(ep, hdr.region);
+    if (region == NULL && hdr.region != 0 && hdr.region < ep->next_region) {
+        /* A region freed while a peer still pushed to it (a member tearing
+         * down after the shutdown barrier): nobody reads it any more. */
+        pthread_mutex_unlock(&ep->region_lock);
+        conn->applied = hdr.end;
+        return 0;
+    }
     if (region == NULL || hdr.offset > region->length || hdr.length > region->length - hdr.offset) {
         pthread_mutex_unlock(&ep->region_lock);
         return sp_error(SPINDLE_EPROTO,
@@ -340,6 +358,53 @@ static void fab_incoming_ended(struct fab_conn *conn, const char *why)
     fab_conn_teardown(conn);
 }
 
+/* The writer's goodbye may sit in the CQ behind the shutdown the EQ
+ * reports (one provider progress call can produce both): read what the CQ
+ * already holds before judging the shutdown. */
+static void fab_read_cq_now(struct fab_ep *ep, const struct fab_conn *conn)
+{
+    struct fi_cq_data_entry entries[FAB_CQ_BATCH];
+    for (int rounds = 0; !conn->bye && rounds < 64; rounds++) {
+        ssize_t n = fi_cq_read(ep->cq, entries, FAB_CQ_BATCH);
+        if (n == -FI_EAVAIL) {
+            fab_handle_cq_error(ep);
+            continue;
+        }
+        if (n <= 0)
+            break;
+        int applied = 0;
+        for (ssize_t i = 0; i < n; i++)
+            applied |= fab_handle_completion(ep, &entries[i]);
+        if (applied)
+            fab_bell_ring(ep);
+    }
+}
+
+static void fab_incoming_shutdown(struct fab_ep *ep, struct fab_conn *conn)
+{
+    fab_read_cq_now(ep, conn);
+    if (atomic_load(&conn->state) != FAB_CONN_CLOSED)
+        fab_incoming_ended(conn, "connection shut down");
+}
+
+/* The target of an outgoing connection closed it. If that endpoint said
+ * goodbye on its own connection to us, it is leaving, not crashing: still
+ * a failure of the connection (T4), but logged quietly. */
+static void fab_outgoing_shutdown(struct fab_ep *ep, struct fab_conn *conn)
+{
+    int leaving = 0;
+    for (uint32_t i = 0; i < ep->num_incoming && !leaving; i++) {
+        struct fab_conn *in = ep->incoming[i];
+        if (in->remote_nonce != conn->remote_nonce)
+            continue;
+        fab_read_cq_now(ep, in);
+        leaving = in->bye;
+    }
+    fab_conn_fail_at(conn, SPINDLE_EPEERFAILED,
+                     leaving ? "connection shut down by a departing peer" : "connection shut down",
+                     leaving ? SP_LOG_DEBUG : SP_LOG_WARN);
+}
+
 static void fab_drain_eq(struct fab_ep *ep)
 {
     union {
@@ -385,9 +450,9 @@ static void fab_drain_eq(struct fab_ep *ep)
         if (event == FI_CONNECTED)
             fab_handle_connected(ep, conn, &buf.entry, (size_t)n);
         else if (event == FI_SHUTDOWN && conn->incoming)
-            fab_incoming_ended(conn, "connection shut down");
+            fab_incoming_shutdown(ep, conn);
         else if (event == FI_SHUTDOWN)
-            fab_conn_fail(conn, SPINDLE_EPEERFAILED, "connection shut down");
+            fab_outgoing_shutdown(ep, conn);
     }
 }
 

@@ -193,7 +193,7 @@ static void test_writes_land_in_order_and_complete(void **state)
     pair_close(&p);
 }
 
-static void test_out_of_bounds_and_oversized_batches_are_refused(void **state)
+static void test_out_of_bounds_writes_are_refused(void **state)
 {
     (void)state;
     struct pair p;
@@ -201,11 +201,38 @@ static void test_out_of_bounds_and_oversized_batches_are_refused(void **state)
     struct tp_write w = {p.src, p.src_mr, p.rmr, REGION - 4, 8};
     assert_int_equal(ops->post_writes(p.a_to_b, &w, 1, 0, 0), SPINDLE_EINVAL);
     assert_non_null(strstr(spindle_errmsg(), "exceeds the remote region"));
-    /* More than one ring's worth in one batch can never fit. */
-    struct tp_write many[5];
-    for (int i = 0; i < 5; i++)
-        many[i] = (struct tp_write){p.src, p.src_mr, p.rmr, 0, REGION / 2};
-    assert_int_equal(ops->post_writes(p.a_to_b, many, 5, 0, 0), SPINDLE_EMSGSIZE);
+    pair_close(&p);
+}
+
+/* More than one ring's worth in one batch (a window of large messages) is
+ * posted in parts, in order: the guard written last still lands last. */
+static void test_batch_larger_than_a_ring_lands_in_order(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    size_t quarter = (REGION - 8) / 4 / 8 * 8;
+    struct tp_write many[13];
+    unsigned n = 0;
+    for (size_t i = 0; i < 4 * quarter; i++)
+        p.src[i] = (uint8_t)(i * 13 + 5);
+    /* The region three times over (1.5 MiB), then a guard. */
+    for (unsigned pass = 0; pass < 3; pass++)
+        for (unsigned q = 0; q < 4; q++)
+            many[n++] = (struct tp_write){p.src + q * quarter, p.src_mr, p.rmr, q * quarter,
+                                          (uint32_t)quarter};
+    uint64_t guard = 0x5a5a5a5a12345678ull;
+    memcpy(p.src + REGION - 8, &guard, 8);
+    many[n++] = (struct tp_write){p.src + REGION - 8, p.src_mr, p.rmr, REGION - 8, 8};
+    assert_true(3 * 4 * quarter > FAB_RING_SIZE);
+    assert_int_equal(ops->post_writes(p.a_to_b, many, n, TP_POST_SIGNALED, 7), 0);
+    assert_true(wait_word(p.b, p.mem + REGION - 8, guard, 10000));
+    assert_memory_equal(p.mem, p.src, 4 * quarter);
+    assert_int_equal(ops->peer_state(p.a_to_b), 0);
+    struct tp_stats st;
+    ops->stats(p.a, &st);
+    assert_int_equal(st.batches_posted, 1);
+    assert_true(st.doorbells >= 2); /* more than one part */
     pair_close(&p);
 }
 
@@ -267,7 +294,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ephemeral_port_is_reported_and_port_in_use_named),
         cmocka_unit_test(test_unreachable_peers_are_named),
         cmocka_unit_test(test_writes_land_in_order_and_complete),
-        cmocka_unit_test(test_out_of_bounds_and_oversized_batches_are_refused),
+        cmocka_unit_test(test_out_of_bounds_writes_are_refused),
+        cmocka_unit_test(test_batch_larger_than_a_ring_lands_in_order),
         cmocka_unit_test(test_credits_run_out_and_come_back),
         cmocka_unit_test(test_doorbell_ring_without_writes_wakes_peer),
     };
