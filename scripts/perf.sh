@@ -5,6 +5,9 @@
 #
 # Usage: sh scripts/perf.sh [BUILD_DIR] [OUT_DIR]
 #   RUNS=3 (default) repetitions per experiment; QUICK=1 shrinks message counts.
+#   TRANSPORT=fabric [PROVIDER=tcp] runs every experiment, raw reference
+#   included, over libfabric instead of shared memory; labels and table rows
+#   then carry "fabric/PROVIDER".
 # Raw results: OUT_DIR/results.tsv (label <TAB> command <TAB> JSON line).
 set -eu
 BUILD=${1:-build}
@@ -17,6 +20,13 @@ RESULTS="$OUT/results.tsv"
 : >"$RESULTS"
 N=${MESSAGES:-20000}
 [ "${QUICK:-0}" = 1 ] && N=3000
+TRANSPORT=${TRANSPORT:-shm}
+if [ "$TRANSPORT" = shm ]; then
+    TARGS="" TAG=""
+else
+    PROVIDER=${PROVIDER:-tcp}
+    TARGS="--transport $TRANSPORT --provider $PROVIDER" TAG="$TRANSPORT/$PROVIDER "
+fi
 
 # run LABEL ARGS...: RUNS repetitions, each appending one line.
 run() {
@@ -24,8 +34,10 @@ run() {
     shift
     i=0
     while [ $i -lt "$RUNS" ]; do
-        line=$("$BENCH" "$@" | tail -n 1) || { echo "perf: FAILED: spindle-bench $*" >&2; exit 1; }
-        printf '%s\t%s\t%s\n' "$label" "spindle-bench $*" "$line" >>"$RESULTS"
+        # shellcheck disable=SC2086
+        line=$("$BENCH" "$@" $TARGS | tail -n 1) ||
+            { echo "perf: FAILED: spindle-bench $* $TARGS" >&2; exit 1; }
+        printf '%s\t%s\t%s\n' "$label" "spindle-bench $* $TARGS" "$line" >>"$RESULTS"
         i=$((i + 1))
     done
     echo "perf: $label done" >&2
@@ -93,14 +105,14 @@ median() {
 }
 cmd_of() { awk -F '\t' -v label="$1" '$1 == label { print $2; exit }' "$RESULTS"; }
 
-echo "## Results (median of $RUNS runs; $(nproc) cores; $(date -u +%Y-%m-%d))"
+echo "## Results ${TAG}(median of $RUNS runs; $(nproc) cores; $(date -u +%Y-%m-%d))"
 echo
 echo "### Raw transport reference (--raw)"
 echo
 echo "| size | raw MB/s | raw writes/s | 8-byte latency us | command |"
 echo "| --- | ---: | ---: | ---: | --- |"
 for size in 1 128 1024 10240; do
-    echo "| $size | $(median raw-$size raw_mb_per_s) | $(median raw-$size raw_msgs_per_s) |" \
+    echo "| $TAG$size | $(median raw-$size raw_mb_per_s) | $(median raw-$size raw_msgs_per_s) |" \
         "$(median raw-$size raw_latency_us) | \`$(cmd_of raw-$size)\` |"
 done
 echo
@@ -112,7 +124,7 @@ row() { # label size
     mb=$(median "$1" mb_per_s)
     raw=$(median "raw-$2" raw_mb_per_s)
     eff=$(awk -v a="$mb" -v b="$raw" 'BEGIN { if (b + 0 > 0) printf "%.1f%%", 100 * a / b; else print "-" }')
-    echo "| $1 | $(median "$1" msgs_per_s) | $mb | $eff | $(median "$1" p50_latency_us) |" \
+    echo "| $TAG$1 | $(median "$1" msgs_per_s) | $mb | $eff | $(median "$1" p50_latency_us) |" \
         "$(median "$1" p99_latency_us) | $(median "$1" writes_per_message) |" \
         "$(median "$1" nulls_sent) | $(median "$1" send_batch_mean)/$(median "$1" receive_batch_mean)/$(median "$1" delivery_batch_mean) |" \
         "\`$(cmd_of "$1")\` |"

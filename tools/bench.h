@@ -12,7 +12,8 @@
 
 #include <spindle/spindle.h>
 
-enum bench_senders { SENDERS_ALL, SENDERS_HALF, SENDERS_ONE };
+/* SENDERS_FILE: each subgroup's senders from --config (all members without one). */
+enum bench_senders { SENDERS_ALL, SENDERS_HALF, SENDERS_ONE, SENDERS_FILE };
 
 struct bench_config {
     uint32_t local;      /* --local N (0: single member) */
@@ -36,6 +37,12 @@ struct bench_config {
     bool tolerate_failures; /* --tolerate-failures: survive view changes */
     uint32_t timeout_s;
     char group_name[64];
+    /* --config FILE: the loaded file (members, subgroups, [bench] defaults) */
+    const char *config_path;
+    struct spindle_config *file;
+    char *owned_members;    /* --members built from the file */
+    int failure_timeout_ms; /* 0: library default */
+    bool mode_given;        /* --mode overrides the file's subgroup modes */
 };
 
 struct bench_result {
@@ -75,6 +82,21 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
 /* Runs member `self` (0 measures, 1 echoes) of the raw transport test. */
 void bench_run_raw(const struct bench_config *config, uint32_t self, uint32_t members,
                    struct bench_result *result);
+
+/* --config (bench_config.c): loads FILE as defaults before the other
+ * flags are parsed, then checks the combination; both return 0 or 2 after
+ * printing one message naming the culprit. */
+int bench_config_load(struct bench_config *config, const char *path);
+int bench_config_finish(struct bench_config *config);
+void bench_config_release(struct bench_config *config);
+
+/* Subgroup g as the group is created with it: from the file when there is
+ * one (flags applied), else every member of members. all = 0..members-1. */
+void bench_subgroup(const struct bench_config *config, uint32_t g, uint32_t members,
+                    const uint32_t *all, struct spindle_subgroup_config *out);
+/* self's rank among the senders of sub, or -1. */
+int bench_sender_rank(const struct spindle_subgroup_config *sub, uint32_t self);
+bool bench_is_member(const struct spindle_subgroup_config *sub, uint32_t self);
 
 /* Prints the human summary, then the JSON line, for results[0..count). */
 void bench_report(const struct bench_config *config, uint32_t members,

@@ -3,6 +3,9 @@
  *
  *   spindle-bench --local N [options]        forks N members on this host
  *   spindle-bench --id I --members LIST ...  runs member I alone (TCP bootstrap)
+ *   spindle-bench --config FILE --id I ...   runs member I of the group FILE describes
+ *                                            (members, transport, subgroups, workload;
+ *                                            flags override the workload)
  *
  * The launcher collects every member's result through a pipe, prints a
  * human summary and, last, one JSON line. Exit status: 0 when every member
@@ -28,11 +31,17 @@
 static const char usage[] =
     "usage: spindle-bench --local N [options]\n"
     "       spindle-bench --id I --members HOST:PORT,HOST:PORT,... [options]\n"
+    "       spindle-bench --config FILE --id I [options]\n"
     "\n"
     "Members and placement:\n"
     "  --local N              fork N members on this host (shm bootstrap in a temp dir)\n"
-    "  --id I                 run only member I (0-based) of --members\n"
+    "  --id I                 run only member I (0-based) of --members or of --config\n"
     "  --members LIST         host:port of every member, in member order (TCP bootstrap)\n"
+    "  --config FILE          INI file (docs/CONFIG.md): [member.N] host/port of every member\n"
+    "                         (ids 0..N-1, fixed ports), [group] transport, provider,\n"
+    "                         failure_timeout_ms, [subgroup.N] members, senders, window_size,\n"
+    "                         max_payload, mode (all subgroups active), [bench] messages,\n"
+    "                         message_size; the flags below override the file\n"
     "Workload:\n"
     "  --senders all|half|one which members send (default all; half = first N/2)\n"
     "  --msg-size BYTES       message size, 1..1048576 (default 1024)\n"
@@ -60,7 +69,8 @@ static const char usage[] =
     "                         trace names view ids and the app index (first 8 payload\n"
     "                         bytes, --msg-size >= 8); --local writes DIR/member-<id>.pid\n"
     "                         and a survivor writes DIR/member-<id>.end\n"
-    "  --timeout SECONDS      give up when deliveries take longer (default 120)\n"
+    "  --timeout SECONDS      give up when deliveries take longer (default 120), or when\n"
+    "                         members are missing for longer (at most 60)\n"
     "  --help                 this text\n";
 
 static int bad(const char *fmt, const char *value)
@@ -108,6 +118,7 @@ enum {
     OPT_RAW,
     OPT_TOLERATE,
     OPT_TIMEOUT,
+    OPT_CONFIG,
     OPT_HELP
 };
 
@@ -134,6 +145,7 @@ static const struct option long_options[] = {
     {"raw", no_argument, 0, OPT_RAW},
     {"tolerate-failures", no_argument, 0, OPT_TOLERATE},
     {"timeout", required_argument, 0, OPT_TIMEOUT},
+    {"config", required_argument, 0, OPT_CONFIG},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -262,6 +274,19 @@ static int check_config(struct bench_config *c, bool delayed_given)
     return 0;
 }
 
+/* --config FILE gives defaults that the other flags override: found first. */
+static const char *find_config(int argc, char **argv)
+{
+    const char *path = NULL;
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "", long_options, NULL)) != -1)
+        if (opt == OPT_CONFIG)
+            path = optarg;
+    optind = 0; /* rescan from the start */
+    return path;
+}
+
 static int parse_args(int argc, char **argv, struct bench_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -276,9 +301,11 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
     c->transport = "shm";
     c->batching = c->null_sends = c->early_unlock = true;
     c->timeout_s = 120;
+    const char *config_path = find_config(argc, argv);
+    if (config_path != NULL && bench_config_load(c, config_path) != 0)
+        return 2;
     bool delayed_given = false;
     int opt;
-    opterr = 0;
     while ((opt = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
         switch (opt) {
         case OPT_HELP:
@@ -311,11 +338,14 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
         case OPT_BASELINE:
             c->batching = c->null_sends = c->early_unlock = false;
             break;
+        case OPT_CONFIG:
+            break;
         case OPT_SENDERS:
         case OPT_MODE:
         case OPT_TRANSPORT:
             if (parse_word(opt, optarg, c) != 0)
                 return 2;
+            c->mode_given |= opt == OPT_MODE;
             break;
         case '?':
             return bad("unknown or incomplete option '%s'", argv[optind - 1]);
@@ -326,6 +356,8 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
     }
     if (optind < argc)
         return bad("unexpected argument '%s'", argv[optind]);
+    if (c->file != NULL && bench_config_finish(c) != 0)
+        return 2;
     return check_config(c, delayed_given);
 }
 
@@ -456,22 +488,27 @@ static int run_local(struct bench_config *config)
     return failed ? 1 : 0;
 }
 
-int main(int argc, char **argv)
+static int run_member(const struct bench_config *config)
 {
-    struct bench_config config;
-    int rc = parse_args(argc, argv, &config);
-    if (rc != 0)
-        return rc;
-    signal(SIGPIPE, SIG_IGN);
-    if (config.local > 0)
-        return run_local(&config);
-    uint32_t members = count_members(config.members);
+    uint32_t members = count_members(config->members);
     struct bench_result result;
-    run_one(&config, (uint32_t)config.id, members, &result);
+    run_one(config, (uint32_t)config->id, members, &result);
     if (!result.ok) {
         fprintf(stderr, "spindle-bench: %s\n", result.error);
         return 1;
     }
-    bench_report(&config, members, &result, 1);
+    bench_report(config, members, &result, 1);
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_config config;
+    int rc = parse_args(argc, argv, &config);
+    if (rc == 0) {
+        signal(SIGPIPE, SIG_IGN);
+        rc = config.local > 0 ? run_local(&config) : run_member(&config);
+    }
+    bench_config_release(&config);
+    return rc;
 }

@@ -29,6 +29,8 @@ struct member_state {
     int duplicate;         /* a sender's app index out of order */
     uint64_t view_id;
     uint64_t view_mask; /* member ids of the current view */
+    bool *sends;        /* [active] this member sends in the subgroup */
+    int sender_rank;    /* rank among the senders of its first sending subgroup, or -1 */
 };
 
 uint32_t bench_num_senders(const struct bench_config *config, uint32_t members)
@@ -138,19 +140,11 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     uint32_t member_list[SPINDLE_MAX_MEMBERS];
     for (uint32_t i = 0; i < members; i++)
         member_list[i] = i;
-    uint32_t num_senders = bench_num_senders(config, members);
     struct spindle_subgroup_config *subgroups = calloc(config->subgroups, sizeof *subgroups);
     if (subgroups == NULL)
         return SPINDLE_ENOMEM;
-    for (uint32_t g = 0; g < config->subgroups; g++) {
-        subgroups[g].members = member_list;
-        subgroups[g].num_members = members;
-        subgroups[g].senders = member_list;
-        subgroups[g].num_senders = num_senders;
-        subgroups[g].window_size = config->window;
-        subgroups[g].max_payload = config->msg_size;
-        subgroups[g].mode = config->mode;
-    }
+    for (uint32_t g = 0; g < config->subgroups; g++)
+        bench_subgroup(config, g, members, member_list, &subgroups[g]);
     struct spindle_group_options options;
     spindle_group_options_init(&options);
     options.transport = config->transport;
@@ -159,7 +153,10 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     options.self = self;
     options.num_members = members;
     options.bootstrap = config->members != NULL ? config->members : config->bootstrap_dir;
-    options.bootstrap_timeout_ms = 60000;
+    /* Missing members are reported within --timeout (at most a minute). */
+    options.bootstrap_timeout_ms = config->timeout_s < 60 ? (int)config->timeout_s * 1000 : 60000;
+    if (config->failure_timeout_ms > 0)
+        options.failure_timeout_ms = config->failure_timeout_ms;
     options.batching = config->batching;
     options.null_sends = config->null_sends;
     options.early_unlock = config->early_unlock;
@@ -173,13 +170,41 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     return rc;
 }
 
-/* Streams this member's messages round-robin over the active subgroups. */
-static int send_all(const struct bench_config *config, spindle_group_t *group,
-                    struct member_state *st, uint32_t sender_rank)
+/* Fills st->sends and st->sender_rank; returns the number of messages this
+ * member delivers (every sender's messages in the active subgroups it is a
+ * member of). */
+static uint64_t plan_subgroups(const struct bench_config *config, uint32_t members,
+                               struct member_state *st)
 {
-    bool delayed = sender_rank < config->delayed_senders && config->delay_us > 0;
+    uint32_t all[SPINDLE_MAX_MEMBERS];
+    for (uint32_t i = 0; i < members; i++)
+        all[i] = i;
+    uint64_t expected = 0;
+    st->sender_rank = -1;
+    for (uint32_t g = 0; g < config->active_subgroups; g++) {
+        struct spindle_subgroup_config sub;
+        bench_subgroup(config, g, members, all, &sub);
+        int rank = bench_sender_rank(&sub, st->self);
+        st->sends[g] = rank >= 0;
+        if (st->sender_rank < 0)
+            st->sender_rank = rank;
+        if (bench_is_member(&sub, st->self))
+            expected += config->messages * sub.num_senders;
+    }
+    return expected;
+}
+
+/* Streams this member's messages round-robin over the active subgroups it
+ * sends in. */
+static int send_all(const struct bench_config *config, spindle_group_t *group,
+                    struct member_state *st)
+{
+    bool delayed = st->sender_rank >= 0 && (uint32_t)st->sender_rank < config->delayed_senders &&
+                   config->delay_us > 0;
     for (uint64_t i = 0; i < config->messages; i++) {
         for (uint32_t g = 0; g < config->active_subgroups; g++) {
+            if (!st->sends[g])
+                continue;
             void *slot;
             int rc = spindle_reserve(group, g, config->msg_size, 0, &slot);
             if (rc < 0)
@@ -221,13 +246,16 @@ static bool all_delivered(const struct bench_config *config, struct member_state
     return __atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE) >= st->expected;
 }
 
-static int wait_delivered(const struct bench_config *config, struct member_state *st,
-                          uint32_t num_senders)
+static int wait_delivered(const struct bench_config *config, spindle_group_t *group,
+                          struct member_state *st, uint32_t num_senders)
 {
     uint64_t deadline = sp_now_ns() + (uint64_t)config->timeout_s * 1000000000ull;
     while (!all_delivered(config, st, num_senders)) {
         if (sp_now_ns() > deadline)
             return SPINDLE_ETIMEDOUT;
+        int status = spindle_group_status(group); /* stopped: cut off, ... */
+        if (status < 0)
+            return status;
         struct timespec ts = {0, 200000};
         nanosleep(&ts, NULL);
     }
@@ -304,7 +332,12 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     struct member_state st = {.config = config, .self = self};
     uint32_t num_senders = bench_num_senders(config, members);
     uint64_t own = (uint64_t)config->active_subgroups * config->messages;
-    st.expected = own * num_senders;
+    st.sends = calloc(config->active_subgroups, sizeof *st.sends);
+    if (st.sends == NULL) {
+        fail(result, "allocating the subgroup plan", SPINDLE_ENOMEM);
+        return;
+    }
+    st.expected = plan_subgroups(config, members, &st);
     result->expected = st.expected;
     st.commit_ns = calloc(own > 0 ? own : 1, sizeof *st.commit_ns);
     st.view_mask = members >= 64 ? UINT64_MAX : (1ull << members) - 1;
@@ -328,10 +361,10 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     }
     rc = spindle_barrier(group, 60000);
     uint64_t start = sp_now_ns();
-    if (rc == 0 && self < num_senders)
-        rc = send_all(config, group, &st, self);
+    if (rc == 0 && st.sender_rank >= 0)
+        rc = send_all(config, group, &st);
     if (rc == 0)
-        rc = wait_delivered(config, &st, num_senders);
+        rc = wait_delivered(config, group, &st, num_senders);
     if (rc == 0 && __atomic_load_n(&st.duplicate, __ATOMIC_ACQUIRE))
         rc = SPINDLE_EPROTO;
     if (rc < 0) {
@@ -368,4 +401,5 @@ out:
     free(st.commit_ns);
     free(st.latency_ns);
     free(st.from_sender);
+    free(st.sends);
 }

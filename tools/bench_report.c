@@ -117,9 +117,14 @@ void bench_report(const struct bench_config *config, uint32_t members,
     double mb_per_s = msgs_per_s * config->msg_size / 1e6;
     uint32_t senders = bench_num_senders(config, members);
     const char *mode = config->mode == SPINDLE_MODE_ATOMIC ? "atomic" : "unordered";
-    printf("%u members, %u senders, %u B messages, window %u, %u/%u subgroups active, %s, %s\n",
-           members, senders, config->msg_size, config->window, config->active_subgroups,
-           config->subgroups, mode, config->transport);
+    if (config->file != NULL && !config->mode_given)
+        mode = "per-subgroup";        /* --config subgroups with different modes */
+    char window[16] = "per-subgroup"; /* 0: each --config subgroup's own (JSON: 0) */
+    if (config->window > 0)
+        snprintf(window, sizeof window, "%u", config->window);
+    printf("%u members, %u senders, %u B messages, window %s, %u/%u subgroups active, %s, %s\n",
+           members, senders, config->msg_size, window, config->active_subgroups, config->subgroups,
+           mode, config->transport);
     printf("  optimizations: batching %s, null-sends %s, early unlock %s; delay %u us on %u "
            "sender(s)\n",
            config->batching ? "on" : "off", config->null_sends ? "on" : "off",

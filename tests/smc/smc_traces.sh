@@ -4,20 +4,29 @@
 # message sizes 1, 128, 1024 and 10240 bytes, three overlapping subgroups
 # (two active) and small windows (many ring wrap-arounds).
 # Usage: smc_traces.sh SPINDLE_BENCH
+# The environment may narrow or redirect the runs (fabric_hosts.cmake does):
+#   SPINDLE_TRACE_MEMBERS, SPINDLE_TRACE_SIZES, SPINDLE_TRACE_WINDOWS  lists to run
+#   SPINDLE_TRACE_MESSAGES    messages per sender (default 120)
+#   SPINDLE_TRACE_BENCH_ARGS  extra spindle-bench flags (e.g. --transport fabric)
 set -eu
 BENCH=$1
+MEMBER_COUNTS=${SPINDLE_TRACE_MEMBERS:-2 3 4}
+SIZES=${SPINDLE_TRACE_SIZES:-1 128 1024 10240}
+WINDOWS=${SPINDLE_TRACE_WINDOWS:-7}
+BENCH_ARGS=${SPINDLE_TRACE_BENCH_ARGS:-}
 WORK=$(mktemp -d /tmp/spindle-traces-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-MESSAGES=120
+MESSAGES=${SPINDLE_TRACE_MESSAGES:-120}
 
 check() { # members size window
     members=$1 size=$2 window=$3
-    dir="$WORK/n$members-s$size"
+    dir="$WORK/n$members-s$size-w$window"
     mkdir -p "$dir"
+    # shellcheck disable=SC2086
     if ! "$BENCH" --local "$members" --msg-size "$size" --window "$window" \
         --messages $MESSAGES --subgroups 3 --active-subgroups 2 --trace "$dir" \
-        --timeout 60 >"$dir/out" 2>&1; then
-        echo "FAIL: spindle-bench --local $members --msg-size $size exited non-zero"
+        --timeout 60 $BENCH_ARGS >"$dir/out" 2>&1; then
+        echo "FAIL: spindle-bench --local $members --msg-size $size --window $window $BENCH_ARGS exited non-zero"
         cat "$dir/out"
         exit 1
     fi
@@ -47,11 +56,13 @@ check() { # members size window
             fi
         done
     done
-    echo "ok: $members members, $size B, window $window: identical traces"
+    echo "ok: $members members, $size B, window $window $BENCH_ARGS: identical traces"
 }
 
-for members in 2 3 4; do
-    for size in 1 128 1024 10240; do
-        check "$members" "$size" 7
+for members in $MEMBER_COUNTS; do
+    for size in $SIZES; do
+        for window in $WINDOWS; do
+            check "$members" "$size" "$window"
+        done
     done
 done
