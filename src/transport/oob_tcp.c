@@ -30,6 +30,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,14 +256,31 @@ static int oob_accept_all(struct oob_tcp *oob, int listen_fd, uint64_t deadline)
 
 static const struct tp_oob_vtable oob_tcp_vtable;
 
+static void oob_write(struct oob_tcp *oob, uint32_t j);
+static void oob_progress(struct oob_tcp *oob, int ms);
+
 static void oob_tcp_close(struct tp_oob *base)
 {
     struct oob_tcp *oob = (struct oob_tcp *)base;
+    /* Give what is still queued a moment to leave (a peer may be waiting
+     * for it), without waiting on a peer that does not read. */
+    uint64_t deadline = sp_now_ns() + 1000000000ull;
+    for (;;) {
+        bool pending = false;
+        for (uint32_t j = 0; j < oob->num_members; j++)
+            if (oob->peers[j].fd >= 0 && oob->peers[j].out_sent < oob->peers[j].out_len)
+                pending = true;
+        if (!pending || oob_remaining_ms(deadline) == 0)
+            break;
+        oob_progress(oob, 5);
+    }
     for (uint32_t j = 0; j < oob->num_members; j++) {
         if (oob->fds[j] >= 0)
             close(oob->fds[j]);
         free((char *)oob->members[j].host);
         struct oob_peer *p = &oob->peers[j];
+        if (p->fd >= 0)
+            close(p->fd);
         free(p->out);
         free(p->body);
         for (uint32_t i = 0; i < p->box_len; i++)
@@ -577,11 +595,18 @@ static int oob_tcp_collect(struct tp_oob *base, uint32_t tag, uint64_t from, voi
                 rc = sp_error(oob->peers[j].error ? oob->peers[j].error : SPINDLE_EUNREACH,
                               "oob: member %u is gone: %s", oob->members[j].id, oob->peers[j].why);
         }
+        /* Done when every blob is here and what this member queued for
+         * them has left too (they may be waiting for it). */
+        bool flushed = true;
+        for (uint32_t j = 0; j < oob->num_members; j++)
+            if (((want >> j) & 1) && oob->peers[j].fd >= 0 &&
+                oob->peers[j].out_sent < oob->peers[j].out_len)
+                flushed = false;
         int ms = oob_remaining_ms(deadline);
-        if (rc == 0 && got != want && ms > 0)
+        if (rc == 0 && (got != want || !flushed) && ms > 0)
             oob_progress(oob, ms < 5 ? ms : 5); /* short slices: others share the lock */
         pthread_mutex_unlock(&oob->lock);
-        if (rc != 0 || got == want)
+        if (rc != 0 || (got == want && flushed))
             break;
         if (ms == 0) {
             char names[256] = "";
@@ -591,8 +616,8 @@ static int oob_tcp_collect(struct tp_oob *base, uint32_t tag, uint64_t from, voi
                     snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "",
                              oob->members[j].id);
                 }
-            rc =
-                sp_error(SPINDLE_ETIMEDOUT, "oob: tag %u still waiting for members %s", tag, names);
+            rc = sp_error(SPINDLE_ETIMEDOUT, "oob: tag %u still waiting for members %s%s", tag,
+                          names, got == want ? " (still sending to them)" : "");
             break;
         }
     }
