@@ -1,0 +1,592 @@
+/*
+ * The verbs backend's logic without an RDMA device. The data path calls the
+ * header-inline verbs (ibv_post_send, ibv_poll_cq, ibv_wr_*), which
+ * dispatch through function pointers in struct ibv_context and struct
+ * ibv_qp_ex; the control path goes through struct verbs_api. Fakes of both
+ * record what the backend asks for, and the tests assert:
+ *   - a batch is ONE ibv_post_send (one doorbell) of a chained list, with
+ *     the remote address, rkey and lkey of each write, inline flags by size
+ *     and adjacent writes merged into one request;
+ *   - every VB_SIGNAL_EVERY-th request is signaled (and the last one of a
+ *     batch the caller wants reported), no others;
+ *   - the send queue never holds more than VB_SQ_DEPTH requests: a batch
+ *     that does not fit is refused with SPINDLE_EAGAIN before posting, and
+ *     a signaled completion frees every earlier request;
+ *   - an error completion reports the peer failed, once, and later posts
+ *     to it fail with SPINDLE_EPEERFAILED (T4);
+ *   - on the DC path every write carries the peer's DCT number, DC key and
+ *     address handle; a hot peer starts a background RC connection, and
+ *     once one is ready the peer drains its DC writes (its last DC batch is
+ *     signaled, further posts wait) and then moves to its RC queue pair;
+ *   - registration asks for on-demand paging (not pinned, no pinned bytes)
+ *     only for non-pinned regions on an ODP-capable device, and never for
+ *     relaxed ordering;
+ *   - with no RDMA device at all (this machine), opening the transport
+ *     fails with SPINDLE_ENODEV and a message that says so.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <spindle/error.h>
+
+#include "transport/transport.h"
+#include "transport/verbs_impl.h"
+
+extern const struct tp_ops tp_verbs_ops;
+
+/* ---- recording fakes ----------------------------------------------------- */
+
+#define MAX_RECORDED 1024
+
+struct recorded_wr {
+    enum ibv_wr_opcode opcode;
+    unsigned flags;
+    uint64_t remote_addr;
+    uint32_t rkey;
+    uint64_t local_addr;
+    uint32_t length;
+    uint32_t lkey;
+    uint64_t wr_id;
+    /* DC path */
+    void *ah;
+    uint32_t dctn;
+    uint64_t dc_key;
+};
+
+static struct {
+    unsigned post_calls; /* ibv_post_send calls = doorbells rung */
+    unsigned chain_lengths[MAX_RECORDED];
+    struct recorded_wr wrs[MAX_RECORDED];
+    unsigned num_wrs;
+    struct ibv_wc pending_wc[64]; /* what the fake send CQ returns next */
+    int num_wc;
+    unsigned dc_starts, dc_completes;
+    int reg_access;
+    unsigned cm_channels; /* background RC connection attempts */
+} rec;
+
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    (void)qp;
+    (void)bad;
+    unsigned length = 0;
+    for (; wr != NULL; wr = wr->next, length++) {
+        struct recorded_wr *r = &rec.wrs[rec.num_wrs++ % MAX_RECORDED];
+        *r = (struct recorded_wr){.opcode = wr->opcode,
+                                  .flags = wr->send_flags,
+                                  .remote_addr = wr->wr.rdma.remote_addr,
+                                  .rkey = wr->wr.rdma.rkey,
+                                  .wr_id = wr->wr_id};
+        if (wr->num_sge > 0) {
+            r->local_addr = wr->sg_list->addr;
+            r->length = wr->sg_list->length;
+            r->lkey = wr->sg_list->lkey;
+        }
+    }
+    rec.chain_lengths[rec.post_calls++ % MAX_RECORDED] = length;
+    return 0;
+}
+
+static int fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+    if (cq->cq_context != (void *)1) /* the doorbell CQ: nothing arrives */
+        return 0;
+    int n = 0;
+    while (n < num && rec.num_wc > 0) {
+        wc[n++] = rec.pending_wc[0];
+        memmove(rec.pending_wc, rec.pending_wc + 1,
+                (size_t)--rec.num_wc * sizeof rec.pending_wc[0]);
+    }
+    return n;
+}
+
+static struct ibv_context fake_ctx;
+static struct ibv_qp fake_rc_qp = {.context = &fake_ctx};
+static struct ibv_cq fake_send_cq = {.context = &fake_ctx, .cq_context = (void *)1};
+static struct ibv_cq fake_recv_cq = {.context = &fake_ctx, .cq_context = (void *)2};
+
+/* DC initiator through the extended QP interface. */
+static struct recorded_wr *dc_current;
+static void fake_wr_start(struct ibv_qp_ex *qp)
+{
+    (void)qp;
+    rec.dc_starts++;
+}
+static void dc_begin(struct ibv_qp_ex *qp, enum ibv_wr_opcode opcode, uint32_t rkey, uint64_t addr)
+{
+    dc_current = &rec.wrs[rec.num_wrs++ % MAX_RECORDED];
+    *dc_current = (struct recorded_wr){.opcode = opcode,
+                                       .flags = qp->wr_flags,
+                                       .remote_addr = addr,
+                                       .rkey = rkey,
+                                       .wr_id = qp->wr_id};
+}
+static void fake_wr_rdma_write(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t addr)
+{
+    dc_begin(qp, IBV_WR_RDMA_WRITE, rkey, addr);
+}
+static void fake_wr_rdma_write_imm(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t addr, __be32 imm)
+{
+    (void)imm;
+    dc_begin(qp, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, addr);
+}
+static void fake_wr_set_sge(struct ibv_qp_ex *qp, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+    (void)qp;
+    dc_current->lkey = lkey;
+    dc_current->local_addr = addr;
+    dc_current->length = length;
+}
+static void fake_wr_set_inline_data(struct ibv_qp_ex *qp, void *addr, size_t length)
+{
+    (void)qp;
+    dc_current->local_addr = (uintptr_t)addr;
+    dc_current->length = (uint32_t)length;
+}
+static void fake_wr_set_sge_list(struct ibv_qp_ex *qp, size_t num, const struct ibv_sge *list)
+{
+    (void)qp;
+    (void)num;
+    (void)list;
+}
+static int fake_wr_complete(struct ibv_qp_ex *qp)
+{
+    (void)qp;
+    rec.dc_completes++;
+    return 0;
+}
+static void fake_set_dc_addr(struct mlx5dv_qp_ex *mqp, struct ibv_ah *ah, uint32_t dctn,
+                             uint64_t key)
+{
+    (void)mqp;
+    dc_current->ah = ah;
+    dc_current->dctn = dctn;
+    dc_current->dc_key = key;
+}
+
+static struct ibv_qp_ex fake_dci_ex = {
+    .wr_start = fake_wr_start,
+    .wr_rdma_write = fake_wr_rdma_write,
+    .wr_rdma_write_imm = fake_wr_rdma_write_imm,
+    .wr_set_sge = fake_wr_set_sge,
+    .wr_set_inline_data = fake_wr_set_inline_data,
+    .wr_set_sge_list = fake_wr_set_sge_list,
+    .wr_complete = fake_wr_complete,
+};
+static struct mlx5dv_qp_ex fake_dci_mlx = {.wr_set_dc_addr = fake_set_dc_addr};
+
+/* Control path: registration records its access flags; the RDMA CM fails,
+ * so a background RC connection attempt is counted and fails. */
+static struct ibv_mr fake_mr = {.lkey = 0x1111, .rkey = 0x2222};
+static struct ibv_mr *fake_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+    (void)pd;
+    (void)addr;
+    (void)length;
+    rec.reg_access = access;
+    return &fake_mr;
+}
+static int fake_dereg_mr(struct ibv_mr *mr)
+{
+    (void)mr;
+    return 0;
+}
+static int fake_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+                          struct ibv_sge *sg, uint32_t num)
+{
+    (void)pd;
+    (void)advice;
+    (void)flags;
+    (void)sg;
+    (void)num;
+    return 0;
+}
+static struct rdma_event_channel *fake_create_event_channel(void)
+{
+    __atomic_fetch_add(&rec.cm_channels, 1, __ATOMIC_SEQ_CST);
+    errno = ENODEV;
+    return NULL;
+}
+
+static struct verbs_api fake_api;
+
+/* ---- a fake endpoint with one peer ------------------------------------------ */
+
+struct fixture {
+    struct vb_ep ep;
+    struct vb_peer peer;
+    struct vb_sq *rc;
+    struct vb_sq *dci;
+    uint8_t local[8192];
+    struct vb_mr mr;
+    struct vb_rmr rmr;
+    struct ibv_ah ah;
+};
+
+static struct vb_sq *new_sq(struct ibv_qp *qp, uint32_t max_inline)
+{
+    struct vb_sq *sq = calloc(1, sizeof *sq);
+    assert_non_null(sq);
+    sq->qp = qp;
+    sq->max_inline = max_inline;
+    atomic_init(&sq->posted, 0);
+    atomic_init(&sq->completed, 0);
+    pthread_mutex_init(&sq->lock, NULL);
+    return sq;
+}
+
+static int setup(void **state)
+{
+    memset(&rec, 0, sizeof rec);
+    fake_ctx.ops.post_send = fake_post_send;
+    fake_ctx.ops.poll_cq = fake_poll_cq;
+    fake_api = *verbs_api_default();
+    fake_api.reg_mr = fake_reg_mr;
+    fake_api.dereg_mr = fake_dereg_mr;
+    fake_api.advise_mr = fake_advise_mr;
+    fake_api.rdma_create_event_channel = fake_create_event_channel;
+    verbs_api_set(&fake_api);
+    struct fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->ep.send_cq = &fake_send_cq;
+    f->ep.recv_cq = &fake_recv_cq;
+    f->ep.timeout_ms = 100;
+    snprintf(f->ep.dev_name, sizeof f->ep.dev_name, "fake0");
+    pthread_mutex_init(&f->ep.stats_lock, NULL);
+    pthread_mutex_init(&f->ep.conn_lock, NULL);
+    f->rc = new_sq(&fake_rc_qp, 64);
+    f->peer.ep = &f->ep;
+    f->peer.sq = f->rc;
+    f->peer.addr.id = 7;
+    atomic_init(&f->peer.path, VB_PATH_RC);
+    f->mr = (struct vb_mr){.mr = &fake_mr, .addr = f->local, .length = sizeof f->local};
+    f->rmr = (struct vb_rmr){.addr = 0x7f0000100000ull, .length = 1 << 20, .rkey = 0xabcd};
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    if (f->peer.rc_thread_started)
+        pthread_join(f->peer.rc_thread, NULL);
+    free(f->rc);
+    free(f->dci);
+    free(f);
+    verbs_api_set(NULL);
+    return 0;
+}
+
+static struct tp_write write_at(struct fixture *f, size_t local_offset, uint64_t remote_offset,
+                                uint32_t length)
+{
+    return (struct tp_write){.local_mr = (struct tp_mr *)&f->mr,
+                             .local = f->local + local_offset,
+                             .remote = (struct tp_rmr *)&f->rmr,
+                             .remote_offset = remote_offset,
+                             .length = length};
+}
+
+static int post(struct fixture *f, const struct tp_write *w, unsigned n, unsigned flags)
+{
+    return tp_verbs_ops.post_writes((struct tp_peer *)&f->peer, w, n, flags, 99);
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+static void test_batch_is_one_chained_post(void **state)
+{
+    struct fixture *f = *state;
+    struct tp_write w[3] = {write_at(f, 0, 4096, 8), write_at(f, 512, 8192, 200),
+                            write_at(f, 1024, 64, 16)};
+    assert_int_equal(post(f, w, 3, TP_POST_SIGNALED), 0);
+    assert_int_equal(rec.post_calls, 1); /* one doorbell for the batch */
+    assert_int_equal(rec.chain_lengths[0], 3);
+    const uint64_t remote[3] = {4096, 8192, 64};
+    const uint32_t length[3] = {8, 200, 16};
+    for (unsigned i = 0; i < 3; i++) {
+        const struct recorded_wr *r = &rec.wrs[i];
+        assert_int_equal(r->opcode, IBV_WR_RDMA_WRITE);
+        assert_int_equal(r->remote_addr, f->rmr.addr + remote[i]);
+        assert_int_equal(r->rkey, 0xabcd);
+        assert_int_equal(r->lkey, 0x1111);
+        assert_int_equal(r->length, length[i]);
+        assert_int_equal(r->local_addr, (uintptr_t)w[i].local);
+        /* Inline up to the queue's max_inline (64 here): 8 and 16, not 200. */
+        assert_int_equal((r->flags & IBV_SEND_INLINE) != 0, length[i] <= 64);
+        /* Only the last, which the caller asked to be reported, is signaled. */
+        assert_int_equal((r->flags & IBV_SEND_SIGNALED) != 0, i == 2);
+    }
+    assert_int_equal(atomic_load(&f->rc->posted), 3);
+}
+
+static void test_adjacent_writes_are_merged(void **state)
+{
+    struct fixture *f = *state;
+    /* [0,100) then [100,164) locally and remotely: one request of 164 bytes;
+     * the third is contiguous locally but not remotely: its own request. */
+    struct tp_write w[3] = {write_at(f, 0, 1000, 100), write_at(f, 100, 1100, 64),
+                            write_at(f, 164, 5000, 8)};
+    assert_int_equal(post(f, w, 3, 0), 0);
+    assert_int_equal(rec.post_calls, 1);
+    assert_int_equal(rec.chain_lengths[0], 2);
+    assert_int_equal(rec.wrs[0].length, 164);
+    assert_int_equal(rec.wrs[0].remote_addr, f->rmr.addr + 1000);
+    assert_int_equal(rec.wrs[0].flags & IBV_SEND_INLINE, 0); /* 164 > 64 after merging */
+    assert_int_equal(rec.wrs[1].length, 8);
+    assert_int_equal(rec.wrs[1].remote_addr, f->rmr.addr + 5000);
+}
+
+static void test_every_nth_request_is_signaled(void **state)
+{
+    struct fixture *f = *state;
+    unsigned signaled = 0;
+    for (unsigned i = 0; i < 3 * VB_SIGNAL_EVERY; i++) {
+        struct tp_write w = write_at(f, 0, 8 * (uint64_t)i, 8);
+        assert_int_equal(post(f, &w, 1, 0), 0);
+        int want = i % VB_SIGNAL_EVERY == VB_SIGNAL_EVERY - 1;
+        assert_int_equal((rec.wrs[i].flags & IBV_SEND_SIGNALED) != 0, want);
+        signaled += (unsigned)want;
+    }
+    assert_int_equal(signaled, 3);
+    assert_int_equal(rec.post_calls, 3 * VB_SIGNAL_EVERY);
+    struct tp_stats stats;
+    memset(&stats, 0, sizeof stats);
+    tp_verbs_ops.stats((struct tp_endpoint *)&f->ep, &stats);
+    assert_int_equal(stats.writes_posted, 3 * VB_SIGNAL_EVERY);
+}
+
+static void complete(uint64_t wr_id, enum ibv_wc_status status)
+{
+    rec.pending_wc[rec.num_wc++] = (struct ibv_wc){.wr_id = wr_id, .status = status};
+}
+
+static void test_send_queue_never_overflows(void **state)
+{
+    struct fixture *f = *state;
+    /* Fill the queue in batches of 32 non-adjacent writes. */
+    struct tp_write w[32];
+    for (unsigned round = 0; round < VB_SQ_DEPTH / 32; round++) {
+        for (unsigned i = 0; i < 32; i++)
+            w[i] = write_at(f, 0, 64 * (uint64_t)(round * 32 + i), 8);
+        assert_int_equal(post(f, w, 32, 0), 0);
+    }
+    assert_int_equal(atomic_load(&f->rc->posted), VB_SQ_DEPTH);
+    unsigned calls = rec.post_calls;
+    /* Full: the next batch is refused before anything reaches the QP. */
+    assert_int_equal(post(f, w, 1, 0), SPINDLE_EAGAIN);
+    assert_int_equal(rec.post_calls, calls);
+    /* The NIC completes the second signaled request: everything up to it
+     * is reclaimed, so exactly that many fit again. */
+    uint64_t id = rec.wrs[2 * VB_SIGNAL_EVERY - 1].wr_id;
+    assert_true(rec.wrs[2 * VB_SIGNAL_EVERY - 1].flags & IBV_SEND_SIGNALED);
+    complete(id, IBV_WC_SUCCESS);
+    struct tp_event ev[8];
+    assert_int_equal(tp_verbs_ops.poll((struct tp_endpoint *)&f->ep, ev, 8), 0);
+    assert_int_equal(atomic_load(&f->rc->completed), 2 * VB_SIGNAL_EVERY);
+    for (unsigned i = 0; i < 2 * VB_SIGNAL_EVERY; i++)
+        w[i % 32] = write_at(f, 0, 64 * (uint64_t)i, 8);
+    for (unsigned i = 0; i < 2 * VB_SIGNAL_EVERY / 32; i++)
+        assert_int_equal(post(f, w, 32, 0), 0);
+    assert_int_equal(post(f, w, 1, 0), SPINDLE_EAGAIN);
+    assert_int_equal(atomic_load(&f->rc->posted) - atomic_load(&f->rc->completed), VB_SQ_DEPTH);
+}
+
+static void test_reported_completion_and_failed_peer(void **state)
+{
+    struct fixture *f = *state;
+    struct tp_write w = write_at(f, 0, 0, 8);
+    assert_int_equal(post(f, &w, 1, TP_POST_SIGNALED), 0);
+    complete(rec.wrs[0].wr_id, IBV_WC_SUCCESS);
+    struct tp_event ev[4];
+    assert_int_equal(tp_verbs_ops.poll((struct tp_endpoint *)&f->ep, ev, 4), 1);
+    assert_int_equal(ev[0].type, TP_EVENT_WRITE_DONE);
+    assert_int_equal(ev[0].cookie, 99);
+    /* Two requests fail (retry exceeded, then flushed): one failure event. */
+    assert_int_equal(post(f, &w, 1, TP_POST_SIGNALED), 0);
+    assert_int_equal(post(f, &w, 1, TP_POST_SIGNALED), 0);
+    complete(rec.wrs[1].wr_id, IBV_WC_RETRY_EXC_ERR);
+    complete(rec.wrs[2].wr_id, IBV_WC_WR_FLUSH_ERR);
+    assert_int_equal(tp_verbs_ops.poll((struct tp_endpoint *)&f->ep, ev, 4), 1);
+    assert_int_equal(ev[0].type, TP_EVENT_PEER_FAILED);
+    assert_ptr_equal(ev[0].peer, (struct tp_peer *)&f->peer);
+    assert_int_equal(post(f, &w, 1, 0), SPINDLE_EPEERFAILED);
+    assert_non_null(strstr(spindle_errmsg(), "peer 7"));
+    assert_int_equal(tp_verbs_ops.doorbell_ring((struct tp_peer *)&f->peer), SPINDLE_EPEERFAILED);
+}
+
+static void test_doorbell_is_write_with_immediate(void **state)
+{
+    struct fixture *f = *state;
+    f->ep.self_id = 3;
+    assert_int_equal(tp_verbs_ops.doorbell_ring((struct tp_peer *)&f->peer), 0);
+    assert_int_equal(rec.post_calls, 1);
+    assert_int_equal(rec.wrs[0].opcode, IBV_WR_RDMA_WRITE_WITH_IMM);
+    assert_int_equal(rec.wrs[0].length, 0);
+    assert_int_equal(atomic_load(&f->rc->posted), 1);
+}
+
+/* Puts the fixture's peer on the DC path through a one-DCI pool. */
+static void use_dc(struct fixture *f)
+{
+    f->dci = new_sq(NULL, 64);
+    for (unsigned i = 0; i < VB_DCI_POOL; i++) {
+        f->ep.dci[i] = f->dci;
+        f->ep.dci_ex[i] = &fake_dci_ex;
+        f->ep.dci_mlx[i] = &fake_dci_mlx;
+    }
+    f->ep.dct_enabled = 1;
+    f->peer.ah = &f->ah;
+    f->peer.addr.dctn = 0x4242;
+    f->peer.addr.dc_key = VB_DC_KEY;
+    snprintf(f->peer.addr.host, sizeof f->peer.addr.host, "127.0.0.1");
+    f->peer.addr.port = 9;
+    f->peer.dci = 0;
+    f->peer.sq = NULL;
+    atomic_store(&f->peer.path, VB_PATH_DC);
+}
+
+static void test_dc_writes_carry_the_peer_address(void **state)
+{
+    struct fixture *f = *state;
+    use_dc(f);
+    struct tp_write w[2] = {write_at(f, 0, 0, 8), write_at(f, 256, 4096, 300)};
+    assert_int_equal(post(f, w, 2, 0), 0);
+    assert_int_equal(rec.post_calls, 0);   /* not through ibv_post_send */
+    assert_int_equal(rec.dc_starts, 1);    /* one wr_start ... */
+    assert_int_equal(rec.dc_completes, 1); /* ... one wr_complete: one doorbell */
+    assert_int_equal(rec.num_wrs, 2);
+    for (unsigned i = 0; i < 2; i++) {
+        assert_ptr_equal(rec.wrs[i].ah, &f->ah);
+        assert_int_equal(rec.wrs[i].dctn, 0x4242);
+        assert_int_equal(rec.wrs[i].dc_key, VB_DC_KEY);
+        assert_int_equal(rec.wrs[i].rkey, 0xabcd);
+    }
+    assert_int_equal(rec.wrs[0].remote_addr, f->rmr.addr);
+    assert_int_equal(rec.wrs[1].length, 300);
+    assert_int_equal(rec.wrs[1].lkey, 0x1111); /* 300 > 64: gathered, not inline */
+    assert_int_equal(atomic_load(&f->dci->posted), 2);
+}
+
+static void test_hot_dc_peer_moves_to_rc(void **state)
+{
+    struct fixture *f = *state;
+    use_dc(f);
+    struct tp_write w = write_at(f, 0, 0, 8);
+    /* Enough writes to make the peer hot: a background RC connection is
+     * attempted (the fake CM fails it, so the peer stays on DC). */
+    for (unsigned i = 0; i <= VB_DCT_HOT_WRITES; i++) {
+        assert_int_equal(post(f, &w, 1, 0), 0);
+        if (atomic_load(&f->dci->posted) - atomic_load(&f->dci->completed) >= VB_SQ_DEPTH - 1)
+            atomic_store(&f->dci->completed, atomic_load(&f->dci->posted));
+    }
+    assert_true(f->peer.rc_thread_started);
+    pthread_join(f->peer.rc_thread, NULL);
+    f->peer.rc_thread_started = 0;
+    assert_true(atomic_load(&rec.cm_channels) >= 1);
+    assert_int_equal(atomic_load(&f->peer.rc_failed), 1);
+    assert_int_equal(atomic_load(&f->peer.path), VB_PATH_DC);
+
+    /* Now an RC queue pair is ready: the next DC batch is the last one and
+     * is signaled; while it is in flight the peer cannot post. */
+    f->peer.sq = f->rc;
+    atomic_store(&f->peer.rc_ready, 1);
+    unsigned before = rec.num_wrs;
+    assert_int_equal(post(f, &w, 1, 0), 0);
+    assert_true(rec.wrs[before % MAX_RECORDED].flags & IBV_SEND_SIGNALED);
+    assert_int_equal(post(f, &w, 1, 0), SPINDLE_EAGAIN);
+    /* Its completion arrives: the peer moves to RC and posts there. */
+    atomic_store(&f->dci->completed, atomic_load(&f->dci->posted));
+    assert_int_equal(post(f, &w, 1, 0), 0);
+    assert_int_equal(atomic_load(&f->peer.path), VB_PATH_RC);
+    assert_int_equal(rec.post_calls, 1);
+    assert_int_equal(atomic_load(&f->rc->posted), 1);
+}
+
+static void test_registration_flags(void **state)
+{
+    struct fixture *f = *state;
+    void *addr = NULL;
+    struct tp_mr *mr = NULL;
+    struct tp_stats stats;
+    struct tp_endpoint *ep = (struct tp_endpoint *)&f->ep;
+    /* ODP-capable device, non-pinned region: on demand, nothing pinned. */
+    f->ep.odp_write = 1;
+    assert_int_equal(
+        tp_verbs_ops.mr_alloc(ep, 10000, TP_MR_REMOTE_WRITE | TP_MR_NONPINNED, &addr, &mr), 0);
+    assert_true(rec.reg_access & IBV_ACCESS_ON_DEMAND);
+    assert_true(rec.reg_access & IBV_ACCESS_REMOTE_WRITE);
+    assert_false(rec.reg_access & IBV_ACCESS_RELAXED_ORDERING);
+    memset(&stats, 0, sizeof stats);
+    tp_verbs_ops.stats(ep, &stats);
+    assert_int_equal(stats.pinned_bytes, 0);
+    tp_verbs_ops.mr_free(ep, mr);
+    /* Pinned region (the SST): registered normally, counted as pinned. */
+    assert_int_equal(tp_verbs_ops.mr_alloc(ep, 10000, TP_MR_REMOTE_WRITE, &addr, &mr), 0);
+    assert_false(rec.reg_access & IBV_ACCESS_ON_DEMAND);
+    assert_false(rec.reg_access & IBV_ACCESS_RELAXED_ORDERING);
+    tp_verbs_ops.stats(ep, &stats);
+    assert_true(stats.pinned_bytes >= 10000);
+    tp_verbs_ops.mr_free(ep, mr);
+    tp_verbs_ops.stats(ep, &stats);
+    assert_int_equal(stats.pinned_bytes, 0);
+    /* No ODP on the device: a non-pinned region has to be pinned. */
+    f->ep.odp_write = 0;
+    assert_int_equal(
+        tp_verbs_ops.mr_alloc(ep, 4096, TP_MR_REMOTE_WRITE | TP_MR_NONPINNED, &addr, &mr), 0);
+    assert_false(rec.reg_access & IBV_ACCESS_ON_DEMAND);
+    tp_verbs_ops.stats(ep, &stats);
+    assert_int_equal(stats.pinned_bytes, 4096);
+    tp_verbs_ops.mr_free(ep, mr);
+}
+
+/* The real rdma-core on a machine without an RDMA device. */
+static void test_no_device_is_a_clear_error(void **state)
+{
+    (void)state;
+    verbs_api_set(NULL);
+    int num = 0;
+    struct ibv_device **list = ibv_get_device_list(&num);
+    if (list != NULL)
+        ibv_free_device_list(list);
+    if (num > 0) {
+        /* A machine with a device: the open must then work instead. */
+        struct tp_config config = {.backend = "verbs", .group_name = "t", .host = "127.0.0.1"};
+        struct tp_endpoint *ep = NULL;
+        int rc = tp_verbs_ops.open(&config, &ep);
+        assert_true(rc == 0 || rc == SPINDLE_EIO || rc == SPINDLE_EUNREACH);
+        if (rc == 0)
+            tp_verbs_ops.close(ep);
+        return;
+    }
+    struct tp_config config = {.backend = "verbs", .group_name = "t", .host = "127.0.0.1"};
+    struct tp_endpoint *ep = NULL;
+    assert_int_equal(tp_verbs_ops.open(&config, &ep), SPINDLE_ENODEV);
+    assert_null(ep);
+    assert_non_null(strstr(spindle_errmsg(), "no RDMA device"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_batch_is_one_chained_post, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adjacent_writes_are_merged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_nth_request_is_signaled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_queue_never_overflows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reported_completion_and_failed_peer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_doorbell_is_write_with_immediate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dc_writes_carry_the_peer_address, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hot_dc_peer_moves_to_rc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_registration_flags, setup, teardown),
+        cmocka_unit_test(test_no_device_is_a_clear_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
