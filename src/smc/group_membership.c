@@ -629,6 +629,9 @@ static int try_change(struct spindle_group *group, uint64_t mask)
 static int view_change(struct spindle_group *group)
 {
     smc_group_wedge(group->smc);
+    /* Survivors asleep on their doorbell would notice the failure only at
+     * their next heartbeat: wake them so they see it and join at once. */
+    sst_engine_alert(group->engine);
     int rc = SPINDLE_ETIMEDOUT;
     uint64_t tried = 0;
     for (int attempt = 0; attempt <= SST_MAX_ROWS && rc == SPINDLE_ETIMEDOUT; attempt++) {

@@ -125,6 +125,10 @@ void sst_engine_on_failure(struct sst_engine *engine, sst_failure_fn fn, void *c
  * headers to every peer, ringing their doorbells; peers then report the row
  * through the failure callback with SPINDLE_ESHUTDOWN. Lock not held. */
 void sst_engine_announce_leave(struct sst_engine *engine);
+/* Rings the doorbell of every connected peer not known to have failed, so
+ * that sleeping predicate threads poll their transport now (a member that
+ * saw a failure wakes the others to see it too). Lock not held. */
+void sst_engine_alert(struct sst_engine *engine);
 
 /* ---- predicates ------------------------------------------------------ */
 

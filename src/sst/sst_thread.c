@@ -228,6 +228,19 @@ void sst_engine_announce_leave(struct sst_engine *engine)
     sst_unlock_and_post(engine);
 }
 
+void sst_engine_alert(struct sst_engine *engine)
+{
+    pthread_mutex_lock(&engine->lock);
+    pthread_mutex_lock(&engine->post_lock);
+    for (uint32_t i = 0; i < engine->num_peers; i++) {
+        struct sst_peer_ref *ref = &engine->peers[i];
+        if (ref->refs > 0 && ref->peer != NULL && !ref->failed)
+            (void)engine->ops->doorbell_ring(ref->peer); /* a dead one is reported by poll */
+    }
+    pthread_mutex_unlock(&engine->post_lock);
+    pthread_mutex_unlock(&engine->lock);
+}
+
 int sst_engine_start(struct sst_engine *engine)
 {
     if (engine->started)

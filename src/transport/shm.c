@@ -423,20 +423,25 @@ static int shm_post_writes(struct tp_peer *peer, const struct tp_write *writes, 
     return 0;
 }
 
+/* Queues a failure event for every newly dead peer; events_lock held. */
+static void check_peers(struct tp_endpoint *ep, uint64_t now)
+{
+    ep->last_check_ns = now;
+    for (struct tp_peer *peer = ep->peers; peer != NULL; peer = peer->next) {
+        if (!peer_check(peer) && !peer->reported && ep->num_events < SHM_EVENTS_MAX) {
+            peer->reported = true;
+            ep->events[ep->num_events++] = (struct tp_event){
+                .type = TP_EVENT_PEER_FAILED, .peer = peer, .error = SPINDLE_EPEERFAILED};
+        }
+    }
+}
+
 static int shm_poll(struct tp_endpoint *ep, struct tp_event *events, int max)
 {
     pthread_mutex_lock(&ep->events_lock);
     uint64_t now = sp_now_ns();
-    if (now - ep->last_check_ns >= SHM_CHECK_NS) {
-        ep->last_check_ns = now;
-        for (struct tp_peer *peer = ep->peers; peer != NULL; peer = peer->next) {
-            if (!peer_check(peer) && !peer->reported && ep->num_events < SHM_EVENTS_MAX) {
-                peer->reported = true;
-                ep->events[ep->num_events++] = (struct tp_event){
-                    .type = TP_EVENT_PEER_FAILED, .peer = peer, .error = SPINDLE_EPEERFAILED};
-            }
-        }
-    }
+    if (now - ep->last_check_ns >= SHM_CHECK_NS)
+        check_peers(ep, now);
     int n = 0;
     while (n < max && (unsigned)n < ep->num_events) {
         events[n] = ep->events[n];
@@ -493,6 +498,15 @@ static int shm_doorbell_wait(struct tp_endpoint *ep, uint64_t token, int timeout
     /* Wake at least twice per failure timeout so dead peers are noticed. */
     bool has_peers = __atomic_load_n(&ep->peers, __ATOMIC_RELAXED) != NULL;
     int cap = has_peers ? ep->failure_timeout_ms / 2 : timeout_ms;
+    /* The check in poll is rate-limited: a peer that died since the last
+     * one would otherwise go unnoticed for a whole sleep (a ring from a
+     * peer that noticed it may have come before we armed). Look now. */
+    pthread_mutex_lock(&ep->events_lock);
+    check_peers(ep, sp_now_ns());
+    bool news = ep->num_events > 0;
+    pthread_mutex_unlock(&ep->events_lock);
+    if (news)
+        return 0;
     if (cap < 1)
         cap = 1;
     if (timeout_ms < 0 || timeout_ms > cap)
