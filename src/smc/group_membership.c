@@ -533,7 +533,7 @@ static void report_view(struct spindle_group *group, uint64_t left_mask, const u
 }
 
 /* Swaps the next view in and retires the old one. Called with the write
- * side of smc_lock held; releases it. */
+ * side of smc_lock held, which the caller keeps until its resends are in. */
 static void install(struct spindle_group *group, struct next_view *next)
 {
     struct smc_group *old = group->smc;
@@ -555,7 +555,6 @@ static void install(struct spindle_group *group, struct next_view *next)
     group->layouts = next->layouts;
     group->barriers = 0;
     pthread_mutex_unlock(&group->lock);
-    pthread_rwlock_unlock(&group->smc_lock);
     smc_group_destroy(old);
     free(old_ctx);
     free(next->all);
@@ -614,6 +613,9 @@ static int try_change(struct spindle_group *group, uint64_t mask)
            (unsigned long long)group->view_id, rc, num_resends);
     if (rc == 0)
         rc = resend_all(group->smc, resends, num_resends);
+    /* Only now may application threads send in the new view: their new
+     * messages must follow the resends. */
+    pthread_rwlock_unlock(&group->smc_lock);
     resends_free(resends, num_resends);
     if (rc == SPINDLE_ETIMEDOUT) /* installed: no retry under another set */
         rc = sp_error(SPINDLE_EUNREACH, "%s", spindle_errmsg());
