@@ -209,13 +209,21 @@ static int shm_open_ep(const struct tp_config *config, struct tp_endpoint **out)
 
 static void shm_disconnect(struct tp_endpoint *ep, struct tp_peer *peer)
 {
+    /* events_lock: doorbell_wait walks the peer list under it alone. */
+    pthread_mutex_lock(&ep->events_lock);
     for (struct tp_peer **link = &ep->peers; *link != NULL; link = &(*link)->next) {
         if (*link == peer) {
-            /* Atomic: doorbell_wait tests ep->peers without the caller's lock. */
             __atomic_store_n(link, peer->next, __ATOMIC_RELAXED);
             break;
         }
     }
+    /* Queued events must not name the peer once it is freed. */
+    unsigned kept = 0;
+    for (unsigned i = 0; i < ep->num_events; i++)
+        if (ep->events[i].peer != peer)
+            ep->events[kept++] = ep->events[i];
+    ep->num_events = kept;
+    pthread_mutex_unlock(&ep->events_lock);
     munmap(peer->control, sizeof(struct shm_control));
     close(peer->pidfd);
     free(peer);
@@ -306,8 +314,10 @@ static int shm_connect(struct tp_endpoint *ep, const struct tp_desc *peer_addr, 
     peer->ep = ep;
     peer->pidfd = pidfd;
     peer->pid = wire.pid;
+    pthread_mutex_lock(&ep->events_lock); /* see shm_disconnect */
     peer->next = ep->peers;
     __atomic_store_n(&ep->peers, peer, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&ep->events_lock);
     *out = peer;
     return 0;
 }
