@@ -4,7 +4,7 @@
  * Each endpoint owns one DC target (DCT, receiving through an SRQ) and a
  * pool of VB_DCI_POOL DC initiators. A peer that advertises a DCT in its
  * address needs no QP of its own: connect() creates an address handle and
- * pins the peer to DCI hash % pool, so all of its writes go through one DCI
+ * pins the peer to DCI (hash >> 32) % pool, so all of its writes go through one DCI
  * and keep posting order (T2). This is the hybrid of KRCore ("KRCORE: a
  * microsecond-scale RDMA control plane", DCT for cheap connection setup):
  * DC for the many cold peers, and an RC QP, connected in the background, for
@@ -229,7 +229,9 @@ int vb_dct_peer_init(struct vb_ep *ep, struct vb_peer *peer)
     if (peer->ah == NULL)
         return sp_error(SPINDLE_EUNREACH, "verbs: no address handle for peer %u (lid %u) on %s: %s",
                         peer->addr.id, peer->addr.lid, ep->dev_name, strerror(errno));
-    peer->dci = (unsigned)(peer->hash % VB_DCI_POOL);
+    /* The high half: FNV-1a's low bits depend only on the low bits of
+     * each input byte, so similar nonces would share one DCI. */
+    peer->dci = (unsigned)((peer->hash >> 32) % VB_DCI_POOL);
     atomic_store(&peer->path, VB_PATH_DC);
     return 0;
 }
@@ -287,6 +289,17 @@ static int vb_dci_emit(struct vb_peer *peer, unsigned dci, int n)
     return 0;
 }
 
+/* A DCI in the error state flushes whatever is posted to it and, with its
+ * accounting stuck, would refuse posts with SPINDLE_EAGAIN for ever: the
+ * peers pinned to it are failed (reported by the next poll) instead. */
+static int vb_dci_broken(struct vb_peer *peer)
+{
+    char why[96];
+    snprintf(why, sizeof why, "its DCI %u is in the error state after a failed completion",
+             peer->dci);
+    return vb_peer_fail(peer, why);
+}
+
 /* Moves a peer whose background RC QP is ready off DC once its DC writes
  * completed. Returns 1 when the peer now uses RC, 0 to stay on DC, or a
  * negative code (EAGAIN while draining). */
@@ -313,6 +326,10 @@ static int vb_dc_switch(struct vb_peer *peer, unsigned *flags)
 int vb_dct_post(struct vb_peer *peer, const struct tp_write *writes, unsigned count, unsigned flags,
                 uint64_t cookie)
 {
+    /* Before the RC switch too: DC writes flushed by a broken DCI must not
+     * be overtaken by RC writes. */
+    if (atomic_load_explicit(&peer->ep->dci[peer->dci]->broken, memory_order_acquire))
+        return vb_dci_broken(peer);
     int sw = vb_dc_switch(peer, &flags);
     if (sw < 0)
         return sw;
@@ -320,19 +337,20 @@ int vb_dct_post(struct vb_peer *peer, const struct tp_write *writes, unsigned co
         return vb_post_writes((struct tp_peer *)peer, writes, count, flags, cookie);
     struct vb_ep *ep = peer->ep;
     struct vb_sq *sq = ep->dci[peer->dci];
+    uint64_t bytes = 0, signaled = 0;
     pthread_mutex_lock(&sq->lock);
     int n = vb_build_chain(peer, sq, writes, count, flags, cookie);
     int rc = n < 0 ? n : vb_dci_emit(peer, peer->dci, n);
+    /* Counted under the lock: another peer pinned to this DCI reuses wrs. */
+    for (int i = 0; rc == 0 && i < n; i++) {
+        bytes += sq->sges[i].length;
+        signaled += (sq->wrs[i].send_flags & IBV_SEND_SIGNALED) != 0;
+    }
     pthread_mutex_unlock(&sq->lock);
     if (rc != 0) {
         if (flags & VB_POST_FORCE_SIGNAL)
             peer->dc_drain_sent = 0;
         return rc;
-    }
-    uint64_t bytes = 0, signaled = 0;
-    for (int i = 0; i < n; i++) {
-        bytes += sq->sges[i].length;
-        signaled += (sq->wrs[i].send_flags & IBV_SEND_SIGNALED) != 0;
     }
     vb_stats_add(ep, (uint64_t)n, bytes, signaled);
     peer->writes += count;
@@ -348,6 +366,8 @@ int vb_dct_ring(struct vb_peer *peer)
 {
     struct vb_ep *ep = peer->ep;
     struct vb_sq *sq = ep->dci[peer->dci];
+    if (atomic_load_explicit(&sq->broken, memory_order_acquire))
+        return vb_dci_broken(peer);
     pthread_mutex_lock(&sq->lock);
     int rc = 0;
     uint64_t posted = atomic_load_explicit(&sq->posted, memory_order_relaxed);
@@ -356,7 +376,10 @@ int vb_dct_ring(struct vb_peer *peer)
     if (rc == 0) {
         struct vb_wrctx *ctx = &sq->ctx[posted % VB_SQ_DEPTH];
         *ctx = (struct vb_wrctx){.peer = peer, .sq = sq, .seq_end = posted + 1};
-        ctx->signaled = posted % VB_SIGNAL_EVERY == VB_SIGNAL_EVERY - 1;
+        /* While the peer drains towards RC, the ring becomes its last DC
+         * request (dc_last_seq), so it must be signaled too or the switch
+         * would wait for some later signaled request of this DCI. */
+        ctx->signaled = posted % VB_SIGNAL_EVERY == VB_SIGNAL_EVERY - 1 || peer->dc_drain_sent;
         struct ibv_send_wr *wr = &sq->wrs[0];
         memset(wr, 0, sizeof *wr);
         wr->wr_id = (uintptr_t)ctx;

@@ -137,6 +137,12 @@ static int vb_try_device(struct vb_ep *ep, struct ibv_device *dev)
         sp_log(SP_LOG_INFO, "verbs",
                "on-demand paging not supported by %s; TP_MR_NONPINNED regions are pinned",
                ep->dev_name);
+    else /* implicit ODP is reported only: its rkey would cover the whole process */
+        sp_log(SP_LOG_INFO, "verbs",
+               "%s: RC on-demand paging with remote write for TP_MR_NONPINNED regions "
+               "(implicit ODP %s, not used)",
+               ep->dev_name,
+               (attr.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT) ? "supported" : "absent");
     return 0;
 }
 
@@ -198,6 +204,15 @@ static int vb_setup_queues(struct vb_ep *ep)
     return 0;
 }
 
+/* DC is tried by default: the group API leaves tp_config.use_dct 0, and a
+ * device without DC costs one log line. SPINDLE_VERBS_DCT=0 turns the
+ * default off (a config with use_dct set still asks for DC). */
+static int vb_dct_default(void)
+{
+    const char *env = getenv("SPINDLE_VERBS_DCT");
+    return env == NULL || strcmp(env, "0") != 0;
+}
+
 static int vb_open(const struct tp_config *config, struct tp_endpoint **out)
 {
     struct vb_ep *ep = calloc(1, sizeof *ep);
@@ -224,7 +239,7 @@ static int vb_open(const struct tp_config *config, struct tp_endpoint **out)
         rc = vb_setup_queues(ep);
     }
     if (rc == 0)
-        rc = vb_dct_open(ep, config->use_dct);
+        rc = vb_dct_open(ep, config->use_dct || vb_dct_default());
     if (rc == 0)
         rc = vb_listen_start(ep);
     if (rc != 0) {
@@ -430,7 +445,7 @@ static int vb_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr, 
         return rc;
     }
     peer->next = ep->peers;
-    ep->peers = peer;
+    __atomic_store_n(&ep->peers, peer, __ATOMIC_RELEASE); /* vb_poll walks the list */
     ep->peer_count++;
     *out = (struct tp_peer *)peer;
     return 0;

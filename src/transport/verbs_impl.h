@@ -19,8 +19,10 @@
  *
  * Invariants: posted - completed <= VB_SQ_DEPTH per QP; every VB_SIGNAL_EVERY-th
  * work request of a QP is signaled, so at most VB_SIGNAL_EVERY-1 posted
- * requests are unreclaimable; a failed peer is never posted to again; peer
- * memory lives until endpoint close (flushed completions may still name it).
+ * requests are unreclaimable, and a batch builds at most VB_BATCH_MAX_WRS
+ * requests so that it always fits once the rest is reclaimed; a failed peer
+ * is never posted to again; peer memory lives until endpoint close (flushed
+ * completions may still name it).
  */
 #ifndef SP_TRANSPORT_VERBS_IMPL_H
 #define SP_TRANSPORT_VERBS_IMPL_H
@@ -37,8 +39,14 @@
 
 #include "transport/transport.h"
 
-#define VB_SQ_DEPTH        256u                /* send work requests per QP */
-#define VB_SIGNAL_EVERY    (VB_SQ_DEPTH / 4u)  /* signal one WR in this many */
+#define VB_SQ_DEPTH     512u               /* send work requests per QP */
+#define VB_SIGNAL_EVERY (VB_SQ_DEPTH / 4u) /* signal one WR in this many */
+/* Largest chain one batch may build. Up to VB_SIGNAL_EVERY-1 unsignaled
+ * requests can stay unreclaimable (no later signaled completion retires
+ * them yet), so a larger chain could be refused with SPINDLE_EAGAIN forever;
+ * this bound keeps "poll, then retry" live. It covers the SST's largest
+ * batch (256 writes) plus a doorbell. */
+#define VB_BATCH_MAX_WRS   (VB_SQ_DEPTH - (VB_SIGNAL_EVERY - 1u))
 #define VB_RECVS           32u                 /* doorbell receives per incoming QP */
 #define VB_PEERS_MAX       48u                 /* outgoing peers per endpoint */
 #define VB_INCOMING_MAX    64u                 /* incoming connections per endpoint */
@@ -142,6 +150,7 @@ struct vb_sq {
     uint32_t max_inline;
     _Atomic uint64_t posted;    /* WRs posted (posting thread) */
     _Atomic uint64_t completed; /* WRs reclaimed (polling thread) */
+    _Atomic int broken;         /* an error completion moved the QP to the error state */
     pthread_mutex_t lock;       /* DCI only: serialises peers sharing it */
     struct vb_wrctx ctx[VB_SQ_DEPTH];
     struct ibv_send_wr wrs[VB_SQ_DEPTH];
@@ -189,7 +198,7 @@ struct vb_peer {
     struct vb_sq *sq; /* RC send queue (NULL while on DC) */
     /* DC path: */
     struct ibv_ah *ah;
-    unsigned dci;          /* pinned DCI (hash % pool) */
+    unsigned dci;          /* pinned DCI ((hash >> 32) % pool) */
     uint64_t dc_last_seq;  /* DCI sequence after this peer's last DC write */
     uint64_t writes;       /* writes posted (hot-peer detection) */
     _Atomic int rc_ready;  /* background RC connection finished */
@@ -237,7 +246,8 @@ struct vb_ep {
     struct vb_incoming incoming[VB_INCOMING_MAX];
     unsigned incoming_count;
 
-    struct vb_peer *peers;
+    struct vb_peer *peers;    /* published with release stores: vb_poll walks it */
+    _Atomic int fail_pending; /* a peer failed outside a completion: vb_poll reports it */
     unsigned peer_count;
 
     /* DCT */
@@ -271,6 +281,10 @@ int vb_build_chain(struct vb_peer *peer, struct vb_sq *sq, const struct tp_write
 /* Posts receives for doorbells on an incoming QP. */
 int vb_post_recvs(struct vb_incoming *in, unsigned n);
 void vb_stats_add(struct vb_ep *ep, uint64_t writes, uint64_t bytes, uint64_t signaled);
+/* Marks peer failed where no error completion will report it (a chain cut
+ * short, a DCI in the error state); the next vb_poll emits its
+ * TP_EVENT_PEER_FAILED. Returns SPINDLE_EPEERFAILED with why as the message. */
+int vb_peer_fail(struct vb_peer *peer, const char *why);
 
 /* verbs_conn.c */
 int vb_listen_start(struct vb_ep *ep);

@@ -66,9 +66,11 @@ int vb_build_chain(struct vb_peer *peer, struct vb_sq *sq, const struct tp_write
             sq->sges[n - 1].length += writes[i].length;
             continue;
         }
-        if (n == VB_SQ_DEPTH)
-            return sp_error(SPINDLE_EINVAL, "verbs: batch of %u writes exceeds send queue depth %u",
-                            count, VB_SQ_DEPTH);
+        if (n == VB_BATCH_MAX_WRS)
+            return sp_error(SPINDLE_EINVAL,
+                            "verbs: batch of %u writes needs more than %u work requests (send "
+                            "queue depth %u)",
+                            count, VB_BATCH_MAX_WRS, VB_SQ_DEPTH);
         const struct vb_mr *mr = (const struct vb_mr *)writes[i].local_mr;
         const struct vb_rmr *rmr = (const struct vb_rmr *)writes[i].remote;
         sq->sges[n] = (struct ibv_sge){
@@ -116,10 +118,9 @@ static int vb_post_chain(struct vb_peer *peer, struct vb_sq *sq, int n)
     if (rc != 0) {
         if (bad != &sq->wrs[0]) {
             /* Part of the chain is on the wire; the queue state is unknown. */
-            atomic_store_explicit(&peer->failed, 1, memory_order_release);
-            return sp_error(SPINDLE_EPEERFAILED,
-                            "verbs: ibv_post_send to peer %u failed mid-chain: %s", peer->addr.id,
-                            strerror(rc));
+            char why[128];
+            snprintf(why, sizeof why, "ibv_post_send failed mid-chain: %s", strerror(rc));
+            return vb_peer_fail(peer, why);
         }
         return sp_error(SPINDLE_EIO, "verbs: ibv_post_send to peer %u failed: %s", peer->addr.id,
                         strerror(rc));
@@ -190,12 +191,50 @@ static int vb_drain_recv(struct vb_ep *ep)
     return total;
 }
 
+int vb_peer_fail(struct vb_peer *peer, const char *why)
+{
+    atomic_store_explicit(&peer->failed, 1, memory_order_release);
+    atomic_store_explicit(&peer->ep->fail_pending, 1, memory_order_release);
+    return sp_error(SPINDLE_EPEERFAILED, "verbs: peer %u (%s:%u) failed: %s", peer->addr.id,
+                    peer->addr.host, peer->addr.port, why);
+}
+
+/* Reports peers marked failed by vb_peer_fail (at most max events; the rest
+ * stay pending for the next poll). */
+static int vb_report_pending(struct vb_ep *ep, struct tp_event *events, int max)
+{
+    if (max <= 0 || !atomic_exchange(&ep->fail_pending, 0))
+        return 0;
+    int stored = 0;
+    for (struct vb_peer *p = __atomic_load_n(&ep->peers, __ATOMIC_ACQUIRE); p != NULL;
+         p = p->next) {
+        if (!atomic_load_explicit(&p->failed, memory_order_acquire) ||
+            atomic_load_explicit(&p->reported, memory_order_acquire))
+            continue;
+        if (stored == max) {
+            atomic_store(&ep->fail_pending, 1);
+            break;
+        }
+        if (atomic_exchange(&p->reported, 1))
+            continue;
+        sp_log(SP_LOG_WARN, "verbs", "peer %u (%s:%u) failed", p->addr.id, p->addr.host,
+               p->addr.port);
+        events[stored++] = (struct tp_event){.type = TP_EVENT_PEER_FAILED,
+                                             .peer = (struct tp_peer *)p,
+                                             .error = SPINDLE_EPEERFAILED};
+    }
+    return stored;
+}
+
 /* Turns one send completion into at most one event. */
 static int vb_handle_wc(struct vb_ep *ep, const struct ibv_wc *wc, struct tp_event *ev)
 {
     struct vb_wrctx *ctx = (struct vb_wrctx *)(uintptr_t)wc->wr_id;
     struct vb_peer *peer = ctx->peer;
     if (wc->status != IBV_WC_SUCCESS) {
+        /* The QP (for a DCI: every peer pinned to it) is now in the error
+         * state; its later requests are flushed. */
+        atomic_store_explicit(&ctx->sq->broken, 1, memory_order_release);
         atomic_store_explicit(&peer->failed, 1, memory_order_release);
         if (atomic_exchange(&peer->reported, 1))
             return 0;
@@ -221,6 +260,7 @@ int vb_poll(struct tp_endpoint *tep, struct tp_event *events, int max)
     struct vb_ep *ep = (struct vb_ep *)tep;
     int stored = 0;
     vb_drain_recv(ep);
+    stored += vb_report_pending(ep, events, max);
     if (ep->stash_valid && stored < max) {
         ep->stash_valid = 0;
         stored += vb_handle_wc(ep, &ep->stash, &events[stored]);

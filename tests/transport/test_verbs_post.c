@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -39,6 +40,7 @@
 
 #include "transport/transport.h"
 #include "transport/verbs_impl.h"
+#include "util/log.h"
 
 extern const struct tp_ops tp_verbs_ops;
 
@@ -73,10 +75,16 @@ static struct {
     unsigned cm_channels; /* background RC connection attempts */
 } rec;
 
+static int fail_mid_chain; /* the next post fails after its first request */
+
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     (void)qp;
-    (void)bad;
+    if (fail_mid_chain && wr->next != NULL) {
+        fail_mid_chain = 0;
+        *bad = wr->next;
+        return ENOMEM;
+    }
     unsigned length = 0;
     for (; wr != NULL; wr = wr->next, length++) {
         struct recorded_wr *r = &rec.wrs[rec.num_wrs++ % MAX_RECORDED];
@@ -113,6 +121,7 @@ static struct ibv_qp fake_rc_qp = {.context = &fake_ctx};
 static struct ibv_cq fake_send_cq = {.context = &fake_ctx, .cq_context = (void *)1};
 static struct ibv_cq fake_recv_cq = {.context = &fake_ctx, .cq_context = (void *)2};
 
+#ifdef SPINDLE_HAVE_MLX5DV
 /* DC initiator through the extended QP interface. */
 static struct recorded_wr *dc_current;
 static void fake_wr_start(struct ibv_qp_ex *qp)
@@ -182,6 +191,7 @@ static struct ibv_qp_ex fake_dci_ex = {
     .wr_complete = fake_wr_complete,
 };
 static struct mlx5dv_qp_ex fake_dci_mlx = {.wr_set_dc_addr = fake_set_dc_addr};
+#endif
 
 /* Control path: registration records its access flags; the RDMA CM fails,
  * so a background RC connection attempt is counted and fails. */
@@ -400,6 +410,35 @@ static void test_send_queue_never_overflows(void **state)
     assert_int_equal(atomic_load(&f->rc->posted) - atomic_load(&f->rc->completed), VB_SQ_DEPTH);
 }
 
+/* A batch builds at most VB_BATCH_MAX_WRS requests, and a batch of that size
+ * fits even behind the longest unsignaled tail (which no completion can
+ * reclaim yet), so "poll, then retry" never spins forever. */
+static void test_largest_batch_fits_behind_unsignaled_tail(void **state)
+{
+    struct fixture *f = *state;
+    static struct tp_write w[VB_BATCH_MAX_WRS + 1];
+    /* The SST's largest batch (256 writes) plus a doorbell must fit. */
+    assert_true(VB_BATCH_MAX_WRS >= 256 + 1);
+    for (unsigned i = 0; i <= VB_BATCH_MAX_WRS; i++)
+        w[i] = write_at(f, 0, 64 * (uint64_t)i, 8); /* same source: never merged */
+    /* One request too many: refused before anything reaches the QP. */
+    assert_int_equal(post(f, w, VB_BATCH_MAX_WRS + 1, 0), SPINDLE_EINVAL);
+    assert_int_equal(rec.post_calls, 0);
+    assert_int_equal(atomic_load(&f->rc->posted), 0);
+    /* The longest unsignaled tail: VB_SIGNAL_EVERY-1 requests, none signaled. */
+    for (unsigned i = 0; i < VB_SIGNAL_EVERY - 1; i++)
+        assert_int_equal(post(f, &w[i], 1, 0), 0);
+    for (unsigned i = 0; i < VB_SIGNAL_EVERY - 1; i++)
+        assert_int_equal(rec.wrs[i].flags & IBV_SEND_SIGNALED, 0);
+    /* The largest batch still fits: one chained post, queue exactly full. */
+    unsigned calls = rec.post_calls;
+    assert_int_equal(post(f, w, VB_BATCH_MAX_WRS, 0), 0);
+    assert_int_equal(rec.post_calls, calls + 1);
+    assert_int_equal(rec.chain_lengths[calls], VB_BATCH_MAX_WRS);
+    assert_int_equal(atomic_load(&f->rc->posted), VB_SQ_DEPTH);
+    assert_int_equal(post(f, w, 1, 0), SPINDLE_EAGAIN);
+}
+
 static void test_reported_completion_and_failed_peer(void **state)
 {
     struct fixture *f = *state;
@@ -423,6 +462,27 @@ static void test_reported_completion_and_failed_peer(void **state)
     assert_int_equal(tp_verbs_ops.doorbell_ring((struct tp_peer *)&f->peer), SPINDLE_EPEERFAILED);
 }
 
+/* A chain cut short by ibv_post_send leaves the queue in an unknown state:
+ * the peer is failed, and reported once by the next poll although no
+ * completion names it. */
+static void test_mid_chain_failure_is_reported(void **state)
+{
+    struct fixture *f = *state;
+    f->ep.peers = &f->peer;
+    struct tp_write w[2] = {write_at(f, 0, 0, 8), write_at(f, 0, 64, 8)}; /* not mergeable */
+    fail_mid_chain = 1;
+    assert_int_equal(post(f, w, 2, 0), SPINDLE_EPEERFAILED);
+    assert_non_null(strstr(spindle_errmsg(), "mid-chain"));
+    struct tp_event ev[4];
+    assert_int_equal(tp_verbs_ops.poll((struct tp_endpoint *)&f->ep, ev, 4), 1);
+    assert_int_equal(ev[0].type, TP_EVENT_PEER_FAILED);
+    assert_ptr_equal(ev[0].peer, (struct tp_peer *)&f->peer);
+    assert_int_equal(tp_verbs_ops.poll((struct tp_endpoint *)&f->ep, ev, 4), 0);
+    assert_int_equal(post(f, w, 1, 0), SPINDLE_EPEERFAILED);
+    assert_int_equal(tp_verbs_ops.peer_state((struct tp_peer *)&f->peer), SPINDLE_EPEERFAILED);
+    f->ep.peers = NULL;
+}
+
 static void test_doorbell_is_write_with_immediate(void **state)
 {
     struct fixture *f = *state;
@@ -434,6 +494,7 @@ static void test_doorbell_is_write_with_immediate(void **state)
     assert_int_equal(atomic_load(&f->rc->posted), 1);
 }
 
+#ifdef SPINDLE_HAVE_MLX5DV
 /* Puts the fixture's peer on the DC path through a one-DCI pool. */
 static void use_dc(struct fixture *f)
 {
@@ -503,12 +564,431 @@ static void test_hot_dc_peer_moves_to_rc(void **state)
     assert_int_equal(post(f, &w, 1, 0), 0);
     assert_true(rec.wrs[before % MAX_RECORDED].flags & IBV_SEND_SIGNALED);
     assert_int_equal(post(f, &w, 1, 0), SPINDLE_EAGAIN);
+    /* A doorbell rung while draining is then the last DC request: it is
+     * signaled too, and the switch waits for it. */
+    before = rec.num_wrs;
+    assert_int_equal(tp_verbs_ops.doorbell_ring((struct tp_peer *)&f->peer), 0);
+    assert_int_equal(rec.num_wrs, before + 1);
+    assert_int_equal(rec.wrs[before % MAX_RECORDED].opcode, IBV_WR_RDMA_WRITE_WITH_IMM);
+    assert_true(rec.wrs[before % MAX_RECORDED].flags & IBV_SEND_SIGNALED);
+    atomic_store(&f->dci->completed, atomic_load(&f->dci->posted) - 1);
+    assert_int_equal(post(f, &w, 1, 0), SPINDLE_EAGAIN);
     /* Its completion arrives: the peer moves to RC and posts there. */
     atomic_store(&f->dci->completed, atomic_load(&f->dci->posted));
     assert_int_equal(post(f, &w, 1, 0), 0);
     assert_int_equal(atomic_load(&f->peer.path), VB_PATH_RC);
     assert_int_equal(rec.post_calls, 1);
     assert_int_equal(atomic_load(&f->rc->posted), 1);
+}
+
+/* An error completion on a DCI breaks it for every peer pinned to it: a
+ * second peer's post is refused without reaching the DCI (not left at
+ * SPINDLE_EAGAIN for ever), and that peer is reported failed once. */
+static void test_broken_dci_fails_its_peers_once(void **state)
+{
+    struct fixture *f = *state;
+    use_dc(f);
+    struct vb_peer *other = calloc(1, sizeof *other);
+    assert_non_null(other);
+    *other = (struct vb_peer){.ep = &f->ep, .ah = &f->ah, .dci = 0};
+    other->addr.id = 8;
+    atomic_init(&other->path, VB_PATH_DC);
+    f->peer.next = other;
+    f->ep.peers = &f->peer;
+    struct tp_write w = write_at(f, 0, 0, 8);
+    assert_int_equal(post(f, &w, 1, 0), 0);
+    assert_int_equal(tp_verbs_ops.post_writes((struct tp_peer *)other, &w, 1, 0, 1), 0);
+    /* The first peer's request fails; the other's queued one is flushed. */
+    complete(rec.wrs[0].wr_id, IBV_WC_RETRY_EXC_ERR);
+    struct tp_event ev[4];
+    assert_int_equal(tp_verbs_ops.poll((struct tp_endpoint *)&f->ep, ev, 4), 1);
+    assert_ptr_equal(ev[0].peer, (struct tp_peer *)&f->peer);
+    assert_int_equal(atomic_load(&f->dci->broken), 1);
+    unsigned starts = rec.dc_starts;
+    assert_int_equal(tp_verbs_ops.post_writes((struct tp_peer *)other, &w, 1, 0, 1),
+                     SPINDLE_EPEERFAILED);
+    assert_non_null(strstr(spindle_errmsg(), "error state"));
+    assert_int_equal(tp_verbs_ops.doorbell_ring((struct tp_peer *)other), SPINDLE_EPEERFAILED);
+    assert_int_equal(rec.dc_starts, starts); /* nothing more reached the DCI */
+    assert_int_equal(tp_verbs_ops.poll((struct tp_endpoint *)&f->ep, ev, 4), 1);
+    assert_int_equal(ev[0].type, TP_EVENT_PEER_FAILED);
+    assert_ptr_equal(ev[0].peer, (struct tp_peer *)other);
+    /* Its flushed request does not report it a second time. */
+    complete(rec.wrs[1].wr_id, IBV_WC_WR_FLUSH_ERR);
+    assert_int_equal(tp_verbs_ops.poll((struct tp_endpoint *)&f->ep, ev, 4), 0);
+    f->ep.peers = NULL;
+    f->peer.next = NULL;
+    free(other);
+}
+#endif
+
+/* ---- joining members: DC addressing from the descriptor, RC fallback ------- */
+
+static unsigned ahs_created, ahs_destroyed, qps_created;
+static struct ibv_ah fake_ahs[16];
+static struct ibv_ah *fake_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+    (void)pd;
+    (void)attr;
+    return &fake_ahs[ahs_created++ % 16];
+}
+static int fake_destroy_ah(struct ibv_ah *ah)
+{
+    (void)ah;
+    ahs_destroyed++;
+    return 0;
+}
+static struct ibv_qp *fake_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+    (void)pd;
+    (void)attr;
+    qps_created++;
+    errno = ENODEV;
+    return NULL;
+}
+
+/* Connects the fixture's endpoint to member id, whose descriptor advertises
+ * a DCT; returns the connect() result and the peer in *out. */
+static int connect_member(struct fixture *f, uint32_t id, struct vb_peer **out)
+{
+    struct vb_addr addr = {.port = 9,
+                           .id = id,
+                           .nonce =
+                               id * 0x9e3779b97f4a7c15ull, /* varied bytes, like a random nonce */
+                           .has_dct = 1,
+                           .port_num = 1,
+                           .lid = (uint16_t)(100 + id),
+                           .dctn = 0x1000 + id,
+                           .dc_key = VB_DC_KEY};
+    snprintf(addr.host, sizeof addr.host, "10.0.0.%u", id);
+    struct tp_desc desc;
+    assert_int_equal(vb_addr_encode(&addr, &desc), 0);
+    struct tp_peer *peer = NULL;
+    int rc = tp_verbs_ops.connect((struct tp_endpoint *)&f->ep, &desc, 100, &peer);
+    *out = (struct vb_peer *)peer;
+    return rc;
+}
+
+static void free_connected_peers(struct fixture *f)
+{
+    while (f->ep.peers != NULL) {
+        struct vb_peer *next = f->ep.peers->next;
+        vb_dct_peer_fini(f->ep.peers);
+        free(f->ep.peers);
+        f->ep.peers = next;
+    }
+    f->ep.peer_count = 0;
+}
+
+#ifdef SPINDLE_HAVE_MLX5DV
+static struct ibv_qp *fake_dv_create_qp(struct ibv_context *context,
+                                        struct ibv_qp_init_attr_ex *attr,
+                                        struct mlx5dv_qp_init_attr *dv)
+{
+    (void)context;
+    (void)attr;
+    (void)dv;
+    qps_created++;
+    errno = ENODEV;
+    return NULL;
+}
+
+/* A new member is written to from its descriptor alone (an address handle,
+ * no QP, no connection), each peer's writes stay on one DCI of the pool and
+ * carry that peer's DCT number, key and address handle. */
+static void test_new_member_is_written_through_its_pinned_dci(void **state)
+{
+    struct fixture *f = *state;
+    ahs_created = ahs_destroyed = qps_created = 0;
+    fake_api.create_ah = fake_create_ah;
+    fake_api.destroy_ah = fake_destroy_ah;
+    fake_api.create_qp = fake_create_qp;
+    fake_api.mlx5dv_create_qp = fake_dv_create_qp;
+    struct vb_sq *pool[VB_DCI_POOL];
+    for (unsigned i = 0; i < VB_DCI_POOL; i++) {
+        pool[i] = new_sq(NULL, 64);
+        f->ep.dci[i] = pool[i];
+        f->ep.dci_ex[i] = &fake_dci_ex;
+        f->ep.dci_mlx[i] = &fake_dci_mlx;
+    }
+    f->ep.dct_enabled = 1;
+
+    enum { MEMBERS = 8 };
+    struct vb_peer *peers[MEMBERS];
+    unsigned used = 0; /* bit i: some peer is pinned to DCI i */
+    for (unsigned m = 0; m < MEMBERS; m++) {
+        assert_int_equal(connect_member(f, m + 1, &peers[m]), 0);
+        assert_int_equal(atomic_load(&peers[m]->path), VB_PATH_DC);
+        assert_null(peers[m]->sq);
+        assert_true(peers[m]->dci < VB_DCI_POOL);
+        used |= 1u << peers[m]->dci;
+    }
+    /* No queue pair and no RDMA CM connection on the join path. */
+    assert_int_equal(qps_created, 0);
+    assert_int_equal(atomic_load(&rec.cm_channels), 0);
+    assert_int_equal(ahs_created, MEMBERS);
+    assert_true(used & (used - 1)); /* the peers spread over more than one DCI */
+
+    /* Two peers on different DCIs, posted to alternately. */
+    struct vb_peer *a = peers[0], *b = NULL;
+    for (unsigned m = 1; m < MEMBERS && b == NULL; m++)
+        if (peers[m]->dci != a->dci)
+            b = peers[m];
+    assert_non_null(b);
+    struct tp_write wa[2] = {write_at(f, 0, 0, 8), write_at(f, 0, 64, 8)}; /* not mergeable */
+    struct tp_write wb = write_at(f, 16, 128, 8);
+    for (unsigned round = 0; round < 4; round++) {
+        assert_int_equal(tp_verbs_ops.post_writes((struct tp_peer *)a, wa, 2, 0, 1), 0);
+        assert_int_equal(tp_verbs_ops.post_writes((struct tp_peer *)b, &wb, 1, 0, 2), 0);
+    }
+    /* Each peer's requests went to its own DCI only, in posting order. */
+    for (unsigned i = 0; i < VB_DCI_POOL; i++) {
+        uint64_t want = (i == a->dci ? 8 : 0) + (i == b->dci ? 4 : 0);
+        assert_int_equal(atomic_load(&pool[i]->posted), want);
+    }
+    assert_int_equal(rec.num_wrs, 12);
+    assert_int_equal(rec.dc_starts, 8); /* one wr_start..wr_complete per batch */
+    for (unsigned round = 0; round < 4; round++) {
+        for (unsigned k = 0; k < 3; k++) {
+            const struct recorded_wr *r = &rec.wrs[round * 3 + k];
+            const struct vb_peer *p = k < 2 ? a : b;
+            assert_int_equal(r->dctn, p->addr.dctn);
+            assert_int_equal(r->dc_key, VB_DC_KEY);
+            assert_ptr_equal(r->ah, p->ah);
+        }
+        assert_int_equal(rec.wrs[round * 3].remote_addr, f->rmr.addr);
+        assert_int_equal(rec.wrs[round * 3 + 1].remote_addr, f->rmr.addr + 64);
+    }
+    free_connected_peers(f);
+    assert_int_equal(ahs_destroyed, MEMBERS);
+    for (unsigned i = 0; i < VB_DCI_POOL; i++) {
+        free(pool[i]);
+        f->ep.dci[i] = NULL;
+    }
+}
+
+static int fake_dv_query_fails(struct ibv_context *context, struct mlx5dv_context *out)
+{
+    (void)context;
+    (void)out;
+    return EOPNOTSUPP; /* not an mlx5 device */
+}
+#endif
+
+/* Without DC, opening says so in one log line and members are connected
+ * over RC (through the RDMA CM), even when their descriptors advertise a DCT. */
+static void test_no_dc_falls_back_to_rc_with_a_log_line(void **state)
+{
+    struct fixture *f = *state;
+    ahs_created = qps_created = 0;
+    fake_api.create_ah = fake_create_ah;
+    fake_api.destroy_ah = fake_destroy_ah;
+    fake_api.create_qp = fake_create_qp;
+#ifdef SPINDLE_HAVE_MLX5DV
+    fake_api.mlx5dv_query_device = fake_dv_query_fails;
+    fake_api.mlx5dv_create_qp = fake_dv_create_qp;
+#endif
+    FILE *log = tmpfile();
+    assert_non_null(log);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(log), STDERR_FILENO) >= 0);
+    sp_log_set_level(SP_LOG_INFO);
+    int rc = vb_dct_open(&f->ep, 1);
+    fflush(stderr);
+    sp_log_set_level(SP_LOG_WARN);
+    assert_true(dup2(saved, STDERR_FILENO) >= 0);
+    close(saved);
+    char text[1024] = "";
+    rewind(log);
+    size_t got = fread(text, 1, sizeof text - 1, log);
+    fclose(log);
+    text[got] = '\0';
+    assert_int_equal(rc, 0);
+    assert_int_equal(f->ep.dct_enabled, 0);
+    assert_non_null(strstr(text, "DCT not supported by fake0; using RC queue pairs"));
+    unsigned lines = 0;
+    for (size_t i = 0; i < got; i++)
+        lines += text[i] == '\n';
+    assert_int_equal(lines, 1);
+    assert_int_equal(qps_created, 0);
+
+    /* A member advertising a DCT: RC connection through the CM (which the
+     * fake fails), no address handle. */
+    struct vb_peer *peer = NULL;
+    assert_int_not_equal(connect_member(f, 3, &peer), 0);
+    assert_null(peer);
+    assert_int_equal(atomic_load(&rec.cm_channels), 1);
+    assert_int_equal(ahs_created, 0);
+    assert_null(f->ep.peers);
+    free_connected_peers(f);
+}
+
+/* ---- vb_open on a fake device: DC is tried by default ----------------------- */
+
+static struct ibv_device fake_device = {.name = "fake0"};
+static struct ibv_device *fake_device_list[2] = {&fake_device, NULL};
+static struct ibv_pd fake_pd;
+static struct ibv_comp_channel fake_channel = {.fd = -1};
+static unsigned dv_queries;
+
+static struct ibv_device **fake_get_device_list(int *num)
+{
+    *num = 1;
+    return fake_device_list;
+}
+static void fake_free_device_list(struct ibv_device **list)
+{
+    (void)list;
+}
+static struct ibv_context *fake_open_device(struct ibv_device *device)
+{
+    (void)device;
+    return &fake_ctx;
+}
+static int fake_close_device(struct ibv_context *context)
+{
+    (void)context;
+    return 0;
+}
+static int fake_query_device_ex(struct ibv_context *context, struct ibv_device_attr_ex *attr)
+{
+    (void)context;
+    memset(attr, 0, sizeof *attr);
+    attr->orig_attr.phys_port_cnt = 1;
+    return 0;
+}
+static int fake_query_port(struct ibv_context *context, uint8_t port, struct ibv_port_attr *attr)
+{
+    (void)context;
+    (void)port;
+    memset(attr, 0, sizeof *attr);
+    attr->state = IBV_PORT_ACTIVE;
+    attr->lid = 5;
+    attr->active_mtu = IBV_MTU_4096;
+    return 0;
+}
+static int fake_query_gid(struct ibv_context *context, uint8_t port, int index, union ibv_gid *gid)
+{
+    (void)context;
+    (void)port;
+    (void)index;
+    memset(gid, 0, sizeof *gid);
+    return 0;
+}
+static struct ibv_pd *fake_alloc_pd(struct ibv_context *context)
+{
+    (void)context;
+    return &fake_pd;
+}
+static int fake_dealloc_pd(struct ibv_pd *pd)
+{
+    (void)pd;
+    return 0;
+}
+static struct ibv_comp_channel *fake_create_comp_channel(struct ibv_context *context)
+{
+    (void)context;
+    return &fake_channel;
+}
+static int fake_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+    (void)channel;
+    return 0;
+}
+static struct ibv_cq *fake_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+                                     struct ibv_comp_channel *channel, int comp_vector)
+{
+    (void)context;
+    (void)cqe;
+    (void)cq_context;
+    (void)channel;
+    (void)comp_vector;
+    return &fake_recv_cq;
+}
+static int fake_destroy_cq(struct ibv_cq *cq)
+{
+    (void)cq;
+    return 0;
+}
+#ifdef SPINDLE_HAVE_MLX5DV
+static int fake_dv_query_counted(struct ibv_context *context, struct mlx5dv_context *out)
+{
+    (void)context;
+    (void)out;
+    dv_queries++;
+    return EOPNOTSUPP; /* not an mlx5 device */
+}
+#endif
+
+/* Opens the transport on the fake device with info logging captured into
+ * text. The fake RDMA CM cannot start the listener, so the open fails after
+ * the DC probe. */
+static int open_fake_device(char *text, size_t size)
+{
+    struct tp_config config = {.backend = "verbs", .group_name = "t", .host = "127.0.0.1"};
+    struct tp_endpoint *ep = NULL;
+    FILE *log = tmpfile();
+    assert_non_null(log);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(log), STDERR_FILENO) >= 0);
+    sp_log_set_level(SP_LOG_INFO);
+    int rc = tp_verbs_ops.open(&config, &ep);
+    fflush(stderr);
+    sp_log_set_level(SP_LOG_WARN);
+    assert_true(dup2(saved, STDERR_FILENO) >= 0);
+    close(saved);
+    rewind(log);
+    size_t got = fread(text, 1, size - 1, log);
+    fclose(log);
+    text[got] = '\0';
+    assert_null(ep);
+    return rc;
+}
+
+/* The group API never sets tp_config.use_dct: opening must still probe DC
+ * (one "DCT not supported" line here), unless SPINDLE_VERBS_DCT=0. */
+static void test_open_tries_dc_by_default(void **state)
+{
+    (void)state;
+    dv_queries = 0;
+    fake_api.get_device_list = fake_get_device_list;
+    fake_api.free_device_list = fake_free_device_list;
+    fake_api.open_device = fake_open_device;
+    fake_api.close_device = fake_close_device;
+    fake_api.query_device_ex = fake_query_device_ex;
+    fake_api.query_port = fake_query_port;
+    fake_api.query_gid = fake_query_gid;
+    fake_api.alloc_pd = fake_alloc_pd;
+    fake_api.dealloc_pd = fake_dealloc_pd;
+    fake_api.create_comp_channel = fake_create_comp_channel;
+    fake_api.destroy_comp_channel = fake_destroy_comp_channel;
+    fake_api.create_cq = fake_create_cq;
+    fake_api.destroy_cq = fake_destroy_cq;
+#ifdef SPINDLE_HAVE_MLX5DV
+    fake_api.mlx5dv_query_device = fake_dv_query_counted;
+#endif
+    static char text[4096];
+    unsetenv("SPINDLE_VERBS_DCT");
+    assert_int_not_equal(open_fake_device(text, sizeof text), 0);
+    assert_non_null(strstr(text, "DCT not supported by fake0; using RC queue pairs"));
+    assert_non_null(strstr(spindle_errmsg(), "rdma_create_event_channel"));
+    assert_int_equal(atomic_load(&rec.cm_channels), 1); /* got past the DC probe */
+#ifdef SPINDLE_HAVE_MLX5DV
+    assert_int_equal(dv_queries, 1);
+#endif
+
+    setenv("SPINDLE_VERBS_DCT", "0", 1);
+    assert_int_not_equal(open_fake_device(text, sizeof text), 0);
+    unsetenv("SPINDLE_VERBS_DCT");
+    assert_null(strstr(text, "DCT not supported"));
+    assert_int_equal(atomic_load(&rec.cm_channels), 2);
+#ifdef SPINDLE_HAVE_MLX5DV
+    assert_int_equal(dv_queries, 1);
+#endif
 }
 
 static void test_registration_flags(void **state)
@@ -581,10 +1061,23 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_adjacent_writes_are_merged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_nth_request_is_signaled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_queue_never_overflows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_largest_batch_fits_behind_unsignaled_tail, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_reported_completion_and_failed_peer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mid_chain_failure_is_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_doorbell_is_write_with_immediate, setup, teardown),
+#ifdef SPINDLE_HAVE_MLX5DV
         cmocka_unit_test_setup_teardown(test_dc_writes_carry_the_peer_address, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hot_dc_peer_moves_to_rc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broken_dci_fails_its_peers_once, setup, teardown),
+#endif
+#ifdef SPINDLE_HAVE_MLX5DV
+        cmocka_unit_test_setup_teardown(test_new_member_is_written_through_its_pinned_dci, setup,
+                                        teardown),
+#endif
+        cmocka_unit_test_setup_teardown(test_no_dc_falls_back_to_rc_with_a_log_line, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_open_tries_dc_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_registration_flags, setup, teardown),
         cmocka_unit_test(test_no_device_is_a_clear_error),
     };
