@@ -31,6 +31,7 @@ struct bench_config {
     enum spindle_delivery_mode mode;
     const char *transport;
     const char *provider;
+    const char *device; /* verbs device from --config ([group] device) */
     bool batching, null_sends, early_unlock;
     const char *trace_dir;
     bool raw;

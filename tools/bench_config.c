@@ -40,6 +40,7 @@ int bench_config_load(struct bench_config *c, const char *path)
         sp_log_set_level(level);
     c->transport = file->group.transport;
     c->provider = file->group.provider;
+    c->device = file->group.device;
     c->failure_timeout_ms = file->group.failure_timeout_ms;
     snprintf(c->group_name, sizeof c->group_name, "%s", file->group.name);
     c->messages = file->bench.messages;

@@ -472,8 +472,7 @@ static int run_local(struct bench_config *config)
         ssize_t r = read(pipes[i][0], &results[at], sizeof results[at]);
         if (r != (ssize_t)sizeof results[at]) {
             results[at].ok = 0;
-            snprintf(results[at].error, sizeof results[at].error, "member %u reported nothing",
-                     i);
+            snprintf(results[at].error, sizeof results[at].error, "member %u reported nothing", i);
         }
         close(pipes[i][0]);
         if (!results[at].ok) {

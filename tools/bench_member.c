@@ -149,6 +149,7 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     spindle_group_options_init(&options);
     options.transport = config->transport;
     options.provider = config->provider;
+    options.device = config->device;
     options.group_name = config->group_name[0] ? config->group_name : NULL;
     options.self = self;
     options.num_members = members;

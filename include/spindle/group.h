@@ -133,6 +133,9 @@ struct spindle_group_options {
     bool tolerate_failures;
     spindle_view_fn view_changed; /* upcall after each installed view; may be NULL */
     void *view_ctx;
+    /* verbs: RDMA device name (e.g. "mlx5_0"); NULL = the first device
+     * with an active port. */
+    const char *device;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram

@@ -84,6 +84,7 @@ static int open_engine(struct spindle_group *group)
     config.group_name = group->group_name;
     config.self_id = o->self;
     config.provider = o->provider;
+    config.device = o->device;
     config.failure_timeout_ms = o->failure_timeout_ms;
     if (group->boot.kind == SPINDLE_BOOTSTRAP_TCP)
         config.host = group->boot.hosts[o->self].host;

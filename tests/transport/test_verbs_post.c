@@ -37,6 +37,7 @@
 #include <cmocka.h>
 
 #include <spindle/error.h>
+#include <spindle/group.h>
 
 #include "transport/transport.h"
 #include "transport/verbs_impl.h"
@@ -1054,6 +1055,33 @@ static void test_no_device_is_a_clear_error(void **state)
     assert_non_null(strstr(spindle_errmsg(), "no RDMA device"));
 }
 
+/* The device named in the group options reaches the backend: with the real
+ * rdma-core and no such device, group creation fails naming it. */
+static void test_group_passes_the_device(void **state)
+{
+    (void)state;
+    verbs_api_set(NULL);
+    int num = 0;
+    struct ibv_device **list = ibv_get_device_list(&num);
+    if (list != NULL)
+        ibv_free_device_list(list);
+    char dir[] = "/tmp/spindle-verbs-dev-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct spindle_group_options o;
+    spindle_group_options_init(&o);
+    o.transport = "verbs";
+    o.device = "no-such-rdma-device";
+    o.bootstrap = dir;
+    o.num_members = 1;
+    uint32_t self = 0;
+    struct spindle_subgroup_config sg = {&self, 1, &self, 1, 16, 64, SPINDLE_MODE_ATOMIC};
+    spindle_group_t *group = NULL;
+    assert_int_equal(spindle_group_create(&o, &sg, 1, &group), SPINDLE_ENODEV);
+    assert_null(group);
+    assert_non_null(strstr(spindle_errmsg(), "no-such-rdma-device"));
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1080,6 +1108,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_tries_dc_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_registration_flags, setup, teardown),
         cmocka_unit_test(test_no_device_is_a_clear_error),
+        cmocka_unit_test(test_group_passes_the_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
