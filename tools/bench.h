@@ -44,6 +44,10 @@ struct bench_config {
     char *owned_members;    /* --members built from the file */
     int failure_timeout_ms; /* 0: library default */
     bool mode_given;        /* --mode overrides the file's subgroup modes */
+    uint32_t control_port;  /* --local --control-port: TCP bootstrap from this port */
+    uint32_t rate;          /* --rate: messages per second per sender (0: unpaced) */
+    const char *join;       /* --join HOST:PORT: join a running group */
+    const char *listen;     /* --listen HOST:PORT: the joiner's own address */
 };
 
 struct bench_result {

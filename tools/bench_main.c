@@ -32,11 +32,20 @@ static const char usage[] =
     "usage: spindle-bench --local N [options]\n"
     "       spindle-bench --id I --members HOST:PORT,HOST:PORT,... [options]\n"
     "       spindle-bench --config FILE --id I [options]\n"
+    "       spindle-bench --join HOST:PORT --listen HOST:PORT --tolerate-failures [options]\n"
     "\n"
     "Members and placement:\n"
     "  --local N              fork N members on this host (shm bootstrap in a temp dir)\n"
     "  --id I                 run only member I (0-based) of --members or of --config\n"
     "  --members LIST         host:port of every member, in member order (TCP bootstrap)\n"
+    "  --control-port P       with --local: TCP bootstrap on 127.0.0.1:P, P+1, ... instead\n"
+    "                         of a temp dir, so that other processes can --join the group\n"
+    "  --join HOST:PORT       join the running group that has a member there (needs\n"
+    "                         --tolerate-failures, --listen and the group's workload flags);\n"
+    "                         the joiner receives, sends nothing, and exits 0 once every\n"
+    "                         sender's messages of its views are in, continuing exactly from\n"
+    "                         the delivery counts handed over by state transfer\n"
+    "  --listen HOST:PORT     the joiner's own bootstrap address (later joiners reach it)\n"
     "  --config FILE          INI file (docs/CONFIG.md): [member.N] host/port of every member\n"
     "                         (ids 0..N-1, fixed ports), [group] transport, provider,\n"
     "                         failure_timeout_ms, [subgroup.N] members, senders, window_size,\n"
@@ -52,6 +61,8 @@ static const char usage[] =
     "  --delay-us US          busy-wait US microseconds after each send of a delayed sender\n"
     "  --delayed-senders K    the first K senders are delayed (default 1 when --delay-us)\n"
     "  --mode atomic|unordered  delivery guarantee (default atomic)\n"
+    "  --rate MSGS_PER_S      pace each sender to at most this many messages per second\n"
+    "                         (sleeping, not spinning; default: as fast as it can)\n"
     "Transport:\n"
     "  --transport shm|fabric|verbs  (default shm)\n"
     "  --provider NAME        libfabric provider for --transport fabric (tcp, sockets, ...)\n"
@@ -68,7 +79,8 @@ static const char usage[] =
     "  --tolerate-failures    keep running through view changes (member failures); the\n"
     "                         trace names view ids and the app index (first 8 payload\n"
     "                         bytes, --msg-size >= 8); --local writes DIR/member-<id>.pid\n"
-    "                         and a survivor writes DIR/member-<id>.end\n"
+    "                         and a survivor writes DIR/member-<id>.end (a joiner adds\n"
+    "                         \"joined <view>\")\n"
     "  --timeout SECONDS      give up when deliveries take longer (default 120), or when\n"
     "                         members are missing for longer (at most 60)\n"
     "  --help                 this text\n";
@@ -119,6 +131,10 @@ enum {
     OPT_TOLERATE,
     OPT_TIMEOUT,
     OPT_CONFIG,
+    OPT_CONTROL_PORT,
+    OPT_RATE,
+    OPT_JOIN,
+    OPT_LISTEN,
     OPT_HELP
 };
 
@@ -146,6 +162,10 @@ static const struct option long_options[] = {
     {"tolerate-failures", no_argument, 0, OPT_TOLERATE},
     {"timeout", required_argument, 0, OPT_TIMEOUT},
     {"config", required_argument, 0, OPT_CONFIG},
+    {"control-port", required_argument, 0, OPT_CONTROL_PORT},
+    {"rate", required_argument, 0, OPT_RATE},
+    {"join", required_argument, 0, OPT_JOIN},
+    {"listen", required_argument, 0, OPT_LISTEN},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -214,6 +234,16 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
             return -1;
         c->timeout_s = (uint32_t)v;
         return 0;
+    case OPT_RATE:
+        if (parse_u64(arg, "--rate", 1, 100000000, &v) < 0)
+            return -1;
+        c->rate = (uint32_t)v;
+        return 0;
+    case OPT_CONTROL_PORT:
+        if (parse_u64(arg, "--control-port", 1, 65535, &v) < 0)
+            return -1;
+        c->control_port = (uint32_t)v;
+        return 0;
     default:
         return -1;
     }
@@ -252,6 +282,23 @@ static int parse_word(int opt, const char *arg, struct bench_config *c)
 
 static int check_config(struct bench_config *c, bool delayed_given)
 {
+    if (c->join != NULL) {
+        if (c->local > 0 || c->id >= 0 || c->members != NULL)
+            return bad("%s--join cannot be combined with --local, --id or --members", "");
+        if (c->listen == NULL)
+            return bad("%s--join needs --listen HOST:PORT (the joiner's own address)", "");
+        if (!c->tolerate_failures)
+            return bad("%s--join needs --tolerate-failures", "");
+        if (c->raw)
+            return bad("%s--join cannot be combined with --raw", "");
+        if (c->msg_size < 8)
+            return bad("%s--join needs --msg-size >= 8", "");
+        return 0;
+    }
+    if (c->control_port > 0 && c->local == 0)
+        return bad("%s--control-port goes with --local", "");
+    if (c->control_port > 0 && c->control_port + c->local > 65536)
+        return bad("%s--control-port leaves no room for the members' ports", "");
     if (c->local == 0 && (c->id < 0 || c->members == NULL))
         return bad("%sgive --local N, or --id I with --members LIST", "");
     if (c->local > 0 && (c->id >= 0 || c->members != NULL))
@@ -313,6 +360,12 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
             exit(0);
         case OPT_MEMBERS:
             c->members = optarg;
+            break;
+        case OPT_JOIN:
+            c->join = optarg;
+            break;
+        case OPT_LISTEN:
+            c->listen = optarg;
             break;
         case OPT_PROVIDER:
             c->provider = optarg;
@@ -439,6 +492,14 @@ static int run_local(struct bench_config *config)
     config->bootstrap_dir = dir;
     snprintf(config->group_name, sizeof config->group_name, "bench-%d", (int)getpid());
     uint32_t n = config->local;
+    char members[SPINDLE_MAX_MEMBERS * 24] = "";
+    if (config->control_port > 0) {
+        /* TCP bootstrap on loopback: the group then takes joiners. */
+        for (uint32_t i = 0; i < n; i++)
+            snprintf(members + strlen(members), sizeof members - strlen(members), "%s127.0.0.1:%u",
+                     i > 0 ? "," : "", config->control_port + i);
+        config->members = members;
+    }
     pid_t pids[SPINDLE_MAX_MEMBERS];
     int pipes[SPINDLE_MAX_MEMBERS][2];
     fflush(NULL);
@@ -489,7 +550,7 @@ static int run_local(struct bench_config *config)
 
 static int run_member(const struct bench_config *config)
 {
-    uint32_t members = count_members(config->members);
+    uint32_t members = config->join != NULL ? 0 : count_members(config->members);
     struct bench_result result;
     run_one(config, (uint32_t)config->id, members, &result);
     if (!result.ok) {

@@ -28,10 +28,54 @@ struct member_state {
     uint64_t *from_sender; /* [active * SPINDLE_MAX_MEMBERS] messages delivered */
     int duplicate;         /* a sender's app index out of order */
     uint64_t view_id;
-    uint64_t view_mask; /* member ids of the current view */
-    bool *sends;        /* [active] this member sends in the subgroup */
-    int sender_rank;    /* rank among the senders of its first sending subgroup, or -1 */
+    uint64_t view_mask;   /* member ids of the current view */
+    bool *sends;          /* [active] this member sends in the subgroup */
+    int sender_rank;      /* rank among the senders of its first sending subgroup, or -1 */
+    uint32_t num_senders; /* senders are member ids 0..num_senders-1 */
+    uint64_t first_view;  /* a joiner's first view (UINT64_MAX: not reported yet) */
 };
+
+/* State handed to a joiner: the number of senders, then per active
+ * subgroup and sender the count of messages delivered. */
+struct bench_state {
+    uint32_t num_senders;
+    uint32_t active_subgroups;
+    uint64_t from_sender[];
+};
+
+static int save_state(void *ctx, void **data, size_t *length)
+{
+    struct member_state *st = ctx;
+    size_t counts = (size_t)st->config->active_subgroups * SPINDLE_MAX_MEMBERS;
+    struct bench_state *state = malloc(sizeof *state + counts * sizeof(uint64_t));
+    if (state == NULL)
+        return SPINDLE_ENOMEM;
+    state->num_senders = st->num_senders;
+    state->active_subgroups = st->config->active_subgroups;
+    for (size_t i = 0; i < counts; i++)
+        state->from_sender[i] = __atomic_load_n(&st->from_sender[i], __ATOMIC_ACQUIRE);
+    *data = state;
+    *length = sizeof *state + counts * sizeof(uint64_t);
+    return 0;
+}
+
+static int load_state(void *ctx, const void *data, size_t length)
+{
+    struct member_state *st = ctx;
+    size_t counts = (size_t)st->config->active_subgroups * SPINDLE_MAX_MEMBERS;
+    const struct bench_state *state = data;
+    if (length != sizeof *state + counts * sizeof(uint64_t) ||
+        state->active_subgroups != st->config->active_subgroups ||
+        state->num_senders > SPINDLE_MAX_MEMBERS) {
+        fprintf(stderr, "spindle-bench: the state handed over does not match this workload "
+                        "(--active-subgroups?)\n");
+        return SPINDLE_EINVAL;
+    }
+    st->num_senders = state->num_senders;
+    for (size_t i = 0; i < counts; i++)
+        __atomic_store_n(&st->from_sender[i], state->from_sender[i], __ATOMIC_RELEASE);
+    return 0;
+}
 
 uint32_t bench_num_senders(const struct bench_config *config, uint32_t members)
 {
@@ -98,6 +142,12 @@ static void on_view(void *ctx, const struct spindle_view_info *view)
         mask |= 1ull << view->members[i];
     __atomic_store_n(&st->view_mask, mask, __ATOMIC_RELEASE);
     __atomic_store_n(&st->view_id, view->view_id, __ATOMIC_RELEASE);
+    uint64_t unset = UINT64_MAX;
+    __atomic_compare_exchange_n(&st->first_view, &unset, view->view_id, false, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < view->num_joined; i++)
+        printf("view change: view %llu: member %u joined\n", (unsigned long long)view->view_id,
+               view->joined[i]);
     if (view->num_left > 0 && view->detected_ns > 0)
         printf("view change: view %llu installed %.1f ms after failure detected\n",
                (unsigned long long)view->view_id,
@@ -166,6 +216,16 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     options.tolerate_failures = config->tolerate_failures;
     options.view_changed = on_view;
     options.view_ctx = st;
+    if (config->tolerate_failures) {
+        options.state_save = save_state;
+        options.state_load = load_state;
+        options.state_ctx = st;
+    }
+    if (config->join != NULL) {
+        options.join = config->join;
+        options.bootstrap = config->listen;
+        options.group_name = NULL; /* the group tells */
+    }
     int rc = spindle_group_create(&options, subgroups, config->subgroups, out);
     free(subgroups);
     return rc;
@@ -202,7 +262,17 @@ static int send_all(const struct bench_config *config, spindle_group_t *group,
 {
     bool delayed = st->sender_rank >= 0 && (uint32_t)st->sender_rank < config->delayed_senders &&
                    config->delay_us > 0;
+    uint64_t start = sp_now_ns();
     for (uint64_t i = 0; i < config->messages; i++) {
+        if (config->rate > 0) {
+            /* Message i is due at start + i / rate. */
+            uint64_t due = start + i * 1000000000ull / config->rate, now = sp_now_ns();
+            if (due > now) {
+                struct timespec pause = {(time_t)((due - now) / 1000000000ull),
+                                         (long)((due - now) % 1000000000ull)};
+                nanosleep(&pause, NULL);
+            }
+        }
         for (uint32_t g = 0; g < config->active_subgroups; g++) {
             if (!st->sends[g])
                 continue;
@@ -226,9 +296,9 @@ static int send_all(const struct bench_config *config, spindle_group_t *group,
 
 /* --tolerate-failures: done once every sender of the current view delivered
  * all its messages in every active subgroup. */
-static bool survivors_done(const struct bench_config *config, struct member_state *st,
-                           uint32_t num_senders)
+static bool survivors_done(const struct bench_config *config, struct member_state *st)
 {
+    uint32_t num_senders = st->num_senders;
     uint64_t mask = __atomic_load_n(&st->view_mask, __ATOMIC_ACQUIRE);
     for (uint32_t g = 0; g < config->active_subgroups; g++)
         for (uint32_t s = 0; s < num_senders; s++)
@@ -238,20 +308,18 @@ static bool survivors_done(const struct bench_config *config, struct member_stat
     return true;
 }
 
-static bool all_delivered(const struct bench_config *config, struct member_state *st,
-                          uint32_t num_senders)
+static bool all_delivered(const struct bench_config *config, struct member_state *st)
 {
     if (config->tolerate_failures)
-        return survivors_done(config, st, num_senders) ||
-               __atomic_load_n(&st->duplicate, __ATOMIC_ACQUIRE);
+        return survivors_done(config, st) || __atomic_load_n(&st->duplicate, __ATOMIC_ACQUIRE);
     return __atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE) >= st->expected;
 }
 
 static int wait_delivered(const struct bench_config *config, spindle_group_t *group,
-                          struct member_state *st, uint32_t num_senders)
+                          struct member_state *st)
 {
     uint64_t deadline = sp_now_ns() + (uint64_t)config->timeout_s * 1000000000ull;
-    while (!all_delivered(config, st, num_senders)) {
+    while (!all_delivered(config, st)) {
         if (sp_now_ns() > deadline)
             return SPINDLE_ETIMEDOUT;
         int status = spindle_group_status(group); /* stopped: cut off, ... */
@@ -290,12 +358,32 @@ static void collect(struct member_state *st, spindle_group_t *group, struct benc
     }
 }
 
+/* A joiner learns its id only when it is in, and may deliver at once: it
+ * writes to a temporary name that joined_trace() renames. */
+static void trace_path(const struct bench_config *config, uint32_t self, char *path, size_t size)
+{
+    if (config->join != NULL && self == UINT32_MAX)
+        snprintf(path, size, "%s/joining-%d.trace", config->trace_dir, (int)getpid());
+    else
+        snprintf(path, size, "%s/member-%u.trace", config->trace_dir, self);
+}
+
+static int joined_trace(const struct bench_config *config, uint32_t self)
+{
+    if (config->trace_dir == NULL)
+        return 0;
+    char from[4096], to[4096];
+    trace_path(config, UINT32_MAX, from, sizeof from);
+    trace_path(config, self, to, sizeof to);
+    return rename(from, to) == 0 ? 0 : SPINDLE_EIO;
+}
+
 static int open_trace(const struct bench_config *config, uint32_t self, struct member_state *st)
 {
     if (config->trace_dir == NULL)
         return 0;
     char path[4096];
-    snprintf(path, sizeof path, "%s/member-%u.trace", config->trace_dir, self);
+    trace_path(config, self, path, sizeof path);
     st->trace = fopen(path, "w");
     if (st->trace != NULL && config->tolerate_failures)
         setvbuf(st->trace, NULL, _IOLBF, 0); /* a killed member leaves whole lines */
@@ -321,6 +409,9 @@ static int write_end(const struct bench_config *config, struct member_state *st)
             fprintf(file, "%s%u", sep, id);
             sep = ",";
         }
+    if (config->join != NULL)
+        fprintf(file, " joined %llu",
+                (unsigned long long)__atomic_load_n(&st->first_view, __ATOMIC_ACQUIRE));
     fprintf(file, "\n");
     return fclose(file) == 0 ? 0 : SPINDLE_EIO;
 }
@@ -330,18 +421,24 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
 {
     memset(result, 0, sizeof *result);
     result->member = (int)self;
-    struct member_state st = {.config = config, .self = self};
-    uint32_t num_senders = bench_num_senders(config, members);
+    struct member_state st = {.config = config, .self = self, .first_view = UINT64_MAX};
+    bool joiner = config->join != NULL;
+    uint32_t num_senders = joiner ? 0 : bench_num_senders(config, members);
+    st.num_senders = num_senders; /* a joiner's comes with the state */
     uint64_t own = (uint64_t)config->active_subgroups * config->messages;
     st.sends = calloc(config->active_subgroups, sizeof *st.sends);
     if (st.sends == NULL) {
         fail(result, "allocating the subgroup plan", SPINDLE_ENOMEM);
         return;
     }
-    st.expected = plan_subgroups(config, members, &st);
+    st.sender_rank = -1;
+    if (!joiner) /* a joiner receives only (the default layout) */
+        st.expected = plan_subgroups(config, members, &st);
     result->expected = st.expected;
     st.commit_ns = calloc(own > 0 ? own : 1, sizeof *st.commit_ns);
     st.view_mask = members >= 64 ? UINT64_MAX : (1ull << members) - 1;
+    if (joiner)
+        st.self = self = UINT32_MAX;
     st.from_sender =
         calloc((size_t)config->active_subgroups * SPINDLE_MAX_MEMBERS + 1, sizeof *st.from_sender);
     st.latency_ns = calloc(own > 0 ? own : 1, sizeof *st.latency_ns);
@@ -360,12 +457,19 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         fail(result, "spindle_group_create", rc);
         goto out;
     }
-    rc = spindle_barrier(group, 60000);
+    if (joiner) {
+        st.self = self = (uint32_t)spindle_group_self(group);
+        result->member = (int)self;
+        if (joined_trace(config, self) < 0)
+            fail(result, "renaming the trace", SPINDLE_EIO);
+    }
+    /* A joiner comes in after the start: the others are past the barrier. */
+    rc = joiner ? 0 : spindle_barrier(group, 60000);
     uint64_t start = sp_now_ns();
     if (rc == 0 && st.sender_rank >= 0)
         rc = send_all(config, group, &st);
     if (rc == 0)
-        rc = wait_delivered(config, group, &st, num_senders);
+        rc = wait_delivered(config, group, &st);
     if (rc == 0 && __atomic_load_n(&st.duplicate, __ATOMIC_ACQUIRE))
         rc = SPINDLE_EPROTO;
     if (rc < 0) {

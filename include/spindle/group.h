@@ -104,6 +104,41 @@ struct spindle_view_info {
 };
 typedef void (*spindle_view_fn)(void *ctx, const struct spindle_view_info *view);
 
+/*
+ * State transfer to a joiner. state_save runs at the member that admits a
+ * joiner (the lowest-ranked member of the view it joins), on the library's
+ * membership thread, right after that member delivered the last message
+ * of the view before the joiner's first one: the state it returns is the
+ * state as of the joiner's first view. It stores a malloc'ed buffer in
+ * *data (the library frees it) and its size in *length, and returns 0 or
+ * a negative SPINDLE_E* code (the join then fails). state_load runs at the
+ * joiner inside spindle_group_create, before its first delivery.
+ */
+typedef int (*spindle_state_save_fn)(void *ctx, void **data, size_t *length);
+typedef int (*spindle_state_load_fn)(void *ctx, const void *data, size_t length);
+
+/* One subgroup of a view as a layout function sees and sets it: members
+ * and senders are ranks in the view (0..num_members-1 of spindle_view_info). */
+struct spindle_subgroup_layout {
+    uint32_t num_members;
+    uint32_t members[SPINDLE_MAX_MEMBERS];
+    uint32_t num_senders;
+    uint32_t senders[SPINDLE_MAX_MEMBERS];
+};
+
+/*
+ * Layout function: maps each new view to its subgroups. It is called at
+ * every member for every view after the first (with the same view, the
+ * same function must give the same answer everywhere); subgroups[] arrives
+ * filled with the default, which it may change: every subgroup keeps its
+ * members and senders that are still in the view, and a joiner becomes a
+ * member (a receiver, not a sender) of every subgroup. Window size,
+ * payload size and mode are fixed at creation. Returns 0, or a negative
+ * SPINDLE_E* code, which stops the member.
+ */
+typedef int (*spindle_layout_fn)(void *ctx, const struct spindle_view_info *view,
+                                 uint32_t num_subgroups, struct spindle_subgroup_layout *subgroups);
+
 typedef void (*spindle_deliver_fn)(void *ctx, const struct spindle_message *messages, size_t count);
 
 struct spindle_group_options {
@@ -136,6 +171,24 @@ struct spindle_group_options {
     /* verbs: RDMA device name (e.g. "mlx5_0"); NULL = the first device
      * with an active port. */
     const char *device;
+    /*
+     * Joining a running group (needs tolerate_failures and a TCP
+     * bootstrap): join is "host:port" of any member's bootstrap address;
+     * bootstrap is this process's own "host:port", where later joiners
+     * will reach it. self and num_members are ignored (the group assigns
+     * the member id: spindle_group_self), subgroups must have the group's
+     * count, window sizes, payload sizes and modes (their member lists are
+     * ignored: the view's layout decides), group_name may be NULL (taken
+     * from the group). spindle_group_create returns once this process is
+     * a member of a new view, after state_load; it retries while the
+     * group is busy or changing, until bootstrap_timeout_ms.
+     */
+    const char *join;
+    spindle_state_save_fn state_save;
+    spindle_state_load_fn state_load;
+    void *state_ctx;
+    spindle_layout_fn layout; /* NULL: the default layout (see spindle_layout_fn) */
+    void *layout_ctx;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram

@@ -33,6 +33,16 @@ SPINDLE_API void spindle_group_options_init(struct spindle_group_options *option
 
 static int check_options(const struct spindle_group_options *options, uint32_t num_subgroups)
 {
+    if (options->join != NULL) /* self and num_members come from the group */
+        return num_subgroups == 0 ? sp_error(SPINDLE_EINVAL, "num_subgroups 0: a group needs at "
+                                                             "least one subgroup")
+               : options->bootstrap_timeout_ms <= 0 || options->failure_timeout_ms <= 0
+                   ? sp_error(SPINDLE_EINVAL,
+                              "bootstrap_timeout_ms %d and failure_timeout_ms %d "
+                              "must be > 0",
+                              options->bootstrap_timeout_ms, options->failure_timeout_ms)
+               : tp_backend_find(options->transport) == NULL ? SPINDLE_ENOTSUP
+                                                             : 0;
     if (options->num_members == 0 || options->num_members > SPINDLE_MAX_MEMBERS)
         return sp_error(SPINDLE_EINVAL, "num_members %u must be 1..%u", options->num_members,
                         SPINDLE_MAX_MEMBERS);
@@ -75,7 +85,7 @@ static int convert_subgroup(const struct spindle_subgroup_config *config, uint32
     return smc_layout_validate(layout, index, num_rows);
 }
 
-static int open_engine(struct spindle_group *group)
+int group_open_engine(struct spindle_group *group)
 {
     const struct spindle_group_options *o = &group->options;
     struct tp_config config;
@@ -159,6 +169,29 @@ static int connect_members(struct spindle_group *group)
     return rc;
 }
 
+/* spindle_group_create for a process joining a running group. */
+static int create_joiner(const struct spindle_group_options *options,
+                         const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups,
+                         spindle_group_t **out)
+{
+    struct spindle_group *group = calloc(1, sizeof *group);
+    if (group == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the group handle");
+    group->options = *options;
+    pthread_rwlock_init(&group->smc_lock, NULL);
+    pthread_mutex_init(&group->lock, NULL);
+    pthread_cond_init(&group->cond, NULL);
+    int rc = group_join_create(group, subgroups, num_subgroups);
+    if (rc == 0)
+        rc = group_membership_start(group);
+    if (rc < 0) {
+        spindle_group_destroy(group);
+        return rc;
+    }
+    *out = group;
+    return 0;
+}
+
 SPINDLE_API int spindle_group_create(const struct spindle_group_options *options,
                                      const struct spindle_subgroup_config *subgroups,
                                      uint32_t num_subgroups, spindle_group_t **out)
@@ -168,6 +201,8 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
     int rc = check_options(options, num_subgroups);
     if (rc < 0)
         return rc;
+    if (options->join != NULL)
+        return create_joiner(options, subgroups, num_subgroups, out);
     struct spindle_group *group = calloc(1, sizeof *group);
     if (group == NULL)
         return sp_error(SPINDLE_ENOMEM, "no memory for the group handle");
@@ -183,7 +218,7 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
             snprintf(group->group_name, sizeof group->group_name, "spindle-%08x",
                      sp_crc32c(0, options->bootstrap, strlen(options->bootstrap)));
         group->options.group_name = group->group_name;
-        rc = open_engine(group);
+        rc = group_open_engine(group);
     }
     if (rc == 0)
         rc = build_smc(group, subgroups, num_subgroups);
@@ -192,6 +227,8 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
                                   options->num_members, options->bootstrap_timeout_ms, &group->oob);
     if (rc == 0)
         rc = connect_members(group);
+    group->joinable = group->boot.kind == SPINDLE_BOOTSTRAP_TCP && options->tolerate_failures;
+    group->next_id = options->num_members;
     if (rc == 0)
         rc = group_membership_start(group);
     if (rc < 0) {

@@ -1,6 +1,7 @@
 /* Bootstrap option parsing for spindle_group_create. */
 #include "smc/group_bootstrap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,27 +31,24 @@ static bool looks_like_member_list(const char *text)
     return true;
 }
 
-static int parse_entry(const char *entry, size_t len, uint32_t index, struct group_endpoint *out)
+static int parse_entry(const char *entry, size_t len, const char *what, struct group_endpoint *out)
 {
     const char *colon = NULL;
     for (size_t i = 0; i < len; i++)
         if (entry[i] == ':')
             colon = entry + i;
     if (colon == NULL || colon == entry || (size_t)(colon - entry) >= GROUP_HOST_MAX)
-        return sp_error(SPINDLE_EINVAL, "bootstrap member %u '%.*s' is not host:port", index,
-                        (int)len, entry);
+        return sp_error(SPINDLE_EINVAL, "%s '%.*s' is not host:port", what, (int)len, entry);
     char digits[8];
     size_t ndigits = (size_t)(entry + len - colon - 1);
     if (ndigits == 0 || ndigits >= sizeof digits)
-        return sp_error(SPINDLE_EINVAL, "bootstrap member %u '%.*s' has no valid port", index,
-                        (int)len, entry);
+        return sp_error(SPINDLE_EINVAL, "%s '%.*s' has no valid port", what, (int)len, entry);
     memcpy(digits, colon + 1, ndigits);
     digits[ndigits] = '\0';
     char *end;
     unsigned long port = strtoul(digits, &end, 10);
     if (*end != '\0' || port == 0 || port > 65535)
-        return sp_error(SPINDLE_EINVAL, "bootstrap member %u port '%s' must be 1..65535", index,
-                        digits);
+        return sp_error(SPINDLE_EINVAL, "%s port '%s' must be 1..65535", what, digits);
     memcpy(out->host, entry, (size_t)(colon - entry));
     out->host[colon - entry] = '\0';
     out->port = (uint16_t)port;
@@ -83,7 +81,9 @@ int group_bootstrap_parse(const struct spindle_group_options *options, struct gr
         if (count >= options->num_members)
             return sp_error(SPINDLE_EINVAL, "bootstrap lists more than num_members %u members",
                             options->num_members);
-        int rc = parse_entry(entry, len, count, &out->hosts[count]);
+        char what[32];
+        snprintf(what, sizeof what, "bootstrap member %u", count);
+        int rc = parse_entry(entry, len, what, &out->hosts[count]);
         if (rc < 0)
             return rc;
         count++;
@@ -109,4 +109,11 @@ int group_bootstrap_open(const struct group_bootstrap *boot, const char *group_n
         members[i].port = boot->hosts[i].port;
     }
     return tp_oob_open_tcp(group_name, members, num_members, self, timeout_ms, out);
+}
+
+int group_parse_endpoint(const char *text, const char *what, struct group_endpoint *out)
+{
+    if (text == NULL || text[0] == '\0')
+        return sp_error(SPINDLE_EINVAL, "%s is empty: give host:port", what);
+    return parse_entry(text, strlen(text), what, out);
 }

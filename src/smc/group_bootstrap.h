@@ -31,6 +31,9 @@ struct group_bootstrap {
  * the malformed entry or the count mismatch. */
 int group_bootstrap_parse(const struct spindle_group_options *options, struct group_bootstrap *out);
 
+/* Parses one "host:port"; SPINDLE_EINVAL names `what` and the text. */
+int group_parse_endpoint(const char *text, const char *what, struct group_endpoint *out);
+
 /* Opens the exchange for this member (TCP: refusing other groups). */
 int group_bootstrap_open(const struct group_bootstrap *boot, const char *group_name, uint32_t self,
                          uint32_t num_members, int timeout_ms, struct tp_oob **out);

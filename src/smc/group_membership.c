@@ -53,29 +53,19 @@
 #include "util/log.h"
 #include "view/trim.h"
 
-/* Control-channel tags of the change to view v: the survivors' blobs, their
- * commitment to one suspected set, and readiness in the new view. */
-#define TAG_VIEW_BASE 0x20000000u
-static uint32_t view_tag(uint64_t view, uint32_t step)
-{
-    return TAG_VIEW_BASE + (((uint32_t)view & 0x7ffffffu) << 2) + step;
-}
-enum { STEP_BLOB = 0, STEP_COMMIT = 1, STEP_READY = 2 };
-/* A step of a view change waits this many failure timeouts for the
- * survivors: long enough for the failure detector to judge a silent one. */
-#define EXCHANGE_TIMEOUTS 4
-
 /* A survivor's commitment: it holds every blob of this set and will
  * install the view it describes (it never abandons it for a larger set). */
 struct view_commit {
     uint64_t view_id;
     uint64_t suspected;
+    uint64_t joiner; /* member id of the joiner, or GROUP_NO_JOINER */
 };
 
 /* What one survivor publishes for the next view. */
 struct view_blob {
     uint64_t view_id;
     uint64_t suspected;
+    uint64_t joiner; /* member id of the joiner it admits, or GROUP_NO_JOINER */
     struct sst_member_desc desc;
     uint64_t counts[]; /* [num_subgroups][SST_MAX_ROWS] received per sender */
 };
@@ -83,13 +73,14 @@ struct view_blob {
 /* The next view, built locally from the current one and a suspected mask. */
 struct next_view {
     uint64_t mask;
+    uint32_t joiner; /* member id of the joiner (last row), or GROUP_NO_JOINER */
     uint32_t num_rows;
     uint32_t my_row;
     int new_row[SST_MAX_ROWS]; /* old row -> new row, -1 when removed */
     struct smc_layout *layouts;
     struct group_view_ctx *ctx;
     struct smc_group *smc;
-    uint64_t survivors;    /* member ids (control-channel indices) of the next view */
+    uint64_t survivors;    /* member ids of the previous view's survivors (blob senders) */
     struct view_blob *all; /* indexed by member id */
     size_t blob_size;
 };
@@ -233,26 +224,98 @@ static void next_free(struct next_view *next)
     memset(next, 0, sizeof *next);
 }
 
-static int next_build(struct spindle_group *group, uint64_t mask, struct next_view *next)
+int group_next_layouts(struct spindle_group *group, const struct smc_layout *old_layouts,
+                       const int *new_row, uint32_t old_rows, int joiner_row,
+                       const struct spindle_view_info *view, struct smc_layout *out)
+{
+    (void)old_rows;
+    for (uint32_t g = 0; g < group->num_subgroups; g++) {
+        map_layout(&old_layouts[g], new_row, &out[g]);
+        if (joiner_row >= 0)
+            out[g].members[out[g].num_members++] = (uint32_t)joiner_row;
+    }
+    if (group->options.layout == NULL)
+        return 0;
+    struct spindle_subgroup_layout *user = calloc(group->num_subgroups, sizeof *user);
+    if (user == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the layout of view %llu",
+                        (unsigned long long)view->view_id);
+    for (uint32_t g = 0; g < group->num_subgroups; g++) {
+        user[g].num_members = out[g].num_members;
+        memcpy(user[g].members, out[g].members, out[g].num_members * sizeof(uint32_t));
+        user[g].num_senders = out[g].num_senders;
+        memcpy(user[g].senders, out[g].senders, out[g].num_senders * sizeof(uint32_t));
+    }
+    int rc = group->options.layout(group->options.layout_ctx, view, group->num_subgroups, user);
+    if (rc < 0)
+        rc = sp_error(rc, "the layout function refused view %llu (%s)",
+                      (unsigned long long)view->view_id, spindle_strerror(rc));
+    for (uint32_t g = 0; g < group->num_subgroups && rc == 0; g++) {
+        if (user[g].num_members > view->num_members || user[g].num_senders > user[g].num_members)
+            rc = sp_error(SPINDLE_EINVAL,
+                          "layout function, view %llu subgroup %u: %u members and %u senders "
+                          "in a view of %u",
+                          (unsigned long long)view->view_id, g, user[g].num_members,
+                          user[g].num_senders, view->num_members);
+        if (rc < 0)
+            break;
+        out[g].num_members = user[g].num_members;
+        memcpy(out[g].members, user[g].members, user[g].num_members * sizeof(uint32_t));
+        out[g].num_senders = user[g].num_senders;
+        memcpy(out[g].senders, user[g].senders, user[g].num_senders * sizeof(uint32_t));
+        rc = smc_layout_validate(&out[g], g, view->num_members);
+        if (rc < 0)
+            rc = sp_error(rc, "layout function, view %llu: %s", (unsigned long long)view->view_id,
+                          spindle_errmsg());
+    }
+    free(user);
+    return rc;
+}
+
+/* Builds the next view: the survivors of mask in their old order, then the
+ * joiner (GROUP_NO_JOINER: none). */
+static int next_build(struct spindle_group *group, uint64_t mask, uint32_t joiner,
+                      struct next_view *next)
 {
     memset(next, 0, sizeof *next);
     next->mask = mask;
+    next->joiner = joiner;
     next->ctx = calloc(1, sizeof *next->ctx);
     next->layouts = calloc(group->num_subgroups, sizeof *next->layouts);
     if (next->ctx == NULL || next->layouts == NULL)
         return sp_error(SPINDLE_ENOMEM, "no memory for the next view");
     next->ctx->group = group;
     next->ctx->view_id = group->view_id + 1;
+    uint32_t left[SST_MAX_ROWS], num_left = 0;
     for (uint32_t r = 0; r < group->num_rows; r++) {
         next->new_row[r] = (mask >> r) & 1 ? -1 : (int)next->num_rows;
         if (next->new_row[r] >= 0) {
             next->survivors |= 1ull << group->view_ctx->member_ids[r];
             next->ctx->member_ids[next->num_rows++] = group->view_ctx->member_ids[r];
+        } else {
+            left[num_left++] = group->view_ctx->member_ids[r];
         }
     }
+    int joiner_row = -1;
+    if (joiner != GROUP_NO_JOINER) {
+        joiner_row = (int)next->num_rows;
+        next->ctx->member_ids[next->num_rows++] = joiner;
+    }
     next->my_row = (uint32_t)next->new_row[group->my_row];
-    for (uint32_t g = 0; g < group->num_subgroups; g++)
-        map_layout(&group->layouts[g], next->new_row, &next->layouts[g]);
+    struct spindle_view_info view = {
+        .view_id = group->view_id + 1,
+        .num_members = next->num_rows,
+        .members = next->ctx->member_ids,
+        .my_rank = next->my_row,
+        .num_joined = joiner_row >= 0 ? 1 : 0,
+        .joined = &joiner,
+        .num_left = num_left,
+        .left = left,
+    };
+    int rc = group_next_layouts(group, group->layouts, next->new_row, group->num_rows, joiner_row,
+                                &view, next->layouts);
+    if (rc < 0)
+        return rc;
     struct smc_options options = {
         .batching = group->options.batching,
         .null_sends = group->options.null_sends,
@@ -327,7 +390,7 @@ static int gather(struct spindle_group *group, uint64_t from, uint64_t view, uin
  */
 static int next_exchange(struct spindle_group *group, struct next_view *next)
 {
-    uint32_t members = group->options.num_members;
+    uint32_t members = SPINDLE_MAX_MEMBERS; /* blobs are indexed by member id, joiners too */
     next->blob_size = sizeof(struct view_blob) + (size_t)group->num_subgroups * SST_MAX_ROWS * 8;
     struct view_blob *mine = calloc(1, next->blob_size);
     next->all = calloc(members, next->blob_size);
@@ -338,6 +401,7 @@ static int next_exchange(struct spindle_group *group, struct next_view *next)
     uint64_t view = group->view_id + 1;
     mine->view_id = view;
     mine->suspected = next->mask;
+    mine->joiner = next->joiner;
     int rc = smc_group_export(next->smc, &mine->desc);
     for (uint32_t g = 0; g < group->num_subgroups && rc >= 0; g++)
         if (smc_group_received(group->smc, g, group->my_row, &mine->counts[g * SST_MAX_ROWS],
@@ -346,7 +410,7 @@ static int next_exchange(struct spindle_group *group, struct next_view *next)
     uint32_t self = group->view_ctx->member_ids[group->my_row];
     if (rc >= 0) {
         memcpy((char *)next->all + (size_t)self * next->blob_size, mine, next->blob_size);
-        rc = tp_oob_publish(group->oob, view_tag(view, STEP_BLOB), mine, next->blob_size,
+        rc = tp_oob_publish(group->oob, group_view_tag(view, STEP_BLOB), mine, next->blob_size,
                             next->survivors);
     }
     free(mine);
@@ -354,7 +418,7 @@ static int next_exchange(struct spindle_group *group, struct next_view *next)
         sp_now_ns() + EXCHANGE_TIMEOUTS * 1000000ull * (uint64_t)group->options.failure_timeout_ms;
     while (rc >= 0) {
         uint64_t have = 0;
-        rc = tp_oob_collect(group->oob, view_tag(view, STEP_BLOB), next->survivors, next->all,
+        rc = tp_oob_collect(group->oob, group_view_tag(view, STEP_BLOB), next->survivors, next->all,
                             next->blob_size, 20, &have);
         char why[256];
         snprintf(why, sizeof why, "%s", rc == 0 ? "" : spindle_errmsg());
@@ -365,7 +429,7 @@ static int next_exchange(struct spindle_group *group, struct next_view *next)
         uint64_t union_mask = next->mask;
         bool all_same = true;
         for (uint32_t r = 0; r < next->num_rows; r++) {
-            if (((have >> next->ctx->member_ids[r]) & 1) == 0)
+            if (((next->survivors & have) >> next->ctx->member_ids[r] & 1) == 0)
                 continue;
             const struct view_blob *b = blob_of(next, r);
             if (b->view_id != view)
@@ -373,7 +437,10 @@ static int next_exchange(struct spindle_group *group, struct next_view *next)
                                 next->ctx->member_ids[r], (unsigned long long)b->view_id,
                                 (unsigned long long)view);
             union_mask |= b->suspected;
-            all_same = all_same && b->suspected == next->mask;
+            /* A different joiner: one side has not seen the announcement
+             * yet (it will) or dropped the join for a failure (so will
+             * this member, once it adopts the suspicion). */
+            all_same = all_same && b->suspected == next->mask && b->joiner == next->joiner;
         }
         if (union_mask != next->mask)
             adopt_suspicion(group, union_mask);
@@ -398,17 +465,19 @@ static int next_exchange(struct spindle_group *group, struct next_view *next)
     }
     if (rc < 0)
         return rc;
-    struct view_commit commit = {view, next->mask};
+    struct view_commit commit = {view, next->mask, next->joiner};
     struct view_commit commits[SPINDLE_MAX_MEMBERS];
     commits[self] = commit;
-    rc = tp_oob_publish(group->oob, view_tag(view, STEP_COMMIT), &commit, sizeof commit,
+    rc = tp_oob_publish(group->oob, group_view_tag(view, STEP_COMMIT), &commit, sizeof commit,
                         next->survivors);
     if (rc == 0)
-        rc = gather(group, next->survivors, view, view_tag(view, STEP_COMMIT), commits,
+        rc = gather(group, next->survivors, view, group_view_tag(view, STEP_COMMIT), commits,
                     sizeof commit, "commitment");
     for (uint32_t r = 0; r < next->num_rows && rc == 0; r++) {
+        if (((next->survivors >> next->ctx->member_ids[r]) & 1) == 0)
+            continue; /* the joiner does not commit */
         const struct view_commit *c = &commits[next->ctx->member_ids[r]];
-        if (c->view_id != view || c->suspected != next->mask)
+        if (c->view_id != view || c->suspected != next->mask || c->joiner != next->joiner)
             rc = sp_error(SPINDLE_EPROTO, "member %u committed to view %llu without rows %llx",
                           next->ctx->member_ids[r], (unsigned long long)c->view_id,
                           (unsigned long long)c->suspected);
@@ -508,8 +577,8 @@ static int resend_all(struct smc_group *smc, const struct resend *list, size_t c
     return 0;
 }
 
-static void report_view(struct spindle_group *group, uint64_t left_mask, const uint32_t *old_ids,
-                        uint32_t old_rows)
+void group_report_view(struct spindle_group *group, uint64_t left_mask, const uint32_t *old_ids,
+                       uint32_t old_rows, uint32_t joined)
 {
     uint32_t left[SST_MAX_ROWS], num_left = 0;
     for (uint32_t r = 0; r < old_rows; r++)
@@ -520,14 +589,15 @@ static void report_view(struct spindle_group *group, uint64_t left_mask, const u
         .num_members = group->num_rows,
         .members = group->view_ctx->member_ids,
         .my_rank = group->my_row,
-        .joined = NULL,
+        .num_joined = joined != GROUP_NO_JOINER ? 1 : 0,
+        .joined = &joined,
         .left = left,
         .num_left = num_left,
         .detected_ns = group->detected_ns,
         .installed_ns = sp_now_ns(),
     };
-    sp_log(SP_LOG_INFO, "view", "view %llu installed: %u members, %u left",
-           (unsigned long long)group->view_id, group->num_rows, num_left);
+    sp_log(SP_LOG_INFO, "view", "view %llu installed: %u members, %u left, %u joined",
+           (unsigned long long)group->view_id, group->num_rows, num_left, info.num_joined);
     if (group->options.view_changed != NULL)
         group->options.view_changed(group->options.view_ctx, &info);
 }
@@ -554,6 +624,9 @@ static void install(struct spindle_group *group, struct next_view *next)
     free(group->layouts);
     group->layouts = next->layouts;
     group->barriers = 0;
+    if (next->joiner != GROUP_NO_JOINER && next->joiner >= group->next_id)
+        group->next_id = next->joiner + 1;
+    group->joiner.active = false;
     pthread_mutex_unlock(&group->lock);
     smc_group_destroy(old);
     free(old_ctx);
@@ -563,24 +636,28 @@ static void install(struct spindle_group *group, struct next_view *next)
 
 /* One attempt at the next view for suspected mask. SPINDLE_ETIMEDOUT when
  * the survivors did not all meet (retry with the then-current mask). */
-static int try_change(struct spindle_group *group, uint64_t mask)
+static int try_change(struct spindle_group *group, uint64_t mask, uint32_t joiner)
 {
     struct next_view next;
     struct resend *resends = NULL;
     size_t num_resends = 0;
     int timeout = group->options.bootstrap_timeout_ms;
-    int rc = next_build(group, mask, &next);
+    int rc = next_build(group, mask, joiner, &next);
     if (rc == 0)
         rc = next_exchange(group, &next);
     for (uint32_t g = 0; g < group->num_subgroups && rc == 0; g++)
         rc = deliver_trim(group, &next, g);
+    struct sst_member_desc descs[SST_MAX_ROWS];
+    for (uint32_t i = 0; i < next.num_rows && rc == 0; i++)
+        descs[i] = next.ctx->member_ids[i] == joiner ? group->joiner.desc : blob_of(&next, i)->desc;
+    /* The joiner gets the view and the state as of its end: every message
+     * of the old view this member will ever deliver is delivered now. */
+    if (rc == 0 && joiner != GROUP_NO_JOINER && next.my_row == 0)
+        rc = group_join_send_view(group, group->view_id + 1, descs);
     if (rc == 0) {
         /* Connect the next view's table while the old one still holds its
          * peers: connections to survivors are reused rather than torn down
          * and rebuilt, which a peer would take for a failure. */
-        struct sst_member_desc descs[SST_MAX_ROWS];
-        for (uint32_t i = 0; i < next.num_rows; i++)
-            descs[i] = blob_of(&next, i)->desc;
         rc = smc_group_connect(next.smc, descs, timeout);
     }
     if (rc == 0) {
@@ -605,10 +682,27 @@ static int try_change(struct spindle_group *group, uint64_t mask)
     rc = smc_group_start(group->smc);
     uint8_t ready = 1, all_ready[SPINDLE_MAX_MEMBERS];
     if (rc == 0)
-        rc = tp_oob_publish(group->oob, view_tag(group->view_id, STEP_READY), &ready, 1, survivors);
+        rc = tp_oob_publish(group->oob, group_view_tag(group->view_id, STEP_READY), &ready, 1,
+                            survivors);
+    if (rc == 0 && joiner != GROUP_NO_JOINER)
+        rc = tp_oob_publish(group->oob, group_view_tag(group->view_id, STEP_READY), &ready, 1,
+                            1ull << joiner);
     if (rc == 0)
-        rc = gather(group, survivors, group->view_id, view_tag(group->view_id, STEP_READY),
+        rc = gather(group, survivors, group->view_id, group_view_tag(group->view_id, STEP_READY),
                     all_ready, 1, "start of the view");
+    if (rc == 0 && joiner != GROUP_NO_JOINER &&
+        gather(group, 1ull << joiner, group->view_id, group_view_tag(group->view_id, STEP_READY),
+               all_ready, 1, "joiner's start") < 0) {
+        /* A joiner lost on its way in is a failure in the new view, not a
+         * reason to stop: the next change removes it. */
+        sp_log(SP_LOG_WARN, "view", "view %llu: joiner %u never started (%s)",
+               (unsigned long long)group->view_id, joiner, spindle_errmsg());
+        pthread_mutex_lock(&group->lock);
+        if (group->suspected == 0)
+            group->detected_ns = sp_now_ns();
+        group->suspected |= 1ull << (group->num_rows - 1);
+        pthread_mutex_unlock(&group->lock);
+    }
     sp_log(SP_LOG_DEBUG, "view", "view %llu ready (%d), %zu resends",
            (unsigned long long)group->view_id, rc, num_resends);
     if (rc == 0)
@@ -620,7 +714,7 @@ static int try_change(struct spindle_group *group, uint64_t mask)
     if (rc == SPINDLE_ETIMEDOUT) /* installed: no retry under another set */
         rc = sp_error(SPINDLE_EUNREACH, "%s", spindle_errmsg());
     if (rc == 0)
-        report_view(group, mask, old_ids, old_rows);
+        group_report_view(group, mask, old_ids, old_rows, joiner);
     return rc;
 }
 
@@ -636,13 +730,22 @@ static int view_change(struct spindle_group *group)
     sst_engine_alert(group->engine);
     int rc = SPINDLE_ETIMEDOUT;
     uint64_t tried = 0;
+    uint32_t tried_joiner = GROUP_NO_JOINER;
     for (int attempt = 0; attempt <= SST_MAX_ROWS && rc == SPINDLE_ETIMEDOUT; attempt++) {
         pthread_mutex_lock(&group->lock);
         uint64_t mask = group->suspected;
+        /* A join goes ahead only in a change without failures: the
+         * joiner's table was made for the rows of the failure-free view. */
+        uint32_t joiner = group->joiner.active && mask == 0 ? group->joiner.id : GROUP_NO_JOINER;
+        bool drop = group->joiner.active && mask != 0;
         pthread_mutex_unlock(&group->lock);
-        if (attempt > 0 && mask == tried)
+        if (drop)
+            group_join_abort(group, SPINDLE_EAGAIN,
+                             "a member failed while the joiner was being admitted");
+        if (attempt > 0 && mask == tried && joiner == tried_joiner)
             break; /* timed out with nothing new suspected: give up */
         tried = mask;
+        tried_joiner = joiner;
         uint32_t survivors = group->num_rows - (uint32_t)__builtin_popcountll(mask);
         if ((mask >> group->my_row) & 1)
             return sp_error(SPINDLE_EPEERFAILED, "this member was reported failed");
@@ -651,7 +754,7 @@ static int view_change(struct spindle_group *group)
                             "view %llu: only %u of %u members survive, not a majority: this "
                             "member is in a minority and stops",
                             (unsigned long long)group->view_id, survivors, group->num_rows);
-        rc = try_change(group, mask);
+        rc = try_change(group, mask, joiner);
         if (rc == SPINDLE_ETIMEDOUT)
             sp_log(SP_LOG_WARN, "view", "view %llu: survivors did not meet (%s)",
                    (unsigned long long)group->view_id, spindle_errmsg());
@@ -664,10 +767,18 @@ static void *membership_main(void *arg)
     struct spindle_group *group = arg;
     pthread_mutex_lock(&group->lock);
     while (!group->stop) {
-        if (group->suspected == 0 || group->closing) {
+        if ((group->suspected == 0 && !group->joiner.active) || group->closing) {
+            /* Idle: a group that takes joins looks for join requests and
+             * announcements every few milliseconds; failures wake it. */
+            bool poll = group->joinable && !group->closing;
             struct timespec ts;
-            deadline_in(&ts, 1000);
+            deadline_in(&ts, poll ? 15 : 1000);
             pthread_cond_timedwait(&group->cond, &group->lock, &ts);
+            if (poll && group->suspected == 0 && !group->stop) {
+                pthread_mutex_unlock(&group->lock);
+                group_join_poll(group);
+                pthread_mutex_lock(&group->lock);
+            }
             continue;
         }
         group->changing = true;

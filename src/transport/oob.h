@@ -54,4 +54,31 @@ int tp_oob_collect(struct tp_oob *oob, uint32_t tag, uint64_t from, void *all, s
                    int timeout_ms, uint64_t *have);
 void tp_oob_close(struct tp_oob *oob);
 
+/*
+ * Joins (TCP exchange only). A member keeps its listening socket open after
+ * set-up. A process that wants to join sends one request to any member
+ * (tp_oob_join_ask: connect, request frame, wait for one answer frame,
+ * which is malloc'ed into *reply). The member sees it with tp_oob_join_poll
+ * (1 and the request copied out while one is pending, 0 when none; at most
+ * one is pending at a time, others are refused) and answers it once with
+ * tp_oob_join_answer, which closes that connection. A joiner given slot
+ * self_index (>= num_initial) then opens its own exchange with
+ * tp_oob_open_tcp_joiner: members[0..self_index] lists the current members'
+ * addresses (NULL host: absent) and its own; it connects to each, and from
+ * then on publish/collect reach it like any member. tp_oob_add_member
+ * records a joiner's address (for answers the membership layer builds).
+ */
+int tp_oob_join_ask(const char *group_name, const char *host, uint16_t port, const void *request,
+                    size_t length, void **reply, size_t *reply_length, int timeout_ms);
+int tp_oob_join_poll(struct tp_oob *oob, int timeout_ms, void *request, size_t capacity,
+                     size_t *length);
+int tp_oob_join_answer(struct tp_oob *oob, const void *reply, size_t length);
+int tp_oob_open_tcp_joiner(const char *group_name, const struct tp_oob_member *members,
+                           uint32_t num_initial, uint32_t self_index, int timeout_ms,
+                           struct tp_oob **out);
+void tp_oob_add_member(struct tp_oob *oob, uint32_t id, const char *host, uint16_t port);
+/* collect from the one member `from` into out (TCP only). */
+int tp_oob_collect_one(struct tp_oob *oob, uint32_t tag, uint32_t from, void *out, size_t length,
+                       int timeout_ms);
+
 #endif

@@ -158,7 +158,12 @@ static void dir_close(struct tp_oob *base)
     free(oob);
 }
 
-static const struct tp_oob_vtable dir_vtable = {dir_allgather, dir_publish, dir_collect, dir_close};
+static const struct tp_oob_vtable dir_vtable = {
+    .allgather = dir_allgather,
+    .publish = dir_publish,
+    .collect = dir_collect,
+    .close = dir_close,
+};
 
 int tp_oob_open_dir(const char *dir, uint32_t self_index, uint32_t num_members, struct tp_oob **out)
 {

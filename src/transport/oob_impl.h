@@ -16,6 +16,13 @@ struct tp_oob_vtable {
     int (*collect)(struct tp_oob *oob, uint32_t tag, uint64_t from, void *all, size_t length,
                    int timeout_ms, uint64_t *have);
     void (*close)(struct tp_oob *oob);
+    /* Joins (TCP only; NULL in the directory variant). */
+    int (*join_poll)(struct tp_oob *oob, int timeout_ms, void *request, size_t capacity,
+                     size_t *length);
+    int (*join_answer)(struct tp_oob *oob, const void *reply, size_t length);
+    void (*add_member)(struct tp_oob *oob, uint32_t id, const char *host, uint16_t port);
+    int (*collect_one)(struct tp_oob *oob, uint32_t tag, uint32_t from, void *out, size_t length,
+                       int timeout_ms);
 };
 
 struct tp_oob {

@@ -22,6 +22,16 @@
  * SPINDLE_EPROTO naming it. publish/collect/allgather may be called from
  * several threads (a mutex guards the connections; collect polls in short
  * slices so that one waiter does not hold the others up).
+ *
+ * Joins: the listening socket stays open after set-up. A process that
+ * wants to join opens a short connection with a hello from OOB_JOIN_FROM
+ * and one request frame; the member keeps it pending (one at a time) until
+ * the membership layer answers with one frame, then closes it. A joiner
+ * that was given a member id connects to every current member like a
+ * higher-indexed member (hello from its id, which must be a slot at or
+ * above the initial member count that was never used), and from then on
+ * is a member of the framed exchange like any other. Slots are never
+ * reused: a dropped connection's slot stays dropped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,6 +68,12 @@ struct oob_frame {
 };
 
 #define OOB_MAX_MEMBERS 64
+/* Hello "from" of a join request connection. */
+#define OOB_JOIN_FROM 0xffffffffu
+/* Largest join request (the joiner's address and little else). */
+#define OOB_JOIN_REQUEST_MAX 4096u
+/* How long an accepted connection may take to identify itself. */
+#define OOB_HELLO_MS 1000
 /* Blobs kept per member: the latest one of each tag, at most this many
  * tags (the oldest is dropped first). */
 #define OOB_BOX_TAGS 64
@@ -73,6 +89,7 @@ struct oob_msg {
  * (error and why then say what happened). */
 struct oob_peer {
     int fd;
+    bool used; /* a connection was ever set up in this slot */
     uint8_t *out;
     size_t out_len, out_sent, out_cap;
     struct oob_frame hdr;
@@ -86,11 +103,15 @@ struct oob_peer {
 
 struct oob_tcp {
     struct tp_oob base;
-    uint32_t num_members, self;
-    uint32_t group; /* crc32c of the group name, checked in every hello */
-    int *fds;       /* per member during set-up; -1 for self */
-    struct oob_peer *peers;
+    uint32_t num_members, self; /* num_members: the initial members (slots above join) */
+    uint32_t group;             /* crc32c of the group name, checked in every hello */
+    int *fds;                   /* per slot during set-up; -1 for self */
+    struct oob_peer *peers;     /* [OOB_MAX_MEMBERS] */
     struct tp_oob_member *members;
+    int listen_fd; /* kept open after set-up for joiners; -1 when closed */
+    int join_fd;   /* a pending join request's connection, or -1 */
+    uint8_t *join; /* its request frame's payload */
+    size_t join_len;
     pthread_mutex_t lock; /* peers: publish/collect may run on several threads */
 };
 
@@ -157,15 +178,16 @@ static int oob_io(int fd, void *buf, size_t len, int sending, uint64_t deadline)
     return 0;
 }
 
-/* Connects to a lower-indexed member, retrying while it is not yet up. */
-static int oob_connect(struct oob_tcp *oob, uint32_t j, uint64_t deadline)
+/* Connects to host:port and sends hello, retrying while nothing listens
+ * there yet. *fd on success; else an error naming `who`. */
+static int oob_dial(const char *who, const char *host, uint16_t port, const struct oob_hello *hello,
+                    uint64_t deadline, int *fd_out)
 {
-    const struct tp_oob_member *m = &oob->members[j];
     struct addrinfo *ai = NULL;
-    int rc = oob_resolve(m->host, m->port, 0, &ai);
+    int rc = oob_resolve(host, port, 0, &ai);
     if (rc != 0)
-        return sp_error(SPINDLE_EUNREACH, "oob: member %u at %s:%u is unreachable: %s", m->id,
-                        m->host, m->port, spindle_errmsg());
+        return sp_error(SPINDLE_EUNREACH, "oob: %s at %s:%u is unreachable: %s", who, host, port,
+                        spindle_errmsg());
     int last_err = 0;
     while (oob_remaining_ms(deadline) > 0) {
         int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -173,16 +195,13 @@ static int oob_connect(struct oob_tcp *oob, uint32_t j, uint64_t deadline)
             freeaddrinfo(ai);
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            struct oob_hello hello = {OOB_HELLO_MAGIC, OOB_VERSION, oob->self, oob->num_members,
-                                      oob->group};
-            if (oob_io(fd, &hello, sizeof hello, 1, deadline) != 0) {
+            if (oob_io(fd, (void *)hello, sizeof *hello, 1, deadline) != 0) {
                 close(fd);
                 return sp_error(SPINDLE_EUNREACH,
-                                "oob: member %u at %s:%u dropped the "
-                                "connection during the handshake",
-                                m->id, m->host, m->port);
+                                "oob: %s at %s:%u dropped the connection during the handshake", who,
+                                host, port);
             }
-            oob->fds[j] = fd;
+            *fd_out = fd;
             return 0;
         }
         last_err = errno;
@@ -192,8 +211,19 @@ static int oob_connect(struct oob_tcp *oob, uint32_t j, uint64_t deadline)
         nanosleep(&pause, NULL);
     }
     freeaddrinfo(ai);
-    return sp_error(SPINDLE_EUNREACH, "oob: member %u at %s:%u is unreachable: %s", m->id, m->host,
-                    m->port, last_err ? strerror(last_err) : "timed out");
+    return sp_error(SPINDLE_EUNREACH, "oob: %s at %s:%u is unreachable: %s", who, host, port,
+                    last_err ? strerror(last_err) : "timed out");
+}
+
+/* Connects to a lower-indexed member, retrying while it is not yet up. */
+static int oob_connect(struct oob_tcp *oob, uint32_t j, uint64_t deadline)
+{
+    const struct tp_oob_member *m = &oob->members[j];
+    struct oob_hello hello = {OOB_HELLO_MAGIC, OOB_VERSION, oob->self, oob->num_members,
+                              oob->group};
+    char who[32];
+    snprintf(who, sizeof who, "member %u", m->id);
+    return oob_dial(who, m->host, m->port, &hello, deadline, &oob->fds[j]);
 }
 
 /* Accepts one connection and validates its hello; returns 1 when it named
@@ -205,7 +235,7 @@ static int oob_accept_one(struct oob_tcp *oob, int listen_fd, uint64_t deadline)
         return 0;
     struct oob_hello hello;
     /* A stray client gets at most a second to identify itself. */
-    uint64_t hello_deadline = sp_now_ns() + 1000000000ull;
+    uint64_t hello_deadline = sp_now_ns() + OOB_HELLO_MS * 1000000ull;
     if (hello_deadline > deadline)
         hello_deadline = deadline;
     int rc = oob_io(fd, &hello, sizeof hello, 0, hello_deadline);
@@ -230,9 +260,110 @@ static int oob_accept_one(struct oob_tcp *oob, int listen_fd, uint64_t deadline)
     return 1;
 }
 
+/* Reads one frame's payload (at most max bytes) from a fresh connection
+ * before the deadline; *out is malloc'ed. */
+static int oob_read_frame(int fd, uint32_t max, uint64_t deadline, uint8_t **out, size_t *length,
+                          const char **why)
+{
+    struct oob_frame f;
+    *out = NULL;
+    if (oob_io(fd, &f, sizeof f, 0, deadline) != 0) {
+        *why = "no complete frame in time";
+        return SPINDLE_EPROTO;
+    }
+    if (f.magic != OOB_FRAME_MAGIC) {
+        *why = "garbage instead of a frame";
+        return SPINDLE_EPROTO;
+    }
+    if (f.length > max) {
+        *why = "an oversized frame";
+        return SPINDLE_EPROTO;
+    }
+    uint8_t *body = malloc(f.length > 0 ? f.length : 1);
+    if (body == NULL) {
+        *why = "no memory for the frame";
+        return SPINDLE_ENOMEM;
+    }
+    if (oob_io(fd, body, f.length, 0, deadline) != 0 || sp_crc32c(0, body, f.length) != f.crc) {
+        free(body);
+        *why = "a truncated or corrupt frame";
+        return SPINDLE_EPROTO;
+    }
+    *out = body;
+    *length = f.length;
+    return 0;
+}
+
+/* Writes one frame (tag 0) on a fresh connection before the deadline. */
+static int oob_write_frame(int fd, uint32_t from, const void *blob, size_t length,
+                           uint64_t deadline)
+{
+    struct oob_frame f = {OOB_FRAME_MAGIC, 0, from, (uint32_t)length, sp_crc32c(0, blob, length)};
+    int rc = oob_io(fd, &f, sizeof f, 1, deadline);
+    if (rc == 0 && length > 0)
+        rc = oob_io(fd, (void *)blob, length, 1, deadline);
+    return rc;
+}
+
+/* After set-up: accepts a connection on the kept listening socket. It is
+ * a join request (kept pending for the membership layer) or a joiner that
+ * was given a slot and now connects as a member; anything else is dropped
+ * with a logged reason. Lock held. */
+static void oob_accept_late(struct oob_tcp *oob)
+{
+    int fd = accept4(oob->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct oob_hello hello;
+    uint64_t deadline = sp_now_ns() + OOB_HELLO_MS * 1000000ull;
+    int rc = oob_io(fd, &hello, sizeof hello, 0, deadline);
+    const char *why =
+        rc != 0                          ? "no complete hello within 1 s"
+        : hello.magic != OOB_HELLO_MAGIC ? "not a libspindle hello"
+        : hello.version != OOB_VERSION   ? "another protocol version"
+        /* a join request may leave the group open (0) */
+        : hello.group != oob->group && !(hello.from == OOB_JOIN_FROM && hello.group == 0)
+            ? "a member of another group"
+            : NULL;
+    if (why == NULL && hello.from == OOB_JOIN_FROM) {
+        if (oob->join_fd >= 0) {
+            why = "a join request while another one is pending";
+        } else {
+            uint8_t *request = NULL;
+            size_t length = 0;
+            if (oob_read_frame(fd, OOB_JOIN_REQUEST_MAX, deadline, &request, &length, &why) == 0) {
+                oob->join_fd = fd;
+                oob->join = request;
+                oob->join_len = length;
+                return;
+            }
+        }
+    } else if (why == NULL) {
+        why = hello.num_members != oob->num_members ? "another member count"
+              : hello.from < oob->num_members || hello.from >= OOB_MAX_MEMBERS ||
+                      hello.from <= oob->self
+                  ? "a member index it may not connect as"
+              : oob->peers[hello.from].used ? "a member index already used"
+                                            : NULL;
+    }
+    if (why != NULL) {
+        SP_LOG_WARNING("oob", "member %u dropped a connection: %s", oob->self, why);
+        close(fd);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    struct oob_peer *p = &oob->peers[hello.from];
+    p->fd = fd;
+    p->used = true;
+    p->error = 0;
+    SP_LOG_INFO_("oob", "member %u: joiner %u connected", oob->self, hello.from);
+}
+
 static int oob_accept_all(struct oob_tcp *oob, int listen_fd, uint64_t deadline)
 {
-    uint32_t missing = oob->num_members - 1 - oob->self;
+    uint32_t missing = oob->self < oob->num_members ? oob->num_members - 1 - oob->self : 0;
     while (missing > 0) {
         struct pollfd pfd = {listen_fd, POLLIN, 0};
         int ms = oob_remaining_ms(deadline);
@@ -267,14 +398,19 @@ static void oob_tcp_close(struct tp_oob *base)
     uint64_t deadline = sp_now_ns() + 1000000000ull;
     for (;;) {
         bool pending = false;
-        for (uint32_t j = 0; j < oob->num_members; j++)
+        for (uint32_t j = 0; j < OOB_MAX_MEMBERS; j++)
             if (oob->peers[j].fd >= 0 && oob->peers[j].out_sent < oob->peers[j].out_len)
                 pending = true;
         if (!pending || oob_remaining_ms(deadline) == 0)
             break;
         oob_progress(oob, 5);
     }
-    for (uint32_t j = 0; j < oob->num_members; j++) {
+    if (oob->listen_fd >= 0)
+        close(oob->listen_fd);
+    if (oob->join_fd >= 0)
+        close(oob->join_fd);
+    free(oob->join);
+    for (uint32_t j = 0; j < OOB_MAX_MEMBERS; j++) {
         if (oob->fds[j] >= 0)
             close(oob->fds[j]);
         free((char *)oob->members[j].host);
@@ -299,19 +435,77 @@ static int oob_tcp_setup(struct oob_tcp *oob, int timeout_ms)
     int listen_fd = -1;
     int rc = oob_listen(&oob->members[oob->self], &listen_fd);
     for (uint32_t j = 0; rc == 0 && j < oob->self; j++)
-        rc = oob_connect(oob, j, deadline);
+        if (oob->members[j].host != NULL)
+            rc = oob_connect(oob, j, deadline);
     if (rc == 0)
         rc = oob_accept_all(oob, listen_fd, deadline);
-    if (listen_fd >= 0)
+    if (rc != 0 && listen_fd >= 0)
         close(listen_fd);
-    for (uint32_t j = 0; rc == 0 && j < oob->num_members; j++) {
+    if (rc == 0) {
+        /* Kept for join requests and joiners (accepted during progress). */
+        fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
+        oob->listen_fd = listen_fd;
+    }
+    for (uint32_t j = 0; rc == 0 && j < OOB_MAX_MEMBERS; j++) {
         if (oob->fds[j] >= 0)
             fcntl(oob->fds[j], F_SETFL, fcntl(oob->fds[j], F_GETFL) | O_NONBLOCK);
         /* The connection now belongs to the framed exchange (closed there). */
         oob->peers[j].fd = oob->fds[j];
+        oob->peers[j].used = oob->fds[j] >= 0 || j == oob->self;
         oob->fds[j] = -1;
     }
     return rc;
+}
+
+/* Opens the exchange for slot self_index: members[] has `slots` entries,
+ * those with a NULL host are absent (gone, or not yet joined); the first
+ * num_initial entries are the members that started the group. */
+static int oob_tcp_open(const char *group_name, const struct tp_oob_member *members, uint32_t slots,
+                        uint32_t num_initial, uint32_t self_index, int timeout_ms,
+                        struct tp_oob **out)
+{
+    struct oob_tcp *oob = calloc(1, sizeof *oob);
+    if (oob != NULL) {
+        oob->fds = malloc(OOB_MAX_MEMBERS * sizeof *oob->fds);
+        oob->peers = calloc(OOB_MAX_MEMBERS, sizeof *oob->peers);
+        oob->members = calloc(OOB_MAX_MEMBERS, sizeof *oob->members);
+    }
+    if (oob == NULL || oob->fds == NULL || oob->peers == NULL || oob->members == NULL) {
+        if (oob != NULL) {
+            free(oob->fds);
+            free(oob->peers);
+            free(oob->members);
+        }
+        free(oob);
+        return sp_error(SPINDLE_ENOMEM, "oob: out of memory for %u members", slots);
+    }
+    oob->base.vt = &oob_tcp_vtable;
+    oob->num_members = num_initial;
+    oob->self = self_index;
+    oob->group = group_name == NULL ? 0 : sp_crc32c(0, group_name, strlen(group_name));
+    oob->listen_fd = -1;
+    oob->join_fd = -1;
+    pthread_mutex_init(&oob->lock, NULL);
+    int rc = 0;
+    for (uint32_t j = 0; j < OOB_MAX_MEMBERS; j++) {
+        oob->fds[j] = -1;
+        oob->peers[j].fd = -1;
+        oob->members[j].id = j;
+        if (j >= slots || members[j].host == NULL)
+            continue;
+        oob->members[j] = members[j];
+        oob->members[j].host = strdup(members[j].host);
+        if (oob->members[j].host == NULL)
+            rc = sp_error(SPINDLE_ENOMEM, "oob: out of memory");
+    }
+    if (rc == 0)
+        rc = oob_tcp_setup(oob, timeout_ms);
+    if (rc != 0) {
+        oob_tcp_close(&oob->base);
+        return rc;
+    }
+    *out = &oob->base;
+    return 0;
 }
 
 int tp_oob_open_tcp(const char *group_name, const struct tp_oob_member *members,
@@ -325,42 +519,50 @@ int tp_oob_open_tcp(const char *group_name, const struct tp_oob_member *members,
         if (members[j].host == NULL || members[j].host[0] == '\0' || members[j].port == 0)
             return sp_error(SPINDLE_EINVAL, "oob: member %u needs a host and a non-zero port",
                             members[j].id);
-    struct oob_tcp *oob = calloc(1, sizeof *oob);
-    if (oob != NULL) {
-        oob->fds = malloc(num_members * sizeof *oob->fds);
-        oob->peers = calloc(num_members, sizeof *oob->peers);
-        oob->members = calloc(num_members, sizeof *oob->members);
-    }
-    if (oob == NULL || oob->fds == NULL || oob->peers == NULL || oob->members == NULL) {
-        if (oob != NULL) {
-            free(oob->fds);
-            free(oob->peers);
-            free(oob->members);
-        }
-        free(oob);
-        return sp_error(SPINDLE_ENOMEM, "oob: out of memory for %u members", num_members);
-    }
-    oob->base.vt = &oob_tcp_vtable;
-    oob->num_members = num_members;
-    oob->self = self_index;
-    oob->group = group_name == NULL ? 0 : sp_crc32c(0, group_name, strlen(group_name));
-    pthread_mutex_init(&oob->lock, NULL);
-    int rc = 0;
-    for (uint32_t j = 0; j < num_members; j++) {
-        oob->fds[j] = -1;
-        oob->peers[j].fd = -1;
-        oob->members[j] = members[j];
-        oob->members[j].host = strdup(members[j].host);
-        if (oob->members[j].host == NULL)
-            rc = sp_error(SPINDLE_ENOMEM, "oob: out of memory");
-    }
-    if (rc == 0)
-        rc = oob_tcp_setup(oob, timeout_ms);
-    if (rc != 0) {
-        oob_tcp_close(&oob->base);
+    return oob_tcp_open(group_name, members, num_members, num_members, self_index, timeout_ms, out);
+}
+
+int tp_oob_open_tcp_joiner(const char *group_name, const struct tp_oob_member *members,
+                           uint32_t num_initial, uint32_t self_index, int timeout_ms,
+                           struct tp_oob **out)
+{
+    if (members == NULL || out == NULL || num_initial == 0 || self_index < num_initial ||
+        self_index >= OOB_MAX_MEMBERS)
+        return sp_error(SPINDLE_EINVAL,
+                        "oob: a joiner's slot %u must be at least the %u initial members and "
+                        "below %u",
+                        self_index, num_initial, OOB_MAX_MEMBERS);
+    const struct tp_oob_member *me = &members[self_index];
+    if (me->host == NULL || me->host[0] == '\0' || me->port == 0)
+        return sp_error(SPINDLE_EINVAL, "oob: a joiner needs its own host and a non-zero port");
+    return oob_tcp_open(group_name, members, self_index + 1, num_initial, self_index, timeout_ms,
+                        out);
+}
+
+int tp_oob_join_ask(const char *group_name, const char *host, uint16_t port, const void *request,
+                    size_t length, void **reply, size_t *reply_length, int timeout_ms)
+{
+    if (host == NULL || reply == NULL || reply_length == NULL || length > OOB_JOIN_REQUEST_MAX)
+        return sp_error(SPINDLE_EINVAL, "oob: join request of %zu bytes (at most %u) or no host",
+                        length, OOB_JOIN_REQUEST_MAX);
+    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 30000) * 1000000ull;
+    struct oob_hello hello = {OOB_HELLO_MAGIC, OOB_VERSION, OOB_JOIN_FROM, 0,
+                              group_name == NULL ? 0
+                                                 : sp_crc32c(0, group_name, strlen(group_name))};
+    int fd = -1;
+    int rc = oob_dial("the join contact", host, port, &hello, deadline, &fd);
+    if (rc != 0)
         return rc;
-    }
-    *out = &oob->base;
+    rc = oob_write_frame(fd, OOB_JOIN_FROM, request, length, deadline);
+    const char *why = "the connection broke";
+    uint8_t *answer = NULL;
+    if (rc == 0)
+        rc = oob_read_frame(fd, OOB_BLOB_MAX, deadline, &answer, reply_length, &why);
+    close(fd);
+    if (rc != 0)
+        return sp_error(SPINDLE_EUNREACH, "oob: %s:%u did not answer the join request: %s", host,
+                        port, why);
+    *reply = answer;
     return 0;
 }
 
@@ -513,15 +715,18 @@ static void oob_write(struct oob_tcp *oob, uint32_t j)
 /* One round of progress on every connection: waits up to ms for any. */
 static void oob_progress(struct oob_tcp *oob, int ms)
 {
-    struct pollfd pfds[OOB_MAX_MEMBERS];
-    uint32_t n = oob->num_members;
+    struct pollfd pfds[OOB_MAX_MEMBERS + 1];
+    uint32_t n = OOB_MAX_MEMBERS;
     for (uint32_t j = 0; j < n; j++) {
         const struct oob_peer *p = &oob->peers[j];
         pfds[j] =
             (struct pollfd){p->fd, (short)(POLLIN | (p->out_len > p->out_sent ? POLLOUT : 0)), 0};
     }
-    if (poll(pfds, n, ms) <= 0)
+    pfds[n] = (struct pollfd){oob->listen_fd, POLLIN, 0};
+    if (poll(pfds, n + 1, ms) <= 0)
         return;
+    if (pfds[n].fd >= 0 && (pfds[n].revents & POLLIN))
+        oob_accept_late(oob);
     for (uint32_t j = 0; j < n; j++) {
         if (pfds[j].fd < 0 || pfds[j].revents == 0)
             continue;
@@ -542,7 +747,7 @@ static int oob_tcp_publish(struct tp_oob *base, uint32_t tag, const void *blob, 
                           sp_crc32c(0, blob, length)};
     int rc = 0;
     pthread_mutex_lock(&oob->lock);
-    for (uint32_t j = 0; j < oob->num_members && rc == 0; j++) {
+    for (uint32_t j = 0; j < OOB_MAX_MEMBERS && rc == 0; j++) {
         if (j == oob->self || ((to >> j) & 1) == 0 || oob->peers[j].fd < 0)
             continue;
         rc = oob_queue(oob, j, &f, sizeof f);
@@ -572,33 +777,32 @@ static int oob_take(struct oob_tcp *oob, uint32_t j, uint32_t tag, void *out, si
     return 0;
 }
 
-static int oob_tcp_collect(struct tp_oob *base, uint32_t tag, uint64_t from, void *all,
-                           size_t length, int timeout_ms, uint64_t *have)
+/* collect with member j's blob at all + j * stride (stride 0: one member). */
+static int oob_collect_at(struct tp_oob *base, uint32_t tag, uint64_t from, void *all,
+                          size_t length, size_t stride, int timeout_ms, uint64_t *have)
 {
     struct oob_tcp *oob = (struct oob_tcp *)base;
     uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
     uint64_t got = 0, want = from & ~(1ull << oob->self);
-    if (oob->num_members < 64)
-        want &= (1ull << oob->num_members) - 1;
     int rc = 0;
     for (;;) {
         pthread_mutex_lock(&oob->lock);
-        for (uint32_t j = 0; j < oob->num_members && rc == 0; j++) {
+        for (uint32_t j = 0; j < OOB_MAX_MEMBERS && rc == 0; j++) {
             if (((want >> j) & 1) == 0 || ((got >> j) & 1) != 0)
                 continue;
-            int r = oob_take(oob, j, tag, (uint8_t *)all + (size_t)j * length, length);
+            int r = oob_take(oob, j, tag, (uint8_t *)all + (size_t)j * stride, length);
             if (r < 0)
                 rc = r;
             else if (r == 1)
                 got |= 1ull << j;
-            else if (oob->peers[j].fd < 0)
+            else if (oob->peers[j].fd < 0 && oob->peers[j].used) /* never used: may join */
                 rc = sp_error(oob->peers[j].error ? oob->peers[j].error : SPINDLE_EUNREACH,
                               "oob: member %u is gone: %s", oob->members[j].id, oob->peers[j].why);
         }
         /* Done when every blob is here and what this member queued for
          * them has left too (they may be waiting for it). */
         bool flushed = true;
-        for (uint32_t j = 0; j < oob->num_members; j++)
+        for (uint32_t j = 0; j < OOB_MAX_MEMBERS; j++)
             if (((want >> j) & 1) && oob->peers[j].fd >= 0 &&
                 oob->peers[j].out_sent < oob->peers[j].out_len)
                 flushed = false;
@@ -610,7 +814,7 @@ static int oob_tcp_collect(struct tp_oob *base, uint32_t tag, uint64_t from, voi
             break;
         if (ms == 0) {
             char names[256] = "";
-            for (uint32_t j = 0; j < oob->num_members; j++)
+            for (uint32_t j = 0; j < OOB_MAX_MEMBERS; j++)
                 if (((want & ~got) >> j) & 1) {
                     size_t used = strlen(names);
                     snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "",
@@ -626,6 +830,20 @@ static int oob_tcp_collect(struct tp_oob *base, uint32_t tag, uint64_t from, voi
     return rc;
 }
 
+static int oob_tcp_collect(struct tp_oob *base, uint32_t tag, uint64_t from, void *all,
+                           size_t length, int timeout_ms, uint64_t *have)
+{
+    return oob_collect_at(base, tag, from, all, length, length, timeout_ms, have);
+}
+
+static int oob_tcp_collect_one(struct tp_oob *base, uint32_t tag, uint32_t from, void *out,
+                               size_t length, int timeout_ms)
+{
+    if (from >= OOB_MAX_MEMBERS)
+        return sp_error(SPINDLE_EINVAL, "oob: no member %u", from);
+    return oob_collect_at(base, tag, 1ull << from, out, length, 0, timeout_ms, NULL);
+}
+
 static int oob_tcp_allgather(struct tp_oob *base, uint32_t tag, const void *mine, size_t length,
                              void *all, int timeout_ms)
 {
@@ -639,7 +857,68 @@ static int oob_tcp_allgather(struct tp_oob *base, uint32_t tag, const void *mine
     return rc;
 }
 
+static int oob_tcp_join_poll(struct tp_oob *base, int timeout_ms, void *request, size_t capacity,
+                             size_t *length)
+{
+    struct oob_tcp *oob = (struct oob_tcp *)base;
+    pthread_mutex_lock(&oob->lock);
+    if (oob->join_fd < 0)
+        oob_progress(oob, timeout_ms);
+    int rc = 0;
+    if (oob->join_fd >= 0) {
+        if (oob->join_len > capacity) {
+            SP_LOG_WARNING("oob", "member %u: refusing a join request of %zu bytes", oob->self,
+                           oob->join_len);
+            close(oob->join_fd);
+            oob->join_fd = -1;
+            free(oob->join);
+            oob->join = NULL;
+        } else {
+            memcpy(request, oob->join, oob->join_len);
+            *length = oob->join_len;
+            rc = 1;
+        }
+    }
+    pthread_mutex_unlock(&oob->lock);
+    return rc;
+}
+
+static int oob_tcp_join_answer(struct tp_oob *base, const void *reply, size_t length)
+{
+    struct oob_tcp *oob = (struct oob_tcp *)base;
+    pthread_mutex_lock(&oob->lock);
+    int fd = oob->join_fd;
+    oob->join_fd = -1;
+    free(oob->join);
+    oob->join = NULL;
+    pthread_mutex_unlock(&oob->lock);
+    if (fd < 0)
+        return sp_error(SPINDLE_EINVAL, "oob: no join request is pending");
+    int rc = oob_write_frame(fd, oob->self, reply, length, sp_now_ns() + 2000000000ull);
+    close(fd);
+    return rc == 0 ? 0 : sp_error(SPINDLE_EUNREACH, "oob: the joiner went away before the answer");
+}
+
+static void oob_tcp_add_member(struct tp_oob *base, uint32_t id, const char *host, uint16_t port)
+{
+    struct oob_tcp *oob = (struct oob_tcp *)base;
+    if (id >= OOB_MAX_MEMBERS || host == NULL)
+        return;
+    pthread_mutex_lock(&oob->lock);
+    char *copy = strdup(host);
+    if (copy != NULL) {
+        free((char *)oob->members[id].host);
+        oob->members[id].host = copy;
+        oob->members[id].port = port;
+    }
+    pthread_mutex_unlock(&oob->lock);
+}
+
 static const struct tp_oob_vtable oob_tcp_vtable = {
+    .join_poll = oob_tcp_join_poll,
+    .collect_one = oob_tcp_collect_one,
+    .join_answer = oob_tcp_join_answer,
+    .add_member = oob_tcp_add_member,
     .allgather = oob_tcp_allgather,
     .publish = oob_tcp_publish,
     .collect = oob_tcp_collect,

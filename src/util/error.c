@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <spindle/version.h>
 
@@ -9,10 +10,14 @@ static _Thread_local char last_message[512];
 
 int sp_error(int code, const char *fmt, ...)
 {
+    /* Formatted aside first: callers often pass spindle_errmsg() itself to
+     * wrap the previous message in a new one. */
+    char text[sizeof last_message];
     va_list args;
     va_start(args, fmt);
-    vsnprintf(last_message, sizeof last_message, fmt, args);
+    vsnprintf(text, sizeof text, fmt, args);
     va_end(args);
+    memcpy(last_message, text, sizeof text);
     return code;
 }
 

@@ -10,7 +10,8 @@
  *   member-<id>.trace  one line per delivered message:
  *                      <view_id> <subgroup> <sender> <app_index> <length> <crc32c-hex8>
  *   member-<id>.end    written by a member that finished:
- *                      view <final_view_id> members <id,id,...>
+ *                      view <final_view_id> members <id,id,...> [joined <view_id>]
+ *                      ("joined V": the member joined the running group in view V)
  * Members with an .end file (and not listed in --killed) are the survivors;
  * members in --killed were stopped from outside (their trace may end in a
  * partial line, which is ignored). Every other member is an error.
@@ -36,8 +37,12 @@
  *   - a killed member's trace, in each view it went past, equals the
  *     survivors' sequence, and in its last view is a prefix of it.
  * A member is taken to be in every view from the first view id in its
- * trace to its last (survivors: to its final view), which holds for the
- * fault runs, where nobody joins.
+ * trace to its last (survivors: to its final view); a member that joined
+ * is in every view from the one it joined. A joiner must deliver, per
+ * (subgroup, sender), exactly the messages that an initial survivor
+ * delivered in the views from its first one on: its first app_index is
+ * the count that survivor delivered before (so nothing of its views is
+ * missed and nothing of an earlier view is delivered to it).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -72,6 +77,8 @@ struct member {
     size_t count, capacity;
     uint64_t first_view, last_view; /* views the member was in */
     uint64_t final_view;            /* from the .end file */
+    bool joiner;                    /* .end says "joined <view>" */
+    uint64_t joined_view;
     uint32_t final_members[MAX_MEMBERS];
     uint32_t num_final;
     uint64_t *next_index; /* [subgroup * members + sender]: next expected app_index */
@@ -231,11 +238,18 @@ static void load_end(struct member *m)
     char *view = strtok_r(NULL, " \t\n", &save);
     char *members_word = strtok_r(NULL, " \t\n", &save);
     char *list = strtok_r(NULL, " \t\n", &save);
+    char *joined_word = strtok_r(NULL, " \t\n", &save);
+    char *joined = joined_word != NULL ? strtok_r(NULL, " \t\n", &save) : NULL;
     if (word == NULL || strcmp(word, "view") != 0 || view == NULL ||
         !parse_u64_token(view, 10, &m->final_view) || members_word == NULL ||
         strcmp(members_word, "members") != 0 || list == NULL ||
+        (joined_word != NULL &&
+         (strcmp(joined_word, "joined") != 0 || joined == NULL ||
+          !parse_u64_token(joined, 10, &m->joined_view) || m->joined_view > m->final_view)) ||
         strtok_r(NULL, " \t\n", &save) != NULL)
-        fail_at(m->end_path, 1, "malformed (want: view <id> members <id,id,...>)");
+        fail_at(m->end_path, 1,
+                "malformed (want: view <id> members <id,id,...> [joined <view id>])");
+    m->joiner = joined_word != NULL;
     char *item_save = NULL;
     for (char *item = strtok_r(list, ",", &item_save); item != NULL;
          item = strtok_r(NULL, ",", &item_save)) {
@@ -326,11 +340,35 @@ static void check_payload(const struct member *m, const struct record *r)
                 s->crc);
 }
 
+/* An initial member (not a joiner) that survived: the reference for what
+ * a joiner should have missed. */
+static const struct member *initial_survivor(void)
+{
+    for (uint32_t id = 0; id < g.members; id++)
+        if (g.member[id].survivor && !g.member[id].joiner)
+            return &g.member[id];
+    fail_at(g.dir, 0, "no member that was there from the start survived");
+}
+
 static void check_file(struct member *m)
 {
     m->next_index = calloc((size_t)g.subgroups * g.members, sizeof *m->next_index);
     if (m->next_index == NULL)
         fail_at(m->trace_path, 0, "out of memory");
+    if (m->joiner) {
+        /* It starts, per subgroup and sender, where the group was when it
+         * joined: after what the reference delivered in earlier views. */
+        const struct member *ref = initial_survivor();
+        for (size_t i = 0; i < ref->count; i++) {
+            const struct record *r = &ref->records[i];
+            if (r->view < m->joined_view)
+                m->next_index[(size_t)r->subgroup * g.members + r->sender] = r->index + 1;
+        }
+        if (m->count > 0 && m->records[0].view < m->joined_view)
+            fail_at(m->trace_path, m->records[0].line,
+                    "delivered in view %" PRIu64 ", before it joined in view %" PRIu64,
+                    m->records[0].view, m->joined_view);
+    }
     for (size_t i = 0; i < m->count; i++) {
         check_record(m, i);
         check_payload(m, &m->records[i]);
@@ -344,6 +382,8 @@ static void check_file(struct member *m)
             m->first_view = m->final_view;
         m->last_view = m->final_view;
     }
+    if (m->joiner)
+        m->first_view = m->joined_view;
     g.checked += m->count;
 }
 
@@ -436,8 +476,15 @@ static void check_completeness(void)
 {
     const struct member *ref = first_survivor();
     for (uint32_t sg = 0; sg < g.subgroups; sg++)
-        for (uint32_t sender = 0; sender < g.members; sender++)
-            check_sender(sg, sender, in_final_view(ref, sender));
+        for (uint32_t sender = 0; sender < g.members; sender++) {
+            /* A joiner that nobody delivered from is a receiver only. */
+            bool silent_joiner = g.member[sender].joiner;
+            for (uint32_t id = 0; id < g.members && silent_joiner; id++)
+                silent_joiner = !g.member[id].survivor ||
+                                g.member[id].next_index[(size_t)sg * g.members + sender] == 0;
+            if (!silent_joiner)
+                check_sender(sg, sender, in_final_view(ref, sender));
+        }
 }
 
 /* Walks one member's deliveries in one view and subgroup. */
@@ -663,7 +710,11 @@ int main(int argc, char **argv)
     }
     classify();
     for (uint32_t id = 0; id < g.members; id++)
-        check_file(&g.member[id]);
+        if (!g.member[id].joiner)
+            check_file(&g.member[id]);
+    for (uint32_t id = 0; id < g.members; id++) /* joiners after their reference */
+        if (g.member[id].joiner)
+            check_file(&g.member[id]);
     check_final_views();
     check_completeness();
     check_views();

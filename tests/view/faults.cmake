@@ -23,6 +23,19 @@ foreach(kind_name a:one_member b:two_members c:leader)
   set_tests_properties(faults_kill_${name} PROPERTIES LABELS "view;faults" TIMEOUT 300)
 endforeach()
 
+# Joins under load (join.sh): one joiner, two joiners (the second
+# redirected to the leader), a joiner followed by a kill -9; 3 runs per
+# kind, 1 under the sanitizers.
+if(SPINDLE_TSAN OR SPINDLE_ASAN)
+  set(SPINDLE_JOIN_RUNS 1)
+else()
+  set(SPINDLE_JOIN_RUNS 3)
+endif()
+add_test(NAME join_under_load
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/join.sh $<TARGET_FILE:spindle-bench>
+                 $<TARGET_FILE:check_traces> ${SPINDLE_JOIN_RUNS} abc)
+set_tests_properties(join_under_load PROPERTIES LABELS "view;faults;join" TIMEOUT 400)
+
 # The same experiments with the members on libfabric's tcp provider over
 # loopback: failure detection there comes from broken connections and
 # credit timeouts instead of process handles.

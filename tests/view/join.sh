@@ -1,0 +1,226 @@
+#!/bin/bash
+# Processes joining a running group under load, each run checked by
+# check_traces (a joiner must deliver exactly the messages of the views it
+# is in, starting per sender where the state handed over says the group
+# was):
+#   a) one joiner while three members stream,
+#   b) two joiners, the second asking a member that is not the leader
+#      (which redirects it), after the first is in,
+#   c) one joiner, then a member (not the leader) is killed with -9: the
+#      joiner goes through the failure's view change like the others.
+# The members run spindle-bench --local 3 --control-port P (TCP bootstrap on
+# loopback, data over the transport), paced with --rate so that the stream
+# outlasts the joins; joiners run spindle-bench --join. A run where the
+# stream ended before a joiner got in is not counted (a note says so) and
+# is repeated, at most RUNS more times.
+#
+# Usage: join.sh SPINDLE_BENCH CHECK_TRACES [RUNS_PER_KIND [KINDS]]
+# Environment: SPINDLE_JOIN_SEED (printed when not given),
+#              SPINDLE_JOIN_KEEP keep the directory of a failed run,
+#              SPINDLE_JOIN_BENCH_ARGS extra spindle-bench arguments for
+#              every process (for example --transport fabric --provider tcp).
+set -u
+BENCH=$1
+CHECK=$2
+RUNS=${3:-3}
+KINDS=${4:-abc}
+MESSAGES=6000
+RATE=1500 # messages per second per sender: a stream of about 4 s
+TIMEOUT=60
+
+if [ -n "${SPINDLE_JOIN_SEED:-}" ]; then
+    SEED=$SPINDLE_JOIN_SEED
+else
+    SEED=$(($(date +%s%N) % 2147483647))
+fi
+echo "join: seed $SEED (rerun with SPINDLE_JOIN_SEED=$SEED)"
+RANDOM=$SEED
+
+WORK=$(mktemp -d /tmp/spindle-join-XXXXXX)
+PIDS=()
+RUN_DIR=""
+
+stop_run() {
+    local p f
+    if [ -n "$RUN_DIR" ]; then
+        for f in "$RUN_DIR"/member-*.pid; do
+            [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+        done
+    fi
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    PIDS=()
+}
+cleanup() {
+    stop_run
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+    echo "FAIL: $*"
+    echo "join: seed $SEED (rerun with SPINDLE_JOIN_SEED=$SEED)"
+    local f
+    for f in "$RUN_DIR"/*.out; do
+        [ -f "$f" ] || continue
+        echo "--- $(basename "$f") (last 20 lines) ---"
+        tail -n 20 "$f"
+    done
+    if [ -n "${SPINDLE_JOIN_KEEP:-}" ] && [ -n "$RUN_DIR" ]; then
+        stop_run
+        kept=$(mktemp -d /tmp/spindle-join-kept-XXXXXX)
+        cp -r "$RUN_DIR" "$kept/"
+        echo "kept the run in $kept"
+    fi
+    exit 1
+}
+
+# Waits (bounded) until FILE has at least N lines; 1 if PID ended first.
+wait_lines() {
+    local file=$1 want=$2 pid=$3 deadline=$((SECONDS + TIMEOUT)) have
+    while :; do
+        have=0
+        [ -f "$file" ] && have=$(wc -l <"$file")
+        [ "$have" -ge "$want" ] && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        [ "$SECONDS" -lt "$deadline" ] || fail "$file did not reach $want lines in ${TIMEOUT}s"
+        sleep 0.02
+    done
+}
+
+# Waits (bounded) until FILE contains TEXT; 1 if PID ended first.
+wait_text() {
+    local file=$1 text=$2 pid=$3 deadline=$((SECONDS + TIMEOUT))
+    until grep -q "$text" "$file" 2>/dev/null; do
+        kill -0 "$pid" 2>/dev/null || return 1
+        [ "$SECONDS" -lt "$deadline" ] || fail "$file never said '$text' in ${TIMEOUT}s"
+        sleep 0.02
+    done
+}
+
+# Waits for PID; sets RC.
+wait_pid() {
+    local pid=$1 deadline=$((SECONDS + TIMEOUT + 30))
+    while kill -0 "$pid" 2>/dev/null; do
+        [ "$SECONDS" -lt "$deadline" ] || {
+            stop_run
+            fail "process $pid still running after $((TIMEOUT + 30))s"
+        }
+        sleep 0.05
+    done
+    wait "$pid"
+    RC=$?
+}
+
+# A free-looking base port: the launcher fails at once (and the run is
+# repeated) if one of its ports is taken after all.
+pick_port() {
+    PORT=$((20000 + RANDOM % 30000))
+}
+
+# run_once KIND: returns 2 when the stream ended before a joiner was in.
+run_once() {
+    local kind=$1 size window joiners launcher j1 j2 killed="" members=3
+    RUN_NUMBER=$((RUN_NUMBER + 1))
+    RUN_DIR="$WORK/run-$RUN_NUMBER"
+    mkdir -p "$RUN_DIR"
+    local sizes=(8 64 1000) windows=(4 16 64)
+    size=${sizes[RANDOM % 3]}
+    window=${windows[RANDOM % 3]}
+    pick_port
+    local common=(--tolerate-failures --trace "$RUN_DIR" --messages "$MESSAGES" --rate "$RATE"
+        --msg-size "$size" --window "$window" --timeout "$TIMEOUT")
+    # shellcheck disable=SC2086
+    "$BENCH" ${SPINDLE_JOIN_BENCH_ARGS:-} --local 3 --control-port "$PORT" "${common[@]}" \
+        >"$RUN_DIR/members.out" 2>&1 &
+    launcher=$!
+    PIDS=("$launcher")
+    local what="run $RUN_NUMBER ($kind): 3 members on ports $PORT.., size $size, window $window"
+    # Join somewhere in the first third of the stream.
+    local want=$((1 + RANDOM % (MESSAGES * 3 / 3)))
+    if ! wait_lines "$RUN_DIR/member-0.trace" "$want" "$launcher"; then
+        wait_pid "$launcher"
+        grep -q "already in use" "$RUN_DIR/members.out" && {
+            echo "note: $what: port taken; not counted"
+            return 2
+        }
+        fail "$what: the members ended (exit $RC) before $want deliveries"
+    fi
+    # shellcheck disable=SC2086
+    "$BENCH" ${SPINDLE_JOIN_BENCH_ARGS:-} --join "127.0.0.1:$PORT" \
+        --listen "127.0.0.1:$((PORT + 10))" "${common[@]}" >"$RUN_DIR/joiner-1.out" 2>&1 &
+    j1=$!
+    PIDS+=("$j1")
+    joiners=1
+    if ! wait_text "$RUN_DIR/joiner-1.out" "member 3 joined" "$j1"; then
+        wait_pid "$j1"
+        stop_run
+        echo "note: $what: the joiner did not get in (exit $RC) before the stream ended; not counted"
+        return 2
+    fi
+    case $kind in
+    b)
+        # The second asks member 2, which is not the leader: redirected.
+        # shellcheck disable=SC2086
+        "$BENCH" ${SPINDLE_JOIN_BENCH_ARGS:-} --join "127.0.0.1:$((PORT + 2))" \
+            --listen "127.0.0.1:$((PORT + 11))" "${common[@]}" >"$RUN_DIR/joiner-2.out" 2>&1 &
+        j2=$!
+        PIDS+=("$j2")
+        joiners=2
+        if ! wait_text "$RUN_DIR/joiner-2.out" "member 4 joined" "$j2"; then
+            wait_pid "$j2"
+            stop_run
+            echo "note: $what: the second joiner did not get in (exit $RC); not counted"
+            return 2
+        fi
+        ;;
+    c)
+        kill -9 "$(cat "$RUN_DIR/member-1.pid")"
+        killed="--killed 1"
+        ;;
+    esac
+    wait_pid "$launcher"
+    [ "$RC" -eq 0 ] || fail "$what: the members' launcher exited $RC"
+    wait_pid "$j1"
+    [ "$RC" -eq 0 ] || fail "$what: joiner 1 exited $RC"
+    if [ "$joiners" -eq 2 ]; then
+        wait_pid "$j2"
+        [ "$RC" -eq 0 ] || fail "$what: joiner 2 exited $RC"
+    fi
+    PIDS=()
+    if [ "$kind" = c ] && ! grep -q "member 1 killed by signal 9" "$RUN_DIR/members.out"; then
+        echo "note: $what: member 1 finished before the kill landed; not counted"
+        return 2
+    fi
+    local joined
+    joined=$(sed -n 's/.* joined \([0-9]*\)$/\1/p' "$RUN_DIR/member-3.end")
+    [ -n "$joined" ] || fail "$what: member-3.end does not say which view it joined"
+    [ -s "$RUN_DIR/member-3.trace" ] || fail "$what: the joiner delivered nothing"
+    # shellcheck disable=SC2086
+    if ! verdict=$("$CHECK" "$RUN_DIR" --messages "$MESSAGES" --members $((members + joiners)) \
+        --msg-size "$size" $killed 2>&1); then
+        fail "$what: $verdict"
+    fi
+    echo "ok: $what: joined in view $joined after $want deliveries; ${verdict#check_traces: }"
+    rm -rf "$RUN_DIR"
+    RUN_DIR=""
+    return 0
+}
+
+RUN_NUMBER=0
+for ((k = 0; k < ${#KINDS}; k++)); do
+    kind=${KINDS:k:1}
+    done_runs=0 misses=0
+    while [ "$done_runs" -lt "$RUNS" ]; do
+        run_once "$kind"
+        case $? in
+        0) done_runs=$((done_runs + 1)) ;;
+        2)
+            misses=$((misses + 1))
+            [ "$misses" -le "$RUNS" ] || fail "kind $kind: $misses runs not counted"
+            ;;
+        esac
+    done
+done
+echo "join: all runs passed"
