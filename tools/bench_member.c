@@ -180,7 +180,10 @@ static int cmp_u32(const void *a, const void *b)
 static void fail(struct bench_result *result, const char *what, int rc)
 {
     result->ok = 0;
-    snprintf(result->error, sizeof result->error, "member %d: %s: %s (%s)", result->member, what,
+    char who[32] = "joiner"; /* no member id before it is in */
+    if (result->member >= 0)
+        snprintf(who, sizeof who, "member %d", result->member);
+    snprintf(result->error, sizeof result->error, "%s: %s: %s (%s)", who, what,
              spindle_strerror(rc), spindle_errmsg());
 }
 

@@ -45,10 +45,19 @@
 
 #define JOIN_MAGIC 0x4e4a5053u /* "SPJN" */
 
+/* Subgroups a joiner may bring (its request must fit one small frame). */
+#define JOIN_MAX_SUBGROUPS 256
+
+/* What a joiner's subgroup must share with the group's. */
+struct join_subgroup {
+    uint32_t window_size, max_payload, mode;
+};
+
 struct join_request {
     uint32_t magic;
     uint32_t num_subgroups;
     struct group_endpoint address; /* where the joiner listens */
+    struct join_subgroup subgroups[JOIN_MAX_SUBGROUPS];
 };
 
 enum { OFFER_ADMIT = 0, OFFER_REDIRECT = 1, OFFER_REFUSE = 2 };
@@ -165,7 +174,10 @@ static int offer_admission(struct spindle_group *group, uint32_t id, const struc
 static int await_desc(struct spindle_group *group, uint32_t id, uint64_t view,
                       struct join_desc *desc)
 {
-    uint64_t deadline = sp_now_ns() + (uint64_t)group->options.bootstrap_timeout_ms * 1000000ull;
+    /* Connecting to every member takes the joiner a few polls of theirs;
+     * a joiner silent for longer than this is taken to be gone. */
+    int wait_ms = 2 * group->options.failure_timeout_ms;
+    uint64_t deadline = sp_now_ns() + (uint64_t)wait_ms * 1000000ull;
     for (;;) {
         int rc = tp_oob_collect_one(group->oob, group_join_tag(view, JOIN_DESC), id, desc,
                                     sizeof *desc, 20);
@@ -178,10 +190,10 @@ static int await_desc(struct spindle_group *group, uint32_t id, uint64_t view,
         if (rc != SPINDLE_ETIMEDOUT)
             return rc;
         if (!quiet(group))
-            return sp_error(SPINDLE_EAGAIN, "the group began a view change");
+            return sp_error(SPINDLE_EAGAIN, "the group began a view change or is shutting down");
         if (sp_now_ns() >= deadline)
             return sp_error(SPINDLE_ETIMEDOUT, "joiner %u did not connect within %d ms", id,
-                            group->options.bootstrap_timeout_ms);
+                            wait_ms);
     }
 }
 
@@ -271,6 +283,21 @@ static bool take_request(struct spindle_group *group, const struct join_request 
                  group->num_subgroups);
         refuse(group, SPINDLE_EINVAL, why);
         return false;
+    }
+    for (uint32_t g = 0; g < group->num_subgroups; g++) {
+        const struct join_subgroup *j = &req->subgroups[g];
+        const struct smc_layout *l = &group->layouts[g];
+        if (j->window_size != l->window_size || j->max_payload != l->max_payload ||
+            j->mode != (uint32_t)l->mode) {
+            char why[160];
+            snprintf(why, sizeof why,
+                     "subgroup %u: window %u, max_payload %u, mode %u given, but the group has "
+                     "window %u, max_payload %u, mode %d",
+                     g, j->window_size, j->max_payload, j->mode, l->window_size, l->max_payload,
+                     (int)l->mode);
+            refuse(group, SPINDLE_EINVAL, why);
+            return false;
+        }
     }
     if (!quiet(group)) {
         refuse(group, SPINDLE_EAGAIN, "a view change is under way");
@@ -379,14 +406,19 @@ int group_join_send_view(struct spindle_group *group, uint64_t view,
 
 /* ---- the joiner ------------------------------------------------------- */
 
-static int ask_admission(struct spindle_group *group, const struct group_endpoint *self,
-                         struct group_endpoint *contact, uint64_t deadline, struct join_offer **out)
+static int ask_admission(struct spindle_group *group,
+                         const struct spindle_subgroup_config *subgroups,
+                         const struct group_endpoint *self, struct group_endpoint *contact,
+                         uint64_t deadline, struct join_offer **out)
 {
     struct join_request req;
     memset(&req, 0, sizeof req);
     req.magic = JOIN_MAGIC;
     req.num_subgroups = group->num_subgroups;
     req.address = *self;
+    for (uint32_t g = 0; g < group->num_subgroups; g++)
+        req.subgroups[g] = (struct join_subgroup){
+            subgroups[g].window_size, subgroups[g].max_payload, (uint32_t)subgroups[g].mode};
     for (int hops = 0; hops < 4; hops++) {
         uint64_t now = sp_now_ns();
         int ms = now >= deadline ? 1 : (int)((deadline - now) / 1000000u) + 1;
@@ -557,7 +589,7 @@ static int join_attempt(struct spindle_group *group,
 {
     struct join_offer *offer = NULL;
     struct group_endpoint where = *contact;
-    int rc = ask_admission(group, self, &where, deadline, &offer);
+    int rc = ask_admission(group, subgroups, self, &where, deadline, &offer);
     if (rc < 0)
         return rc;
     uint64_t view = offer->view_id;
@@ -641,6 +673,9 @@ int group_join_create(struct spindle_group *group, const struct spindle_subgroup
         rc = group_parse_endpoint(o->join, "the join address", &contact);
     if (rc < 0)
         return rc;
+    if (num_subgroups > JOIN_MAX_SUBGROUPS)
+        return sp_error(SPINDLE_EINVAL, "a joiner may bring at most %u subgroups, not %u",
+                        JOIN_MAX_SUBGROUPS, num_subgroups);
     for (uint32_t g = 0; g < num_subgroups; g++)
         if (subgroups[g].window_size == 0 || subgroups[g].max_payload == 0)
             return sp_error(SPINDLE_EINVAL, "subgroup %u: window_size and max_payload must be > 0",
@@ -654,8 +689,11 @@ int group_join_create(struct spindle_group *group, const struct spindle_subgroup
     uint64_t deadline = sp_now_ns() + (uint64_t)o->bootstrap_timeout_ms * 1000000ull;
     for (;;) {
         rc = join_attempt(group, subgroups, &self, &contact, deadline);
-        if (rc != SPINDLE_EAGAIN || sp_now_ns() >= deadline)
+        if (rc != SPINDLE_EAGAIN)
             return rc;
+        if (sp_now_ns() >= deadline)
+            return sp_error(SPINDLE_ETIMEDOUT, "could not join within %d ms: %s",
+                            o->bootstrap_timeout_ms, spindle_errmsg());
         sp_log(SP_LOG_INFO, "join", "join attempt failed (%s); asking again", spindle_errmsg());
         join_undo(group);
         struct timespec pause = {0, 50 * 1000000L};

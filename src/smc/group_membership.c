@@ -564,9 +564,17 @@ static int collect_resends(struct spindle_group *group, struct resend **out, siz
 
 static int resend_all(struct smc_group *smc, const struct resend *list, size_t count)
 {
+    size_t dropped = 0;
     for (size_t i = 0; i < count; i++) {
         void *slot = NULL;
         int rc = smc_reserve(smc, list[i].subgroup, list[i].length, 0, &slot);
+        if (rc == SPINDLE_EPERM) {
+            /* The layout function took this member off the subgroup's
+             * senders: like a departed sender's, its undelivered messages
+             * are delivered nowhere. */
+            dropped++;
+            continue;
+        }
         if (rc < 0)
             return rc;
         memcpy(slot, list[i].data, list[i].length);
@@ -574,6 +582,9 @@ static int resend_all(struct smc_group *smc, const struct resend *list, size_t c
         if (rc < 0)
             return rc;
     }
+    if (dropped > 0)
+        sp_log(SP_LOG_WARN, "view",
+               "%zu undelivered messages dropped: no longer a sender of their subgroup", dropped);
     return 0;
 }
 

@@ -71,7 +71,7 @@ struct oob_frame {
 /* Hello "from" of a join request connection. */
 #define OOB_JOIN_FROM 0xffffffffu
 /* Largest join request (the joiner's address and little else). */
-#define OOB_JOIN_REQUEST_MAX 4096u
+#define OOB_JOIN_REQUEST_MAX 8192u
 /* How long an accepted connection may take to identify itself. */
 #define OOB_HELLO_MS 1000
 /* Blobs kept per member: the latest one of each tag, at most this many

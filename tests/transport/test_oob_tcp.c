@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +322,161 @@ static void test_other_group_is_refused(void **state)
     assert_int_equal(waitpid(pid, &status, 0), pid);
 }
 
+/* ---- joins ------------------------------------------------------------ */
+
+#define JOIN_FROM 0xffffffffu
+
+/* Opens a one-member exchange on a free port (the member a joiner asks). */
+static struct tp_oob *open_single(uint16_t *port)
+{
+    struct tp_oob_member me = {0, "127.0.0.1", free_port()};
+    struct tp_oob *oob = NULL;
+    assert_int_equal(tp_oob_open_tcp("oob-test", &me, 1, 0, 5000, &oob), 0);
+    *port = me.port;
+    return oob;
+}
+
+/* Polls for a pending join request for up to 20 s. */
+static int poll_request(struct tp_oob *oob, char *request, size_t capacity, size_t *length)
+{
+    for (int i = 0; i < 2000; i++) {
+        int rc = tp_oob_join_poll(oob, 10, request, capacity, length);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void test_join_request_round_trip(void **state)
+{
+    (void)state;
+    uint16_t port;
+    struct tp_oob *oob = open_single(&port);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        void *reply = NULL;
+        size_t length = 0;
+        int rc = tp_oob_join_ask(NULL, "127.0.0.1", port, "let me in", 10, &reply, &length, 10000);
+        _exit(rc == 0 && length == 8 && memcmp(reply, "welcome", 8) == 0 ? 0 : 1);
+    }
+    char request[64];
+    size_t length = 0;
+    assert_int_equal(poll_request(oob, request, sizeof request, &length), 1);
+    assert_int_equal(length, 10);
+    assert_string_equal(request, "let me in");
+    assert_int_equal(tp_oob_join_answer(oob, "welcome", 8), 0);
+    assert_int_equal(tp_oob_join_answer(oob, "again", 6), SPINDLE_EINVAL); /* answered once */
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    tp_oob_close(oob);
+}
+
+/* Hostile connections to a member's kept listener: none may surface as a
+ * join request or disturb the member; the valid request after them does. */
+static void hostile_joiner(uint16_t port)
+{
+    uint32_t group = sp_crc32c(0, "oob-test", 8);
+    signal(SIGPIPE, SIG_IGN); /* the member may drop us while we write */
+    for (int mode = 0; mode < 6; mode++) {
+        int fd = dial(port);
+        struct hello h = {HELLO_MAGIC, 2, JOIN_FROM, 0, group};
+        struct frame f = {FRAME_MAGIC, 0, JOIN_FROM, 16, sp_crc32c(0, "0123456789abcdef", 16)};
+        if (mode == 0)
+            h.magic = 0x12345678u; /* garbage hello */
+        if (mode == 1)
+            f.magic = 0x0badf00du; /* garbage frame */
+        if (mode == 2)
+            f.length = 1u << 20; /* oversized request */
+        if (mode == 3)
+            f.length = 100; /* truncated: 16 bytes, then close */
+        if (mode == 4)
+            h.group = sp_crc32c(0, "another-group", 13);
+        if (mode == 5) {
+            h.from = 0; /* a slot it may not connect as */
+            h.num_members = 1;
+        }
+        (void)!write(fd, &h, sizeof h);
+        (void)!write(fd, &f, sizeof f);
+        (void)!write(fd, "0123456789abcdef", 16);
+        if (mode != 3) {
+            char sink;
+            (void)!read(fd, &sink, 1); /* until the member drops us */
+        }
+        close(fd);
+    }
+    void *reply = NULL;
+    size_t length = 0;
+    int rc = tp_oob_join_ask("oob-test", "127.0.0.1", port, "valid", 6, &reply, &length, 10000);
+    _exit(rc == 0 && length == 3 && memcmp(reply, "ok", 3) == 0 ? 0 : 1);
+}
+
+static void test_hostile_join_requests_are_dropped(void **state)
+{
+    (void)state;
+    uint16_t port;
+    struct tp_oob *oob = open_single(&port);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        hostile_joiner(port);
+    char request[64];
+    size_t length = 0;
+    assert_int_equal(poll_request(oob, request, sizeof request, &length), 1);
+    assert_int_equal(length, 6);
+    assert_string_equal(request, "valid");
+    assert_int_equal(tp_oob_join_answer(oob, "ok", 3), 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    tp_oob_close(oob);
+}
+
+/* A joiner given slot 1 connects to member 0 and exchanges blobs both ways;
+ * a second connection claiming the same slot is refused. */
+static void test_joiner_slot_exchanges(void **state)
+{
+    (void)state;
+    uint16_t port;
+    struct tp_oob *oob = open_single(&port);
+    uint16_t joiner_port = free_port();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct tp_oob_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", joiner_port}};
+        struct tp_oob *mine = NULL;
+        if (tp_oob_open_tcp_joiner("oob-test", members, 1, 1, 10000, &mine) != 0)
+            _exit(2);
+        char blob[8] = "joiner", got[2 * 8];
+        if (tp_oob_publish(mine, 9, blob, sizeof blob, 0x1) != 0 ||
+            tp_oob_collect(mine, 10, 0x1, got, sizeof blob, 10000, NULL) != 0 ||
+            strcmp(got, "member") != 0)
+            _exit(3);
+        tp_oob_close(mine);
+        _exit(0);
+    }
+    char got[2 * 8], blob[8] = "member";
+    assert_int_equal(tp_oob_collect(oob, 9, 0x2, got, 8, 10000, NULL), 0);
+    assert_string_equal(got + 8, "joiner");
+    assert_int_equal(tp_oob_publish(oob, 10, blob, sizeof blob, 0x2), 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* Slot 1 was used: a new connection claiming it is dropped. */
+    int fd = dial(port);
+    struct hello h = {HELLO_MAGIC, 2, 1, 1, sp_crc32c(0, "oob-test", 8)};
+    assert_int_equal(write(fd, &h, sizeof h), (ssize_t)sizeof h);
+    uint64_t have = 0;
+    assert_int_equal(tp_oob_collect(oob, 11, 0x2, got, 8, 300, &have), SPINDLE_EUNREACH);
+    assert_non_null(strstr(spindle_errmsg(), "member 1 is gone"));
+    close(fd);
+    tp_oob_close(oob);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +488,9 @@ int main(void)
         cmocka_unit_test(test_hostile_oversized_after_setup),
         cmocka_unit_test(test_hostile_truncated_after_setup),
         cmocka_unit_test(test_other_group_is_refused),
+        cmocka_unit_test(test_join_request_round_trip),
+        cmocka_unit_test(test_hostile_join_requests_are_dropped),
+        cmocka_unit_test(test_joiner_slot_exchanges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -147,6 +147,19 @@ run_once() {
         }
         fail "$what: the members ended (exit $RC) before $want deliveries"
     fi
+    if [ "$kind" = a ]; then
+        # A joiner whose subgroups do not match is refused, naming the
+        # difference, and the group goes on unharmed.
+        local other_window=$((window + 1))
+        # shellcheck disable=SC2086
+        if "$BENCH" ${SPINDLE_JOIN_BENCH_ARGS:-} --join "127.0.0.1:$PORT" \
+            --listen "127.0.0.1:$((PORT + 12))" "${common[@]}" --window "$other_window" \
+            >"$RUN_DIR/mismatch.out" 2>&1; then
+            fail "$what: a joiner with --window $other_window got in"
+        fi
+        grep -q "subgroup 0: window $other_window.*the group has window $window" \
+            "$RUN_DIR/mismatch.out" || fail "$what: the refusal does not name the window"
+    fi
     # shellcheck disable=SC2086
     "$BENCH" ${SPINDLE_JOIN_BENCH_ARGS:-} --join "127.0.0.1:$PORT" \
         --listen "127.0.0.1:$((PORT + 10))" "${common[@]}" >"$RUN_DIR/joiner-1.out" 2>&1 &
@@ -207,6 +220,18 @@ run_once() {
     RUN_DIR=""
     return 0
 }
+
+# Nobody at the join address: a clear error within the timeout.
+pick_port
+if "$BENCH" --join "127.0.0.1:$PORT" --listen "127.0.0.1:$((PORT + 1))" --tolerate-failures \
+    --messages 10 --msg-size 8 --timeout 2 >"$WORK/nobody.out" 2>&1; then
+    fail "joining a group that is not there succeeded"
+fi
+grep -q "127.0.0.1:$PORT" "$WORK/nobody.out" || {
+    cat "$WORK/nobody.out"
+    fail "the error for an absent group does not name its address"
+}
+echo "ok: joining 127.0.0.1:$PORT with nobody there: $(grep -o 'spindle_group_create.*' "$WORK/nobody.out" | head -c 200)"
 
 RUN_NUMBER=0
 for ((k = 0; k < ${#KINDS}; k++)); do

@@ -12,7 +12,11 @@
  * and the majority rule: a lone survivor of three stops with
  * SPINDLE_EMINORITY instead of installing a view. A graceful leave is
  * checked the same way: the leaver's messages must all be delivered, by
- * every member that stays, before the view without it.
+ * every member that stays, before the view without it. A layout function
+ * is checked by moving a subgroup: subgroup 1 starts with members 0 and 1,
+ * and the function puts every member of view 1 in it, which it must hear
+ * about with the right view; members that were never in subgroup 1 must
+ * then deliver what member 0 sends there.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,7 +55,12 @@ struct child {
     uint32_t view_members;
     uint32_t left_mask;
     int bad;
+    uint64_t moved;      /* messages delivered in subgroup 1 (the moved one) */
+    int layout_calls;    /* atomic: calls of the layout function */
+    int layout_mismatch; /* atomic: a call saw a view it should not have */
 };
+
+#define MOVED_MESSAGES 100
 
 static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
 {
@@ -59,6 +68,11 @@ static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < count; i++) {
         uint64_t index = 0;
+        if (m[i].subgroup == 1) {
+            c->moved += m[i].sender_id == 0 && m[i].length == 8;
+            c->bad |= m[i].sender_id != 0 || m[i].length != 8;
+            continue;
+        }
         if (m[i].length != 16 || m[i].sender_id >= MAX_MEMBERS) {
             c->bad = 1;
             continue;
@@ -111,7 +125,26 @@ static int wait_complete(struct child *c, uint32_t members, uint32_t dead_mask, 
     return ok;
 }
 
+/* View 1 (member 2 of 4 killed): subgroup 1 gets every member of the view,
+ * with the lowest-ranked one (member 0) as its only sender. */
+static int move_subgroup(void *ctx, const struct spindle_view_info *view, uint32_t num_subgroups,
+                         struct spindle_subgroup_layout *subgroups)
+{
+    struct child *c = ctx;
+    __atomic_add_fetch(&c->layout_calls, 1, __ATOMIC_RELAXED);
+    if (view->view_id != 1 || view->num_members != 3 || view->num_left != 1 || view->left[0] != 2 ||
+        num_subgroups != 2 || subgroups[0].num_members != 3 || subgroups[1].num_members != 2)
+        __atomic_store_n(&c->layout_mismatch, 1, __ATOMIC_RELAXED);
+    subgroups[1].num_members = view->num_members;
+    for (uint32_t r = 0; r < view->num_members; r++)
+        subgroups[1].members[r] = r;
+    subgroups[1].num_senders = 1;
+    subgroups[1].senders[0] = 0;
+    return 0;
+}
+
 struct scenario {
+    bool move; /* a second subgroup that the layout function moves */
     uint32_t members;
     uint32_t dead_mask;
     uint32_t leave_mask; /* these members leave gracefully after sending */
@@ -136,9 +169,15 @@ static int create_group(const struct scenario *s, uint32_t self, struct child *c
     o.deliver_ctx = c;
     o.view_changed = on_view;
     o.view_ctx = c;
-    struct spindle_subgroup_config sg = {ids, s->members,         ids, s->members, 16,
-                                         64,  SPINDLE_MODE_ATOMIC};
-    return spindle_group_create(&o, &sg, 1, group);
+    struct spindle_subgroup_config sg[2] = {
+        {ids, s->members, ids, s->members, 16, 64, SPINDLE_MODE_ATOMIC},
+        {ids, 2, ids, 1, 16, 64, SPINDLE_MODE_ATOMIC}, /* members 0 and 1, sender 0 */
+    };
+    if (s->move) {
+        o.layout = move_subgroup;
+        o.layout_ctx = c;
+    }
+    return spindle_group_create(&o, sg, s->move ? 2 : 1, group);
 }
 
 /* Child body; returns the exit status. */
@@ -176,6 +215,25 @@ static int member_main(const struct scenario *s, uint32_t self)
     }
     if (rc != 0 || !wait_complete(&c, s->members, s->dead_mask, s->dead_mask | s->leave_mask, 30))
         return 14;
+    if (s->move) {
+        /* In view 1 every survivor is in subgroup 1, member 0 its sender. */
+        for (uint64_t i = 0; i < MOVED_MESSAGES && rc == 0 && self == 0; i++)
+            rc = spindle_send(group, 1, &i, sizeof i, 0);
+        uint64_t none = 0;
+        int refused = self == 0 ? SPINDLE_EPERM : spindle_send(group, 1, &none, sizeof none, 0);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 30;
+        pthread_mutex_lock(&c.lock);
+        while (c.moved < MOVED_MESSAGES && pthread_cond_timedwait(&c.cond, &c.lock, &ts) == 0)
+            ;
+        int moved_ok = c.moved == MOVED_MESSAGES;
+        pthread_mutex_unlock(&c.lock);
+        if (rc != 0 || refused != SPINDLE_EPERM || !moved_ok ||
+            __atomic_load_n(&c.layout_calls, __ATOMIC_RELAXED) != 1 ||
+            __atomic_load_n(&c.layout_mismatch, __ATOMIC_RELAXED))
+            return 19;
+    }
     if (spindle_group_shutdown(group, 10000) != 0)
         return 15;
     spindle_group_destroy(group);
@@ -238,13 +296,14 @@ static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask, ui
 
 /* Forks the members, kills the victims once they stream, returns the
  * survivors' exit statuses checked. */
-static void run(uint32_t members, uint32_t dead_mask, uint32_t leave_mask, int expect_logs)
+static void run(uint32_t members, uint32_t dead_mask, uint32_t leave_mask, int expect_logs,
+                bool move)
 {
     char dir[] = "/tmp/spindle-view-test-XXXXXX";
     assert_non_null(mkdtemp(dir));
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    struct scenario s = {members, dead_mask, leave_mask, dir, fds[1], {-1, -1}};
+    struct scenario s = {move, members, dead_mask, leave_mask, dir, fds[1], {-1, -1}};
     assert_int_equal(pipe(s.release), 0);
     pid_t pids[MAX_MEMBERS];
     for (uint32_t i = 0; i < members; i++) {
@@ -292,25 +351,31 @@ static void run(uint32_t members, uint32_t dead_mask, uint32_t leave_mask, int e
 static void test_kill_one_of_four(void **state)
 {
     (void)state;
-    run(4, 1u << 2, 0, 1);
+    run(4, 1u << 2, 0, 1, false);
 }
 
 static void test_kill_leader_of_three(void **state)
 {
     (void)state;
-    run(3, 1u << 0, 0, 1);
+    run(3, 1u << 0, 0, 1, false);
 }
 
 static void test_minority_stops(void **state)
 {
     (void)state;
-    run(3, (1u << 1) | (1u << 2), 0, 0);
+    run(3, (1u << 1) | (1u << 2), 0, 0, false);
 }
 
 static void test_graceful_leave(void **state)
 {
     (void)state;
-    run(4, 0, 1u << 3, 1);
+    run(4, 0, 1u << 3, 1, false);
+}
+
+static void test_layout_function_moves_a_subgroup(void **state)
+{
+    (void)state;
+    run(4, 1u << 2, 0, 1, true);
 }
 
 int main(void)
@@ -320,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_kill_leader_of_three),
         cmocka_unit_test(test_minority_stops),
         cmocka_unit_test(test_graceful_leave),
+        cmocka_unit_test(test_layout_function_moves_a_subgroup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
