@@ -455,6 +455,7 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         goto out;
     }
     spindle_group_t *group = NULL;
+    uint64_t asked = sp_now_ns();
     int rc = create_group(config, self, members, &st, &group);
     if (rc < 0) {
         fail(result, "spindle_group_create", rc);
@@ -463,6 +464,10 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     if (joiner) {
         st.self = self = (uint32_t)spindle_group_self(group);
         result->member = (int)self;
+        printf("joined as member %u in view %llu, %.1f ms after asking\n", self,
+               (unsigned long long)__atomic_load_n(&st.first_view, __ATOMIC_ACQUIRE),
+               (double)(sp_now_ns() - asked) / 1e6);
+        fflush(stdout);
         if (joined_trace(config, self) < 0)
             fail(result, "renaming the trace", SPINDLE_EIO);
     }

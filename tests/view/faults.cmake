@@ -35,6 +35,14 @@ add_test(NAME join_under_load
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/join.sh $<TARGET_FILE:spindle-bench>
                  $<TARGET_FILE:check_traces> ${SPINDLE_JOIN_RUNS} abc)
 set_tests_properties(join_under_load PROPERTIES LABELS "view;faults;join" TIMEOUT 400)
+if(SPINDLE_FABRIC_FOUND)
+  add_test(NAME join_under_load_fabric_tcp
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/join.sh $<TARGET_FILE:spindle-bench>
+                   $<TARGET_FILE:check_traces> 1 abc)
+  set_tests_properties(join_under_load_fabric_tcp PROPERTIES
+    LABELS "view;faults;join;fabric" TIMEOUT 400
+    ENVIRONMENT "SPINDLE_JOIN_BENCH_ARGS=--transport fabric --provider tcp")
+endif()
 
 # The same experiments with the members on libfabric's tcp provider over
 # loopback: failure detection there comes from broken connections and

@@ -215,7 +215,13 @@ run_once() {
         --msg-size "$size" $killed 2>&1); then
         fail "$what: $verdict"
     fi
-    echo "ok: $what: joined in view $joined after $want deliveries; ${verdict#check_traces: }"
+    local ms
+    ms=$(sed -n 's/^joined as member 3 in view [0-9]*, \([0-9.]*\) ms after asking$/\1/p' \
+        "$RUN_DIR/joiner-1.out")
+    [ -n "$ms" ] || fail "$what: the joiner did not say how long the join took"
+    echo "$ms" >>"$WORK/join-ms"
+    echo "ok: $what: joined in view $joined after $want deliveries, ${ms} ms after asking;" \
+        "${verdict#check_traces: }"
     rm -rf "$RUN_DIR"
     RUN_DIR=""
     return 0
@@ -248,4 +254,7 @@ for ((k = 0; k < ${#KINDS}; k++)); do
         esac
     done
 done
-echo "join: all runs passed"
+sort -g "$WORK/join-ms" >"$WORK/join-ms.sorted"
+n=$(wc -l <"$WORK/join-ms.sorted")
+echo "join: all runs passed; request to first view: median $(sed -n "$(((n + 1) / 2))p" \
+    "$WORK/join-ms.sorted") ms, worst $(tail -n 1 "$WORK/join-ms.sorted") ms over $n joins"
