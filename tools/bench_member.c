@@ -115,8 +115,8 @@ static void on_deliver(void *ctx, const struct spindle_message *messages, size_t
     for (size_t i = 0; i < count; i++) {
         const struct spindle_message *m = &messages[i];
         uint64_t index = app_index(st, m);
-        if (m->sender_id == st->self && m->subgroup < st->config->active_subgroups &&
-            index < st->config->messages &&
+        if (m->sender_id == __atomic_load_n(&st->self, __ATOMIC_RELAXED) &&
+            m->subgroup < st->config->active_subgroups && index < st->config->messages &&
             st->latency_count < st->config->messages * st->config->active_subgroups) {
             uint64_t slot = (uint64_t)m->subgroup * st->config->messages + index;
             uint64_t sent = st->commit_ns[slot];
@@ -462,7 +462,9 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         goto out;
     }
     if (joiner) {
-        st.self = self = (uint32_t)spindle_group_self(group);
+        /* Deliveries may already run: they read self. */
+        self = (uint32_t)spindle_group_self(group);
+        __atomic_store_n(&st.self, self, __ATOMIC_RELAXED);
         result->member = (int)self;
         printf("joined as member %u in view %llu, %.1f ms after asking\n", self,
                (unsigned long long)__atomic_load_n(&st.first_view, __ATOMIC_ACQUIRE),
