@@ -19,6 +19,9 @@
  * Probing: DC support is not a flag of mlx5dv_query_device; a device is DC
  * capable when it is an mlx5 device (mlx5dv_query_device succeeds) and the
  * DCT can be created. Otherwise one log line says RC queue pairs are used.
+ *
+ * The DCIs themselves (creation, posting, reset after an error completion)
+ * live in verbs_dci.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -82,15 +85,6 @@ static void vb_ah_attr(struct vb_ep *ep, const struct vb_addr *dst, struct ibv_a
     }
 }
 
-static int vb_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, const char *what)
-{
-    int rc = verbs_api_get()->modify_qp(qp, attr, mask);
-    if (rc != 0)
-        return sp_error(SPINDLE_EIO, "verbs: moving %s to state %d failed: %s", what,
-                        (int)attr->qp_state, strerror(rc > 0 ? rc : errno));
-    return 0;
-}
-
 static int vb_dct_create(struct vb_ep *ep)
 {
     const struct verbs_api *api = verbs_api_get();
@@ -115,8 +109,9 @@ static int vb_dct_create(struct vb_ep *ep)
     struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT,
                              .port_num = ep->port_num,
                              .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
-    if (vb_modify(ep->dct, &qa,
-                  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "DCT") != 0)
+    if (vb_qp_modify(ep->dct, &qa,
+                     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+                     "DCT") != 0)
         return -1;
     memset(&qa, 0, sizeof qa);
     qa.qp_state = IBV_QPS_RTR;
@@ -125,59 +120,11 @@ static int vb_dct_create(struct vb_ep *ep)
     struct vb_addr self = {.lid = ep->lid};
     memcpy(self.gid, ep->gid.raw, sizeof self.gid);
     vb_ah_attr(ep, &self, &qa.ah_attr);
-    if (vb_modify(ep->dct, &qa, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU,
-                  "DCT") != 0)
+    if (vb_qp_modify(ep->dct, &qa,
+                     IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU, "DCT") != 0)
         return -1;
     ep->srq_in.srq = ep->srq;
     return vb_post_recvs(&ep->srq_in, VB_RECVS * 4) == 0 ? 0 : -1;
-}
-
-static int vb_dci_create(struct vb_ep *ep, unsigned index)
-{
-    const struct verbs_api *api = verbs_api_get();
-    struct ibv_qp_init_attr_ex attr = {
-        .qp_type = IBV_QPT_DRIVER,
-        .send_cq = ep->send_cq,
-        .recv_cq = ep->recv_cq,
-        .cap = {.max_send_wr = VB_SQ_DEPTH, .max_send_sge = 1, .max_inline_data = VB_MAX_INLINE},
-        .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-        .pd = ep->pd,
-        .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
-    };
-    struct mlx5dv_qp_init_attr dv = {.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC,
-                                     .dc_init_attr = {.dc_type = MLX5DV_DCTYPE_DCI}};
-    struct vb_sq *sq = calloc(1, sizeof *sq);
-    if (sq == NULL)
-        return -1;
-    pthread_mutex_init(&sq->lock, NULL);
-    ep->dci[index] = sq;
-    sq->qp = api->mlx5dv_create_qp(ep->ctx, &attr, &dv);
-    if (sq->qp == NULL)
-        return -1;
-    sq->max_inline = attr.cap.max_inline_data;
-    struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT, .port_num = ep->port_num};
-    if (vb_modify(sq->qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT, "DCI") != 0)
-        return -1;
-    memset(&qa, 0, sizeof qa);
-    qa.qp_state = IBV_QPS_RTR;
-    qa.path_mtu = ep->mtu;
-    if (vb_modify(sq->qp, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU, "DCI") != 0)
-        return -1;
-    memset(&qa, 0, sizeof qa);
-    qa.qp_state = IBV_QPS_RTS;
-    qa.timeout = 14;
-    qa.retry_cnt = 7;
-    qa.rnr_retry = 7;
-    qa.max_rd_atomic = 1;
-    if (vb_modify(sq->qp, &qa,
-                  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
-                  "DCI") != 0)
-        return -1;
-    struct ibv_qp_ex *qpx = api->qp_to_qp_ex(sq->qp);
-    ep->dci_ex[index] = qpx;
-    ep->dci_mlx[index] = qpx != NULL ? api->mlx5dv_qp_ex_from_ibv_qp_ex(qpx) : NULL;
-    return ep->dci_mlx[index] != NULL ? 0 : -1;
 }
 
 int vb_dct_open(struct vb_ep *ep, int use_dct)
@@ -255,48 +202,23 @@ static void *vb_rc_background(void *arg)
     return NULL;
 }
 
-/* Writes a built chain into the DCI through the ibv_qp_ex interface. */
-static int vb_dci_emit(struct vb_peer *peer, unsigned dci, int n)
+/* A DCI whose reset failed stays in the error state, and its accounting
+ * no longer advances: the peers pinned to it are failed (reported by the
+ * next poll) rather than left at SPINDLE_EAGAIN for ever. While a DCI
+ * drains and is reset after an error completion (verbs_dci.c), its peers
+ * wait with SPINDLE_EAGAIN, so that their flushed requests are posted again
+ * before anything newer. Returns 0 when the DCI is usable. */
+static int vb_dci_check(struct vb_peer *peer, const struct vb_sq *sq)
 {
-    struct vb_ep *ep = peer->ep;
-    struct vb_sq *sq = ep->dci[dci];
-    struct ibv_qp_ex *qpx = ep->dci_ex[dci];
-    struct mlx5dv_qp_ex *mqpx = ep->dci_mlx[dci];
-    ibv_wr_start(qpx);
-    for (int i = 0; i < n; i++) {
-        const struct ibv_send_wr *wr = &sq->wrs[i];
-        qpx->wr_id = wr->wr_id;
-        qpx->wr_flags = wr->send_flags;
-        if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
-            ibv_wr_rdma_write_imm(qpx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, wr->imm_data);
-        else
-            ibv_wr_rdma_write(qpx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
-        mlx5dv_wr_set_dc_addr(mqpx, peer->ah, peer->addr.dctn, peer->addr.dc_key);
-        if (wr->num_sge == 0)
-            ibv_wr_set_sge_list(qpx, 0, NULL);
-        else if (wr->send_flags & IBV_SEND_INLINE)
-            ibv_wr_set_inline_data(qpx, (void *)(uintptr_t)wr->sg_list->addr, wr->sg_list->length);
-        else
-            ibv_wr_set_sge(qpx, wr->sg_list->lkey, wr->sg_list->addr, wr->sg_list->length);
-    }
-    int rc = ibv_wr_complete(qpx);
-    if (rc != 0)
-        return sp_error(SPINDLE_EIO, "verbs: posting to DCI %u for peer %u failed: %s", dci,
-                        peer->addr.id, strerror(rc));
-    uint64_t posted = atomic_load(&sq->posted) + (uint64_t)n;
-    atomic_store_explicit(&sq->posted, posted, memory_order_release);
-    peer->dc_last_seq = posted;
-    return 0;
-}
-
-/* A DCI in the error state flushes whatever is posted to it and, with its
- * accounting stuck, would refuse posts with SPINDLE_EAGAIN for ever: the
- * peers pinned to it are failed (reported by the next poll) instead. */
-static int vb_dci_broken(struct vb_peer *peer)
-{
+    int state = atomic_load_explicit(&sq->broken, memory_order_acquire);
+    if (state == VB_SQ_OK)
+        return 0;
+    if (state == VB_SQ_DRAINING)
+        return sp_error(SPINDLE_EAGAIN,
+                        "verbs: DCI %u of peer %u is being reset after an error completion",
+                        peer->dci, peer->addr.id);
     char why[96];
-    snprintf(why, sizeof why, "its DCI %u is in the error state after a failed completion",
-             peer->dci);
+    snprintf(why, sizeof why, "its DCI %u is in the error state and could not be reset", peer->dci);
     return vb_peer_fail(peer, why);
 }
 
@@ -308,7 +230,14 @@ static int vb_dc_switch(struct vb_peer *peer, unsigned *flags)
     if (!atomic_load_explicit(&peer->rc_ready, memory_order_acquire))
         return 0;
     struct vb_sq *sq = peer->ep->dci[peer->dci];
-    if (atomic_load_explicit(&sq->completed, memory_order_acquire) >= peer->dc_last_seq) {
+    /* Under the DCI's lock: a reset (verbs_dci.c) counts every request as
+     * completed before it re-posts this peer's flushed ones and moves
+     * dc_last_seq past them; the peer must not switch in between. */
+    pthread_mutex_lock(&sq->lock);
+    int drained = atomic_load_explicit(&sq->broken, memory_order_relaxed) == VB_SQ_OK &&
+                  atomic_load_explicit(&sq->completed, memory_order_acquire) >= peer->dc_last_seq;
+    pthread_mutex_unlock(&sq->lock);
+    if (drained) {
         atomic_store_explicit(&peer->path, VB_PATH_RC, memory_order_release);
         sp_log(SP_LOG_DEBUG, "verbs", "peer %u moved from DC to RC", peer->addr.id);
         return 1;
@@ -328,8 +257,9 @@ int vb_dct_post(struct vb_peer *peer, const struct tp_write *writes, unsigned co
 {
     /* Before the RC switch too: DC writes flushed by a broken DCI must not
      * be overtaken by RC writes. */
-    if (atomic_load_explicit(&peer->ep->dci[peer->dci]->broken, memory_order_acquire))
-        return vb_dci_broken(peer);
+    int rc = vb_dci_check(peer, peer->ep->dci[peer->dci]);
+    if (rc != 0)
+        return rc;
     int sw = vb_dc_switch(peer, &flags);
     if (sw < 0)
         return sw;
@@ -339,8 +269,11 @@ int vb_dct_post(struct vb_peer *peer, const struct tp_write *writes, unsigned co
     struct vb_sq *sq = ep->dci[peer->dci];
     uint64_t bytes = 0, signaled = 0;
     pthread_mutex_lock(&sq->lock);
-    int n = vb_build_chain(peer, sq, writes, count, flags, cookie);
-    int rc = n < 0 ? n : vb_dci_emit(peer, peer->dci, n);
+    /* Again under the lock: the polling thread may have seen an error since. */
+    int n = vb_dci_check(peer, sq);
+    if (n == 0)
+        n = vb_build_chain(peer, sq, writes, count, flags, cookie);
+    rc = n < 0 ? n : vb_dci_emit(ep, peer->dci, n);
     /* Counted under the lock: another peer pinned to this DCI reuses wrs. */
     for (int i = 0; rc == 0 && i < n; i++) {
         bytes += sq->sges[i].length;
@@ -366,12 +299,14 @@ int vb_dct_ring(struct vb_peer *peer)
 {
     struct vb_ep *ep = peer->ep;
     struct vb_sq *sq = ep->dci[peer->dci];
-    if (atomic_load_explicit(&sq->broken, memory_order_acquire))
-        return vb_dci_broken(peer);
+    int rc = vb_dci_check(peer, sq);
+    if (rc != 0)
+        return rc;
     pthread_mutex_lock(&sq->lock);
-    int rc = 0;
+    rc = vb_dci_check(peer, sq);
     uint64_t posted = atomic_load_explicit(&sq->posted, memory_order_relaxed);
-    if (posted - atomic_load_explicit(&sq->completed, memory_order_acquire) + 1 > VB_SQ_DEPTH)
+    if (rc == 0 &&
+        posted - atomic_load_explicit(&sq->completed, memory_order_acquire) + 1 > VB_SQ_DEPTH)
         rc = sp_error(SPINDLE_EAGAIN, "verbs: DCI %u is full", peer->dci);
     if (rc == 0) {
         struct vb_wrctx *ctx = &sq->ctx[posted % VB_SQ_DEPTH];
@@ -386,7 +321,7 @@ int vb_dct_ring(struct vb_peer *peer)
         wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
         wr->imm_data = htonl(ep->self_id);
         wr->send_flags = ctx->signaled ? IBV_SEND_SIGNALED : 0;
-        rc = vb_dci_emit(peer, peer->dci, 1);
+        rc = vb_dci_emit(ep, peer->dci, 1);
     }
     pthread_mutex_unlock(&sq->lock);
     if (rc == 0) {

@@ -8,6 +8,11 @@
  * moved through INIT/RTR/RTS with attributes from rdma_init_qp_attr; the CM
  * exchange carries the QP number. The route's device must therefore be the
  * device this endpoint opened, which is checked by name.
+ *
+ * Both sides carry struct vb_cm_private (member id and the nonce of the
+ * process) in the CM private data; the connecting side checks that the
+ * process that accepted is the one whose descriptor it was given, so a
+ * restarted process on the same host:port is not mistaken for it.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -30,6 +35,10 @@ struct vb_cm_private {
     uint32_t pad;
     uint64_t nonce;
 };
+
+/* QP access: remote writes only. Whatever else the CM offers (remote read,
+ * atomics) is not needed, and relaxed ordering would break T1/T2. */
+#define VB_QP_ACCESS IBV_ACCESS_REMOTE_WRITE
 
 int vb_sq_create_rc(struct vb_ep *ep, struct vb_sq **out)
 {
@@ -73,6 +82,12 @@ void vb_sq_destroy(struct vb_sq *sq)
     free(sq);
 }
 
+const char *vb_qp_state_name(enum ibv_qp_state state)
+{
+    static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+    return (unsigned)state < sizeof names / sizeof names[0] ? names[state] : "unknown";
+}
+
 /* Moves qp to state with the CM's attributes for id. */
 static int vb_qp_to(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state state)
 {
@@ -82,11 +97,13 @@ static int vb_qp_to(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state 
     attr.qp_state = state;
     int mask = 0;
     int rc = api->rdma_init_qp_attr(id, &attr, &mask);
+    if (mask & IBV_QP_ACCESS_FLAGS)
+        attr.qp_access_flags = VB_QP_ACCESS;
     if (rc == 0)
         rc = api->modify_qp(qp, &attr, mask);
     if (rc != 0)
-        return sp_error(SPINDLE_EIO, "verbs: moving QP %u to state %d failed: %s", qp->qp_num,
-                        (int)state, strerror(rc > 0 ? rc : errno));
+        return sp_error(SPINDLE_EIO, "verbs: moving QP %u to %s failed: %s", qp->qp_num,
+                        vb_qp_state_name(state), strerror(rc > 0 ? rc : errno));
     return 0;
 }
 
@@ -108,16 +125,13 @@ static void vb_accept(struct vb_ep *ep, struct rdma_cm_id *id)
                  ? vb_same_device(ep, id, "incoming connection")
                  : sp_error(SPINDLE_EINVAL, "verbs: incoming limit %u", VB_INCOMING_MAX);
     struct vb_incoming *in = rc == 0 ? &ep->incoming[ep->incoming_count] : NULL;
+    struct ibv_qp_init_attr attr = {
+        .send_cq = ep->send_cq,
+        .recv_cq = ep->recv_cq,
+        .cap = {.max_send_wr = 1, .max_recv_wr = VB_RECVS, .max_send_sge = 1, .max_recv_sge = 1},
+        .qp_type = IBV_QPT_RC,
+    };
     if (in != NULL) {
-        struct ibv_qp_init_attr attr = {
-            .send_cq = ep->send_cq,
-            .recv_cq = ep->recv_cq,
-            .cap = {.max_send_wr = 1,
-                    .max_recv_wr = VB_RECVS,
-                    .max_send_sge = 1,
-                    .max_recv_sge = 1},
-            .qp_type = IBV_QPT_RC,
-        };
         in->qp = api->create_qp(ep->pd, &attr);
         rc = in->qp == NULL ? sp_error(SPINDLE_EIO,
                                        "verbs: ibv_create_qp for an incoming "
@@ -134,7 +148,10 @@ static void vb_accept(struct vb_ep *ep, struct rdma_cm_id *id)
     if (rc == 0)
         rc = vb_qp_to(id, in->qp, IBV_QPS_RTS);
     if (rc == 0) {
-        struct rdma_conn_param param = {.qp_num = in->qp->qp_num,
+        struct vb_cm_private priv = {.id = ep->self_id, .nonce = ep->nonce};
+        struct rdma_conn_param param = {.private_data = &priv,
+                                        .private_data_len = sizeof priv,
+                                        .qp_num = in->qp->qp_num,
                                         .responder_resources = 1,
                                         .initiator_depth = 1,
                                         .rnr_retry_count = 7};
@@ -258,8 +275,26 @@ void vb_listen_stop(struct vb_ep *ep)
 
 /* ---- active side ------------------------------------------------------- */
 
-/* Waits for CM event `want` on the peer's channel until deadline. */
-static int vb_cm_wait(struct vb_peer *peer, enum rdma_cm_event_type want, uint64_t deadline_ns)
+/* The error for an unexpected CM event: names the peer and what happened. */
+static int vb_cm_error(const struct vb_peer *peer, enum rdma_cm_event_type got, int status,
+                       enum rdma_cm_event_type want)
+{
+    if (got == RDMA_CM_EVENT_REJECTED)
+        return sp_error(SPINDLE_EUNREACH,
+                        "verbs: peer %u at %s:%u rejected the connection (status %d; is it "
+                        "listening?)",
+                        peer->addr.id, peer->addr.host, peer->addr.port, status);
+    return sp_error(SPINDLE_EUNREACH,
+                    "verbs: peer %u at %s:%u unreachable: %s instead of %s (status %d)",
+                    peer->addr.id, peer->addr.host, peer->addr.port, rdma_event_str(got),
+                    rdma_event_str(want), status);
+}
+
+/* Waits for CM event `want` on the peer's channel until deadline; with
+ * reply, also copies the event's private data there (an error when it is
+ * shorter than *reply). */
+static int vb_cm_wait(struct vb_peer *peer, enum rdma_cm_event_type want, uint64_t deadline_ns,
+                      struct vb_cm_private *reply)
 {
     const struct verbs_api *api = verbs_api_get();
     for (;;) {
@@ -273,16 +308,35 @@ static int vb_cm_wait(struct vb_peer *peer, enum rdma_cm_event_type want, uint64
             continue;
         struct rdma_cm_event *event = NULL;
         if (api->rdma_get_cm_event(peer->channel, &event) != 0)
-            return sp_error(SPINDLE_EIO, "verbs: rdma_get_cm_event failed: %s", strerror(errno));
+            return sp_error(SPINDLE_EIO, "verbs: rdma_get_cm_event for peer %u at %s:%u: %s",
+                            peer->addr.id, peer->addr.host, peer->addr.port, strerror(errno));
         enum rdma_cm_event_type got = event->event;
         int status = event->status;
+        int have_reply = event->param.conn.private_data != NULL &&
+                         event->param.conn.private_data_len >= sizeof *reply;
+        if (got == want && reply != NULL && have_reply)
+            memcpy(reply, event->param.conn.private_data, sizeof *reply);
         api->rdma_ack_cm_event(event);
-        if (got == want)
-            return 0;
-        return sp_error(SPINDLE_EUNREACH, "verbs: peer %u at %s:%u unreachable: %s (status %d)",
-                        peer->addr.id, peer->addr.host, peer->addr.port, rdma_event_str(got),
-                        status);
+        if (got != want)
+            return vb_cm_error(peer, got, status, want);
+        if (reply != NULL && !have_reply)
+            return sp_error(SPINDLE_EUNREACH,
+                            "verbs: peer %u at %s:%u accepted without identifying itself",
+                            peer->addr.id, peer->addr.host, peer->addr.port);
+        return 0;
     }
+}
+
+/* The process that accepted must be the one the descriptor names. */
+static int vb_check_reply(const struct vb_peer *peer, const struct vb_cm_private *reply)
+{
+    if (reply->id == peer->addr.id && reply->nonce == peer->addr.nonce)
+        return 0;
+    return sp_error(SPINDLE_EUNREACH,
+                    "verbs: peer %u at %s:%u answered as member %u with nonce %016llx, expected "
+                    "%016llx: another process holds that address",
+                    peer->addr.id, peer->addr.host, peer->addr.port, reply->id,
+                    (unsigned long long)reply->nonce, (unsigned long long)peer->addr.nonce);
 }
 
 static uint64_t vb_deadline(int timeout_ms)
@@ -301,19 +355,23 @@ int vb_rc_connect(struct vb_ep *ep, struct vb_peer *peer, int timeout_ms)
     peer->channel = api->rdma_create_event_channel();
     if (peer->channel == NULL ||
         api->rdma_create_id(peer->channel, &peer->id, peer, RDMA_PS_TCP) != 0)
-        return sp_error(SPINDLE_EIO, "verbs: cannot create a CM id: %s", strerror(errno));
+        return sp_error(SPINDLE_EIO, "verbs: cannot create a CM id for peer %u at %s:%u: %s",
+                        peer->addr.id, peer->addr.host, peer->addr.port, strerror(errno));
     int ms = timeout_ms > 0 ? timeout_ms : VB_DEFAULT_TIMEOUT;
     if (api->rdma_resolve_addr(peer->id, NULL, (struct sockaddr *)&dst, ms) != 0)
         return sp_error(SPINDLE_EUNREACH, "verbs: cannot resolve peer %u at %s:%u: %s",
                         peer->addr.id, peer->addr.host, peer->addr.port, strerror(errno));
-    rc = vb_cm_wait(peer, RDMA_CM_EVENT_ADDR_RESOLVED, deadline);
+    rc = vb_cm_wait(peer, RDMA_CM_EVENT_ADDR_RESOLVED, deadline, NULL);
     if (rc == 0 && api->rdma_resolve_route(peer->id, ms) != 0)
         rc = sp_error(SPINDLE_EUNREACH, "verbs: no route to peer %u at %s:%u: %s", peer->addr.id,
                       peer->addr.host, peer->addr.port, strerror(errno));
     if (rc == 0)
-        rc = vb_cm_wait(peer, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline);
+        rc = vb_cm_wait(peer, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, NULL);
+    char route[VB_HOST_MAX + 48];
+    snprintf(route, sizeof route, "the route to peer %u at %s:%u", peer->addr.id, peer->addr.host,
+             peer->addr.port);
     if (rc == 0)
-        rc = vb_same_device(ep, peer->id, "the route to the peer");
+        rc = vb_same_device(ep, peer->id, route);
     struct vb_sq *sq = NULL;
     if (rc == 0)
         rc = vb_sq_create_rc(ep, &sq);
@@ -332,8 +390,11 @@ int vb_rc_connect(struct vb_ep *ep, struct vb_peer *peer, int timeout_ms)
             rc = sp_error(SPINDLE_EUNREACH, "verbs: rdma_connect to peer %u at %s:%u: %s",
                           peer->addr.id, peer->addr.host, peer->addr.port, strerror(errno));
     }
+    struct vb_cm_private reply;
     if (rc == 0)
-        rc = vb_cm_wait(peer, RDMA_CM_EVENT_CONNECT_RESPONSE, deadline);
+        rc = vb_cm_wait(peer, RDMA_CM_EVENT_CONNECT_RESPONSE, deadline, &reply);
+    if (rc == 0)
+        rc = vb_check_reply(peer, &reply);
     if (rc == 0)
         rc = vb_qp_to(peer->id, sq->qp, IBV_QPS_RTR);
     if (rc == 0)

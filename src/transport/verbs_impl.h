@@ -1,6 +1,6 @@
 /*
  * Private state of the rdma-core verbs backend (verbs.c, verbs_api.c,
- * verbs_conn.c, verbs_post.c, dct.c).
+ * verbs_conn.c, verbs_post.c, verbs_dci.c, dct.c).
  *
  * Owns: one device context, protection domain, send CQ, doorbell (receive)
  * CQ with its completion channel, an eventfd for self-rings and a librdmacm
@@ -14,15 +14,20 @@
  * Threads: tp_post_writes/tp_doorbell_ring for one peer are serialised by the
  * caller; tp_poll and tp_doorbell_wait run on one thread. Send-queue
  * accounting (posted, completed) is written by the posting thread (posted)
- * and the polling thread (completed), so both are atomics. The listener
+ * and the polling thread (completed), so both are atomics. A DCI is shared
+ * by several peers: posts to it, and its reset after an error completion
+ * (done by the polling thread, verbs_dci.c), hold its lock. The listener
  * thread only creates incoming connections under conn_lock.
  *
  * Invariants: posted - completed <= VB_SQ_DEPTH per QP; every VB_SIGNAL_EVERY-th
  * work request of a QP is signaled, so at most VB_SIGNAL_EVERY-1 posted
  * requests are unreclaimable, and a batch builds at most VB_BATCH_MAX_WRS
- * requests so that it always fits once the rest is reclaimed; a failed peer
- * is never posted to again; peer memory lives until endpoint close (flushed
- * completions may still name it).
+ * requests so that it always fits once the rest is reclaimed; a DCI reset
+ * happens only once every posted request has completed (in error or not)
+ * and sets completed = posted before the flushed requests are posted again;
+ * nothing is posted to a DCI between its first error completion and its
+ * reset; a failed peer is never posted to again; peer memory lives until
+ * endpoint close (flushed completions may still name it).
  */
 #ifndef SP_TRANSPORT_VERBS_IMPL_H
 #define SP_TRANSPORT_VERBS_IMPL_H
@@ -133,6 +138,19 @@ struct vb_peer;
 
 enum vb_wr_kind { VB_WR_WRITE = 1, VB_WR_DOORBELL = 2, VB_WR_RECV = 3 };
 
+/* What a DCI request wrote, kept so that it can be posted again after the
+ * DCI is reset (verbs_dci.c). The payload is read again from local memory. */
+struct vb_wrsave {
+    uint64_t remote_addr;
+    uint64_t local_addr;
+    uint32_t length;
+    uint32_t lkey;
+    uint32_t rkey;
+    uint32_t imm_data; /* network order */
+    uint8_t opcode;    /* enum ibv_wr_opcode */
+    uint8_t num_sge;   /* 0 (doorbell) or 1 */
+};
+
 /* Context of one send work request (wr_id points here). Slot seq % depth of
  * the sending queue's ring; valid until the request is reclaimed. */
 struct vb_wrctx {
@@ -142,16 +160,27 @@ struct vb_wrctx {
     uint64_t cookie;  /* batch cookie when report is set */
     uint8_t report;   /* emit TP_EVENT_WRITE_DONE on completion */
     uint8_t signaled;
+    struct vb_wrsave req; /* DCI only: the request, for re-posting */
+};
+
+/* vb_sq.broken */
+enum vb_sq_state {
+    VB_SQ_OK = 0,
+    VB_SQ_DRAINING = 1, /* error completion seen; waiting for the flushes, then reset */
+    VB_SQ_DEAD = 2,     /* in the error state for good (RC, or a DCI whose reset failed) */
 };
 
 /* Send-queue accounting of one QP (RC QP or DCI). */
 struct vb_sq {
     struct ibv_qp *qp;
     uint32_t max_inline;
+    uint8_t is_dci;             /* a DC initiator shared by the peers pinned to it */
+    uint8_t dci_index;          /* its index in vb_ep.dci */
     _Atomic uint64_t posted;    /* WRs posted (posting thread) */
     _Atomic uint64_t completed; /* WRs reclaimed (polling thread) */
-    _Atomic int broken;         /* an error completion moved the QP to the error state */
-    pthread_mutex_t lock;       /* DCI only: serialises peers sharing it */
+    _Atomic int broken;         /* enum vb_sq_state */
+    uint64_t error_seq;         /* DCI: sequence of the first request that completed in error */
+    pthread_mutex_t lock;       /* DCI only: serialises peers sharing it and its reset */
     struct vb_wrctx ctx[VB_SQ_DEPTH];
     struct ibv_send_wr wrs[VB_SQ_DEPTH];
     struct ibv_sge sges[VB_SQ_DEPTH];
@@ -295,10 +324,36 @@ void vb_rc_destroy(struct vb_ep *ep, struct vb_peer *peer);
 /* Creates an RC QP on ep's PD/CQs with SQ accounting (also used by tests). */
 int vb_sq_create_rc(struct vb_ep *ep, struct vb_sq **out);
 void vb_sq_destroy(struct vb_sq *sq);
+/* "RESET", "INIT", "RTR", ... for error messages. */
+const char *vb_qp_state_name(enum ibv_qp_state state);
 
 /* verbs.c */
 int vb_addr_encode(const struct vb_addr *addr, struct tp_desc *out);
 int vb_addr_decode(const struct tp_desc *desc, struct vb_addr *out);
+
+/* Marks peer failed after an error completion with status and fills ev with
+ * its TP_EVENT_PEER_FAILED; returns 1, or 0 when it was reported before. */
+int vb_peer_failed_event(struct vb_peer *peer, enum ibv_wc_status status, struct tp_event *ev);
+
+/* verbs_dci.c (DC initiators; without SPINDLE_HAVE_MLX5DV no DCI exists) */
+/* Creates DCI index of the pool and moves it to RTS. Returns 0 or -1 with
+ * the reason in spindle_errmsg(). */
+int vb_dci_create(struct vb_ep *ep, unsigned index);
+/* Emits the n requests built in sq->wrs (each names its peer in wr_id) on
+ * DCI dci under one wr_start/wr_complete and saves them for re-posting.
+ * Caller holds the DCI's lock. Returns 0 or SPINDLE_EIO. */
+int vb_dci_emit(struct vb_ep *ep, unsigned dci, int n);
+/* Handles an error completion of a DCI request (ctx names it): the peer of
+ * a request that failed (any status but IBV_WC_WR_FLUSH_ERR) is failed and
+ * reported in ev; flushed requests are not failures. When the DCI has
+ * drained, it is reset (RESET, INIT, RTR, RTS) and the flushed requests of
+ * peers that did not fail are posted again in their order. Returns the
+ * number of events stored in ev (0 or 1). Called by the polling thread. */
+int vb_dci_error(struct vb_ep *ep, const struct ibv_wc *wc, struct vb_wrctx *ctx,
+                 struct tp_event *ev);
+/* Moves a qp through a state change with the modify_qp of the injected
+ * table; what names the QP in the error. Returns 0 or SPINDLE_EIO. */
+int vb_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, const char *what);
 
 /* dct.c (no-ops returning "not available" without SPINDLE_HAVE_MLX5DV) */
 /* Probes DC support and creates the DCT and DCI pool when use_dct; logs once

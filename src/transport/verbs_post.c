@@ -226,24 +226,31 @@ static int vb_report_pending(struct vb_ep *ep, struct tp_event *events, int max)
     return stored;
 }
 
+int vb_peer_failed_event(struct vb_peer *peer, enum ibv_wc_status status, struct tp_event *ev)
+{
+    atomic_store_explicit(&peer->failed, 1, memory_order_release);
+    if (atomic_exchange(&peer->reported, 1))
+        return 0;
+    sp_log(SP_LOG_WARN, "verbs", "peer %u (%s:%u) failed: %s", peer->addr.id, peer->addr.host,
+           peer->addr.port, ibv_wc_status_str(status));
+    *ev = (struct tp_event){
+        .type = TP_EVENT_PEER_FAILED, .peer = (struct tp_peer *)peer, .error = SPINDLE_EPEERFAILED};
+    return 1;
+}
+
 /* Turns one send completion into at most one event. */
 static int vb_handle_wc(struct vb_ep *ep, const struct ibv_wc *wc, struct tp_event *ev)
 {
     struct vb_wrctx *ctx = (struct vb_wrctx *)(uintptr_t)wc->wr_id;
     struct vb_peer *peer = ctx->peer;
     if (wc->status != IBV_WC_SUCCESS) {
-        /* The QP (for a DCI: every peer pinned to it) is now in the error
-         * state; its later requests are flushed. */
-        atomic_store_explicit(&ctx->sq->broken, 1, memory_order_release);
-        atomic_store_explicit(&peer->failed, 1, memory_order_release);
-        if (atomic_exchange(&peer->reported, 1))
-            return 0;
-        sp_log(SP_LOG_WARN, "verbs", "peer %u (%s:%u) failed: %s", peer->addr.id, peer->addr.host,
-               peer->addr.port, ibv_wc_status_str(wc->status));
-        *ev = (struct tp_event){.type = TP_EVENT_PEER_FAILED,
-                                .peer = (struct tp_peer *)peer,
-                                .error = SPINDLE_EPEERFAILED};
-        return 1;
+        /* A DCI is shared: only the failed request's peer failed, and the
+         * DCI is reset once it drained. */
+        if (ctx->sq->is_dci)
+            return vb_dci_error(ep, wc, ctx, ev);
+        /* An RC QP is the peer's own: it is in the error state for good. */
+        atomic_store_explicit(&ctx->sq->broken, VB_SQ_DEAD, memory_order_release);
+        return vb_peer_failed_event(peer, wc->status, ev);
     }
     /* A signaled completion retires every earlier request of its queue. */
     if (ctx->seq_end > atomic_load_explicit(&ctx->sq->completed, memory_order_relaxed))
@@ -276,6 +283,10 @@ int vb_poll(struct tp_endpoint *tep, struct tp_event *events, int max)
         if (got < want)
             break;
     }
+    /* Peers failed while handling these completions (a DCI that could not
+     * be reset) are reported now rather than by the next poll. */
+    if (stored < max)
+        stored += vb_report_pending(ep, events + stored, max - stored);
     return stored;
 }
 

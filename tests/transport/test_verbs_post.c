@@ -1,9 +1,9 @@
 /*
- * The verbs backend's logic without an RDMA device. The data path calls the
- * header-inline verbs (ibv_post_send, ibv_poll_cq, ibv_wr_*), which
- * dispatch through function pointers in struct ibv_context and struct
- * ibv_qp_ex; the control path goes through struct verbs_api. Fakes of both
- * record what the backend asks for, and the tests assert:
+ * The verbs backend's logic without an RDMA device (fakes: verbs_fake.h).
+ * The data path calls the header-inline verbs (ibv_post_send, ibv_poll_cq,
+ * ibv_wr_*), which dispatch through function pointers in struct ibv_context
+ * and struct ibv_qp_ex; the control path goes through struct verbs_api.
+ * Fakes of both record what the backend asks for, and the tests assert:
  *   - a batch is ONE ibv_post_send (one doorbell) of a chained list, with
  *     the remote address, rkey and lkey of each write, inline flags by size
  *     and adjacent writes merged into one request;
@@ -18,6 +18,11 @@
  *     address handle; a hot peer starts a background RC connection, and
  *     once one is ready the peer drains its DC writes (its last DC batch is
  *     signaled, further posts wait) and then moves to its RC queue pair;
+ *   - on a DCI shared by two peers, an error completion fails only the
+ *     peer whose request failed; once the DCI drained it is reset (RESET,
+ *     INIT, RTR, RTS) and the other peer's flushed requests are posted
+ *     again in their order, before a DC-to-RC switch; a DCI that cannot be
+ *     reset fails its peers;
  *   - registration asks for on-demand paging (not pinned, no pinned bytes)
  *     only for non-pinned regions on an ODP-capable device, and never for
  *     relaxed ordering;
@@ -43,183 +48,10 @@
 #include "transport/verbs_impl.h"
 #include "util/log.h"
 
+#include "transport/verbs_fake.h"
+
 extern const struct tp_ops tp_verbs_ops;
 
-/* ---- recording fakes ----------------------------------------------------- */
-
-#define MAX_RECORDED 1024
-
-struct recorded_wr {
-    enum ibv_wr_opcode opcode;
-    unsigned flags;
-    uint64_t remote_addr;
-    uint32_t rkey;
-    uint64_t local_addr;
-    uint32_t length;
-    uint32_t lkey;
-    uint64_t wr_id;
-    /* DC path */
-    void *ah;
-    uint32_t dctn;
-    uint64_t dc_key;
-};
-
-static struct {
-    unsigned post_calls; /* ibv_post_send calls = doorbells rung */
-    unsigned chain_lengths[MAX_RECORDED];
-    struct recorded_wr wrs[MAX_RECORDED];
-    unsigned num_wrs;
-    struct ibv_wc pending_wc[64]; /* what the fake send CQ returns next */
-    int num_wc;
-    unsigned dc_starts, dc_completes;
-    int reg_access;
-    unsigned cm_channels; /* background RC connection attempts */
-} rec;
-
-static int fail_mid_chain; /* the next post fails after its first request */
-
-static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-    (void)qp;
-    if (fail_mid_chain && wr->next != NULL) {
-        fail_mid_chain = 0;
-        *bad = wr->next;
-        return ENOMEM;
-    }
-    unsigned length = 0;
-    for (; wr != NULL; wr = wr->next, length++) {
-        struct recorded_wr *r = &rec.wrs[rec.num_wrs++ % MAX_RECORDED];
-        *r = (struct recorded_wr){.opcode = wr->opcode,
-                                  .flags = wr->send_flags,
-                                  .remote_addr = wr->wr.rdma.remote_addr,
-                                  .rkey = wr->wr.rdma.rkey,
-                                  .wr_id = wr->wr_id};
-        if (wr->num_sge > 0) {
-            r->local_addr = wr->sg_list->addr;
-            r->length = wr->sg_list->length;
-            r->lkey = wr->sg_list->lkey;
-        }
-    }
-    rec.chain_lengths[rec.post_calls++ % MAX_RECORDED] = length;
-    return 0;
-}
-
-static int fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
-{
-    if (cq->cq_context != (void *)1) /* the doorbell CQ: nothing arrives */
-        return 0;
-    int n = 0;
-    while (n < num && rec.num_wc > 0) {
-        wc[n++] = rec.pending_wc[0];
-        memmove(rec.pending_wc, rec.pending_wc + 1,
-                (size_t)--rec.num_wc * sizeof rec.pending_wc[0]);
-    }
-    return n;
-}
-
-static struct ibv_context fake_ctx;
-static struct ibv_qp fake_rc_qp = {.context = &fake_ctx};
-static struct ibv_cq fake_send_cq = {.context = &fake_ctx, .cq_context = (void *)1};
-static struct ibv_cq fake_recv_cq = {.context = &fake_ctx, .cq_context = (void *)2};
-
-#ifdef SPINDLE_HAVE_MLX5DV
-/* DC initiator through the extended QP interface. */
-static struct recorded_wr *dc_current;
-static void fake_wr_start(struct ibv_qp_ex *qp)
-{
-    (void)qp;
-    rec.dc_starts++;
-}
-static void dc_begin(struct ibv_qp_ex *qp, enum ibv_wr_opcode opcode, uint32_t rkey, uint64_t addr)
-{
-    dc_current = &rec.wrs[rec.num_wrs++ % MAX_RECORDED];
-    *dc_current = (struct recorded_wr){.opcode = opcode,
-                                       .flags = qp->wr_flags,
-                                       .remote_addr = addr,
-                                       .rkey = rkey,
-                                       .wr_id = qp->wr_id};
-}
-static void fake_wr_rdma_write(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t addr)
-{
-    dc_begin(qp, IBV_WR_RDMA_WRITE, rkey, addr);
-}
-static void fake_wr_rdma_write_imm(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t addr, __be32 imm)
-{
-    (void)imm;
-    dc_begin(qp, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, addr);
-}
-static void fake_wr_set_sge(struct ibv_qp_ex *qp, uint32_t lkey, uint64_t addr, uint32_t length)
-{
-    (void)qp;
-    dc_current->lkey = lkey;
-    dc_current->local_addr = addr;
-    dc_current->length = length;
-}
-static void fake_wr_set_inline_data(struct ibv_qp_ex *qp, void *addr, size_t length)
-{
-    (void)qp;
-    dc_current->local_addr = (uintptr_t)addr;
-    dc_current->length = (uint32_t)length;
-}
-static void fake_wr_set_sge_list(struct ibv_qp_ex *qp, size_t num, const struct ibv_sge *list)
-{
-    (void)qp;
-    (void)num;
-    (void)list;
-}
-static int fake_wr_complete(struct ibv_qp_ex *qp)
-{
-    (void)qp;
-    rec.dc_completes++;
-    return 0;
-}
-static void fake_set_dc_addr(struct mlx5dv_qp_ex *mqp, struct ibv_ah *ah, uint32_t dctn,
-                             uint64_t key)
-{
-    (void)mqp;
-    dc_current->ah = ah;
-    dc_current->dctn = dctn;
-    dc_current->dc_key = key;
-}
-
-static struct ibv_qp_ex fake_dci_ex = {
-    .wr_start = fake_wr_start,
-    .wr_rdma_write = fake_wr_rdma_write,
-    .wr_rdma_write_imm = fake_wr_rdma_write_imm,
-    .wr_set_sge = fake_wr_set_sge,
-    .wr_set_inline_data = fake_wr_set_inline_data,
-    .wr_set_sge_list = fake_wr_set_sge_list,
-    .wr_complete = fake_wr_complete,
-};
-static struct mlx5dv_qp_ex fake_dci_mlx = {.wr_set_dc_addr = fake_set_dc_addr};
-#endif
-
-/* Control path: registration records its access flags; the RDMA CM fails,
- * so a background RC connection attempt is counted and fails. */
-static struct ibv_mr fake_mr = {.lkey = 0x1111, .rkey = 0x2222};
-static struct ibv_mr *fake_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
-{
-    (void)pd;
-    (void)addr;
-    (void)length;
-    rec.reg_access = access;
-    return &fake_mr;
-}
-static int fake_dereg_mr(struct ibv_mr *mr)
-{
-    (void)mr;
-    return 0;
-}
-static int fake_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
-                          struct ibv_sge *sg, uint32_t num)
-{
-    (void)pd;
-    (void)advice;
-    (void)flags;
-    (void)sg;
-    (void)num;
-    return 0;
-}
 static struct rdma_event_channel *fake_create_event_channel(void)
 {
     __atomic_fetch_add(&rec.cm_channels, 1, __ATOMIC_SEQ_CST);
@@ -250,6 +82,7 @@ static struct vb_sq *new_sq(struct ibv_qp *qp, uint32_t max_inline)
     sq->max_inline = max_inline;
     atomic_init(&sq->posted, 0);
     atomic_init(&sq->completed, 0);
+    atomic_init(&sq->broken, VB_SQ_OK);
     pthread_mutex_init(&sq->lock, NULL);
     return sq;
 }
@@ -264,6 +97,8 @@ static int setup(void **state)
     fake_api.dereg_mr = fake_dereg_mr;
     fake_api.advise_mr = fake_advise_mr;
     fake_api.rdma_create_event_channel = fake_create_event_channel;
+    fake_api.modify_qp = fake_modify_qp;
+    memset(&modifies, 0, sizeof modifies);
     verbs_api_set(&fake_api);
     struct fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
@@ -496,10 +331,16 @@ static void test_doorbell_is_write_with_immediate(void **state)
 }
 
 #ifdef SPINDLE_HAVE_MLX5DV
+static struct ibv_qp fake_dci_qp = {.context = &fake_ctx, .qp_num = 0x77};
+
 /* Puts the fixture's peer on the DC path through a one-DCI pool. */
 static void use_dc(struct fixture *f)
 {
-    f->dci = new_sq(NULL, 64);
+    f->dci = new_sq(&fake_dci_qp, 64);
+    f->dci->is_dci = 1;
+    f->dci->dci_index = 0;
+    f->ep.port_num = 1;
+    f->ep.mtu = IBV_MTU_2048;
     for (unsigned i = 0; i < VB_DCI_POOL; i++) {
         f->ep.dci[i] = f->dci;
         f->ep.dci_ex[i] = &fake_dci_ex;
@@ -582,44 +423,221 @@ static void test_hot_dc_peer_moves_to_rc(void **state)
     assert_int_equal(atomic_load(&f->rc->posted), 1);
 }
 
-/* An error completion on a DCI breaks it for every peer pinned to it: a
- * second peer's post is refused without reaching the DCI (not left at
- * SPINDLE_EAGAIN for ever), and that peer is reported failed once. */
-static void test_broken_dci_fails_its_peers_once(void **state)
+/* A second peer pinned to the fixture's DCI, with its own address. */
+static struct vb_peer *second_dc_peer(struct fixture *f, struct ibv_ah *ah)
 {
-    struct fixture *f = *state;
-    use_dc(f);
     struct vb_peer *other = calloc(1, sizeof *other);
     assert_non_null(other);
-    *other = (struct vb_peer){.ep = &f->ep, .ah = &f->ah, .dci = 0};
+    *other = (struct vb_peer){.ep = &f->ep, .ah = ah, .dci = 0};
     other->addr.id = 8;
+    other->addr.dctn = 0x4343;
+    other->addr.dc_key = VB_DC_KEY;
+    snprintf(other->addr.host, sizeof other->addr.host, "10.0.0.8");
     atomic_init(&other->path, VB_PATH_DC);
     f->peer.next = other;
     f->ep.peers = &f->peer;
-    struct tp_write w = write_at(f, 0, 0, 8);
-    assert_int_equal(post(f, &w, 1, 0), 0);
-    assert_int_equal(tp_verbs_ops.post_writes((struct tp_peer *)other, &w, 1, 0, 1), 0);
-    /* The first peer's request fails; the other's queued one is flushed. */
-    complete(rec.wrs[0].wr_id, IBV_WC_RETRY_EXC_ERR);
-    struct tp_event ev[4];
-    assert_int_equal(tp_verbs_ops.poll((struct tp_endpoint *)&f->ep, ev, 4), 1);
-    assert_ptr_equal(ev[0].peer, (struct tp_peer *)&f->peer);
-    assert_int_equal(atomic_load(&f->dci->broken), 1);
-    unsigned starts = rec.dc_starts;
-    assert_int_equal(tp_verbs_ops.post_writes((struct tp_peer *)other, &w, 1, 0, 1),
-                     SPINDLE_EPEERFAILED);
-    assert_non_null(strstr(spindle_errmsg(), "error state"));
-    assert_int_equal(tp_verbs_ops.doorbell_ring((struct tp_peer *)other), SPINDLE_EPEERFAILED);
-    assert_int_equal(rec.dc_starts, starts); /* nothing more reached the DCI */
-    assert_int_equal(tp_verbs_ops.poll((struct tp_endpoint *)&f->ep, ev, 4), 1);
+    return other;
+}
+
+/* Peer A (the fixture's) and peer B share a DCI. A's write fails with a
+ * remote error, B's queued writes are flushed: A is reported failed once, B
+ * is not failed, the DCI goes RESET -> INIT -> RTR -> RTS with the
+ * attributes it was created with, B's flushed requests are posted again in
+ * their order (data before guard) and B's later posts succeed. */
+static void test_dci_reset_reposts_flushed_writes_of_healthy_peers(void **state)
+{
+    struct fixture *f = *state;
+    use_dc(f);
+    struct ibv_ah ah_b;
+    struct vb_peer *b = second_dc_peer(f, &ah_b);
+    struct tp_peer *tb = (struct tp_peer *)b;
+    struct tp_endpoint *ep = (struct tp_endpoint *)&f->ep;
+    struct tp_write wa = write_at(f, 0, 0, 8);
+    struct tp_write data_guard[2] = {write_at(f, 512, 4096, 100), write_at(f, 1024, 8192, 8)};
+    struct tp_write wb = write_at(f, 2048, 12288, 16);
+    /* seq 0: A; 1, 2: B data, guard (reported); 3: A; 4: B; 5: B doorbell */
+    assert_int_equal(post(f, &wa, 1, 0), 0);
+    assert_int_equal(tp_verbs_ops.post_writes(tb, data_guard, 2, TP_POST_SIGNALED, 5), 0);
+    assert_int_equal(post(f, &wa, 1, 0), 0);
+    assert_int_equal(tp_verbs_ops.post_writes(tb, &wb, 1, 0, 6), 0);
+    assert_int_equal(tp_verbs_ops.doorbell_ring(tb), 0);
+    assert_int_equal(rec.num_wrs, 6);
+    assert_int_equal(atomic_load(&f->dci->posted), 6);
+
+    /* A's request fails; the NIC flushes the rest, B's among them. */
+    complete(rec.wrs[0].wr_id, IBV_WC_REM_ACCESS_ERR);
+    for (unsigned i = 1; i < 4; i++)
+        complete(rec.wrs[i].wr_id, IBV_WC_WR_FLUSH_ERR);
+    struct tp_event ev[8];
+    assert_int_equal(tp_verbs_ops.poll(ep, ev, 8), 1);
     assert_int_equal(ev[0].type, TP_EVENT_PEER_FAILED);
-    assert_ptr_equal(ev[0].peer, (struct tp_peer *)other);
-    /* Its flushed request does not report it a second time. */
-    complete(rec.wrs[1].wr_id, IBV_WC_WR_FLUSH_ERR);
-    assert_int_equal(tp_verbs_ops.poll((struct tp_endpoint *)&f->ep, ev, 4), 0);
+    assert_ptr_equal(ev[0].peer, (struct tp_peer *)&f->peer);
+    assert_int_equal(atomic_load(&f->dci->broken), VB_SQ_DRAINING);
+    /* Not drained yet: no reset, and B waits rather than overtake its
+     * flushed requests. */
+    assert_int_equal(modifies.count, 0);
+    unsigned starts = rec.dc_starts;
+    assert_int_equal(tp_verbs_ops.post_writes(tb, &wb, 1, 0, 6), SPINDLE_EAGAIN);
+    assert_non_null(strstr(spindle_errmsg(), "being reset"));
+    assert_int_equal(tp_verbs_ops.doorbell_ring(tb), SPINDLE_EAGAIN);
+    assert_int_equal(rec.dc_starts, starts);
+
+    /* The last flushes: the DCI has drained, is reset, B's requests go again. */
+    complete(rec.wrs[4].wr_id, IBV_WC_WR_FLUSH_ERR);
+    complete(rec.wrs[5].wr_id, IBV_WC_WR_FLUSH_ERR);
+    assert_int_equal(tp_verbs_ops.poll(ep, ev, 8), 0); /* B is not reported */
+    assert_int_equal(atomic_load(&f->peer.failed), 1);
+    assert_int_equal(atomic_load(&b->failed), 0);
+    assert_int_equal(atomic_load(&b->reported), 0);
+    assert_int_equal(atomic_load(&f->dci->broken), VB_SQ_OK);
+    assert_int_equal(assert_dci_transitions(0, &fake_dci_qp, 1, 1, IBV_MTU_2048), 4);
+    assert_int_equal(modifies.count, 4);
+    assert_int_equal(fake_dci_qp.state, IBV_QPS_RTS);
+
+    /* One chain of B's four requests, in their order; A's is dropped. */
+    assert_int_equal(rec.dc_starts, starts + 1);
+    assert_int_equal(rec.dc_completes, starts + 1);
+    assert_int_equal(rec.num_wrs, 10);
+    const struct {
+        enum ibv_wr_opcode opcode;
+        uint64_t remote;
+        uint32_t length;
+        uint64_t local;
+    } want[4] = {{IBV_WR_RDMA_WRITE, f->rmr.addr + 4096, 100, (uintptr_t)f->local + 512},
+                 {IBV_WR_RDMA_WRITE, f->rmr.addr + 8192, 8, (uintptr_t)f->local + 1024},
+                 {IBV_WR_RDMA_WRITE, f->rmr.addr + 12288, 16, (uintptr_t)f->local + 2048},
+                 {IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0, 0}};
+    for (unsigned i = 0; i < 4; i++) {
+        const struct recorded_wr *r = &rec.wrs[6 + i];
+        assert_int_equal(r->opcode, want[i].opcode);
+        assert_int_equal(r->remote_addr, want[i].remote);
+        assert_int_equal(r->length, want[i].length);
+        assert_int_equal(r->local_addr, want[i].local);
+        assert_ptr_equal(r->ah, &ah_b);
+        assert_int_equal(r->dctn, 0x4343);
+        assert_int_equal(r->dc_key, VB_DC_KEY);
+        if (want[i].length > 0)
+            assert_int_equal(r->rkey, 0xabcd);
+        if (want[i].length > 0 && want[i].length <= 64)
+            assert_true(r->flags & IBV_SEND_INLINE);
+        const struct vb_wrctx *ctx = (const struct vb_wrctx *)(uintptr_t)r->wr_id;
+        assert_ptr_equal(ctx->peer, b);
+        assert_int_equal(ctx->seq_end, 7 + i);
+    }
+    /* The guard still reports its batch (cookie 5), and is signaled. */
+    assert_true(rec.wrs[7].flags & IBV_SEND_SIGNALED);
+    /* Accounting: everything before the reset completed; four outstanding. */
+    assert_int_equal(atomic_load(&f->dci->completed), 6);
+    assert_int_equal(atomic_load(&f->dci->posted), 10);
+    assert_int_equal(b->dc_last_seq, 10);
+    complete(rec.wrs[7].wr_id, IBV_WC_SUCCESS);
+    assert_int_equal(tp_verbs_ops.poll(ep, ev, 8), 1);
+    assert_int_equal(ev[0].type, TP_EVENT_WRITE_DONE);
+    assert_ptr_equal(ev[0].peer, tb);
+    assert_int_equal(ev[0].cookie, 5);
+    assert_int_equal(atomic_load(&f->dci->completed), 8);
+
+    /* B posts again through the reset DCI; A stays failed. */
+    assert_int_equal(tp_verbs_ops.post_writes(tb, &wb, 1, 0, 6), 0);
+    assert_int_equal(rec.num_wrs, 11);
+    assert_ptr_equal(rec.wrs[10].ah, &ah_b);
+    assert_int_equal(rec.wrs[10].remote_addr, f->rmr.addr + 12288);
+    assert_int_equal(atomic_load(&f->dci->posted), 11);
+    assert_int_equal(post(f, &wa, 1, 0), SPINDLE_EPEERFAILED);
+    assert_int_equal(tp_verbs_ops.poll(ep, ev, 8), 0); /* A was reported once */
     f->ep.peers = NULL;
     f->peer.next = NULL;
-    free(other);
+    free(b);
+}
+
+/* A peer draining from DC to RC whose last DC batch was flushed by another
+ * peer's failure moves to RC only after its re-posted DC requests have
+ * completed: no RC write overtakes them (T2). */
+static void test_dci_reset_keeps_the_dc_to_rc_drain_order(void **state)
+{
+    struct fixture *f = *state;
+    use_dc(f);
+    struct ibv_ah ah_a;
+    struct vb_peer *a = second_dc_peer(f, &ah_a); /* fails; the fixture's peer drains */
+    struct tp_endpoint *ep = (struct tp_endpoint *)&f->ep;
+    struct tp_write w = write_at(f, 0, 0, 8);
+    assert_int_equal(tp_verbs_ops.post_writes((struct tp_peer *)a, &w, 1, 0, 1), 0); /* 0 */
+    assert_int_equal(post(f, &w, 1, 0), 0);                                          /* 1 */
+    f->peer.sq = f->rc;
+    atomic_store(&f->peer.rc_ready, 1);
+    assert_int_equal(post(f, &w, 1, 0), 0); /* 2: the last DC batch, signaled */
+    assert_true(rec.wrs[2].flags & IBV_SEND_SIGNALED);
+    assert_int_equal(f->peer.dc_last_seq, 3);
+    complete(rec.wrs[0].wr_id, IBV_WC_REM_ACCESS_ERR);
+    complete(rec.wrs[1].wr_id, IBV_WC_WR_FLUSH_ERR);
+    complete(rec.wrs[2].wr_id, IBV_WC_WR_FLUSH_ERR);
+    struct tp_event ev[8];
+    assert_int_equal(tp_verbs_ops.poll(ep, ev, 8), 1);
+    assert_ptr_equal(ev[0].peer, (struct tp_peer *)a);
+    /* Re-posted at 3 and 4; everything before counts as completed. */
+    assert_int_equal(rec.num_wrs, 5);
+    assert_true(rec.wrs[4].flags & IBV_SEND_SIGNALED);
+    assert_int_equal(atomic_load(&f->dci->completed), 3);
+    assert_int_equal(f->peer.dc_last_seq, 5);
+    assert_int_equal(post(f, &w, 1, 0), SPINDLE_EAGAIN);
+    assert_int_equal(atomic_load(&f->peer.path), VB_PATH_DC);
+    assert_int_equal(rec.post_calls, 0); /* nothing on the RC queue pair */
+    complete(rec.wrs[4].wr_id, IBV_WC_SUCCESS);
+    assert_int_equal(tp_verbs_ops.poll(ep, ev, 8), 0);
+    assert_int_equal(post(f, &w, 1, 0), 0);
+    assert_int_equal(atomic_load(&f->peer.path), VB_PATH_RC);
+    assert_int_equal(rec.post_calls, 1);
+    f->ep.peers = NULL;
+    f->peer.next = NULL;
+    free(a);
+}
+
+/* If the DCI cannot be reset, the peers whose requests were flushed are
+ * failed (their writes are lost) and reported once; later posts of peers
+ * pinned to the dead DCI fail instead of waiting for ever. */
+static void test_failed_dci_reset_fails_the_flushed_peers(void **state)
+{
+    struct fixture *f = *state;
+    use_dc(f);
+    struct ibv_ah ah_b;
+    struct vb_peer *b = second_dc_peer(f, &ah_b);
+    struct tp_endpoint *ep = (struct tp_endpoint *)&f->ep;
+    struct tp_write w = write_at(f, 0, 0, 8);
+    assert_int_equal(post(f, &w, 1, 0), 0);
+    assert_int_equal(tp_verbs_ops.post_writes((struct tp_peer *)b, &w, 1, 0, 1), 0);
+    modifies.fail_state = IBV_QPS_RESET + 1;
+    complete(rec.wrs[0].wr_id, IBV_WC_RETRY_EXC_ERR);
+    complete(rec.wrs[1].wr_id, IBV_WC_WR_FLUSH_ERR);
+    struct tp_event ev[8];
+    assert_int_equal(tp_verbs_ops.poll(ep, ev, 8), 2);
+    assert_ptr_equal(ev[0].peer, (struct tp_peer *)&f->peer);
+    assert_int_equal(ev[1].type, TP_EVENT_PEER_FAILED);
+    assert_ptr_equal(ev[1].peer, (struct tp_peer *)b);
+    assert_int_equal(atomic_load(&f->dci->broken), VB_SQ_DEAD);
+    assert_int_equal(atomic_load(&f->dci->completed), 2);
+    unsigned starts = rec.dc_starts;
+    assert_int_equal(tp_verbs_ops.post_writes((struct tp_peer *)b, &w, 1, 0, 1),
+                     SPINDLE_EPEERFAILED);
+    assert_int_equal(rec.dc_starts, starts);
+    assert_int_equal(tp_verbs_ops.poll(ep, ev, 8), 0);
+    /* A third peer on the dead DCI is failed by its first post, and reported. */
+    struct vb_peer *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    *c = (struct vb_peer){.ep = &f->ep, .ah = &ah_b, .dci = 0};
+    c->addr.id = 9;
+    atomic_init(&c->path, VB_PATH_DC);
+    b->next = c;
+    assert_int_equal(tp_verbs_ops.post_writes((struct tp_peer *)c, &w, 1, 0, 1),
+                     SPINDLE_EPEERFAILED);
+    assert_non_null(strstr(spindle_errmsg(), "could not be reset"));
+    assert_int_equal(tp_verbs_ops.doorbell_ring((struct tp_peer *)c), SPINDLE_EPEERFAILED);
+    assert_int_equal(rec.dc_starts, starts);
+    assert_int_equal(tp_verbs_ops.poll(ep, ev, 8), 1);
+    assert_ptr_equal(ev[0].peer, (struct tp_peer *)c);
+    f->ep.peers = NULL;
+    f->peer.next = NULL;
+    free(b);
+    free(c);
 }
 #endif
 
@@ -828,91 +846,8 @@ static void test_no_dc_falls_back_to_rc_with_a_log_line(void **state)
 
 /* ---- vb_open on a fake device: DC is tried by default ----------------------- */
 
-static struct ibv_device fake_device = {.name = "fake0"};
-static struct ibv_device *fake_device_list[2] = {&fake_device, NULL};
-static struct ibv_pd fake_pd;
-static struct ibv_comp_channel fake_channel = {.fd = -1};
 static unsigned dv_queries;
 
-static struct ibv_device **fake_get_device_list(int *num)
-{
-    *num = 1;
-    return fake_device_list;
-}
-static void fake_free_device_list(struct ibv_device **list)
-{
-    (void)list;
-}
-static struct ibv_context *fake_open_device(struct ibv_device *device)
-{
-    (void)device;
-    return &fake_ctx;
-}
-static int fake_close_device(struct ibv_context *context)
-{
-    (void)context;
-    return 0;
-}
-static int fake_query_device_ex(struct ibv_context *context, struct ibv_device_attr_ex *attr)
-{
-    (void)context;
-    memset(attr, 0, sizeof *attr);
-    attr->orig_attr.phys_port_cnt = 1;
-    return 0;
-}
-static int fake_query_port(struct ibv_context *context, uint8_t port, struct ibv_port_attr *attr)
-{
-    (void)context;
-    (void)port;
-    memset(attr, 0, sizeof *attr);
-    attr->state = IBV_PORT_ACTIVE;
-    attr->lid = 5;
-    attr->active_mtu = IBV_MTU_4096;
-    return 0;
-}
-static int fake_query_gid(struct ibv_context *context, uint8_t port, int index, union ibv_gid *gid)
-{
-    (void)context;
-    (void)port;
-    (void)index;
-    memset(gid, 0, sizeof *gid);
-    return 0;
-}
-static struct ibv_pd *fake_alloc_pd(struct ibv_context *context)
-{
-    (void)context;
-    return &fake_pd;
-}
-static int fake_dealloc_pd(struct ibv_pd *pd)
-{
-    (void)pd;
-    return 0;
-}
-static struct ibv_comp_channel *fake_create_comp_channel(struct ibv_context *context)
-{
-    (void)context;
-    return &fake_channel;
-}
-static int fake_destroy_comp_channel(struct ibv_comp_channel *channel)
-{
-    (void)channel;
-    return 0;
-}
-static struct ibv_cq *fake_create_cq(struct ibv_context *context, int cqe, void *cq_context,
-                                     struct ibv_comp_channel *channel, int comp_vector)
-{
-    (void)context;
-    (void)cqe;
-    (void)cq_context;
-    (void)channel;
-    (void)comp_vector;
-    return &fake_recv_cq;
-}
-static int fake_destroy_cq(struct ibv_cq *cq)
-{
-    (void)cq;
-    return 0;
-}
 #ifdef SPINDLE_HAVE_MLX5DV
 static int fake_dv_query_counted(struct ibv_context *context, struct mlx5dv_context *out)
 {
@@ -956,19 +891,7 @@ static void test_open_tries_dc_by_default(void **state)
 {
     (void)state;
     dv_queries = 0;
-    fake_api.get_device_list = fake_get_device_list;
-    fake_api.free_device_list = fake_free_device_list;
-    fake_api.open_device = fake_open_device;
-    fake_api.close_device = fake_close_device;
-    fake_api.query_device_ex = fake_query_device_ex;
-    fake_api.query_port = fake_query_port;
-    fake_api.query_gid = fake_query_gid;
-    fake_api.alloc_pd = fake_alloc_pd;
-    fake_api.dealloc_pd = fake_dealloc_pd;
-    fake_api.create_comp_channel = fake_create_comp_channel;
-    fake_api.destroy_comp_channel = fake_destroy_comp_channel;
-    fake_api.create_cq = fake_create_cq;
-    fake_api.destroy_cq = fake_destroy_cq;
+    fake_install_device(&fake_api);
 #ifdef SPINDLE_HAVE_MLX5DV
     fake_api.mlx5dv_query_device = fake_dv_query_counted;
 #endif
@@ -1097,7 +1020,12 @@ int main(void)
 #ifdef SPINDLE_HAVE_MLX5DV
         cmocka_unit_test_setup_teardown(test_dc_writes_carry_the_peer_address, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hot_dc_peer_moves_to_rc, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_broken_dci_fails_its_peers_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dci_reset_reposts_flushed_writes_of_healthy_peers,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_dci_reset_fails_the_flushed_peers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dci_reset_keeps_the_dc_to_rc_drain_order, setup,
+                                        teardown),
 #endif
 #ifdef SPINDLE_HAVE_MLX5DV
         cmocka_unit_test_setup_teardown(test_new_member_is_written_through_its_pinned_dci, setup,
