@@ -211,6 +211,7 @@ struct spindle_stats {
     uint64_t send_batch_count, send_batch_messages;  /* totals behind the histograms */
     uint64_t receive_batch_count, receive_batch_messages;
     uint64_t delivery_batch_count, delivery_batch_messages;
+    uint64_t pinned_bytes; /* bytes this member's transport keeps pinned (0 on shm) */
 };
 
 /* Flags of spindle_reserve. */

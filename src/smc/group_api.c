@@ -169,48 +169,15 @@ static int connect_members(struct spindle_group *group)
     return rc;
 }
 
-/* spindle_group_create for a process joining a running group. */
-static int create_joiner(const struct spindle_group_options *options,
-                         const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups,
-                         spindle_group_t **out)
+/* Sets up this member's side of the group: a fresh one from the member
+ * list, or (options.join) a joiner's; then the membership thread. */
+static int create_member(struct spindle_group *group,
+                         const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)
 {
-    struct spindle_group *group = calloc(1, sizeof *group);
-    if (group == NULL)
-        return sp_error(SPINDLE_ENOMEM, "no memory for the group handle");
-    group->options = *options;
-    pthread_rwlock_init(&group->smc_lock, NULL);
-    pthread_mutex_init(&group->lock, NULL);
-    pthread_cond_init(&group->cond, NULL);
-    int rc = group_join_create(group, subgroups, num_subgroups);
-    if (rc == 0)
-        rc = group_membership_start(group);
-    if (rc < 0) {
-        spindle_group_destroy(group);
-        return rc;
-    }
-    *out = group;
-    return 0;
-}
-
-SPINDLE_API int spindle_group_create(const struct spindle_group_options *options,
-                                     const struct spindle_subgroup_config *subgroups,
-                                     uint32_t num_subgroups, spindle_group_t **out)
-{
-    if (options == NULL || out == NULL || (subgroups == NULL && num_subgroups > 0))
-        return sp_error(SPINDLE_EINVAL, "spindle_group_create: null argument");
-    int rc = check_options(options, num_subgroups);
-    if (rc < 0)
-        return rc;
+    const struct spindle_group_options *options = &group->options;
     if (options->join != NULL)
-        return create_joiner(options, subgroups, num_subgroups, out);
-    struct spindle_group *group = calloc(1, sizeof *group);
-    if (group == NULL)
-        return sp_error(SPINDLE_ENOMEM, "no memory for the group handle");
-    group->options = *options;
-    pthread_rwlock_init(&group->smc_lock, NULL);
-    pthread_mutex_init(&group->lock, NULL);
-    pthread_cond_init(&group->cond, NULL);
-    rc = group_bootstrap_parse(options, &group->boot);
+        return group_join_create(group, subgroups, num_subgroups);
+    int rc = group_bootstrap_parse(options, &group->boot);
     if (rc == 0) {
         if (options->group_name != NULL)
             snprintf(group->group_name, sizeof group->group_name, "%s", options->group_name);
@@ -229,6 +196,26 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
         rc = connect_members(group);
     group->joinable = group->boot.kind == SPINDLE_BOOTSTRAP_TCP && options->tolerate_failures;
     group->next_id = options->num_members;
+    return rc;
+}
+
+SPINDLE_API int spindle_group_create(const struct spindle_group_options *options,
+                                     const struct spindle_subgroup_config *subgroups,
+                                     uint32_t num_subgroups, spindle_group_t **out)
+{
+    if (options == NULL || out == NULL || (subgroups == NULL && num_subgroups > 0))
+        return sp_error(SPINDLE_EINVAL, "spindle_group_create: null argument");
+    int rc = check_options(options, num_subgroups);
+    if (rc < 0)
+        return rc;
+    struct spindle_group *group = calloc(1, sizeof *group);
+    if (group == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the group handle");
+    group->options = *options;
+    pthread_rwlock_init(&group->smc_lock, NULL);
+    pthread_mutex_init(&group->lock, NULL);
+    pthread_cond_init(&group->cond, NULL);
+    rc = create_member(group, subgroups, num_subgroups);
     if (rc == 0)
         rc = group_membership_start(group);
     if (rc < 0) {
@@ -356,6 +343,7 @@ SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats
     out->predicate_passes = engine.passes;
     out->sleeps = engine.sleeps;
     out->wakeups_sent = engine.wakeups_sent;
+    out->pinned_bytes = engine.pinned_bytes;
     memcpy(out->send_batches, smc.send_batches, sizeof out->send_batches);
     memcpy(out->receive_batches, smc.receive_batches, sizeof out->receive_batches);
     memcpy(out->delivery_batches, smc.delivery_batches, sizeof out->delivery_batches);

@@ -1,5 +1,5 @@
 /*
- * Small-message multicast (SMC): per-sender ring buffers in the SST with
+ * Small-message multicast (SMC): per-sender ring buffers beside the SST with
  * the Spindle techniques (opportunistic batching 3.2, null-sends 3.3, lock
  * release before posting 3.4 through the engine, batched delivery 3.5).
  *
@@ -9,16 +9,27 @@
  * whole object (smc_group_stop + smc_group_destroy) and builds the next one;
  * nothing outlives it but the engine.
  *
- * Row layout, per subgroup g (same offsets in every row; row r's ring is
- * member r's sending ring in g):
+ * Row layout, per subgroup g (same offsets in every row):
  *   received_num[S]  positions of sender s this member holds (counters)
  *   delivered_num    sequence numbers delivered (atomic) or messages
  *                    delivered (unordered)
- *   sent_num         positions this row's owner published (guard of ring)
+ *   sent_num         positions this row's owner published (guard of its ring)
  *   null_num         nulls this row's owner sent
- *   ring[W]          W slots of (8-byte header + max_payload rounded to 8)
  * received_num..delivered_num are contiguous so one write acknowledges
  * everything; sent_num and null_num likewise travel as one write.
+ *
+ * Rings are not in the rows: they live in the table's side region
+ * (sst_table_set_side_region), registered TP_MR_NONPINNED so that backends
+ * able to (verbs with on-demand paging) do not pin them. Member m's side
+ * region holds, for each subgroup g that m is a member of (in index order)
+ * and each sender s of g (in round-robin order), s's ring: W slots of
+ * (8-byte header + max_payload rounded to 8), the ring rounded up to a
+ * cache line. It holds nothing for subgroups m is not in, so a member
+ * allocates and registers ring memory only for its own subgroups; one that
+ * is in none has no side region. Every member computes every member's
+ * layout (smc_ring_base), so sender s copies its ring from its own side
+ * region to the same ring's offset in each peer's side region, and the
+ * push of sent_num that follows guards it (T2 across the two regions).
  *
  * Positions: a sender's stream is a sequence of positions 0, 1, 2, ...;
  * each holds an application message (in the ring) or a null. A slot header
@@ -95,9 +106,20 @@ struct smc_stats {
 int smc_layout_validate(const struct smc_layout *layout, uint32_t subgroup, uint32_t num_rows);
 
 /*
- * Builds the group state and its SST table (not yet connected). Layouts are
- * copied. SPINDLE_EINVAL for a bad layout, SPINDLE_ENOMEM, or the table's
- * error.
+ * Offset of subgroup g's first ring in the side region of member row: the
+ * rings of every earlier subgroup that row is a member of come first. With
+ * g == num_subgroups it is the size of row's side region (0: none). Only
+ * meaningful for a g that row is a member of (or num_subgroups). Layouts
+ * must be valid.
+ */
+uint64_t smc_ring_base(const struct smc_layout *layouts, uint32_t g, uint32_t row);
+/* Bytes of one sender's ring in a subgroup of this layout. */
+uint64_t smc_ring_stride(const struct smc_layout *layout);
+
+/*
+ * Builds the group state and its SST table (not yet connected), with a side
+ * region for the rings of this member's subgroups. Layouts are copied.
+ * SPINDLE_EINVAL for a bad layout, SPINDLE_ENOMEM, or the table's error.
  */
 int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts,
                      uint32_t num_subgroups, uint32_t num_rows, uint32_t my_row,

@@ -84,16 +84,40 @@ static int add_subgroup_columns(struct sst_schema *schema, struct smc_subgroup *
     if (rc < 0)
         return rc;
     sub->null_offset = sub->sent_offset + 8;
-    int guard = -1;
-    for (uint32_t c = 0; c < schema->num_columns; c++)
-        if (schema->columns[c].offset == sub->sent_offset)
-            guard = (int)c;
-    int ring =
-        sst_schema_add_array(schema, (size_t)sub->slot_size * sub->layout.window_size, guard, true);
-    if (ring < 0)
-        return ring;
-    sub->ring_offset = sst_column_offset(schema, ring);
     return 0;
+}
+
+uint64_t smc_ring_stride(const struct smc_layout *layout)
+{
+    /* Cache-line aligned: rings of different senders never share a line. */
+    uint64_t slot = SMC_HEADER_SIZE + (((uint64_t)layout->max_payload + 7) & ~7ull);
+    uint64_t ring = slot * layout->window_size;
+    return (ring + SST_CACHE_LINE - 1) / SST_CACHE_LINE * SST_CACHE_LINE;
+}
+
+uint64_t smc_ring_base(const struct smc_layout *layouts, uint32_t g, uint32_t row)
+{
+    uint64_t base = 0;
+    for (uint32_t h = 0; h < g; h++)
+        if (find_index(layouts[h].members, layouts[h].num_members, row) >= 0)
+            base += layouts[h].num_senders * smc_ring_stride(&layouts[h]);
+    return base;
+}
+
+/* Where sub's rings are: in my side region, and (when I send) where my
+ * ring sits in each peer's. */
+static void place_rings(struct smc_group *group, const struct smc_layout *layouts,
+                        struct smc_subgroup *sub)
+{
+    sub->ring_stride = smc_ring_stride(&sub->layout);
+    if (sub->my_member_rank < 0)
+        return;
+    sub->ring_base = smc_ring_base(layouts, sub->index, group->my_row);
+    if (sub->my_sender_rank < 0)
+        return;
+    uint64_t mine = (uint64_t)sub->my_sender_rank * sub->ring_stride;
+    for (uint32_t i = 0; i < sub->num_peers; i++)
+        sub->ring_at_peer[i] = smc_ring_base(layouts, sub->index, sub->peers[i]) + mine;
 }
 
 static int init_subgroup(struct smc_group *group, struct smc_subgroup *sub, uint32_t index,
@@ -139,7 +163,8 @@ static void free_subgroup(struct smc_subgroup *sub)
     free(sub->slot_position);
 }
 
-static int build_table(struct smc_group *group)
+/* The table (counters only) and its side region (this member's rings). */
+static int build_table(struct smc_group *group, const struct smc_layout *layouts)
 {
     struct sst_schema *schema = malloc(sizeof *schema);
     if (schema == NULL)
@@ -151,7 +176,14 @@ static int build_table(struct smc_group *group)
     if (rc == 0)
         rc = sst_table_create(group->engine, schema, group->num_rows, group->my_row, &group->table);
     free(schema);
-    return rc;
+    if (rc != 0)
+        return rc;
+    for (uint32_t g = 0; g < group->num_subgroups; g++)
+        place_rings(group, layouts, &group->subgroups[g]);
+    uint64_t side = smc_ring_base(layouts, group->num_subgroups, group->my_row);
+    if (side == 0)
+        return 0;
+    return sst_table_set_side_region(group->table, (size_t)side, TP_MR_NONPINNED);
 }
 
 int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts,
@@ -192,7 +224,7 @@ int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts
     for (uint32_t g = 0; g < num_subgroups && rc == 0; g++)
         rc = init_subgroup(group, &group->subgroups[g], g, &layouts[g]);
     if (rc == 0)
-        rc = build_table(group);
+        rc = build_table(group, layouts);
     if (rc < 0) {
         smc_group_destroy(group);
         return rc;

@@ -42,7 +42,11 @@ struct smc_subgroup {
     uint32_t delivered_offset;
     uint32_t sent_offset; /* sent_num, then null_num */
     uint32_t null_offset;
-    uint32_t ring_offset;
+
+    /* Rings, in the table's side region (smc_ring_base). Member only. */
+    uint64_t ring_stride;                /* bytes of one sender's ring */
+    uint64_t ring_base;                  /* sender 0's ring in my side region */
+    uint64_t ring_at_peer[SST_MAX_ROWS]; /* sender: my ring in peers[i]'s region */
 
     /* Sender side (my_sender_rank >= 0). */
     uint64_t committed;      /* app messages committed (atomic) */
@@ -85,10 +89,12 @@ struct smc_group {
     struct smc_stats stats; /* predicate thread / commit under the engine lock */
 };
 
+/* Local copy of the ring of sender_rank in sub (this member must be a
+ * member of sub). */
 static inline uint8_t *smc_ring(struct smc_group *group, const struct smc_subgroup *sub,
-                                uint32_t row)
+                                uint32_t sender_rank)
 {
-    return sst_row(group->table, row) + sub->ring_offset;
+    return sst_side(group->table) + sub->ring_base + (uint64_t)sender_rank * sub->ring_stride;
 }
 
 static inline uint64_t smc_header(uint64_t position, uint32_t length)

@@ -83,6 +83,20 @@ static void publish(struct smc_group *group, struct smc_subgroup *sub, uint64_t 
     push(group, sub, sub->sent_offset, 16);
 }
 
+/* Pushes bytes [offset, offset + length) of my ring in sub from my side
+ * region to the same place of my ring in every peer's side region. */
+static void push_ring(struct smc_group *group, struct smc_subgroup *sub, uint64_t offset,
+                      uint32_t length)
+{
+    if (sub->num_peers == 0)
+        return;
+    uint64_t remote[SST_MAX_ROWS];
+    for (uint32_t i = 0; i < sub->num_peers; i++)
+        remote[i] = sub->ring_at_peer[i] + offset;
+    uint64_t local = sub->ring_base + (uint64_t)sub->my_sender_rank * sub->ring_stride + offset;
+    sst_push_side(group->table, local, length, sub->peers, remote, sub->num_peers);
+}
+
 /* Pushes ring slots [first, first + count) (no wrap) up to the end of the
  * last message's data. */
 static void push_slots(struct smc_group *group, struct smc_subgroup *sub, uint64_t first,
@@ -91,12 +105,14 @@ static void push_slots(struct smc_group *group, struct smc_subgroup *sub, uint64
     uint32_t window = sub->layout.window_size;
     uint32_t start = (uint32_t)(first % window);
     uint32_t last = start + count - 1;
-    uint32_t last_offset = sub->ring_offset + last * sub->slot_size;
-    uint64_t header = sst_read_u64(group->table, group->my_row, last_offset);
+    uint64_t last_offset = (uint64_t)last * sub->slot_size;
+    const uint8_t *ring = smc_ring(group, sub, (uint32_t)sub->my_sender_rank);
+    uint64_t header =
+        __atomic_load_n((const uint64_t *)(const void *)(ring + last_offset), __ATOMIC_ACQUIRE);
     uint32_t last_length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
-    uint32_t end = last_offset + SMC_HEADER_SIZE + ((last_length + 7u) & ~7u);
-    uint32_t begin = sub->ring_offset + start * sub->slot_size;
-    push(group, sub, begin, end - begin);
+    uint64_t end = last_offset + SMC_HEADER_SIZE + ((last_length + 7u) & ~7u);
+    uint64_t begin = (uint64_t)start * sub->slot_size;
+    push_ring(group, sub, begin, (uint32_t)(end - begin));
 }
 
 /* Send step (Spindle 3.2): every ready contiguous slot in one write per peer
@@ -133,7 +149,7 @@ static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub
     struct smc_sender *sender = &sub->senders[s];
     uint64_t sent = read_sent(group, sub, sender->row);
     uint32_t window = sub->layout.window_size;
-    uint8_t *ring = smc_ring(group, sub, sender->row);
+    uint8_t *ring = smc_ring(group, sub, s);
     uint32_t taken = 0;
     while (sender->recv_position < sent) {
         uint32_t index = (uint32_t)(sender->recv_app % window);
@@ -272,7 +288,7 @@ void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64
         uint32_t index = (uint32_t)(sender->deliv_app % window);
         sub->delivered++;
         if (sender->deliv_app < sender->recv_app && sender->app_position[index] == round) {
-            uint8_t *slot = smc_ring(group, sub, sender->row) + (size_t)index * sub->slot_size;
+            uint8_t *slot = smc_ring(group, sub, s) + (size_t)index * sub->slot_size;
             uint64_t header = __atomic_load_n((uint64_t *)(void *)slot, __ATOMIC_ACQUIRE);
             struct spindle_message *msg = &sub->batch[count++];
             msg->subgroup = sub->index;

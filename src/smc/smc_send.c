@@ -118,7 +118,8 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
     uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
     uint32_t index = (uint32_t)(committed % sub->layout.window_size);
     sub->reserve_size = (uint32_t)size;
-    *slot = smc_ring(group, sub, group->my_row) + (size_t)index * sub->slot_size + SMC_HEADER_SIZE;
+    *slot = smc_ring(group, sub, (uint32_t)sub->my_sender_rank) + (size_t)index * sub->slot_size +
+            SMC_HEADER_SIZE;
     return 0;
 }
 
@@ -138,8 +139,10 @@ int smc_commit(struct smc_group *group, uint32_t subgroup)
      * have sent nulls in between (Spindle 3.3). */
     uint64_t position = sub->next_position++;
     sub->slot_position[index] = position;
-    uint32_t header_offset = sub->ring_offset + index * sub->slot_size;
-    sst_write_u64(group->table, header_offset, smc_header(position, sub->reserve_size));
+    uint8_t *header =
+        smc_ring(group, sub, (uint32_t)sub->my_sender_rank) + (size_t)index * sub->slot_size;
+    __atomic_store_n((uint64_t *)(void *)header, smc_header(position, sub->reserve_size),
+                     __ATOMIC_RELEASE);
     __atomic_store_n(&sub->committed, committed + 1, __ATOMIC_RELEASE);
     group->stats.messages_sent++;
     sst_engine_unlock(group->engine);

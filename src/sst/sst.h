@@ -18,6 +18,14 @@
  * Row layout: the first SST_ROW_HEADER bytes of each row belong to the SST
  * itself (heartbeat and sleep announcement); schema columns follow.
  *
+ * Side region: a table may own one more region besides its rows, of a size
+ * each member chooses for itself (0: none) and laid out by the layer above
+ * (the SMC keeps its ring buffers there). It is registered with the flags
+ * the owner asks for (typically TP_MR_NONPINNED), exported and imported
+ * with the rows, written with sst_push_side through the same queue as row
+ * pushes, and freed with the table. The SST gives it no schema: whatever
+ * guards its bytes is a row column pushed in a later call (T2).
+ *
  * Threads: predicates and triggers run on the predicate thread with the
  * engine lock held. Application threads take the same lock
  * (sst_engine_lock) to touch state shared with predicates, then call
@@ -95,6 +103,7 @@ struct sst_engine_stats {
     uint64_t sleeps;        /* times the predicate thread slept */
     uint64_t passes;        /* predicate passes */
     uint64_t post_ns;       /* time spent posting writes */
+    uint64_t pinned_bytes;  /* the transport's pinned_bytes figure (tp_stats) */
 };
 
 /* Opens the transport named in tp_config and prepares (not starts) the
@@ -148,15 +157,23 @@ void sst_predicate_remove(struct sst_engine *engine, uint64_t id);
 
 /* ---- tables ---------------------------------------------------------- */
 
-/* A member's contribution to connecting a table: its endpoint address and
- * its table region. */
+/* A member's contribution to connecting a table: its endpoint address, its
+ * table region and its side region (side.len == 0 when it has none). */
 struct sst_member_desc {
     struct tp_desc address;
     struct tp_desc region;
+    struct tp_desc side;
 };
 
 int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema, uint32_t num_rows,
                      uint32_t my_row, struct sst_table **out);
+/*
+ * Gives the table a side region of size bytes (zeroed), registered with
+ * flags | TP_MR_REMOTE_WRITE. Call at most once, after create and before
+ * export and connect. SPINDLE_EINVAL for size 0, a second call or a call
+ * after connect; otherwise the transport's mr_alloc error.
+ */
+int sst_table_set_side_region(struct sst_table *table, size_t size, unsigned flags);
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out);
 /* Connects to every other row's owner; descs[i] is row i's descriptor
  * (descs[my_row] is ignored). */
@@ -168,6 +185,10 @@ uint32_t sst_table_my_row(const struct sst_table *table);
 const struct sst_schema *sst_table_schema(const struct sst_table *table);
 /* Local copy of a row. */
 uint8_t *sst_row(struct sst_table *table, uint32_t row);
+/* Local mapping and size of this member's side region (NULL and 0 when it
+ * has none). */
+uint8_t *sst_side(struct sst_table *table);
+size_t sst_side_size(const struct sst_table *table);
 /* True once the transport reported row's owner failed. */
 bool sst_row_failed(const struct sst_table *table, uint32_t row);
 
@@ -194,6 +215,26 @@ static inline void sst_write_u64(struct sst_table *table, uint32_t offset, uint6
  */
 int sst_push(struct sst_table *table, uint32_t offset, uint32_t length, const uint32_t *rows,
              uint32_t num_rows);
+
+/*
+ * Pushes bytes [local_offset, local_offset+length) of my side region to
+ * offset remote_offsets[i] of the side region of rows[i]'s owner (my own
+ * row is skipped). Side regions may be laid out differently in every
+ * member, hence one remote offset per row. Queued exactly like sst_push:
+ * same queue, same per-peer batch, call order kept, so a guard pushed later
+ * with sst_push lands after these bytes (T2). That holds in every backend
+ * across the two regions of one peer: shm writes with release stores in
+ * posting order; fabric applies every record of a connection, whatever its
+ * region, in ring order on one progress thread; verbs posts both on the
+ * peer's one RC queue pair or pinned DCI, which executes in order (with ODP
+ * too: a responder page fault is answered with an RNR NAK and the requester
+ * resends from that packet on, so later writes cannot land first; reasoned
+ * from the RC rules, not run on a NIC).
+ * SPINDLE_EINVAL for a range outside my side region, an unknown row, or a
+ * row whose owner exported no side region; a failed peer is skipped.
+ */
+int sst_push_side(struct sst_table *table, uint64_t local_offset, uint32_t length,
+                  const uint32_t *rows, const uint64_t *remote_offsets, uint32_t num_rows);
 
 /* Posts every queued push now (used by sst_engine_unlock and by tests). */
 int sst_flush(struct sst_engine *engine);

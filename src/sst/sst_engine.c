@@ -93,6 +93,10 @@ void sst_engine_stats(struct sst_engine *engine, struct sst_engine_stats *out)
     uint64_t *dst = (uint64_t *)(void *)out;
     for (size_t i = 0; i < sizeof *out / sizeof(uint64_t); i++)
         dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+    struct tp_stats transport;
+    memset(&transport, 0, sizeof transport);
+    engine->ops->stats(engine->endpoint, &transport);
+    out->pinned_bytes = transport.pinned_bytes;
 }
 
 void sst_engine_lock(struct sst_engine *engine)

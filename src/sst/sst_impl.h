@@ -48,8 +48,12 @@ struct sst_table {
     uint8_t *base;
     size_t size;
     struct tp_mr *mr;
+    uint8_t *side; /* side region: NULL when this member has none */
+    size_t side_size;
+    struct tp_mr *side_mr;
     int32_t peer_of_row[SST_MAX_ROWS]; /* -1: self or not connected */
     struct tp_rmr *rmr[SST_MAX_ROWS];
+    struct tp_rmr *side_rmr[SST_MAX_ROWS]; /* NULL: that owner has no side region */
     atomic_bool failed[SST_MAX_ROWS];
     struct sst_table *next;
 };

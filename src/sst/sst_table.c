@@ -46,11 +46,53 @@ int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema,
     return 0;
 }
 
+int sst_table_set_side_region(struct sst_table *table, size_t size, unsigned flags)
+{
+    if (size == 0)
+        return sp_error(SPINDLE_EINVAL, "sst: a side region of 0 bytes");
+    if (table->side_mr != NULL)
+        return sp_error(SPINDLE_EINVAL, "sst: the table already has a %zu-byte side region",
+                        table->side_size);
+    for (uint32_t row = 0; row < table->num_rows; row++)
+        if (table->peer_of_row[row] >= 0)
+            return sp_error(SPINDLE_EINVAL, "sst: side region added after connecting row %u", row);
+    struct sst_engine *engine = table->engine;
+    void *side;
+    int rc = engine->ops->mr_alloc(engine->endpoint, size, flags | TP_MR_REMOTE_WRITE, &side,
+                                   &table->side_mr);
+    if (rc != 0)
+        return rc;
+    table->side = side;
+    table->side_size = size;
+    return 0;
+}
+
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = table->engine->ops->address(table->engine->endpoint, &out->address);
-    return rc != 0 ? rc : table->engine->ops->mr_export(table->mr, &out->region);
+    const struct tp_ops *ops = table->engine->ops;
+    int rc = ops->address(table->engine->endpoint, &out->address);
+    if (rc == 0)
+        rc = ops->mr_export(table->mr, &out->region);
+    if (rc == 0 && table->side_mr != NULL)
+        rc = ops->mr_export(table->side_mr, &out->side);
+    return rc;
+}
+
+/* Imports row's table region and, when it has one, its side region. */
+static int import_regions(struct sst_table *table, uint32_t row, struct tp_peer *peer,
+                          const struct sst_member_desc *desc)
+{
+    const struct tp_ops *ops = table->engine->ops;
+    int rc = ops->rmr_import(peer, &desc->region, &table->rmr[row]);
+    if (rc != 0 || desc->side.len == 0)
+        return rc;
+    rc = ops->rmr_import(peer, &desc->side, &table->side_rmr[row]);
+    if (rc != 0) {
+        ops->rmr_release(peer, table->rmr[row]);
+        table->rmr[row] = NULL;
+    }
+    return rc;
 }
 
 int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs, int timeout_ms)
@@ -65,8 +107,7 @@ int sst_table_connect(struct sst_table *table, const struct sst_member_desc *des
         rc = sst_peer_get(engine, &descs[row].address, timeout_ms, &index);
         if (rc != 0)
             break;
-        rc = engine->ops->rmr_import(engine->peers[index].peer, &descs[row].region,
-                                     &table->rmr[row]);
+        rc = import_regions(table, row, engine->peers[index].peer, &descs[row]);
         if (rc != 0) {
             pthread_mutex_lock(&engine->post_lock);
             sst_peer_put(engine, index);
@@ -92,7 +133,8 @@ void sst_table_destroy(struct sst_table *table)
     /* Drop queued writes that reference this table's memory. */
     uint32_t kept = 0;
     for (uint32_t i = 0; i < engine->num_pending; i++) {
-        if (engine->pending[i].write.local_mr != table->mr)
+        const struct tp_mr *local_mr = engine->pending[i].write.local_mr;
+        if (local_mr != table->mr && local_mr != table->side_mr)
             engine->pending[kept++] = engine->pending[i];
     }
     engine->num_pending = kept;
@@ -107,10 +149,14 @@ void sst_table_destroy(struct sst_table *table)
         if (index < 0)
             continue;
         engine->ops->rmr_release(engine->peers[index].peer, table->rmr[row]);
+        if (table->side_rmr[row] != NULL)
+            engine->ops->rmr_release(engine->peers[index].peer, table->side_rmr[row]);
         sst_peer_put(engine, (uint32_t)index);
     }
     pthread_mutex_unlock(&engine->post_lock);
     pthread_mutex_unlock(&engine->lock);
+    if (table->side_mr != NULL)
+        engine->ops->mr_free(engine->endpoint, table->side_mr);
     engine->ops->mr_free(engine->endpoint, table->mr);
     free(table->schema);
     free(table);
@@ -136,18 +182,32 @@ uint8_t *sst_row(struct sst_table *table, uint32_t row)
     return table->base + (size_t)row * table->schema->row_size;
 }
 
+uint8_t *sst_side(struct sst_table *table)
+{
+    return table->side;
+}
+
+size_t sst_side_size(const struct sst_table *table)
+{
+    return table->side_size;
+}
+
 bool sst_row_failed(const struct sst_table *table, uint32_t row)
 {
     return row < table->num_rows && atomic_load(&table->failed[row]);
 }
 
-int sst_queue_write(struct sst_table *table, uint32_t row, uint32_t offset, uint32_t length,
-                    bool ring)
+/* True when row's owner is connected and not known to have failed. */
+static bool row_reachable(const struct sst_table *table, uint32_t row)
+{
+    int32_t peer = table->peer_of_row[row];
+    return peer >= 0 && !atomic_load(&table->failed[row]) && !table->engine->peers[peer].failed;
+}
+
+/* Appends one write to row's owner (reachable) to the queue. Lock held. */
+static int enqueue(struct sst_table *table, uint32_t row, struct tp_write write, bool ring)
 {
     struct sst_engine *engine = table->engine;
-    int32_t peer = table->peer_of_row[row];
-    if (peer < 0 || atomic_load(&table->failed[row]) || engine->peers[peer].failed)
-        return 0;
     if (engine->num_pending == engine->cap_pending) {
         uint32_t cap = engine->cap_pending ? engine->cap_pending * 2 : 64;
         struct sst_pending *grown = realloc(engine->pending, cap * sizeof *grown);
@@ -156,17 +216,61 @@ int sst_queue_write(struct sst_table *table, uint32_t row, uint32_t offset, uint
         engine->pending = grown;
         engine->cap_pending = cap;
     }
-    uint32_t row_size = table->schema->row_size;
+    int32_t peer = table->peer_of_row[row];
     engine->pending[engine->num_pending++] = (struct sst_pending){
         .peer = (uint32_t)peer,
         .target = engine->peers[peer].peer,
         .ring = ring,
-        .write = {.local = sst_row(table, table->my_row) + offset,
-                  .local_mr = table->mr,
-                  .remote = table->rmr[row],
-                  .remote_offset = (uint64_t)table->my_row * row_size + offset,
-                  .length = length},
+        .write = write,
     };
+    return 0;
+}
+
+int sst_queue_write(struct sst_table *table, uint32_t row, uint32_t offset, uint32_t length,
+                    bool ring)
+{
+    if (!row_reachable(table, row))
+        return 0;
+    uint32_t row_size = table->schema->row_size;
+    return enqueue(table, row,
+                   (struct tp_write){.local = sst_row(table, table->my_row) + offset,
+                                     .local_mr = table->mr,
+                                     .remote = table->rmr[row],
+                                     .remote_offset = (uint64_t)table->my_row * row_size + offset,
+                                     .length = length},
+                   ring);
+}
+
+int sst_push_side(struct sst_table *table, uint64_t local_offset, uint32_t length,
+                  const uint32_t *rows, const uint64_t *remote_offsets, uint32_t num_rows)
+{
+    if (length == 0 || local_offset > table->side_size || length > table->side_size - local_offset)
+        return sp_error(SPINDLE_EINVAL,
+                        "sst: side push of %u bytes at offset %llu exceeds the %zu-byte "
+                        "side region",
+                        length, (unsigned long long)local_offset, table->side_size);
+    if (rows == NULL || remote_offsets == NULL)
+        return sp_error(SPINDLE_EINVAL, "sst: side push without rows or remote offsets");
+    sst_stat_add(&table->engine->stats.pushes, 1);
+    for (uint32_t i = 0; i < num_rows; i++) {
+        uint32_t row = rows[i];
+        if (row >= table->num_rows)
+            return sp_error(SPINDLE_EINVAL, "sst: side push to row %u of a %u-row table", row,
+                            table->num_rows);
+        if (row == table->my_row || !row_reachable(table, row))
+            continue;
+        if (table->side_rmr[row] == NULL)
+            return sp_error(SPINDLE_EINVAL, "sst: side push to row %u without a side region", row);
+        int rc = enqueue(table, row,
+                         (struct tp_write){.local = table->side + local_offset,
+                                           .local_mr = table->side_mr,
+                                           .remote = table->side_rmr[row],
+                                           .remote_offset = remote_offsets[i],
+                                           .length = length},
+                         true);
+        if (rc != 0)
+            return rc;
+    }
     return 0;
 }
 

@@ -7,7 +7,8 @@
  *   T1 untorn words   an aligned 8-byte word written by one remote write is
  *                     never observed half-written by a local reader.
  *   T2 posting order  if write A is posted before write B to the same peer, a
- *                     reader that observes B's effect also observes A's.
+ *                     reader that observes B's effect also observes A's, whether
+ *                     A and B target the same region of that peer or two.
  *                     Nothing is promised about byte order inside one write:
  *                     a guard is always a separate, later write.
  *   T3 completion     once a signaled batch completes locally, its source

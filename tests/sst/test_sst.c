@@ -42,6 +42,8 @@ static uint32_t off(struct member *m, int column)
 
 /* Creates the engine and table and connects to every other member. */
 static int join_max_sleep_ms; /* 0: the engine default */
+/* Side region size of member index of count (NULL: none). */
+static size_t (*join_side_bytes)(uint32_t index, uint32_t count);
 
 static int member_join(struct member *m, uint32_t index, uint32_t count, int timeout_ms)
 {
@@ -63,6 +65,9 @@ static int member_join(struct member *m, uint32_t index, uint32_t count, int tim
     m->ack = sst_schema_add_counter(&schema);
     if (m->array < 0 || sst_table_create(m->engine, &schema, count, index, &m->table) != 0)
         return 11;
+    if (join_side_bytes != NULL &&
+        sst_table_set_side_region(m->table, join_side_bytes(index, count), TP_MR_NONPINNED) != 0)
+        return 14;
     char dir[128];
     snprintf(dir, sizeof dir, "%s/run%d", base_dir, run_number);
     struct sst_member_desc mine, all[MAX_MEMBERS];
@@ -179,6 +184,157 @@ static void test_rows_converge_and_arrays_stay_guarded(void **state)
 {
     (void)state;
     assert_int_equal(run_members(converge_member, 3, NULL), 0);
+}
+
+/* ---- side regions: pushes land at the owner's offset, guarded by a row -- */
+
+/* Member owner's side region holds one ARRAY_WORDS slot per member, laid
+ * out differently in every member (shifted by owner * SIDE_SKEW), so a
+ * push whose remote offset were taken from the writer's own layout would
+ * land in the wrong place. */
+#define SIDE_SKEW 64u
+
+static uint64_t side_slot(uint32_t owner, uint32_t writer)
+{
+    return (uint64_t)owner * SIDE_SKEW + (uint64_t)writer * ARRAY_WORDS * 8;
+}
+
+static size_t side_bytes(uint32_t index, uint32_t count)
+{
+    return (size_t)side_slot(index, count) + SIDE_SKEW; /* a zero tail too */
+}
+
+/* Every other member's slot holds `value` in every word; all other bytes of
+ * the side region (skew, tail, gaps) are still zero. */
+static bool side_image_is(struct member *m, uint64_t value)
+{
+    const uint8_t *side = sst_side(m->table);
+    size_t size = sst_side_size(m->table);
+    for (size_t at = 0; at < size; at += 8) {
+        uint64_t expected = 0;
+        for (uint32_t writer = 0; writer < m->count; writer++)
+            if (at >= side_slot(m->index, writer) &&
+                at < side_slot(m->index, writer) + ARRAY_WORDS * 8)
+                expected = value;
+        if (__atomic_load_n((const uint64_t *)(const void *)(side + at), __ATOMIC_ACQUIRE) !=
+            expected)
+            return false;
+    }
+    return true;
+}
+
+static int side_member(uint32_t index, uint32_t count)
+{
+    struct member m;
+    int rc = member_join(&m, index, count, 2000);
+    if (rc != 0)
+        return rc;
+    if (sst_side(m.table) == NULL || sst_side_size(m.table) != side_bytes(index, count))
+        return 30;
+    const uint64_t rounds = 20000;
+    uint64_t *mine = (uint64_t *)(void *)(sst_side(m.table) + side_slot(index, index));
+    uint32_t rows[MAX_MEMBERS];
+    uint64_t remote[MAX_MEMBERS];
+    uint32_t num_rows = 0;
+    for (uint32_t row = 0; row < count; row++) {
+        if (row == index)
+            continue;
+        rows[num_rows] = row;
+        remote[num_rows++] = side_slot(row, index);
+    }
+    uint64_t unguarded = 0;
+    for (uint64_t g = 1; g <= rounds; g++) {
+        sst_engine_lock(m.engine);
+        for (int w = 0; w < ARRAY_WORDS; w++)
+            __atomic_store_n(&mine[w], g, __ATOMIC_RELAXED);
+        if (sst_push_side(m.table, side_slot(index, index), ARRAY_WORDS * 8, rows, remote,
+                          num_rows) != 0) {
+            sst_engine_unlock(m.engine);
+            return 31;
+        }
+        sst_write_u64(m.table, off(&m, m.guard), g);
+        sst_push(m.table, off(&m, m.guard), 8, NULL, 0);
+        sst_engine_unlock(m.engine);
+        /* Whatever guard a row shows, its slot in my side region is at
+         * least as new (T2 across the side region and the rows). */
+        for (uint32_t row = 0; row < count; row++) {
+            if (row == index)
+                continue;
+            uint64_t guard = sst_read_u64(m.table, row, off(&m, m.guard));
+            const uint64_t *theirs =
+                (const uint64_t *)(const void *)(sst_side(m.table) + side_slot(index, row));
+            for (int w = 0; w < ARRAY_WORDS; w++)
+                if (__atomic_load_n(&theirs[w], __ATOMIC_ACQUIRE) < guard)
+                    unguarded++;
+        }
+    }
+    for (uint32_t row = 0; row < count; row++)
+        if (!wait_until(&m, row, m.guard, rounds, 20000))
+            return 32;
+    if (unguarded != 0)
+        return 33;
+    if (!side_image_is(&m, rounds))
+        return 34;
+    rc = member_barrier(&m, 2);
+    member_leave(&m);
+    return rc;
+}
+
+static void test_side_pushes_land_at_the_owners_offset_before_their_guard(void **state)
+{
+    (void)state;
+    join_side_bytes = side_bytes;
+    int failed = run_members(side_member, 3, NULL);
+    join_side_bytes = NULL;
+    assert_int_equal(failed, 0);
+}
+
+/* Two tables of one process (rows 0 and 1, two engines): only row 0 has a
+ * side region. */
+static void test_side_region_is_optional_and_checked(void **state)
+{
+    (void)state;
+    struct tp_config config = {.backend = "shm", .failure_timeout_ms = 1000};
+    struct sst_engine *engines[2];
+    struct sst_table *tables[2];
+    struct sst_schema schema;
+    sst_schema_init(&schema);
+    assert_true(sst_schema_add_counter(&schema) >= 0);
+    for (uint32_t row = 0; row < 2; row++) {
+        assert_int_equal(sst_engine_create(&config, NULL, &engines[row]), 0);
+        assert_int_equal(sst_table_create(engines[row], &schema, 2, row, &tables[row]), 0);
+    }
+    assert_int_equal(sst_table_set_side_region(tables[0], 0, 0), SPINDLE_EINVAL);
+    assert_int_equal(sst_table_set_side_region(tables[0], 1000, TP_MR_NONPINNED), 0);
+    assert_int_equal(sst_table_set_side_region(tables[0], 1000, TP_MR_NONPINNED), SPINDLE_EINVAL);
+    assert_non_null(sst_side(tables[0]));
+    assert_int_equal(sst_side_size(tables[0]), 1000);
+    assert_null(sst_side(tables[1]));
+    assert_int_equal(sst_side_size(tables[1]), 0);
+
+    struct sst_member_desc descs[2];
+    for (uint32_t row = 0; row < 2; row++)
+        assert_int_equal(sst_table_export(tables[row], &descs[row]), 0);
+    assert_true(descs[0].side.len > 0);
+    assert_int_equal(descs[1].side.len, 0);
+    for (uint32_t row = 0; row < 2; row++)
+        assert_int_equal(sst_table_connect(tables[row], descs, 1000), 0);
+    assert_int_equal(sst_table_set_side_region(tables[1], 64, 0), SPINDLE_EINVAL);
+
+    uint32_t other = 1;
+    uint64_t remote = 0;
+    sst_engine_lock(engines[0]);
+    /* Row 1's owner has no side region; out-of-range local bytes. */
+    assert_int_equal(sst_push_side(tables[0], 0, 8, &other, &remote, 1), SPINDLE_EINVAL);
+    assert_int_equal(sst_push_side(tables[0], 996, 8, &other, &remote, 1), SPINDLE_EINVAL);
+    sst_engine_unlock(engines[0]);
+    other = 0;
+    sst_engine_lock(engines[1]);
+    /* No local side region at all. */
+    assert_int_equal(sst_push_side(tables[1], 0, 8, &other, &remote, 1), SPINDLE_EINVAL);
+    sst_engine_unlock(engines[1]);
+    for (uint32_t row = 0; row < 2; row++)
+        sst_engine_destroy(engines[row]);
 }
 
 /* ---- predicates ---------------------------------------------------------- */
@@ -488,6 +644,8 @@ int main(void)
         cmocka_unit_test(test_bad_schema_and_pushes_are_rejected),
         cmocka_unit_test(test_one_time_and_recurrent_predicates),
         cmocka_unit_test(test_rows_converge_and_arrays_stay_guarded),
+        cmocka_unit_test(test_side_region_is_optional_and_checked),
+        cmocka_unit_test(test_side_pushes_land_at_the_owners_offset_before_their_guard),
         cmocka_unit_test(test_idle_group_sleeps_and_push_wakes_it),
         cmocka_unit_test(test_killed_member_is_reported_to_survivors),
     };

@@ -1,0 +1,280 @@
+/*
+ * Where SMC rings live: in the table's side region, only for the subgroups
+ * this member belongs to, registered non-pinned, freed with the table.
+ *
+ * The groups here are created but never connected, on a transport that is
+ * shm with its registration calls recorded and with pinning accounted the
+ * way verbs accounts it: a region is pinned unless it asks for
+ * TP_MR_NONPINNED and the (simulated) device pages on demand.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <spindle/spindle.h>
+
+#include "smc/group_impl.h"
+#include "smc/smc_impl.h"
+#include "sst/sst_impl.h"
+
+extern const struct tp_ops tp_shm_ops;
+
+/* ---- a recording transport -------------------------------------------- */
+
+#define MAX_REGIONS 8
+
+struct region {
+    size_t length;
+    unsigned flags;
+    struct tp_mr *mr;
+    bool pinned;
+    bool freed;
+};
+
+static struct region regions[MAX_REGIONS];
+static unsigned num_regions;
+static bool on_demand; /* the simulated device supports ODP */
+static uint64_t pinned_bytes;
+
+static int recording_mr_alloc(struct tp_endpoint *ep, size_t length, unsigned flags, void **addr,
+                              struct tp_mr **out)
+{
+    int rc = tp_shm_ops.mr_alloc(ep, length, flags, addr, out);
+    if (rc != 0 || num_regions == MAX_REGIONS)
+        return rc;
+    bool pinned = !(on_demand && (flags & TP_MR_NONPINNED) != 0);
+    regions[num_regions++] =
+        (struct region){.length = length, .flags = flags, .mr = *out, .pinned = pinned};
+    if (pinned)
+        pinned_bytes += length;
+    return 0;
+}
+
+static void recording_mr_free(struct tp_endpoint *ep, struct tp_mr *mr)
+{
+    for (unsigned i = 0; i < num_regions; i++) {
+        if (regions[i].mr == mr && !regions[i].freed) {
+            regions[i].freed = true;
+            if (regions[i].pinned)
+                pinned_bytes -= regions[i].length;
+        }
+    }
+    tp_shm_ops.mr_free(ep, mr);
+}
+
+static void recording_stats(struct tp_endpoint *ep, struct tp_stats *out)
+{
+    tp_shm_ops.stats(ep, out);
+    out->pinned_bytes = pinned_bytes;
+}
+
+static struct tp_ops recording_ops;
+
+static struct sst_engine *recording_engine(bool odp)
+{
+    memset(regions, 0, sizeof regions);
+    num_regions = 0;
+    pinned_bytes = 0;
+    on_demand = odp;
+    recording_ops = tp_shm_ops;
+    recording_ops.mr_alloc = recording_mr_alloc;
+    recording_ops.mr_free = recording_mr_free;
+    recording_ops.stats = recording_stats;
+    struct tp_config config = {.backend = "shm", .failure_timeout_ms = 1000};
+    struct sst_engine *engine = NULL;
+    assert_int_equal(sst_engine_create(&config, NULL, &engine), 0);
+    engine->ops = &recording_ops; /* no table or peer exists yet */
+    return engine;
+}
+
+/* ---- layouts ----------------------------------------------------------- */
+
+/*
+ * Four members, four subgroups:
+ *   0: members {0,1}, senders {0,1}, W 4, payload 100: slot 112, ring 448
+ *   1: members {1,2}, senders {2,1}, W 8, payload 1000: slot 1008, ring 8064
+ *   2: members {0,2}, senders {2},   W 2, payload 8: slot 16, ring 32 -> 64
+ *   3: members {0,1,2,3}, no senders: no rings
+ * Side region sizes: member 0: 2*448 + 64 = 960; member 1: 2*448 + 2*8064 =
+ * 17024; member 2: 2*8064 + 64 = 16192; member 3: none.
+ */
+static const uint64_t expected_side[4] = {960, 17024, 16192, 0};
+
+static void four_layouts(struct smc_layout layouts[4])
+{
+    memset(layouts, 0, 4 * sizeof layouts[0]);
+    const struct {
+        uint32_t members[4], num_members, senders[4], num_senders, window, payload;
+    } spec[4] = {
+        {{0, 1}, 2, {0, 1}, 2, 4, 100},
+        {{1, 2}, 2, {2, 1}, 2, 8, 1000},
+        {{0, 2}, 2, {2}, 1, 2, 8},
+        {{0, 1, 2, 3}, 4, {0}, 0, 4, 8},
+    };
+    for (uint32_t g = 0; g < 4; g++) {
+        layouts[g].num_members = spec[g].num_members;
+        memcpy(layouts[g].members, spec[g].members, sizeof spec[g].members);
+        layouts[g].num_senders = spec[g].num_senders;
+        memcpy(layouts[g].senders, spec[g].senders, sizeof spec[g].senders);
+        layouts[g].window_size = spec[g].window;
+        layouts[g].max_payload = spec[g].payload;
+        layouts[g].mode = SPINDLE_MODE_ATOMIC;
+    }
+}
+
+static void no_delivery(void *ctx, const struct spindle_message *messages, size_t count)
+{
+    (void)ctx;
+    (void)messages;
+    (void)count;
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void test_ring_layout_is_the_same_function_everywhere(void **state)
+{
+    (void)state;
+    struct smc_layout layouts[4];
+    four_layouts(layouts);
+    assert_int_equal(smc_ring_stride(&layouts[0]), 448);
+    assert_int_equal(smc_ring_stride(&layouts[1]), 8064);
+    assert_int_equal(smc_ring_stride(&layouts[2]), 64);
+    for (uint32_t row = 0; row < 4; row++)
+        assert_int_equal(smc_ring_base(layouts, 4, row), expected_side[row]);
+    /* Subgroup 2's rings: after subgroup 0's in member 0, after subgroup
+     * 1's in member 2. */
+    assert_int_equal(smc_ring_base(layouts, 2, 0), 896);
+    assert_int_equal(smc_ring_base(layouts, 2, 2), 16128);
+
+    /* Member 2 sends in subgroup 2: its ring is at 16128 locally and it
+     * pushes to 896 in member 0's region. */
+    struct sst_engine *engine = recording_engine(false);
+    struct smc_options options = {true, true, no_delivery, NULL};
+    struct smc_group *group = NULL;
+    assert_int_equal(smc_group_create(engine, layouts, 4, 4, 2, &options, &group), 0);
+    const struct smc_subgroup *sub = &group->subgroups[2];
+    assert_int_equal(sub->ring_base, 16128);
+    assert_int_equal(sub->num_peers, 1);
+    assert_int_equal(sub->peers[0], 0);
+    assert_int_equal(sub->ring_at_peer[0], 896);
+    assert_ptr_equal(smc_ring(group, sub, 0), sst_side(group->table) + 16128);
+    /* Subgroup 1: member 2 is sender rank 0, member 1 (its peer) rank 1;
+     * subgroup 1's rings start at 896 in member 1. */
+    assert_int_equal(group->subgroups[1].ring_base, 0);
+    assert_int_equal(group->subgroups[1].ring_at_peer[0], 896);
+    smc_group_destroy(group);
+    sst_engine_destroy(engine);
+}
+
+/* Each member allocates exactly the rings of its own subgroups, in one
+ * non-pinned side region; a member with no rings has no side region. */
+static void test_rings_are_allocated_only_for_own_subgroups(void **state)
+{
+    (void)state;
+    struct smc_layout layouts[4];
+    four_layouts(layouts);
+    struct smc_options options = {true, true, no_delivery, NULL};
+    for (uint32_t row = 0; row < 4; row++) {
+        struct sst_engine *engine = recording_engine(false);
+        struct smc_group *group = NULL;
+        assert_int_equal(smc_group_create(engine, layouts, 4, 4, row, &options, &group), 0);
+        struct sst_table *table = smc_group_table(group);
+        assert_int_equal(sst_side_size(table), expected_side[row]);
+        struct sst_member_desc desc;
+        assert_int_equal(smc_group_export(group, &desc), 0);
+        /* The table: pinned, remotely writable, only counters per row. */
+        assert_true(num_regions >= 1);
+        assert_int_equal(regions[0].flags, TP_MR_REMOTE_WRITE);
+        assert_true(regions[0].length < 4 * 1024);
+        if (expected_side[row] == 0) {
+            assert_int_equal(num_regions, 1);
+            assert_null(sst_side(table));
+            assert_int_equal(desc.side.len, 0);
+        } else {
+            assert_int_equal(num_regions, 2);
+            assert_int_equal(regions[1].length, expected_side[row]);
+            assert_int_equal(regions[1].flags, TP_MR_REMOTE_WRITE | TP_MR_NONPINNED);
+            assert_non_null(sst_side(table));
+            assert_true(desc.side.len > 0);
+        }
+        smc_group_destroy(group);
+        /* Retiring the table deregisters and frees both regions. */
+        for (unsigned i = 0; i < num_regions; i++)
+            assert_true(regions[i].freed);
+        sst_engine_destroy(engine);
+    }
+}
+
+/* The engine reports the transport's pinned figure: the table alone when
+ * the rings can be paged on demand, table and rings otherwise. */
+static void test_pinned_bytes_follow_the_transport(void **state)
+{
+    (void)state;
+    struct smc_layout layouts[4];
+    four_layouts(layouts);
+    struct smc_options options = {true, true, no_delivery, NULL};
+    for (int odp = 0; odp <= 1; odp++) {
+        struct sst_engine *engine = recording_engine(odp != 0);
+        struct smc_group *group = NULL;
+        assert_int_equal(smc_group_create(engine, layouts, 4, 4, 1, &options, &group), 0);
+        assert_int_equal(num_regions, 2);
+        uint64_t table_bytes = regions[0].length;
+        uint64_t expected = odp ? table_bytes : table_bytes + expected_side[1];
+        struct sst_engine_stats stats;
+        sst_engine_stats(engine, &stats);
+        assert_int_equal(stats.pinned_bytes, expected);
+        assert_int_equal(pinned_bytes, expected);
+        smc_group_destroy(group);
+        sst_engine_stats(engine, &stats);
+        assert_int_equal(stats.pinned_bytes, 0);
+        sst_engine_destroy(engine);
+    }
+}
+
+/* Through the public API on shm: memfd pages are never pinned, so the
+ * figure is 0, and it is the transport's own. */
+static void test_group_stats_report_the_transports_pinned_bytes(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/spindle-rings-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct spindle_group_options options;
+    spindle_group_options_init(&options);
+    options.bootstrap = dir;
+    uint32_t self = 0;
+    struct spindle_subgroup_config sg = {&self, 1, &self, 1, 16, 64, SPINDLE_MODE_ATOMIC};
+    spindle_group_t *group = NULL;
+    assert_int_equal(spindle_group_create(&options, &sg, 1, &group), 0);
+    struct spindle_stats stats;
+    memset(&stats, 0xff, sizeof stats);
+    assert_int_equal(spindle_group_stats(group, &stats), 0);
+    struct tp_stats transport;
+    memset(&transport, 0, sizeof transport);
+    sst_engine_transport(group->engine)->stats(sst_engine_endpoint(group->engine), &transport);
+    assert_int_equal(stats.pinned_bytes, transport.pinned_bytes);
+    assert_int_equal(stats.pinned_bytes, 0);
+    assert_int_equal(spindle_group_shutdown(group, 5000), 0);
+    spindle_group_destroy(group);
+    char cleanup[64];
+    snprintf(cleanup, sizeof cleanup, "rm -rf %s", dir);
+    assert_int_equal(system(cleanup), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ring_layout_is_the_same_function_everywhere),
+        cmocka_unit_test(test_rings_are_allocated_only_for_own_subgroups),
+        cmocka_unit_test(test_pinned_bytes_follow_the_transport),
+        cmocka_unit_test(test_group_stats_report_the_transports_pinned_bytes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
