@@ -62,6 +62,7 @@ struct bench_result {
     uint64_t doorbells;
     uint64_t nulls_sent;
     uint64_t post_ns;
+    uint64_t pinned_bytes; /* the transport's pinned_bytes at the end */
     double p50_us, p99_us;
     int has_latency;
     uint64_t send_hist[SPINDLE_HIST_BUCKETS];

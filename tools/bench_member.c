@@ -344,6 +344,7 @@ static void collect(struct member_state *st, spindle_group_t *group, struct benc
     result->doorbells = stats.doorbells;
     result->nulls_sent = stats.nulls_sent;
     result->post_ns = stats.post_ns;
+    result->pinned_bytes = stats.pinned_bytes;
     memcpy(result->send_hist, stats.send_batches, sizeof result->send_hist);
     memcpy(result->receive_hist, stats.receive_batches, sizeof result->receive_hist);
     memcpy(result->delivery_hist, stats.delivery_batches, sizeof result->delivery_hist);

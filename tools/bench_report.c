@@ -58,6 +58,7 @@ static void report_raw(const struct bench_config *config, const struct bench_res
 
 struct totals {
     uint64_t delivered, writes, doorbells, nulls, post_ns, sent;
+    uint64_t pinned_max; /* most bytes one member's transport kept pinned */
     uint64_t send_hist[SPINDLE_HIST_BUCKETS], receive_hist[SPINDLE_HIST_BUCKETS],
         delivery_hist[SPINDLE_HIST_BUCKETS];
     uint64_t send_b, send_m, recv_b, recv_m, deliv_b, deliv_m;
@@ -77,6 +78,8 @@ static void sum_results(const struct bench_result *results, uint32_t count, stru
         t->doorbells += r->doorbells;
         t->nulls += r->nulls_sent;
         t->post_ns += r->post_ns;
+        if (r->pinned_bytes > t->pinned_max)
+            t->pinned_max = r->pinned_bytes;
         for (int b = 0; b < SPINDLE_HIST_BUCKETS; b++) {
             t->send_hist[b] += r->send_hist[b];
             t->receive_hist[b] += r->receive_hist[b];
@@ -135,8 +138,10 @@ void bench_report(const struct bench_config *config, uint32_t members,
            "nulls %llu\n",
            t.p50, t.p99, (unsigned long long)t.writes, mean(t.writes, t.delivered),
            (unsigned long long)t.nulls);
-    printf("  mean batch: send %.2f, receive %.2f, delivery %.2f\n", mean(t.send_m, t.send_b),
-           mean(t.recv_m, t.recv_b), mean(t.deliv_m, t.deliv_b));
+    printf("  mean batch: send %.2f, receive %.2f, delivery %.2f; pinned %llu bytes at most per "
+           "member\n",
+           mean(t.send_m, t.send_b), mean(t.recv_m, t.recv_b), mean(t.deliv_m, t.deliv_b),
+           (unsigned long long)t.pinned_max);
     printf("{\"members\":%u,\"senders\":%u,\"msg_size\":%u,\"window\":%u,\"subgroups\":%u,"
            "\"active_subgroups\":%u,\"mode\":\"%s\",\"transport\":\"%s\",\"batching\":%s,"
            "\"null_sends\":%s,\"early_unlock\":%s,\"delay_us\":%u,\"delayed_senders\":%u,"
@@ -156,5 +161,5 @@ void bench_report(const struct bench_config *config, uint32_t members,
     print_hist("send_hist", t.send_hist);
     print_hist("receive_hist", t.receive_hist);
     print_hist("delivery_hist", t.delivery_hist);
-    printf("}\n");
+    printf(",\"pinned_bytes_max\":%llu}\n", (unsigned long long)t.pinned_max);
 }
