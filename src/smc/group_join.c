@@ -299,10 +299,6 @@ static bool take_request(struct spindle_group *group, const struct join_request 
             return false;
         }
     }
-    if (!quiet(group)) {
-        refuse(group, SPINDLE_EAGAIN, "a view change is under way");
-        return false;
-    }
     if (group->my_row != 0) {
         struct join_offer offer;
         memset(&offer, 0, sizeof offer);
@@ -310,6 +306,14 @@ static bool take_request(struct spindle_group *group, const struct join_request 
         offer.kind = OFFER_REDIRECT;
         offer.redirect = group->boot.hosts[group->view_ctx->member_ids[0]];
         tp_oob_join_answer(group->oob, &offer, sizeof offer);
+        return false;
+    }
+    if (!quiet(group)) {
+        pthread_mutex_lock(&group->lock);
+        bool closing = group->closing;
+        pthread_mutex_unlock(&group->lock);
+        refuse(group, SPINDLE_EAGAIN,
+               closing ? "the leader is shutting down" : "a view change is under way");
         return false;
     }
     return admit(group, req);

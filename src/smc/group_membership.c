@@ -778,14 +778,18 @@ static void *membership_main(void *arg)
     struct spindle_group *group = arg;
     pthread_mutex_lock(&group->lock);
     while (!group->stop) {
-        if ((group->suspected == 0 && !group->joiner.active) || group->closing) {
+        /* In the shutdown barrier departures are the others finishing, but
+         * a joiner the leader admitted before it got there still joins:
+         * the barrier then restarts in the new view, with the joiner. */
+        if (!group->joiner.active && (group->suspected == 0 || group->closing)) {
             /* Idle: a group that takes joins looks for join requests and
-             * announcements every few milliseconds; failures wake it. */
-            bool poll = group->joinable && !group->closing;
+             * announcements every few milliseconds; failures wake it. A
+             * leader that is closing refuses new requests. */
+            bool poll = group->joinable;
             struct timespec ts;
             deadline_in(&ts, poll ? 15 : 1000);
             pthread_cond_timedwait(&group->cond, &group->lock, &ts);
-            if (poll && group->suspected == 0 && !group->stop) {
+            if (poll && (group->suspected == 0 || group->closing) && !group->stop) {
                 pthread_mutex_unlock(&group->lock);
                 group_join_poll(group);
                 pthread_mutex_lock(&group->lock);

@@ -11,3 +11,6 @@ spindle_add_test(test_view_fuzz_wire SOURCES ${CMAKE_CURRENT_LIST_DIR}/fuzz_wire
 # Failure-driven view changes with forked members over shm (kill -9).
 spindle_add_test(test_view_change SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_change.c
                  TIMEOUT 180 LABELS view)
+# A join meeting the group's shutdown (forked members, loopback bootstrap).
+spindle_add_test(test_view_join SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join.c
+                 TIMEOUT 120 LABELS view join)

@@ -1,0 +1,214 @@
+/*
+ * A join that meets the group's shutdown, with real processes over shm and
+ * a loopback TCP bootstrap: members 1 and 2 have entered
+ * spindle_group_shutdown (they are in its barrier) when a process asks to
+ * join; member 0, the leader, has not, so it admits the joiner. Members in
+ * the barrier must take part in the join's view change, the barrier must
+ * restart in the new view with the joiner, and every shutdown, the
+ * joiner's included, must succeed. The state handed over is checked too:
+ * the joiner must load exactly the leader's delivery count as of its first
+ * view, which is every message sent (all were flushed before the join).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spindle/spindle.h>
+
+#define MEMBERS  3
+#define MESSAGES 200
+
+struct app {
+    uint64_t delivered; /* atomic */
+    uint64_t loaded;    /* the joiner's state, from state_load */
+    uint64_t view_id;   /* atomic: last view */
+};
+
+static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
+{
+    (void)m;
+    struct app *app = ctx;
+    __atomic_add_fetch(&app->delivered, count, __ATOMIC_RELEASE);
+}
+
+static void on_view(void *ctx, const struct spindle_view_info *view)
+{
+    struct app *app = ctx;
+    __atomic_store_n(&app->view_id, view->view_id, __ATOMIC_RELEASE);
+}
+
+static int save(void *ctx, void **data, size_t *length)
+{
+    struct app *app = ctx;
+    uint64_t *copy = malloc(sizeof *copy);
+    if (copy == NULL)
+        return SPINDLE_ENOMEM;
+    *copy = __atomic_load_n(&app->delivered, __ATOMIC_ACQUIRE);
+    *data = copy;
+    *length = sizeof *copy;
+    return 0;
+}
+
+static int load(void *ctx, const void *data, size_t length)
+{
+    struct app *app = ctx;
+    if (length != sizeof app->loaded)
+        return SPINDLE_EINVAL;
+    memcpy(&app->loaded, data, sizeof app->loaded);
+    return 0;
+}
+
+static uint16_t free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+    socklen_t len = sizeof sin;
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    close(fd);
+    return ntohs(sin.sin_port);
+}
+
+static void options(struct spindle_group_options *o, struct app *app, const char *bootstrap)
+{
+    spindle_group_options_init(o);
+    o->bootstrap = bootstrap;
+    o->failure_timeout_ms = 1500;
+    o->bootstrap_timeout_ms = 20000;
+    o->tolerate_failures = true;
+    o->deliver = on_deliver;
+    o->deliver_ctx = app;
+    o->view_changed = on_view;
+    o->view_ctx = app;
+    o->state_save = save;
+    o->state_load = load;
+    o->state_ctx = app;
+}
+
+static const uint32_t everyone[MEMBERS] = {0, 1, 2};
+
+/* Member self: sends, flushes, then (1, 2) enters shutdown at once and
+ * writes a byte to `closing` first; the leader waits for the joiner's byte
+ * on `joined` before its own shutdown. */
+static int member_main(const char *members, uint32_t self, int closing, int joined)
+{
+    struct app app = {0};
+    struct spindle_group_options o;
+    options(&o, &app, members);
+    o.self = self;
+    o.num_members = MEMBERS;
+    struct spindle_subgroup_config sg = {everyone, MEMBERS, everyone,           MEMBERS,
+                                         16,       64,      SPINDLE_MODE_ATOMIC};
+    spindle_group_t *g = NULL;
+    if (spindle_group_create(&o, &sg, 1, &g) != 0)
+        return 2;
+    for (uint64_t i = 0; i < MESSAGES; i++)
+        if (spindle_send(g, 0, &i, sizeof i, 0) != 0)
+            return 3;
+    if (spindle_flush(g, 20000) != 0)
+        return 4;
+    /* Every member's messages are in: flush waits for own messages only. */
+    while (__atomic_load_n(&app.delivered, __ATOMIC_ACQUIRE) < MEMBERS * MESSAGES)
+        usleep(1000);
+    if (self != 0 && write(closing, "c", 1) != 1)
+        return 5;
+    if (self == 0) {
+        char byte;
+        if (read(joined, &byte, 1) != 1)
+            return 6;
+    }
+    int rc = spindle_group_shutdown(g, 30000);
+    uint64_t view = __atomic_load_n(&app.view_id, __ATOMIC_ACQUIRE);
+    spindle_group_destroy(g);
+    if (rc != 0) {
+        fprintf(stderr, "member %u: shutdown: %s\n", self, spindle_errmsg());
+        return 7;
+    }
+    return view == 1 ? 0 : 8; /* the join's view */
+}
+
+static int joiner_main(const char *contact, const char *self, int joined)
+{
+    struct app app = {0};
+    struct spindle_group_options o;
+    options(&o, &app, self);
+    o.join = contact;
+    struct spindle_subgroup_config sg = {everyone, 1, everyone, 0, 16, 64, SPINDLE_MODE_ATOMIC};
+    spindle_group_t *g = NULL;
+    if (spindle_group_create(&o, &sg, 1, &g) != 0) {
+        fprintf(stderr, "joiner: %s\n", spindle_errmsg());
+        return 20;
+    }
+    int id = spindle_group_self(g);
+    if (write(joined, "j", 1) != 1)
+        return 21;
+    int rc = spindle_group_shutdown(g, 30000);
+    spindle_group_destroy(g);
+    if (rc != 0) {
+        fprintf(stderr, "joiner: shutdown: %s\n", spindle_errmsg());
+        return 22;
+    }
+    /* The state as of view 1: everything sent in view 0. */
+    return id == MEMBERS && app.loaded == MEMBERS * MESSAGES ? 0 : 23;
+}
+
+static void test_join_while_members_shut_down(void **state)
+{
+    (void)state;
+    char members[128], contact[32], self[32];
+    uint16_t ports[MEMBERS + 1];
+    for (int i = 0; i <= MEMBERS; i++)
+        ports[i] = free_port();
+    snprintf(members, sizeof members, "127.0.0.1:%u,127.0.0.1:%u,127.0.0.1:%u", ports[0], ports[1],
+             ports[2]);
+    snprintf(contact, sizeof contact, "127.0.0.1:%u", ports[1]); /* redirected to 0 */
+    snprintf(self, sizeof self, "127.0.0.1:%u", ports[3]);
+    int closing[2], joined[2];
+    assert_int_equal(pipe(closing), 0);
+    assert_int_equal(pipe(joined), 0);
+    pid_t pids[MEMBERS + 1];
+    for (uint32_t i = 0; i < MEMBERS; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            alarm(90);
+            _exit(member_main(members, i, closing[1], joined[0]));
+        }
+    }
+    /* Members 1 and 2 are entering their shutdown barrier. */
+    for (int i = 0; i < MEMBERS - 1; i++) {
+        char byte;
+        assert_int_equal(read(closing[0], &byte, 1), 1);
+    }
+    pids[MEMBERS] = fork();
+    assert_true(pids[MEMBERS] >= 0);
+    if (pids[MEMBERS] == 0) {
+        alarm(90);
+        _exit(joiner_main(contact, self, joined[1]));
+    }
+    close(joined[1]);
+    for (uint32_t i = 0; i <= MEMBERS; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fail_msg("%s %u: status %d", i == MEMBERS ? "joiner" : "member", i, status);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_join_while_members_shut_down),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
