@@ -377,9 +377,16 @@ static void copy_write(uint8_t *dst, const uint8_t *src, size_t length)
         __atomic_store_n(dst++, *src++, __ATOMIC_RELEASE);
         length--;
     }
+    /* The source is the owner's live row: with early unlock it may be
+     * updated (one atomic word at a time) while being copied, so aligned
+     * words are read atomically too. */
+    bool aligned = ((uintptr_t)src & 7) == 0;
     while (length >= 8) {
         uint64_t word;
-        memcpy(&word, src, 8);
+        if (aligned)
+            word = __atomic_load_n((const uint64_t *)(const void *)src, __ATOMIC_ACQUIRE);
+        else
+            memcpy(&word, src, 8);
         __atomic_store_n((uint64_t *)(void *)dst, word, __ATOMIC_RELEASE);
         dst += 8;
         src += 8;
