@@ -13,8 +13,11 @@
  * requests of the peers that did not fail are posted again, in their
  * original order, before any new request of theirs (posts wait with
  * SPINDLE_EAGAIN meanwhile), so each peer's data still precedes its guard
- * (T2). A re-posted write reads its local bytes again, as a gathered write
- * does when the NIC executes it: the sender may only have made them newer.
+ * (T2). An inline write is re-posted with the bytes it was first posted
+ * with (kept with the request): its source, a counter, may have moved on
+ * since, and a newer guard would overtake the data queued behind the
+ * re-post, which readers would take for null messages. A gathered write
+ * reads its source when the NIC executes it, the first time as well.
  * If the reset itself fails, the DCI stays dead and the peers whose
  * requests were flushed, and every later poster pinned to it, are failed.
  */
@@ -109,7 +112,9 @@ int vb_dci_create(struct vb_ep *ep, unsigned index)
         return sp_error(SPINDLE_EIO, "verbs: creating DCI %u on %s failed: %s", index, ep->dev_name,
                         strerror(errno)),
                -1;
-    sq->max_inline = attr.cap.max_inline_data;
+    /* Inline payloads are kept for re-posting: at most VB_MAX_INLINE. */
+    sq->max_inline =
+        attr.cap.max_inline_data < VB_MAX_INLINE ? attr.cap.max_inline_data : VB_MAX_INLINE;
     if (vb_dci_ready(ep, sq) != 0)
         return -1;
     struct ibv_qp_ex *qpx = api->qp_to_qp_ex(sq->qp);
@@ -120,17 +125,27 @@ int vb_dci_create(struct vb_ep *ep, unsigned index)
     return 0;
 }
 
+/* Saves a request for a possible re-post; an inline payload is copied
+ * (it is then posted from that copy, so the two cannot differ). */
 static void vb_wr_save(const struct ibv_send_wr *wr, struct vb_wrsave *out)
 {
-    *out = (struct vb_wrsave){.remote_addr = wr->wr.rdma.remote_addr,
-                              .rkey = wr->wr.rdma.rkey,
-                              .imm_data = wr->imm_data,
-                              .opcode = (uint8_t)wr->opcode,
-                              .num_sge = wr->num_sge > 0};
+    out->remote_addr = wr->wr.rdma.remote_addr;
+    out->rkey = wr->wr.rdma.rkey;
+    out->imm_data = wr->imm_data;
+    out->opcode = (uint8_t)wr->opcode;
+    out->num_sge = wr->num_sge > 0;
+    out->inlined = 0;
+    out->local_addr = 0;
+    out->length = 0;
+    out->lkey = 0;
     if (wr->num_sge > 0) {
         out->local_addr = wr->sg_list->addr;
         out->length = wr->sg_list->length;
         out->lkey = wr->sg_list->lkey;
+        if ((wr->send_flags & IBV_SEND_INLINE) && out->length <= VB_MAX_INLINE) {
+            memmove(out->bytes, (const void *)(uintptr_t)out->local_addr, out->length);
+            out->inlined = 1;
+        }
     }
 }
 
@@ -151,13 +166,13 @@ int vb_dci_emit(struct vb_ep *ep, unsigned dci, int n)
         else
             ibv_wr_rdma_write(qpx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
         mlx5dv_wr_set_dc_addr(mqpx, peer->ah, peer->addr.dctn, peer->addr.dc_key);
+        vb_wr_save(wr, &ctx->req);
         if (wr->num_sge == 0)
             ibv_wr_set_sge_list(qpx, 0, NULL);
-        else if (wr->send_flags & IBV_SEND_INLINE)
-            ibv_wr_set_inline_data(qpx, (void *)(uintptr_t)wr->sg_list->addr, wr->sg_list->length);
+        else if (ctx->req.inlined)
+            ibv_wr_set_inline_data(qpx, ctx->req.bytes, ctx->req.length);
         else
             ibv_wr_set_sge(qpx, wr->sg_list->lkey, wr->sg_list->addr, wr->sg_list->length);
-        vb_wr_save(wr, &ctx->req);
     }
     int rc = ibv_wr_complete(qpx);
     if (rc != 0) {
@@ -205,11 +220,14 @@ static int vb_dci_repost(struct vb_ep *ep, struct vb_sq *sq, const struct vb_wrc
         wr->wr.rdma.rkey = req->rkey;
         wr->send_flags = ctx->signaled ? IBV_SEND_SIGNALED : 0;
         if (req->num_sge) {
-            sq->sges[i] =
-                (struct ibv_sge){.addr = req->local_addr, .length = req->length, .lkey = req->lkey};
+            /* An inline write goes again with the bytes it was first
+             * posted with; a gathered one reads its source when the NIC
+             * executes it, as the first time. */
+            uint64_t addr = req->inlined ? (uintptr_t)req->bytes : req->local_addr;
+            sq->sges[i] = (struct ibv_sge){.addr = addr, .length = req->length, .lkey = req->lkey};
             wr->sg_list = &sq->sges[i];
             wr->num_sge = 1;
-            if (req->length <= sq->max_inline)
+            if (req->inlined)
                 wr->send_flags |= IBV_SEND_INLINE;
             bytes += req->length;
         }

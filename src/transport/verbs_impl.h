@@ -149,6 +149,11 @@ struct vb_wrsave {
     uint32_t imm_data; /* network order */
     uint8_t opcode;    /* enum ibv_wr_opcode */
     uint8_t num_sge;   /* 0 (doorbell) or 1 */
+    uint8_t inlined;   /* posted inline, from bytes[] */
+    /* An inline write's payload as posted: a re-post after a DCI reset
+     * sends these bytes, not the source's current ones, which may be newer
+     * than data still queued behind it (a guard must not overtake). */
+    uint8_t bytes[VB_MAX_INLINE];
 };
 
 /* Context of one send work request (wr_id points here). Slot seq % depth of

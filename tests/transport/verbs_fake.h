@@ -27,6 +27,7 @@ struct recorded_wr {
     void *ah;
     uint32_t dctn;
     uint64_t dc_key;
+    uint8_t inline_bytes[16]; /* the first bytes of an inline payload, as posted */
 };
 
 static VF_UNUSED struct {
@@ -129,6 +130,9 @@ static inline void fake_wr_set_inline_data(struct ibv_qp_ex *qp, void *addr, siz
     (void)qp;
     dc_current->local_addr = (uintptr_t)addr;
     dc_current->length = (uint32_t)length;
+    /* Inline data is copied at post time, as the NIC's driver does. */
+    memcpy(dc_current->inline_bytes, addr,
+           length < sizeof dc_current->inline_bytes ? length : sizeof dc_current->inline_bytes);
 }
 static inline void fake_wr_set_sge_list(struct ibv_qp_ex *qp, size_t num,
                                         const struct ibv_sge *list)
