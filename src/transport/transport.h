@@ -113,14 +113,14 @@ enum tp_caps {
 
 /* Counters kept by every backend; read with tp_stats. */
 struct tp_stats {
-    uint64_t writes_posted;   /* work requests / write operations issued */
-    uint64_t batches_posted;  /* tp_post_writes calls that posted something */
-    uint64_t doorbells;       /* NIC doorbells or equivalent (one per batch) */
-    uint64_t bytes_written;   /* payload bytes posted */
-    uint64_t wakeups_sent;    /* doorbell_ring calls that woke a sleeping peer */
-    uint64_t sleeps;          /* doorbell_wait calls that actually slept */
-    uint64_t pinned_bytes;    /* bytes currently pinned by registrations */
-    uint64_t signaled;        /* signaled work requests */
+    uint64_t writes_posted;  /* work requests / write operations issued */
+    uint64_t batches_posted; /* tp_post_writes calls that posted something */
+    uint64_t doorbells;      /* NIC doorbells or equivalent (one per batch) */
+    uint64_t bytes_written;  /* payload bytes posted */
+    uint64_t wakeups_sent;   /* doorbell_ring calls that woke a sleeping peer */
+    uint64_t sleeps;         /* doorbell_wait calls that actually slept */
+    uint64_t pinned_bytes;   /* bytes currently pinned by registrations */
+    uint64_t signaled;       /* signaled work requests */
 };
 
 /*

@@ -39,24 +39,43 @@ SPINDLE_API const char *spindle_version(void)
 SPINDLE_API const char *spindle_strerror(int code)
 {
     switch (code) {
-    case SPINDLE_OK: return "success";
-    case SPINDLE_EINVAL: return "invalid argument";
-    case SPINDLE_ENOMEM: return "out of memory";
-    case SPINDLE_EAGAIN: return "resource temporarily unavailable";
-    case SPINDLE_ETIMEDOUT: return "timed out";
-    case SPINDLE_EPEERFAILED: return "peer failed";
-    case SPINDLE_ENODEV: return "no such device";
-    case SPINDLE_ENOTSUP: return "operation not supported";
-    case SPINDLE_EIO: return "input/output error";
-    case SPINDLE_EADDRINUSE: return "address in use";
-    case SPINDLE_ENOENT: return "no such member, object or file";
-    case SPINDLE_ESHUTDOWN: return "shut down";
-    case SPINDLE_EMSGSIZE: return "message too long";
-    case SPINDLE_EPERM: return "operation not permitted for this member";
-    case SPINDLE_ECONFIG: return "malformed configuration";
-    case SPINDLE_EPROTO: return "protocol error";
-    case SPINDLE_EUNREACH: return "peer unreachable";
-    case SPINDLE_EMINORITY: return "member is in a minority partition";
-    default: return "unknown error";
+    case SPINDLE_OK:
+        return "success";
+    case SPINDLE_EINVAL:
+        return "invalid argument";
+    case SPINDLE_ENOMEM:
+        return "out of memory";
+    case SPINDLE_EAGAIN:
+        return "resource temporarily unavailable";
+    case SPINDLE_ETIMEDOUT:
+        return "timed out";
+    case SPINDLE_EPEERFAILED:
+        return "peer failed";
+    case SPINDLE_ENODEV:
+        return "no such device";
+    case SPINDLE_ENOTSUP:
+        return "operation not supported";
+    case SPINDLE_EIO:
+        return "input/output error";
+    case SPINDLE_EADDRINUSE:
+        return "address in use";
+    case SPINDLE_ENOENT:
+        return "no such member, object or file";
+    case SPINDLE_ESHUTDOWN:
+        return "shut down";
+    case SPINDLE_EMSGSIZE:
+        return "message too long";
+    case SPINDLE_EPERM:
+        return "operation not permitted for this member";
+    case SPINDLE_ECONFIG:
+        return "malformed configuration";
+    case SPINDLE_EPROTO:
+        return "protocol error";
+    case SPINDLE_EUNREACH:
+        return "peer unreachable";
+    case SPINDLE_EMINORITY:
+        return "member is in a minority partition";
+    default:
+        return "unknown error";
     }
 }

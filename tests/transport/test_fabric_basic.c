@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "test_ports.h"
+
 #include "test_fabric_util.h"
 #include "transport/fabric_impl.h"
 #include "util/clock.h"
@@ -59,18 +61,6 @@ static void test_ephemeral_port_is_reported_and_port_in_use_named(void **state)
     ops->close(first);
 }
 
-/* A port that nobody listens on: bind, read the number, close. */
-static uint16_t closed_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
-    socklen_t len = sizeof sin;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-    close(fd);
-    return ntohs(sin.sin_port);
-}
-
 static void test_unreachable_peers_are_named(void **state)
 {
     (void)state;
@@ -78,7 +68,7 @@ static void test_unreachable_peers_are_named(void **state)
     assert_int_equal(tf_open(provider, 0, 0, 1000, &ep), 0);
     struct tp_desc desc;
     struct tp_peer *peer = NULL;
-    uint16_t port = closed_port();
+    uint16_t port = test_free_port();
     assert_int_equal(fab_addr_encode("127.0.0.1", port, 42, 7, &desc), 0);
     uint64_t t0 = sp_now_ns();
     assert_int_equal(ops->connect(ep, &desc, 2000, &peer), SPINDLE_EUNREACH);

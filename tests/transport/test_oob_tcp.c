@@ -11,10 +11,10 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "test_ports.h"
 
 #include <spindle/error.h>
 
@@ -38,17 +40,6 @@ struct frame {
 };
 #define HELLO_MAGIC 0x484f5053u
 #define FRAME_MAGIC 0x464f5053u
-
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
-    socklen_t len = sizeof sin;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-    close(fd);
-    return ntohs(sin.sin_port);
-}
 
 static int member_main(const struct tp_oob_member *members, uint32_t self)
 {
@@ -88,7 +79,7 @@ static void test_three_members_allgather(void **state)
     (void)state;
     struct tp_oob_member members[3];
     for (uint32_t i = 0; i < 3; i++)
-        members[i] = (struct tp_oob_member){10 + i, "127.0.0.1", free_port()};
+        members[i] = (struct tp_oob_member){10 + i, "127.0.0.1", test_free_port()};
     pid_t pids[3];
     for (uint32_t i = 0; i < 3; i++) {
         pids[2 - i] = fork(); /* start the highest first: connects must retry */
@@ -146,7 +137,7 @@ static int forger_main(uint16_t port, int mode)
 
 static void run_forged(int mode, const char *expect)
 {
-    uint16_t port = free_port(), other = free_port();
+    uint16_t port = test_free_port(), other = test_free_port();
     pid_t pid = fork();
     if (pid == 0)
         _exit(forger_main(port, mode));
@@ -185,7 +176,7 @@ static void test_taken_port_and_absent_member_are_named(void **state)
     socklen_t len = sizeof sin;
     getsockname(fd, (struct sockaddr *)&sin, &len);
     uint16_t taken = ntohs(sin.sin_port);
-    struct tp_oob_member members[2] = {{0, "127.0.0.1", taken}, {1, "127.0.0.1", free_port()}};
+    struct tp_oob_member members[2] = {{0, "127.0.0.1", taken}, {1, "127.0.0.1", test_free_port()}};
     struct tp_oob *oob = NULL;
     assert_int_equal(tp_oob_open_tcp("oob-test", members, 2, 0, 500, &oob), SPINDLE_EADDRINUSE);
     char expect[32];
@@ -194,7 +185,7 @@ static void test_taken_port_and_absent_member_are_named(void **state)
     close(fd);
 
     /* Member 1 waits for member 0, which never comes. */
-    members[0].port = free_port();
+    members[0].port = test_free_port();
     assert_int_equal(tp_oob_open_tcp("oob-test", members, 2, 1, 300, &oob), SPINDLE_EUNREACH);
     assert_non_null(strstr(spindle_errmsg(), "member 0"));
     members[0].host = "no-such-host.invalid";
@@ -241,8 +232,9 @@ static int honest_main(const struct tp_oob_member *members, uint32_t self, int m
 
 static void run_hostile(int mode)
 {
-    struct tp_oob_member members[3] = {
-        {0, "127.0.0.1", free_port()}, {1, "127.0.0.1", free_port()}, {2, "127.0.0.1", 1}};
+    struct tp_oob_member members[3] = {{0, "127.0.0.1", test_free_port()},
+                                       {1, "127.0.0.1", test_free_port()},
+                                       {2, "127.0.0.1", 1}};
     pid_t pids[2];
     for (uint32_t i = 0; i < 2; i++) {
         pids[i] = fork();
@@ -304,7 +296,7 @@ static void test_hostile_truncated_after_setup(void **state)
 static void test_other_group_is_refused(void **state)
 {
     (void)state;
-    uint16_t port = free_port();
+    uint16_t port = test_free_port();
     pid_t pid = fork();
     if (pid == 0) {
         int fd = dial(port);
@@ -314,7 +306,7 @@ static void test_other_group_is_refused(void **state)
         (void)!read(fd, &sink, 1); /* until the member drops us */
         _exit(0);
     }
-    struct tp_oob_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", free_port()}};
+    struct tp_oob_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", test_free_port()}};
     struct tp_oob *oob = NULL;
     assert_int_equal(tp_oob_open_tcp("oob-test", members, 2, 0, 1500, &oob), SPINDLE_ETIMEDOUT);
     assert_non_null(strstr(spindle_errmsg(), "members 1 never connected"));
@@ -329,7 +321,7 @@ static void test_other_group_is_refused(void **state)
 /* Opens a one-member exchange on a free port (the member a joiner asks). */
 static struct tp_oob *open_single(uint16_t *port)
 {
-    struct tp_oob_member me = {0, "127.0.0.1", free_port()};
+    struct tp_oob_member me = {0, "127.0.0.1", test_free_port()};
     struct tp_oob *oob = NULL;
     assert_int_equal(tp_oob_open_tcp("oob-test", &me, 1, 0, 5000, &oob), 0);
     *port = me.port;
@@ -442,7 +434,7 @@ static void test_joiner_slot_exchanges(void **state)
     (void)state;
     uint16_t port;
     struct tp_oob *oob = open_single(&port);
-    uint16_t joiner_port = free_port();
+    uint16_t joiner_port = test_free_port();
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {

@@ -14,6 +14,8 @@
 #include <stddef.h>
 
 #include <cmocka.h>
+
+#include "test_ports.h"
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,17 +68,6 @@ static int load(void *ctx, const void *data, size_t length)
         return SPINDLE_EINVAL;
     memcpy(&app->loaded, data, sizeof app->loaded);
     return 0;
-}
-
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
-    socklen_t len = sizeof sin;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-    close(fd);
-    return ntohs(sin.sin_port);
 }
 
 static void options(struct spindle_group_options *o, struct app *app, const char *bootstrap)
@@ -168,7 +159,7 @@ static void test_join_while_members_shut_down(void **state)
     char members[128], contact[32], self[32];
     uint16_t ports[MEMBERS + 1];
     for (int i = 0; i <= MEMBERS; i++)
-        ports[i] = free_port();
+        ports[i] = test_free_port();
     snprintf(members, sizeof members, "127.0.0.1:%u,127.0.0.1:%u,127.0.0.1:%u", ports[0], ports[1],
              ports[2]);
     snprintf(contact, sizeof contact, "127.0.0.1:%u", ports[1]); /* redirected to 0 */
