@@ -511,6 +511,8 @@ static int run_local(struct bench_config *config)
         if (pids[i] == 0) {
             struct bench_result result;
             run_one(config, i, n, &result);
+            if (!result.ok) /* at once: the others may wait for it until their timeout */
+                fprintf(stderr, "spindle-bench: %s\n", result.error);
             ssize_t w = write(pipes[i][1], &result, sizeof result);
             _exit(w == (ssize_t)sizeof result && result.ok ? 0 : 1);
         }
@@ -533,13 +535,11 @@ static int run_local(struct bench_config *config)
         ssize_t r = read(pipes[i][0], &results[at], sizeof results[at]);
         if (r != (ssize_t)sizeof results[at]) {
             results[at].ok = 0;
-            snprintf(results[at].error, sizeof results[at].error, "member %u reported nothing", i);
+            fprintf(stderr, "spindle-bench: member %u reported nothing\n", i);
         }
         close(pipes[i][0]);
-        if (!results[at].ok) {
-            fprintf(stderr, "spindle-bench: %s\n", results[at].error);
-            failed = 1;
-        }
+        if (!results[at].ok)
+            failed = 1; /* the member printed why */
     }
     nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
     if (!failed && results != NULL && count > 0)

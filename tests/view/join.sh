@@ -76,14 +76,16 @@ fail() {
     exit 1
 }
 
-# Waits (bounded) until FILE has at least N lines; 1 if PID ended first.
+# Waits (bounded) until FILE has at least N lines; 1 if PID ended first or
+# a member of the launcher at PID failed (its log, LOG, says so).
 wait_lines() {
-    local file=$1 want=$2 pid=$3 deadline=$((SECONDS + TIMEOUT)) have
+    local file=$1 want=$2 pid=$3 log=$4 deadline=$((SECONDS + TIMEOUT)) have
     while :; do
         have=0
         [ -f "$file" ] && have=$(wc -l <"$file")
         [ "$have" -ge "$want" ] && return 0
         kill -0 "$pid" 2>/dev/null || return 1
+        grep -q "exited with status" "$log" 2>/dev/null && return 1
         [ "$SECONDS" -lt "$deadline" ] || fail "$file did not reach $want lines in ${TIMEOUT}s"
         sleep 0.02
     done
@@ -113,10 +115,13 @@ wait_pid() {
     RC=$?
 }
 
-# A free-looking base port: the launcher fails at once (and the run is
-# repeated) if one of its ports is taken after all.
+# A base port below the kernel's ephemeral range, so that no outgoing
+# connection (libfabric tcp makes many) can hold one of the group's ports;
+# if one is taken after all, the member says so and the run is repeated.
+EPHEMERAL_LOW=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "$EPHEMERAL_LOW" -gt 12000 ] || EPHEMERAL_LOW=32768
 pick_port() {
-    PORT=$((20000 + RANDOM % 30000))
+    PORT=$((10000 + RANDOM % (EPHEMERAL_LOW - 10000 - 20)))
 }
 
 # run_once KIND: returns 2 when the stream ended before a joiner was in.
@@ -139,13 +144,13 @@ run_once() {
     local what="run $RUN_NUMBER ($kind): 3 members on ports $PORT.., size $size, window $window"
     # Join somewhere in the first third of the stream.
     local want=$((1 + RANDOM % (MESSAGES * 3 / 3)))
-    if ! wait_lines "$RUN_DIR/member-0.trace" "$want" "$launcher"; then
-        wait_pid "$launcher"
+    if ! wait_lines "$RUN_DIR/member-0.trace" "$want" "$launcher" "$RUN_DIR/members.out"; then
+        stop_run # the others would wait for the failed member until their timeout
         grep -q "already in use" "$RUN_DIR/members.out" && {
             echo "note: $what: port taken; not counted"
             return 2
         }
-        fail "$what: the members ended (exit $RC) before $want deliveries"
+        fail "$what: the members failed or ended before $want deliveries"
     fi
     if [ "$kind" = a ]; then
         # A joiner whose subgroups do not match is refused, naming the
