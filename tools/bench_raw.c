@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "bench.h"
-#include "smc/group_bootstrap.h"
-#include "transport/oob.h"
+#include "control/ctl.h"
+#include "group/group_bootstrap.h"
 #include "transport/transport.h"
 #include "util/clock.h"
 
@@ -63,8 +63,8 @@ static int raw_open(const struct bench_config *config, const struct group_bootst
 static int raw_connect(const struct group_bootstrap *boot, uint32_t self, uint32_t members,
                        struct raw_ctx *c)
 {
-    struct tp_oob *oob;
-    int rc = group_bootstrap_open(boot, "spindle-bench-raw", self, members, 60000, &oob);
+    struct ctl *ctl;
+    int rc = group_bootstrap_open(boot, "spindle-bench-raw", self, members, 60000, &ctl);
     if (rc < 0)
         return rc;
     struct raw_desc mine, all[2];
@@ -73,7 +73,7 @@ static int raw_connect(const struct group_bootstrap *boot, uint32_t self, uint32
     if (rc == 0)
         rc = c->ops->mr_export(c->mr, &mine.region);
     if (rc == 0)
-        rc = tp_oob_allgather(oob, RAW_TAG_DESC, &mine, sizeof mine, all, 60000);
+        rc = ctl_allgather(ctl, RAW_TAG_DESC, &mine, sizeof mine, all, 60000);
     uint32_t other = 1 - self;
     if (rc == 0)
         rc = c->ops->connect(c->ep, &all[other].address, 60000, &c->peer);
@@ -81,8 +81,8 @@ static int raw_connect(const struct group_bootstrap *boot, uint32_t self, uint32
         rc = c->ops->rmr_import(c->peer, &all[other].region, &c->rmr);
     uint8_t one = 1, both[2];
     if (rc == 0)
-        rc = tp_oob_allgather(oob, RAW_TAG_DONE, &one, 1, both, 60000);
-    tp_oob_close(oob);
+        rc = ctl_allgather(ctl, RAW_TAG_DONE, &one, 1, both, 60000);
+    ctl_close(ctl);
     return rc;
 }
 

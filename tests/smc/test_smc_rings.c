@@ -21,7 +21,7 @@
 
 #include <spindle/spindle.h>
 
-#include "smc/group_impl.h"
+#include "group/group_impl.h"
 #include "smc/smc_impl.h"
 #include "sst/sst_impl.h"
 

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
+#include "control/ctl.h"
 #include "sst/sst.h"
-#include "transport/oob.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -26,7 +26,7 @@
 struct member {
     struct sst_engine *engine;
     struct sst_table *table;
-    struct tp_oob *oob;
+    struct ctl *ctl;
     uint32_t index, count;
     int counter, guard, array, ack;
 };
@@ -71,9 +71,8 @@ static int member_join(struct member *m, uint32_t index, uint32_t count, int tim
     char dir[128];
     snprintf(dir, sizeof dir, "%s/run%d", base_dir, run_number);
     struct sst_member_desc mine, all[MAX_MEMBERS];
-    if (tp_oob_open_dir(dir, index, count, &m->oob) != 0 ||
-        sst_table_export(m->table, &mine) != 0 ||
-        tp_oob_allgather(m->oob, 1, &mine, sizeof mine, all, 10000) != 0 ||
+    if (ctl_open_dir(dir, index, count, &m->ctl) != 0 || sst_table_export(m->table, &mine) != 0 ||
+        ctl_allgather(m->ctl, 1, &mine, sizeof mine, all, 10000) != 0 ||
         sst_table_connect(m->table, all, 5000) != 0 || sst_engine_start(m->engine) != 0)
         return 12;
     return 0;
@@ -83,13 +82,13 @@ static int member_join(struct member *m, uint32_t index, uint32_t count, int tim
 static int member_barrier(struct member *m, uint32_t tag)
 {
     uint32_t mine = m->index, all[MAX_MEMBERS];
-    return tp_oob_allgather(m->oob, tag, &mine, sizeof mine, all, 20000) == 0 ? 0 : 13;
+    return ctl_allgather(m->ctl, tag, &mine, sizeof mine, all, 20000) == 0 ? 0 : 13;
 }
 
 static void member_leave(struct member *m)
 {
     sst_engine_destroy(m->engine);
-    tp_oob_close(m->oob);
+    ctl_close(m->ctl);
 }
 
 static bool wait_until(struct member *m, uint32_t row, int column, uint64_t value, int timeout_ms)

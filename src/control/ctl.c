@@ -1,0 +1,63 @@
+/* Bootstrap exchange: dispatch to the dir or TCP variant. */
+#include "control/ctl_impl.h"
+
+#include "util/error.h"
+
+int ctl_allgather(struct ctl *ctl, uint32_t tag, const void *mine, size_t length, void *all,
+                  int timeout_ms)
+{
+    if (ctl == NULL || mine == NULL || all == NULL || length == 0)
+        return sp_error(SPINDLE_EINVAL, "ctl allgather: null argument or zero length");
+    return ctl->vt->allgather(ctl, tag, mine, length, all, timeout_ms);
+}
+
+int ctl_publish(struct ctl *ctl, uint32_t tag, const void *blob, size_t length, uint64_t to)
+{
+    if (ctl == NULL || (blob == NULL && length > 0))
+        return sp_error(SPINDLE_EINVAL, "ctl publish: null argument");
+    return ctl->vt->publish(ctl, tag, blob, length, to);
+}
+
+int ctl_collect(struct ctl *ctl, uint32_t tag, uint64_t from, void *all, size_t length,
+                int timeout_ms, uint64_t *have)
+{
+    if (ctl == NULL || all == NULL || length == 0)
+        return sp_error(SPINDLE_EINVAL, "ctl collect: null argument or zero length");
+    return ctl->vt->collect(ctl, tag, from, all, length, timeout_ms, have);
+}
+
+void ctl_close(struct ctl *ctl)
+{
+    if (ctl != NULL)
+        ctl->vt->close(ctl);
+}
+
+int ctl_join_poll(struct ctl *ctl, int timeout_ms, void *request, size_t capacity, size_t *length)
+{
+    if (ctl == NULL || ctl->vt->join_poll == NULL)
+        return 0;
+    return ctl->vt->join_poll(ctl, timeout_ms, request, capacity, length);
+}
+
+int ctl_join_answer(struct ctl *ctl, const void *reply, size_t length)
+{
+    if (ctl == NULL || ctl->vt->join_answer == NULL)
+        return sp_error(SPINDLE_ENOTSUP, "ctl: this bootstrap channel takes no joins");
+    return ctl->vt->join_answer(ctl, reply, length);
+}
+
+void ctl_add_member(struct ctl *ctl, uint32_t id, const char *host, uint16_t port)
+{
+    if (ctl != NULL && ctl->vt->add_member != NULL)
+        ctl->vt->add_member(ctl, id, host, port);
+}
+
+int ctl_collect_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t length,
+                    int timeout_ms)
+{
+    if (ctl == NULL || out == NULL || length == 0)
+        return sp_error(SPINDLE_EINVAL, "ctl collect: null argument or zero length");
+    if (ctl->vt->collect_one == NULL)
+        return sp_error(SPINDLE_ENOTSUP, "ctl: this bootstrap channel takes no joins");
+    return ctl->vt->collect_one(ctl, tag, from, out, length, timeout_ms);
+}

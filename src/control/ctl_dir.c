@@ -1,0 +1,184 @@
+/*
+ * Bootstrap exchange through a shared directory, for processes on one host.
+ * Member i publishes its blob for a tag as "<dir>/<tag>.<i>", written to a
+ * temporary name and renamed, so a reader never sees a partial file. Readers
+ * poll the directory with short sleeps until every member's file is there:
+ * this is a one-time start-up step, not a data path.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/ctl_impl.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+struct ctl_dir {
+    struct ctl base;
+    char *dir;
+    uint32_t self_index;
+    uint32_t num_members;
+};
+
+static int write_blob(const struct ctl_dir *ctl, uint32_t tag, const void *mine, size_t length)
+{
+    char tmp[4096], final[4096];
+    snprintf(tmp, sizeof tmp, "%s/.%u.%u.tmp", ctl->dir, tag, ctl->self_index);
+    snprintf(final, sizeof final, "%s/%u.%u", ctl->dir, tag, ctl->self_index);
+    FILE *file = fopen(tmp, "wb");
+    if (file == NULL)
+        return sp_error(SPINDLE_EIO, "ctl: cannot create %s: %s", tmp, strerror(errno));
+    size_t written = fwrite(mine, 1, length, file);
+    if (fclose(file) != 0 || written != length)
+        return sp_error(SPINDLE_EIO, "ctl: cannot write %s", tmp);
+    if (rename(tmp, final) != 0)
+        return sp_error(SPINDLE_EIO, "ctl: cannot rename %s: %s", tmp, strerror(errno));
+    return 0;
+}
+
+/* 1 when member's blob was read, 0 when not there yet, negative on error. */
+static int read_blob(const struct ctl_dir *ctl, uint32_t tag, uint32_t member, void *out,
+                     size_t length)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%u.%u", ctl->dir, tag, member);
+    FILE *file = fopen(path, "rb");
+    if (file == NULL)
+        return 0;
+    size_t got = fread(out, 1, length, file);
+    int extra = fgetc(file);
+    fclose(file);
+    if (got != length || extra != EOF)
+        return sp_error(SPINDLE_EPROTO, "ctl: %s does not hold a %zu-byte blob", path, length);
+    return 1;
+}
+
+static int dir_allgather(struct ctl *base, uint32_t tag, const void *mine, size_t length, void *all,
+                         int timeout_ms)
+{
+    struct ctl_dir *ctl = (struct ctl_dir *)base;
+    int rc = write_blob(ctl, tag, mine, length);
+    if (rc != 0)
+        return rc;
+    uint8_t *have = calloc(ctl->num_members, 1);
+    if (have == NULL)
+        return sp_error(SPINDLE_ENOMEM, "ctl: out of memory");
+    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+    uint32_t missing = ctl->num_members;
+    for (;;) {
+        for (uint32_t i = 0; i < ctl->num_members; i++) {
+            if (have[i])
+                continue;
+            rc = read_blob(ctl, tag, i, (uint8_t *)all + (size_t)i * length, length);
+            if (rc < 0) {
+                free(have);
+                return rc;
+            }
+            if (rc == 1) {
+                have[i] = 1;
+                missing--;
+            }
+        }
+        if (missing == 0 || sp_now_ns() >= deadline)
+            break;
+        struct timespec pause = {0, 1000000}; /* 1 ms between directory scans */
+        nanosleep(&pause, NULL);
+    }
+    if (missing != 0) {
+        char names[256] = "";
+        for (uint32_t i = 0; i < ctl->num_members; i++) {
+            if (!have[i] && strlen(names) < sizeof names - 16)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%u",
+                         names[0] ? ", " : "", i);
+        }
+        free(have);
+        return sp_error(SPINDLE_ETIMEDOUT,
+                        "ctl: members %s did not publish tag %u in %s within %d ms", names, tag,
+                        ctl->dir, timeout_ms);
+    }
+    free(have);
+    return 0;
+}
+
+static int dir_publish(struct ctl *base, uint32_t tag, const void *blob, size_t length, uint64_t to)
+{
+    (void)to; /* every member reads the same directory */
+    return write_blob((struct ctl_dir *)base, tag, blob, length);
+}
+
+static int dir_collect(struct ctl *base, uint32_t tag, uint64_t from, void *all, size_t length,
+                       int timeout_ms, uint64_t *have)
+{
+    struct ctl_dir *ctl = (struct ctl_dir *)base;
+    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+    uint64_t want = from & ~(1ull << ctl->self_index), got = 0;
+    if (ctl->num_members < 64)
+        want &= (1ull << ctl->num_members) - 1;
+    int rc = 0;
+    for (;;) {
+        for (uint32_t i = 0; i < ctl->num_members && rc == 0; i++) {
+            if (((want & ~got) >> i) & 1) {
+                int r = read_blob(ctl, tag, i, (uint8_t *)all + (size_t)i * length, length);
+                if (r < 0)
+                    rc = r;
+                else if (r == 1)
+                    got |= 1ull << i;
+            }
+        }
+        if (rc != 0 || got == want)
+            break;
+        if (sp_now_ns() >= deadline) {
+            char names[256] = "";
+            for (uint32_t i = 0; i < ctl->num_members; i++)
+                if (((want & ~got) >> i) & 1) {
+                    size_t used = strlen(names);
+                    snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "", i);
+                }
+            rc = sp_error(SPINDLE_ETIMEDOUT, "ctl: members %s did not publish tag %u in %s", names,
+                          tag, ctl->dir);
+            break;
+        }
+        struct timespec pause = {0, 1000000}; /* 1 ms between directory scans */
+        nanosleep(&pause, NULL);
+    }
+    if (have != NULL)
+        *have = got;
+    return rc;
+}
+
+static void dir_close(struct ctl *base)
+{
+    struct ctl_dir *ctl = (struct ctl_dir *)base;
+    free(ctl->dir);
+    free(ctl);
+}
+
+static const struct ctl_vtable dir_vtable = {
+    .allgather = dir_allgather,
+    .publish = dir_publish,
+    .collect = dir_collect,
+    .close = dir_close,
+};
+
+int ctl_open_dir(const char *dir, uint32_t self_index, uint32_t num_members, struct ctl **out)
+{
+    if (dir == NULL || num_members == 0 || self_index >= num_members)
+        return sp_error(SPINDLE_EINVAL, "ctl: member index %u is not below member count %u",
+                        self_index, num_members);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return sp_error(SPINDLE_EIO, "ctl: cannot create directory %s: %s", dir, strerror(errno));
+    struct ctl_dir *ctl = calloc(1, sizeof *ctl);
+    if (ctl == NULL || (ctl->dir = strdup(dir)) == NULL) {
+        free(ctl);
+        return sp_error(SPINDLE_ENOMEM, "ctl: out of memory");
+    }
+    ctl->base.vt = &dir_vtable;
+    ctl->self_index = self_index;
+    ctl->num_members = num_members;
+    *out = &ctl->base;
+    return 0;
+}

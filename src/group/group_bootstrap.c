@@ -1,0 +1,119 @@
+/* Bootstrap option parsing for spindle_group_create. */
+#include "group/group_bootstrap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+/* True when text looks like "host:port[,host:port...]" (no '/', every entry
+ * ends in ":digits"). */
+static bool looks_like_member_list(const char *text)
+{
+    if (strchr(text, '/') != NULL || strchr(text, ':') == NULL)
+        return false;
+    const char *entry = text;
+    while (*entry != '\0') {
+        const char *comma = strchr(entry, ',');
+        size_t len = comma != NULL ? (size_t)(comma - entry) : strlen(entry);
+        const char *colon = NULL;
+        for (size_t i = 0; i < len; i++)
+            if (entry[i] == ':')
+                colon = entry + i;
+        if (colon == NULL || colon + 1 == entry + len)
+            return false;
+        for (const char *p = colon + 1; p < entry + len; p++)
+            if (*p < '0' || *p > '9')
+                return false;
+        entry += len + (comma != NULL ? 1 : 0);
+    }
+    return true;
+}
+
+static int parse_entry(const char *entry, size_t len, const char *what, struct group_endpoint *out)
+{
+    const char *colon = NULL;
+    for (size_t i = 0; i < len; i++)
+        if (entry[i] == ':')
+            colon = entry + i;
+    if (colon == NULL || colon == entry || (size_t)(colon - entry) >= GROUP_HOST_MAX)
+        return sp_error(SPINDLE_EINVAL, "%s '%.*s' is not host:port", what, (int)len, entry);
+    char digits[8];
+    size_t ndigits = (size_t)(entry + len - colon - 1);
+    if (ndigits == 0 || ndigits >= sizeof digits)
+        return sp_error(SPINDLE_EINVAL, "%s '%.*s' has no valid port", what, (int)len, entry);
+    memcpy(digits, colon + 1, ndigits);
+    digits[ndigits] = '\0';
+    char *end;
+    unsigned long port = strtoul(digits, &end, 10);
+    if (*end != '\0' || port == 0 || port > 65535)
+        return sp_error(SPINDLE_EINVAL, "%s port '%s' must be 1..65535", what, digits);
+    memcpy(out->host, entry, (size_t)(colon - entry));
+    out->host[colon - entry] = '\0';
+    out->port = (uint16_t)port;
+    return 0;
+}
+
+int group_bootstrap_parse(const struct spindle_group_options *options, struct group_bootstrap *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *text = options->bootstrap;
+    if (text == NULL || text[0] == '\0')
+        return sp_error(SPINDLE_EINVAL, "bootstrap is empty: give a directory or host:port list");
+    enum spindle_bootstrap_kind kind = options->bootstrap_kind;
+    if (kind == SPINDLE_BOOTSTRAP_AUTO)
+        kind = looks_like_member_list(text) ? SPINDLE_BOOTSTRAP_TCP : SPINDLE_BOOTSTRAP_DIR;
+    out->kind = kind;
+    if (kind == SPINDLE_BOOTSTRAP_DIR) {
+        if (strlen(text) >= sizeof out->dir)
+            return sp_error(SPINDLE_EINVAL, "bootstrap directory is %zu bytes long", strlen(text));
+        strcpy(out->dir, text);
+        return 0;
+    }
+    if (kind != SPINDLE_BOOTSTRAP_TCP)
+        return sp_error(SPINDLE_EINVAL, "bootstrap_kind %d is unknown", (int)kind);
+    uint32_t count = 0;
+    const char *entry = text;
+    for (;;) {
+        const char *comma = strchr(entry, ',');
+        size_t len = comma != NULL ? (size_t)(comma - entry) : strlen(entry);
+        if (count >= options->num_members)
+            return sp_error(SPINDLE_EINVAL, "bootstrap lists more than num_members %u members",
+                            options->num_members);
+        char what[32];
+        snprintf(what, sizeof what, "bootstrap member %u", count);
+        int rc = parse_entry(entry, len, what, &out->hosts[count]);
+        if (rc < 0)
+            return rc;
+        count++;
+        if (comma == NULL)
+            break;
+        entry = comma + 1;
+    }
+    if (count != options->num_members)
+        return sp_error(SPINDLE_EINVAL, "bootstrap lists %u members but num_members is %u", count,
+                        options->num_members);
+    return 0;
+}
+
+int group_bootstrap_open(const struct group_bootstrap *boot, const char *group_name, uint32_t self,
+                         uint32_t num_members, int timeout_ms, struct ctl **out)
+{
+    if (boot->kind == SPINDLE_BOOTSTRAP_DIR)
+        return ctl_open_dir(boot->dir, self, num_members, out);
+    struct ctl_member members[SPINDLE_MAX_MEMBERS];
+    for (uint32_t i = 0; i < num_members; i++) {
+        members[i].id = i;
+        members[i].host = boot->hosts[i].host;
+        members[i].port = boot->hosts[i].port;
+    }
+    return ctl_open_tcp(group_name, members, num_members, self, timeout_ms, out);
+}
+
+int group_parse_endpoint(const char *text, const char *what, struct group_endpoint *out)
+{
+    if (text == NULL || text[0] == '\0')
+        return sp_error(SPINDLE_EINVAL, "%s is empty: give host:port", what);
+    return parse_entry(text, strlen(text), what, out);
+}

@@ -1,0 +1,200 @@
+/*
+ * libfabric backend: per-connection resources (endpoint, rings, receive
+ * buffers, memory registration honouring the provider's mr_mode) and the
+ * listener side of connection set-up. See fabric_impl.h for ownership.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "transport/fabric/fabric_impl.h"
+#include "util/error.h"
+#include "util/log.h"
+
+int fab_mr_register(struct fab_ep *ep, struct fab_conn *conn, void *buf, size_t len,
+                    uint64_t access, struct fid_mr **mr, void **desc)
+{
+    int mode = ep->info->domain_attr->mr_mode;
+    uint64_t key = 0;
+    if (!(mode & FI_MR_PROV_KEY))
+        key = __atomic_fetch_add(&ep->next_key, 1, __ATOMIC_RELAXED);
+    int rc = fi_mr_reg(ep->domain, buf, len, access, 0, key, 0, mr, conn);
+    if (rc == 0 && (mode & FI_MR_ENDPOINT)) {
+        rc = fi_mr_bind(*mr, &conn->fep->fid, 0);
+        if (rc == 0)
+            rc = fi_mr_enable(*mr);
+    }
+    if (rc != 0) {
+        if (*mr != NULL)
+            fi_close(&(*mr)->fid);
+        *mr = NULL;
+        return sp_error(SPINDLE_EIO, "fabric: cannot register %zu bytes for %s: %s", len,
+                        conn->name, fi_strerror(-rc));
+    }
+    *desc = fi_mr_desc(*mr);
+    atomic_fetch_add(&ep->st_pinned, len);
+    return 0;
+}
+
+static int fab_post_recv(struct fab_conn *conn, struct fab_ctx *ctx)
+{
+    ssize_t rc = fi_recv(conn->fep, ctx->buf, FAB_MSG_SIZE, conn->msg_desc, 0, &ctx->fi);
+    if (rc != 0 && rc != -FI_EAGAIN)
+        return sp_error(SPINDLE_EIO, "fabric: fi_recv on %s: %s", conn->name,
+                        fi_strerror((int)-rc));
+    return 0;
+}
+
+int fab_repost_recv(struct fab_conn *conn, struct fab_ctx *ctx)
+{
+    return fab_post_recv(conn, ctx);
+}
+
+static int fab_alloc_buffers(struct fab_ep *ep, struct fab_conn *conn)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    conn->ring = aligned_alloc(page, FAB_RING_SIZE);
+    conn->msgbuf = aligned_alloc(page, FAB_RECVS * FAB_MSG_SIZE);
+    if (conn->ring == NULL || conn->msgbuf == NULL)
+        return sp_error(SPINDLE_ENOMEM, "fabric: cannot allocate rings for %s", conn->name);
+    memset(conn->ring, 0, FAB_RING_SIZE);
+    memset(conn->msgbuf, 0, FAB_RECVS * FAB_MSG_SIZE);
+    uint64_t ring_access = conn->incoming ? FI_REMOTE_WRITE : FI_WRITE;
+    int rc = fab_mr_register(ep, conn, conn->ring, FAB_RING_SIZE, ring_access, &conn->ring_mr,
+                             &conn->ring_desc);
+    if (rc == 0)
+        rc = fab_mr_register(ep, conn, conn->msgbuf, FAB_RECVS * FAB_MSG_SIZE, FI_RECV | FI_SEND,
+                             &conn->msg_mr, &conn->msg_desc);
+    return rc;
+}
+
+int fab_conn_setup(struct fab_ep *ep, struct fab_conn *conn, struct fi_info *info, int incoming)
+{
+    conn->ep = ep;
+    conn->incoming = incoming;
+    atomic_store(&conn->state, FAB_CONN_CONNECTING);
+    int rc = fi_endpoint(ep->domain, info, &conn->fep, conn);
+    if (rc != 0) {
+        conn->fep = NULL;
+        return sp_error(SPINDLE_EIO, "fabric: fi_endpoint for %s: %s", conn->name,
+                        fi_strerror(-rc));
+    }
+    rc = fi_ep_bind(conn->fep, &ep->eq->fid, 0);
+    if (rc == 0)
+        rc = fi_ep_bind(conn->fep, &ep->cq->fid, FI_TRANSMIT | FI_RECV);
+    if (rc != 0)
+        return sp_error(SPINDLE_EIO, "fabric: binding %s to queues: %s", conn->name,
+                        fi_strerror(-rc));
+    rc = fab_alloc_buffers(ep, conn);
+    if (rc != 0)
+        return rc;
+    rc = fi_enable(conn->fep);
+    if (rc != 0)
+        return sp_error(SPINDLE_EIO, "fabric: fi_enable for %s: %s", conn->name, fi_strerror(-rc));
+    size_t tx = info->tx_attr != NULL ? info->tx_attr->size : 0;
+    conn->ops_max = tx > 64 && tx - 64 < FAB_OPS_MAX ? (uint32_t)(tx - 64) : FAB_OPS_MAX;
+    for (unsigned i = 0; i < FAB_RECVS; i++) {
+        struct fab_ctx *ctx = &conn->recv_ctx[i];
+        ctx->conn = conn;
+        ctx->buf = conn->msgbuf + i * FAB_MSG_SIZE;
+        atomic_store_explicit(&ctx->kind, FAB_CTX_RECV, memory_order_release);
+        rc = fab_post_recv(conn, ctx);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Releases every libfabric object and buffer; the struct itself stays. */
+void fab_conn_teardown(struct fab_conn *conn)
+{
+    size_t pinned = 0;
+    if (conn->fep != NULL) {
+        fi_close(&conn->fep->fid);
+        conn->fep = NULL;
+    }
+    if (conn->ring_mr != NULL) {
+        fi_close(&conn->ring_mr->fid);
+        conn->ring_mr = NULL;
+        pinned += FAB_RING_SIZE;
+    }
+    if (conn->msg_mr != NULL) {
+        fi_close(&conn->msg_mr->fid);
+        conn->msg_mr = NULL;
+        pinned += FAB_RECVS * FAB_MSG_SIZE;
+    }
+    if (conn->ep != NULL && pinned)
+        atomic_fetch_sub(&conn->ep->st_pinned, pinned);
+    free(conn->ring);
+    free(conn->msgbuf);
+    conn->ring = NULL;
+    conn->msgbuf = NULL;
+}
+
+int fab_send_msg(struct fab_conn *conn, uint32_t kind, uint64_t value)
+{
+    struct fab_msg msg = {FAB_MSG_MAGIC, kind, value};
+    ssize_t rc = fi_inject(conn->fep, &msg, sizeof msg, 0);
+    if (rc == -FI_EAGAIN)
+        return SPINDLE_EAGAIN;
+    if (rc != 0)
+        return sp_error(SPINDLE_EPEERFAILED, "fabric: message to %s failed: %s", conn->name,
+                        fi_strerror((int)-rc));
+    return 0;
+}
+
+static void fab_reject(struct fab_ep *ep, struct fi_info *info, const char *why)
+{
+    SP_LOG_WARNING("fabric", "rejecting a connection request on %s:%u: %s", ep->host, ep->port,
+                   why);
+    fi_reject(ep->pep, info->handle, NULL, 0);
+}
+
+/* Progress thread: a writer asks to connect. Validates who it expects us to
+ * be, gives it a landing ring and accepts. */
+void fab_handle_connreq(struct fab_ep *ep, struct fi_eq_cm_entry *entry, size_t len)
+{
+    struct fab_req_data req;
+    size_t data_len = len > sizeof *entry ? len - sizeof *entry : 0;
+    if (data_len < sizeof req) {
+        fab_reject(ep, entry->info, "request carries no spindle handshake");
+        return;
+    }
+    memcpy(&req, entry->data, sizeof req);
+    if (req.magic != FAB_REQ_MAGIC || req.dst_nonce != ep->nonce) {
+        fab_reject(ep, entry->info, "request is for another endpoint (stale address?)");
+        return;
+    }
+    if (ep->num_incoming >= FAB_CONNS_MAX) {
+        fab_reject(ep, entry->info, "too many incoming connections");
+        return;
+    }
+    struct fab_conn *conn = calloc(1, sizeof *conn);
+    if (conn == NULL) {
+        fab_reject(ep, entry->info, "out of memory");
+        return;
+    }
+    snprintf(conn->name, sizeof conn->name, "member %u (incoming)", req.src_id);
+    conn->remote_id = req.src_id;
+    conn->remote_nonce = req.src_nonce;
+    uint32_t index = ep->num_incoming;
+    ep->incoming[ep->num_incoming++] = conn;
+    int rc = fab_conn_setup(ep, conn, entry->info, 1);
+    struct fab_acc_data acc = {FAB_ACC_MAGIC, index, 0, 0, FAB_RING_SIZE, 0};
+    if (rc == 0) {
+        if (ep->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+            acc.ring_addr = (uint64_t)(uintptr_t)conn->ring;
+        acc.ring_key = fi_mr_key(conn->ring_mr);
+        rc = fi_accept(conn->fep, &acc, sizeof acc);
+        if (rc != 0)
+            rc = sp_error(SPINDLE_EIO, "fi_accept: %s", fi_strerror(-rc));
+    }
+    if (rc != 0) {
+        SP_LOG_WARNING("fabric", "cannot accept member %u: %s", req.src_id, spindle_errmsg());
+        if (conn->fep == NULL)
+            fi_reject(ep->pep, entry->info->handle, NULL, 0);
+        fab_conn_teardown(conn);
+        atomic_store(&conn->state, FAB_CONN_CLOSED);
+    }
+}

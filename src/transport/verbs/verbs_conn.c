@@ -1,0 +1,425 @@
+/*
+ * verbs connections through librdmacm: the listener thread that accepts
+ * incoming RC connections (doorbell receivers) and the active side that
+ * connects one RC QP per peer.
+ *
+ * QPs are created by this backend on its own PD and CQs (not by
+ * rdma_create_qp, which would bind them to librdmacm's device context) and
+ * moved through INIT/RTR/RTS with attributes from rdma_init_qp_attr; the CM
+ * exchange carries the QP number. The route's device must therefore be the
+ * device this endpoint opened, which is checked by name.
+ *
+ * Both sides carry struct vb_cm_private (member id and the nonce of the
+ * process) in the CM private data; the connecting side checks that the
+ * process that accepted is the one whose descriptor it was given, so a
+ * restarted process on the same host:port is not mistaken for it.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+
+#include "transport/verbs/verbs_impl.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/log.h"
+
+struct vb_cm_private {
+    uint32_t id;
+    uint32_t pad;
+    uint64_t nonce;
+};
+
+/* QP access: remote writes only. Whatever else the CM offers (remote read,
+ * atomics) is not needed, and relaxed ordering would break T1/T2. */
+#define VB_QP_ACCESS IBV_ACCESS_REMOTE_WRITE
+
+int vb_sq_create_rc(struct vb_ep *ep, struct vb_sq **out)
+{
+    const struct verbs_api *api = verbs_api_get();
+    struct vb_sq *sq = calloc(1, sizeof *sq);
+    if (sq == NULL)
+        return sp_error(SPINDLE_ENOMEM, "verbs: out of memory for a send queue");
+    struct ibv_qp_init_attr attr = {
+        .send_cq = ep->send_cq,
+        .recv_cq = ep->recv_cq,
+        .cap = {.max_send_wr = VB_SQ_DEPTH,
+                .max_recv_wr = 1,
+                .max_send_sge = 1,
+                .max_recv_sge = 1,
+                .max_inline_data = VB_MAX_INLINE},
+        .qp_type = IBV_QPT_RC,
+    };
+    sq->qp = api->create_qp(ep->pd, &attr);
+    if (sq->qp == NULL) {
+        attr.cap.max_inline_data = 0; /* some devices cannot inline at all */
+        sq->qp = api->create_qp(ep->pd, &attr);
+    }
+    if (sq->qp == NULL) {
+        free(sq);
+        return sp_error(SPINDLE_EIO, "verbs: ibv_create_qp (RC, %u WRs) on %s failed: %s",
+                        VB_SQ_DEPTH, ep->dev_name, strerror(errno));
+    }
+    sq->max_inline = attr.cap.max_inline_data; /* what the device granted */
+    pthread_mutex_init(&sq->lock, NULL);
+    *out = sq;
+    return 0;
+}
+
+void vb_sq_destroy(struct vb_sq *sq)
+{
+    if (sq == NULL)
+        return;
+    if (sq->qp != NULL)
+        verbs_api_get()->destroy_qp(sq->qp);
+    pthread_mutex_destroy(&sq->lock);
+    free(sq);
+}
+
+const char *vb_qp_state_name(enum ibv_qp_state state)
+{
+    static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+    return (unsigned)state < sizeof names / sizeof names[0] ? names[state] : "unknown";
+}
+
+/* Moves qp to state with the CM's attributes for id. */
+static int vb_qp_to(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state state)
+{
+    const struct verbs_api *api = verbs_api_get();
+    struct ibv_qp_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.qp_state = state;
+    int mask = 0;
+    int rc = api->rdma_init_qp_attr(id, &attr, &mask);
+    if (mask & IBV_QP_ACCESS_FLAGS)
+        attr.qp_access_flags = VB_QP_ACCESS;
+    if (rc == 0)
+        rc = api->modify_qp(qp, &attr, mask);
+    if (rc != 0)
+        return sp_error(SPINDLE_EIO, "verbs: moving QP %u to %s failed: %s", qp->qp_num,
+                        vb_qp_state_name(state), strerror(rc > 0 ? rc : errno));
+    return 0;
+}
+
+static int vb_same_device(struct vb_ep *ep, struct rdma_cm_id *id, const char *what)
+{
+    if (id->verbs == NULL || strcmp(id->verbs->device->name, ep->dev_name) != 0)
+        return sp_error(SPINDLE_EUNREACH, "verbs: %s uses device '%s', endpoint opened '%s'", what,
+                        id->verbs ? id->verbs->device->name : "(none)", ep->dev_name);
+    return 0;
+}
+
+/* ---- passive side ------------------------------------------------------ */
+
+static void vb_accept(struct vb_ep *ep, struct rdma_cm_id *id)
+{
+    const struct verbs_api *api = verbs_api_get();
+    pthread_mutex_lock(&ep->conn_lock);
+    int rc = ep->incoming_count < VB_INCOMING_MAX
+                 ? vb_same_device(ep, id, "incoming connection")
+                 : sp_error(SPINDLE_EINVAL, "verbs: incoming limit %u", VB_INCOMING_MAX);
+    struct vb_incoming *in = rc == 0 ? &ep->incoming[ep->incoming_count] : NULL;
+    struct ibv_qp_init_attr attr = {
+        .send_cq = ep->send_cq,
+        .recv_cq = ep->recv_cq,
+        .cap = {.max_send_wr = 1, .max_recv_wr = VB_RECVS, .max_send_sge = 1, .max_recv_sge = 1},
+        .qp_type = IBV_QPT_RC,
+    };
+    if (in != NULL) {
+        in->qp = api->create_qp(ep->pd, &attr);
+        rc = in->qp == NULL ? sp_error(SPINDLE_EIO,
+                                       "verbs: ibv_create_qp for an incoming "
+                                       "connection failed: %s",
+                                       strerror(errno))
+                            : 0;
+    }
+    if (rc == 0)
+        rc = vb_qp_to(id, in->qp, IBV_QPS_INIT);
+    if (rc == 0)
+        rc = vb_post_recvs(in, VB_RECVS);
+    if (rc == 0)
+        rc = vb_qp_to(id, in->qp, IBV_QPS_RTR);
+    if (rc == 0)
+        rc = vb_qp_to(id, in->qp, IBV_QPS_RTS);
+    if (rc == 0) {
+        struct vb_cm_private priv = {.id = ep->self_id, .nonce = ep->nonce};
+        struct rdma_conn_param param = {.private_data = &priv,
+                                        .private_data_len = sizeof priv,
+                                        .qp_num = in->qp->qp_num,
+                                        .responder_resources = 1,
+                                        .initiator_depth = 1,
+                                        .rnr_retry_count = 7};
+        rc = api->rdma_accept(id, &param) == 0
+                 ? 0
+                 : sp_error(SPINDLE_EIO, "verbs: rdma_accept failed: %s", strerror(errno));
+    }
+    if (rc == 0) {
+        in->id = id;
+        ep->incoming_count++;
+    } else {
+        sp_log(SP_LOG_WARN, "verbs", "rejecting a connection: %s", spindle_errmsg());
+        if (in != NULL && in->qp != NULL)
+            api->destroy_qp(in->qp);
+        if (in != NULL)
+            in->qp = NULL;
+        api->rdma_reject(id, NULL, 0);
+        api->rdma_destroy_id(id);
+    }
+    pthread_mutex_unlock(&ep->conn_lock);
+}
+
+static void *vb_listener_main(void *arg)
+{
+    struct vb_ep *ep = arg;
+    const struct verbs_api *api = verbs_api_get();
+    for (;;) {
+        struct pollfd fds[2] = {{.fd = ep->cm_channel->fd, .events = POLLIN},
+                                {.fd = ep->stop_fd, .events = POLLIN}};
+        if (poll(fds, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (fds[1].revents & POLLIN)
+            break;
+        if (!(fds[0].revents & POLLIN))
+            continue;
+        struct rdma_cm_event *event = NULL;
+        if (api->rdma_get_cm_event(ep->cm_channel, &event) != 0)
+            continue;
+        struct rdma_cm_id *id = event->id;
+        enum rdma_cm_event_type type = event->event;
+        api->rdma_ack_cm_event(event);
+        if (type == RDMA_CM_EVENT_CONNECT_REQUEST)
+            vb_accept(ep, id);
+    }
+    return NULL;
+}
+
+static int vb_sockaddr(const char *host, uint16_t port, struct sockaddr_storage *out)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    char service[8];
+    snprintf(service, sizeof service, "%u", port);
+    int rc = getaddrinfo(host, service, &hints, &res);
+    if (rc != 0 || res == NULL)
+        return sp_error(SPINDLE_EINVAL, "verbs: cannot resolve '%s': %s", host, gai_strerror(rc));
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+int vb_listen_start(struct vb_ep *ep)
+{
+    const struct verbs_api *api = verbs_api_get();
+    struct sockaddr_storage addr;
+    int rc = vb_sockaddr(ep->host, ep->port, &addr);
+    if (rc != 0)
+        return rc;
+    ep->cm_channel = api->rdma_create_event_channel();
+    if (ep->cm_channel == NULL)
+        return sp_error(SPINDLE_EIO, "verbs: rdma_create_event_channel failed: %s",
+                        strerror(errno));
+    if (api->rdma_create_id(ep->cm_channel, &ep->listen_id, ep, RDMA_PS_TCP) != 0)
+        return sp_error(SPINDLE_EIO, "verbs: rdma_create_id failed: %s", strerror(errno));
+    if (api->rdma_bind_addr(ep->listen_id, (struct sockaddr *)&addr) != 0)
+        return sp_error(errno == EADDRINUSE ? SPINDLE_EADDRINUSE : SPINDLE_EIO,
+                        "verbs: cannot bind %s:%u: %s", ep->host, ep->port, strerror(errno));
+    if (api->rdma_listen(ep->listen_id, (int)VB_INCOMING_MAX) != 0)
+        return sp_error(SPINDLE_EIO, "verbs: rdma_listen on %s:%u failed: %s", ep->host, ep->port,
+                        strerror(errno));
+    struct sockaddr *bound = (struct sockaddr *)&ep->listen_id->route.addr.src_addr;
+    if (bound->sa_family == AF_INET)
+        ep->port = ntohs(((struct sockaddr_in *)bound)->sin_port);
+    else if (bound->sa_family == AF_INET6)
+        ep->port = ntohs(((struct sockaddr_in6 *)bound)->sin6_port);
+    ep->stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (ep->stop_fd < 0)
+        return sp_error(SPINDLE_EIO, "verbs: eventfd failed: %s", strerror(errno));
+    if (pthread_create(&ep->listener, NULL, vb_listener_main, ep) != 0)
+        return sp_error(SPINDLE_EIO, "verbs: cannot start the listener thread");
+    ep->listener_started = 1;
+    return 0;
+}
+
+void vb_listen_stop(struct vb_ep *ep)
+{
+    const struct verbs_api *api = verbs_api_get();
+    if (ep->listener_started) {
+        uint64_t one = 1;
+        ssize_t n = write(ep->stop_fd, &one, sizeof one);
+        (void)n;
+        pthread_join(ep->listener, NULL);
+        ep->listener_started = 0;
+    }
+    for (unsigned i = 0; i < ep->incoming_count; i++) {
+        api->rdma_disconnect(ep->incoming[i].id);
+        api->destroy_qp(ep->incoming[i].qp);
+        api->rdma_destroy_id(ep->incoming[i].id);
+    }
+    ep->incoming_count = 0;
+    if (ep->listen_id != NULL)
+        api->rdma_destroy_id(ep->listen_id);
+    ep->listen_id = NULL;
+    if (ep->cm_channel != NULL)
+        api->rdma_destroy_event_channel(ep->cm_channel);
+    ep->cm_channel = NULL;
+    if (ep->stop_fd >= 0)
+        close(ep->stop_fd);
+    ep->stop_fd = -1;
+}
+
+/* ---- active side ------------------------------------------------------- */
+
+/* The error for an unexpected CM event: names the peer and what happened. */
+static int vb_cm_error(const struct vb_peer *peer, enum rdma_cm_event_type got, int status,
+                       enum rdma_cm_event_type want)
+{
+    if (got == RDMA_CM_EVENT_REJECTED)
+        return sp_error(SPINDLE_EUNREACH,
+                        "verbs: peer %u at %s:%u rejected the connection (status %d; is it "
+                        "listening?)",
+                        peer->addr.id, peer->addr.host, peer->addr.port, status);
+    return sp_error(SPINDLE_EUNREACH,
+                    "verbs: peer %u at %s:%u unreachable: %s instead of %s (status %d)",
+                    peer->addr.id, peer->addr.host, peer->addr.port, rdma_event_str(got),
+                    rdma_event_str(want), status);
+}
+
+/* Waits for CM event `want` on the peer's channel until deadline; with
+ * reply, also copies the event's private data there (an error when it is
+ * shorter than *reply). */
+static int vb_cm_wait(struct vb_peer *peer, enum rdma_cm_event_type want, uint64_t deadline_ns,
+                      struct vb_cm_private *reply)
+{
+    const struct verbs_api *api = verbs_api_get();
+    for (;;) {
+        uint64_t now = sp_now_ns();
+        if (now >= deadline_ns)
+            return sp_error(SPINDLE_EUNREACH, "verbs: peer %u at %s:%u: timed out waiting for %s",
+                            peer->addr.id, peer->addr.host, peer->addr.port, rdma_event_str(want));
+        struct pollfd pfd = {.fd = peer->channel->fd, .events = POLLIN};
+        int ready = poll(&pfd, 1, (int)((deadline_ns - now) / 1000000u) + 1);
+        if (ready <= 0)
+            continue;
+        struct rdma_cm_event *event = NULL;
+        if (api->rdma_get_cm_event(peer->channel, &event) != 0)
+            return sp_error(SPINDLE_EIO, "verbs: rdma_get_cm_event for peer %u at %s:%u: %s",
+                            peer->addr.id, peer->addr.host, peer->addr.port, strerror(errno));
+        enum rdma_cm_event_type got = event->event;
+        int status = event->status;
+        int have_reply = event->param.conn.private_data != NULL &&
+                         event->param.conn.private_data_len >= sizeof *reply;
+        if (got == want && reply != NULL && have_reply)
+            memcpy(reply, event->param.conn.private_data, sizeof *reply);
+        api->rdma_ack_cm_event(event);
+        if (got != want)
+            return vb_cm_error(peer, got, status, want);
+        if (reply != NULL && !have_reply)
+            return sp_error(SPINDLE_EUNREACH,
+                            "verbs: peer %u at %s:%u accepted without identifying itself",
+                            peer->addr.id, peer->addr.host, peer->addr.port);
+        return 0;
+    }
+}
+
+/* The process that accepted must be the one the descriptor names. */
+static int vb_check_reply(const struct vb_peer *peer, const struct vb_cm_private *reply)
+{
+    if (reply->id == peer->addr.id && reply->nonce == peer->addr.nonce)
+        return 0;
+    return sp_error(SPINDLE_EUNREACH,
+                    "verbs: peer %u at %s:%u answered as member %u with nonce %016llx, expected "
+                    "%016llx: another process holds that address",
+                    peer->addr.id, peer->addr.host, peer->addr.port, reply->id,
+                    (unsigned long long)reply->nonce, (unsigned long long)peer->addr.nonce);
+}
+
+static uint64_t vb_deadline(int timeout_ms)
+{
+    return sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : VB_DEFAULT_TIMEOUT) * 1000000u;
+}
+
+int vb_rc_connect(struct vb_ep *ep, struct vb_peer *peer, int timeout_ms)
+{
+    const struct verbs_api *api = verbs_api_get();
+    uint64_t deadline = vb_deadline(timeout_ms);
+    struct sockaddr_storage dst;
+    int rc = vb_sockaddr(peer->addr.host, peer->addr.port, &dst);
+    if (rc != 0)
+        return rc;
+    peer->channel = api->rdma_create_event_channel();
+    if (peer->channel == NULL ||
+        api->rdma_create_id(peer->channel, &peer->id, peer, RDMA_PS_TCP) != 0)
+        return sp_error(SPINDLE_EIO, "verbs: cannot create a CM id for peer %u at %s:%u: %s",
+                        peer->addr.id, peer->addr.host, peer->addr.port, strerror(errno));
+    int ms = timeout_ms > 0 ? timeout_ms : VB_DEFAULT_TIMEOUT;
+    if (api->rdma_resolve_addr(peer->id, NULL, (struct sockaddr *)&dst, ms) != 0)
+        return sp_error(SPINDLE_EUNREACH, "verbs: cannot resolve peer %u at %s:%u: %s",
+                        peer->addr.id, peer->addr.host, peer->addr.port, strerror(errno));
+    rc = vb_cm_wait(peer, RDMA_CM_EVENT_ADDR_RESOLVED, deadline, NULL);
+    if (rc == 0 && api->rdma_resolve_route(peer->id, ms) != 0)
+        rc = sp_error(SPINDLE_EUNREACH, "verbs: no route to peer %u at %s:%u: %s", peer->addr.id,
+                      peer->addr.host, peer->addr.port, strerror(errno));
+    if (rc == 0)
+        rc = vb_cm_wait(peer, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, NULL);
+    char route[VB_HOST_MAX + 48];
+    snprintf(route, sizeof route, "the route to peer %u at %s:%u", peer->addr.id, peer->addr.host,
+             peer->addr.port);
+    if (rc == 0)
+        rc = vb_same_device(ep, peer->id, route);
+    struct vb_sq *sq = NULL;
+    if (rc == 0)
+        rc = vb_sq_create_rc(ep, &sq);
+    if (rc == 0)
+        rc = vb_qp_to(peer->id, sq->qp, IBV_QPS_INIT);
+    if (rc == 0) {
+        struct vb_cm_private priv = {.id = ep->self_id, .nonce = ep->nonce};
+        struct rdma_conn_param param = {.private_data = &priv,
+                                        .private_data_len = sizeof priv,
+                                        .qp_num = sq->qp->qp_num,
+                                        .responder_resources = 1,
+                                        .initiator_depth = 1,
+                                        .retry_count = 7,
+                                        .rnr_retry_count = 7};
+        if (api->rdma_connect(peer->id, &param) != 0)
+            rc = sp_error(SPINDLE_EUNREACH, "verbs: rdma_connect to peer %u at %s:%u: %s",
+                          peer->addr.id, peer->addr.host, peer->addr.port, strerror(errno));
+    }
+    struct vb_cm_private reply;
+    if (rc == 0)
+        rc = vb_cm_wait(peer, RDMA_CM_EVENT_CONNECT_RESPONSE, deadline, &reply);
+    if (rc == 0)
+        rc = vb_check_reply(peer, &reply);
+    if (rc == 0)
+        rc = vb_qp_to(peer->id, sq->qp, IBV_QPS_RTR);
+    if (rc == 0)
+        rc = vb_qp_to(peer->id, sq->qp, IBV_QPS_RTS);
+    if (rc == 0 && api->rdma_establish(peer->id) != 0)
+        rc = sp_error(SPINDLE_EIO, "verbs: rdma_establish failed: %s", strerror(errno));
+    if (rc != 0) {
+        vb_sq_destroy(sq);
+        return rc;
+    }
+    peer->sq = sq;
+    return 0;
+}
+
+void vb_rc_destroy(struct vb_ep *ep, struct vb_peer *peer)
+{
+    const struct verbs_api *api = verbs_api_get();
+    if (peer->id != NULL && peer->sq != NULL)
+        api->rdma_disconnect(peer->id);
+    vb_sq_destroy(peer->sq);
+    peer->sq = NULL;
+    if (peer->id != NULL)
+        api->rdma_destroy_id(peer->id);
+    peer->id = NULL;
+    if (peer->channel != NULL)
+        api->rdma_destroy_event_channel(peer->channel);
+    peer->channel = NULL;
+}

@@ -1,0 +1,6 @@
+# The control channel (src/control): the directory exchange, and the TCP
+# mesh, mailboxes and join listener between real processes on loopback.
+spindle_add_test(test_ctl_dir SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_dir.c TIMEOUT 60
+  LABELS control)
+spindle_add_test(test_ctl_tcp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_tcp.c TIMEOUT 60
+  LABELS control)

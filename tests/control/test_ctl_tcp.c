@@ -1,0 +1,488 @@
+/*
+ * TCP bootstrap exchange: three processes allgather blobs of two sizes; a
+ * stray client speaking garbage during set-up is dropped; a member that
+ * sends a garbage frame or a frame of the wrong length is rejected with
+ * SPINDLE_EPROTO naming it; a taken port and an absent member are named.
+ * After set-up, a hostile member's garbage, oversized or truncated frames
+ * cut only that member off while the others go on exchanging; a member of
+ * another group is refused at the hello.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "test_ports.h"
+
+#include <spindle/error.h>
+
+#include "control/ctl.h"
+#include "util/crc32c.h"
+
+/* Wire format of ctl_tcp.c, restated so the test can forge frames. */
+struct hello {
+    uint32_t magic, version, from, num_members, group;
+};
+struct frame {
+    uint32_t magic, tag, from, length, crc;
+};
+#define HELLO_MAGIC 0x484f5053u
+#define FRAME_MAGIC 0x464f5053u
+
+static int member_main(const struct ctl_member *members, uint32_t self)
+{
+    struct ctl *ctl = NULL;
+    if (ctl_open_tcp("ctl-test", members, 3, self, 10000, &ctl) != 0) {
+        fprintf(stderr, "member %u open: %s\n", self, spindle_errmsg());
+        return 2;
+    }
+    char mine[32], all[3 * 32];
+    snprintf(mine, sizeof mine, "blob of member %u", self);
+    if (ctl_allgather(ctl, 1, mine, sizeof mine, all, 10000) != 0)
+        return 3;
+    for (uint32_t j = 0; j < 3; j++) {
+        char expect[32];
+        snprintf(expect, sizeof expect, "blob of member %u", j);
+        if (strcmp(all + j * 32, expect) != 0)
+            return 4;
+    }
+    /* A large blob: more than the socket buffers hold at once. */
+    size_t big = 4u << 20;
+    uint8_t *blob = malloc(big), *every = malloc(3 * big);
+    for (size_t i = 0; i < big; i++)
+        blob[i] = (uint8_t)(i * 31 + self);
+    int rc = ctl_allgather(ctl, 2, blob, big, every, 20000);
+    for (uint32_t j = 0; rc == 0 && j < 3; j++)
+        for (size_t i = 0; i < big; i += 4099)
+            if (every[j * big + i] != (uint8_t)(i * 31 + j))
+                rc = 5;
+    free(blob);
+    free(every);
+    ctl_close(ctl);
+    return rc == 0 ? 0 : 5;
+}
+
+static void test_three_members_allgather(void **state)
+{
+    (void)state;
+    struct ctl_member members[3];
+    for (uint32_t i = 0; i < 3; i++)
+        members[i] = (struct ctl_member){10 + i, "127.0.0.1", test_free_port()};
+    pid_t pids[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        pids[2 - i] = fork(); /* start the highest first: connects must retry */
+        if (pids[2 - i] == 0)
+            _exit(member_main(members, 2 - i));
+    }
+    for (int i = 0; i < 3; i++) {
+        int status = 0;
+        waitpid(pids[i], &status, 0);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+}
+
+static int dial(uint16_t port)
+{
+    struct sockaddr_in sin = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    for (int tries = 0; tries < 500; tries++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == 0)
+            return fd;
+        close(fd);
+        usleep(10000);
+    }
+    return -1;
+}
+
+/* Forged member 1: a stray garbage client first, then a proper hello and
+ * the frame chosen by mode (0 garbage magic, 1 a well-formed frame of the
+ * wrong length, 12 bytes where 16 are expected). */
+static int forger_main(uint16_t port, int mode)
+{
+    int stray = dial(port);
+    if (stray < 0)
+        return 2;
+    const char junk[] = "GET / HTTP/1.0\r\n\r\n";
+    (void)!write(stray, junk, sizeof junk);
+    int fd = dial(port);
+    if (fd < 0)
+        return 3;
+    struct hello h = {HELLO_MAGIC, 2, 1, 2, sp_crc32c(0, "ctl-test", 8)};
+    (void)!write(fd, &h, sizeof h);
+    char payload[16] = "sixteen bytes!!";
+    struct frame f = {mode == 0 ? 0xdeadbeefu : FRAME_MAGIC, 1, 1, mode == 1 ? 12u : 16u,
+                      sp_crc32c(0, payload, mode == 1 ? 12 : 16)};
+    (void)!write(fd, &f, sizeof f);
+    (void)!write(fd, payload, 16);
+    char sink;
+    (void)!read(fd, &sink, 1); /* hold the connection until the member gives up */
+    close(fd);
+    close(stray);
+    return 0;
+}
+
+static void run_forged(int mode, const char *expect)
+{
+    uint16_t port = test_free_port(), other = test_free_port();
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(forger_main(port, mode));
+    struct ctl_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", other}};
+    struct ctl *ctl = NULL;
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, 10000, &ctl), 0);
+    char mine[16] = "member zero ....", all[32];
+    assert_int_equal(ctl_allgather(ctl, 1, mine, 16, all, 5000), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "member 1"));
+    assert_non_null(strstr(spindle_errmsg(), expect));
+    ctl_close(ctl);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_garbage_frame_is_rejected(void **state)
+{
+    (void)state;
+    run_forged(0, "garbage");
+}
+
+static void test_wrong_length_is_rejected(void **state)
+{
+    (void)state;
+    run_forged(1, "12 bytes");
+}
+
+static void test_taken_port_and_absent_member_are_named(void **state)
+{
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    socklen_t len = sizeof sin;
+    getsockname(fd, (struct sockaddr *)&sin, &len);
+    uint16_t taken = ntohs(sin.sin_port);
+    struct ctl_member members[2] = {{0, "127.0.0.1", taken}, {1, "127.0.0.1", test_free_port()}};
+    struct ctl *ctl = NULL;
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, 500, &ctl), SPINDLE_EADDRINUSE);
+    char expect[32];
+    snprintf(expect, sizeof expect, "127.0.0.1:%u", taken);
+    assert_non_null(strstr(spindle_errmsg(), expect));
+    close(fd);
+
+    /* Member 1 waits for member 0, which never comes. */
+    members[0].port = test_free_port();
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 1, 300, &ctl), SPINDLE_EUNREACH);
+    assert_non_null(strstr(spindle_errmsg(), "member 0"));
+    members[0].host = "no-such-host.invalid";
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 1, 300, &ctl), SPINDLE_EUNREACH);
+    assert_non_null(strstr(spindle_errmsg(), "no-such-host.invalid"));
+}
+
+/*
+ * Hostile member after set-up: member 2 is forged. It connects to members 0
+ * and 1 with valid hellos, then sends each a bad frame chosen by mode:
+ * 0 garbage magic, 1 a length beyond the 64 MiB limit, 2 a truncated frame
+ * followed by closing the connection. Members 0 and 1 (real, in child
+ * processes) must go on exchanging between themselves with publish/collect,
+ * and collecting from member 2 must fail naming it and what it did.
+ */
+static int honest_main(const struct ctl_member *members, uint32_t self, int mode)
+{
+    struct ctl *ctl = NULL;
+    if (ctl_open_tcp("ctl-test", members, 3, self, 10000, &ctl) != 0)
+        return 2;
+    char mine[24], all[3 * 24];
+    snprintf(mine, sizeof mine, "honest blob %u", self);
+    if (ctl_publish(ctl, 5, mine, sizeof mine, 0x7) != 0)
+        return 3;
+    if (ctl_collect(ctl, 5, 0x3, all, sizeof mine, 10000, NULL) != 0)
+        return 4;
+    char expect[24];
+    snprintf(expect, sizeof expect, "honest blob %u", 1 - self);
+    if (strcmp(all + (1 - self) * sizeof mine, expect) != 0)
+        return 5;
+    uint64_t have = 0;
+    int rc = ctl_collect(ctl, 5, 0x4, all, sizeof mine, 5000, &have);
+    /* Truncated then closed: a FIN or, with our blob unread, a reset. */
+    const char *want = mode == 0 ? "garbage" : mode == 1 ? "oversized" : "member 2 is gone";
+    int expected_rc = mode == 2 ? SPINDLE_EUNREACH : SPINDLE_EPROTO;
+    if (rc != expected_rc || have != 0 || strstr(spindle_errmsg(), "member 2") == NULL ||
+        strstr(spindle_errmsg(), want) == NULL) {
+        fprintf(stderr, "member %u: rc %d: %s\n", self, rc, spindle_errmsg());
+        return 6;
+    }
+    ctl_close(ctl);
+    return 0;
+}
+
+static void run_hostile(int mode)
+{
+    struct ctl_member members[3] = {{0, "127.0.0.1", test_free_port()},
+                                    {1, "127.0.0.1", test_free_port()},
+                                    {2, "127.0.0.1", 1}};
+    pid_t pids[2];
+    for (uint32_t i = 0; i < 2; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0)
+            _exit(honest_main(members, i, mode));
+    }
+    int fds[2];
+    for (uint32_t i = 0; i < 2; i++) {
+        fds[i] = dial(members[i].port);
+        assert_true(fds[i] >= 0);
+        struct hello h = {HELLO_MAGIC, 2, 2, 3, sp_crc32c(0, "ctl-test", 8)};
+        assert_int_equal(write(fds[i], &h, sizeof h), (ssize_t)sizeof h);
+    }
+    for (uint32_t i = 0; i < 2; i++) {
+        char payload[16] = "hostile payload";
+        struct frame f = {FRAME_MAGIC, 5, 2, 16, sp_crc32c(0, payload, 16)};
+        if (mode == 0)
+            f.magic = 0x0badf00du;
+        if (mode == 1)
+            f.length = 0x7fffffffu;
+        if (mode == 2)
+            f.length = 1000;
+        assert_int_equal(write(fds[i], &f, sizeof f), (ssize_t)sizeof f);
+        assert_int_equal(write(fds[i], payload, 10), 10);
+        if (mode == 2)
+            close(fds[i]);
+    }
+    for (uint32_t i = 0; i < 2; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        if (mode != 2)
+            close(fds[i]);
+    }
+}
+
+static void test_hostile_garbage_after_setup(void **state)
+{
+    (void)state;
+    run_hostile(0);
+}
+
+static void test_hostile_oversized_after_setup(void **state)
+{
+    (void)state;
+    run_hostile(1);
+}
+
+static void test_hostile_truncated_after_setup(void **state)
+{
+    (void)state;
+    run_hostile(2);
+}
+
+/* A member of another group (same ports, same size) is refused at the
+ * hello: the member never counts it as connected. */
+static void test_other_group_is_refused(void **state)
+{
+    (void)state;
+    uint16_t port = test_free_port();
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = dial(port);
+        struct hello h = {HELLO_MAGIC, 2, 1, 2, sp_crc32c(0, "another-group", 13)};
+        (void)!write(fd, &h, sizeof h);
+        char sink;
+        (void)!read(fd, &sink, 1); /* until the member drops us */
+        _exit(0);
+    }
+    struct ctl_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", test_free_port()}};
+    struct ctl *ctl = NULL;
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, 1500, &ctl), SPINDLE_ETIMEDOUT);
+    assert_non_null(strstr(spindle_errmsg(), "members 1 never connected"));
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
+/* ---- joins ------------------------------------------------------------ */
+
+#define JOIN_FROM 0xffffffffu
+
+/* Opens a one-member exchange on a free port (the member a joiner asks). */
+static struct ctl *open_single(uint16_t *port)
+{
+    struct ctl_member me = {0, "127.0.0.1", test_free_port()};
+    struct ctl *ctl = NULL;
+    assert_int_equal(ctl_open_tcp("ctl-test", &me, 1, 0, 5000, &ctl), 0);
+    *port = me.port;
+    return ctl;
+}
+
+/* Polls for a pending join request for up to 20 s. */
+static int poll_request(struct ctl *ctl, char *request, size_t capacity, size_t *length)
+{
+    for (int i = 0; i < 2000; i++) {
+        int rc = ctl_join_poll(ctl, 10, request, capacity, length);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void test_join_request_round_trip(void **state)
+{
+    (void)state;
+    uint16_t port;
+    struct ctl *ctl = open_single(&port);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        void *reply = NULL;
+        size_t length = 0;
+        int rc = ctl_join_ask(NULL, "127.0.0.1", port, "let me in", 10, &reply, &length, 10000);
+        _exit(rc == 0 && length == 8 && memcmp(reply, "welcome", 8) == 0 ? 0 : 1);
+    }
+    char request[64];
+    size_t length = 0;
+    assert_int_equal(poll_request(ctl, request, sizeof request, &length), 1);
+    assert_int_equal(length, 10);
+    assert_string_equal(request, "let me in");
+    assert_int_equal(ctl_join_answer(ctl, "welcome", 8), 0);
+    assert_int_equal(ctl_join_answer(ctl, "again", 6), SPINDLE_EINVAL); /* answered once */
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    ctl_close(ctl);
+}
+
+/* Hostile connections to a member's kept listener: none may surface as a
+ * join request or disturb the member; the valid request after them does. */
+static void hostile_joiner(uint16_t port)
+{
+    uint32_t group = sp_crc32c(0, "ctl-test", 8);
+    signal(SIGPIPE, SIG_IGN); /* the member may drop us while we write */
+    for (int mode = 0; mode < 6; mode++) {
+        int fd = dial(port);
+        struct hello h = {HELLO_MAGIC, 2, JOIN_FROM, 0, group};
+        struct frame f = {FRAME_MAGIC, 0, JOIN_FROM, 16, sp_crc32c(0, "0123456789abcdef", 16)};
+        if (mode == 0)
+            h.magic = 0x12345678u; /* garbage hello */
+        if (mode == 1)
+            f.magic = 0x0badf00du; /* garbage frame */
+        if (mode == 2)
+            f.length = 1u << 20; /* oversized request */
+        if (mode == 3)
+            f.length = 100; /* truncated: 16 bytes, then close */
+        if (mode == 4)
+            h.group = sp_crc32c(0, "another-group", 13);
+        if (mode == 5) {
+            h.from = 0; /* a slot it may not connect as */
+            h.num_members = 1;
+        }
+        (void)!write(fd, &h, sizeof h);
+        (void)!write(fd, &f, sizeof f);
+        (void)!write(fd, "0123456789abcdef", 16);
+        if (mode != 3) {
+            char sink;
+            (void)!read(fd, &sink, 1); /* until the member drops us */
+        }
+        close(fd);
+    }
+    void *reply = NULL;
+    size_t length = 0;
+    int rc = ctl_join_ask("ctl-test", "127.0.0.1", port, "valid", 6, &reply, &length, 10000);
+    _exit(rc == 0 && length == 3 && memcmp(reply, "ok", 3) == 0 ? 0 : 1);
+}
+
+static void test_hostile_join_requests_are_dropped(void **state)
+{
+    (void)state;
+    uint16_t port;
+    struct ctl *ctl = open_single(&port);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        hostile_joiner(port);
+    char request[64];
+    size_t length = 0;
+    assert_int_equal(poll_request(ctl, request, sizeof request, &length), 1);
+    assert_int_equal(length, 6);
+    assert_string_equal(request, "valid");
+    assert_int_equal(ctl_join_answer(ctl, "ok", 3), 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    ctl_close(ctl);
+}
+
+/* A joiner given slot 1 connects to member 0 and exchanges blobs both ways;
+ * a second connection claiming the same slot is refused. */
+static void test_joiner_slot_exchanges(void **state)
+{
+    (void)state;
+    uint16_t port;
+    struct ctl *ctl = open_single(&port);
+    uint16_t joiner_port = test_free_port();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct ctl_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", joiner_port}};
+        struct ctl *mine = NULL;
+        if (ctl_open_tcp_joiner("ctl-test", members, 1, 1, 10000, &mine) != 0)
+            _exit(2);
+        char blob[8] = "joiner", got[2 * 8];
+        if (ctl_publish(mine, 9, blob, sizeof blob, 0x1) != 0 ||
+            ctl_collect(mine, 10, 0x1, got, sizeof blob, 10000, NULL) != 0 ||
+            strcmp(got, "member") != 0)
+            _exit(3);
+        ctl_close(mine);
+        _exit(0);
+    }
+    char got[2 * 8], blob[8] = "member";
+    assert_int_equal(ctl_collect(ctl, 9, 0x2, got, 8, 10000, NULL), 0);
+    assert_string_equal(got + 8, "joiner");
+    assert_int_equal(ctl_publish(ctl, 10, blob, sizeof blob, 0x2), 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* Slot 1 was used: a new connection claiming it is dropped. */
+    int fd = dial(port);
+    struct hello h = {HELLO_MAGIC, 2, 1, 1, sp_crc32c(0, "ctl-test", 8)};
+    assert_int_equal(write(fd, &h, sizeof h), (ssize_t)sizeof h);
+    uint64_t have = 0;
+    assert_int_equal(ctl_collect(ctl, 11, 0x2, got, 8, 300, &have), SPINDLE_EUNREACH);
+    assert_non_null(strstr(spindle_errmsg(), "member 1 is gone"));
+    close(fd);
+    ctl_close(ctl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_three_members_allgather),
+        cmocka_unit_test(test_garbage_frame_is_rejected),
+        cmocka_unit_test(test_wrong_length_is_rejected),
+        cmocka_unit_test(test_taken_port_and_absent_member_are_named),
+        cmocka_unit_test(test_hostile_garbage_after_setup),
+        cmocka_unit_test(test_hostile_oversized_after_setup),
+        cmocka_unit_test(test_hostile_truncated_after_setup),
+        cmocka_unit_test(test_other_group_is_refused),
+        cmocka_unit_test(test_join_request_round_trip),
+        cmocka_unit_test(test_hostile_join_requests_are_dropped),
+        cmocka_unit_test(test_joiner_slot_exchanges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

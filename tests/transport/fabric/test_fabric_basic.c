@@ -1,0 +1,293 @@
+/*
+ * fabric backend, single process: set-up errors name their culprit, writes
+ * land (including ones split across records), completions and doorbells are
+ * reported, bounds are checked. Runs for the provider given as argv[1].
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+#include "test_ports.h"
+
+#include "test_fabric_util.h"
+#include "transport/fabric/fabric_impl.h"
+#include "util/clock.h"
+
+static const char *provider = "tcp";
+static const struct tp_ops *ops;
+
+static uint16_t addr_port(struct tp_endpoint *ep)
+{
+    struct tp_desc desc;
+    assert_int_equal(ops->address(ep, &desc), 0);
+    char host[FAB_HOST_MAX];
+    uint16_t port;
+    uint64_t nonce;
+    uint32_t id;
+    assert_int_equal(fab_addr_decode(&desc, host, sizeof host, &port, &nonce, &id), 0);
+    return port;
+}
+
+static void test_unknown_provider_names_it_and_lists_found(void **state)
+{
+    (void)state;
+    struct tp_endpoint *ep = NULL;
+    int rc = tf_open("carrier-pigeon", 0, 0, 1000, &ep);
+    assert_int_equal(rc, SPINDLE_ENODEV);
+    assert_null(ep);
+    assert_non_null(strstr(spindle_errmsg(), "'carrier-pigeon'"));
+    assert_non_null(strstr(spindle_errmsg(), "tcp"));
+    assert_non_null(strstr(spindle_errmsg(), "sockets"));
+}
+
+static void test_ephemeral_port_is_reported_and_port_in_use_named(void **state)
+{
+    (void)state;
+    struct tp_endpoint *first = NULL, *second = NULL;
+    assert_int_equal(tf_open(provider, 0, 0, 1000, &first), 0);
+    uint16_t port = addr_port(first);
+    assert_true(port != 0);
+    int rc = tf_open(provider, 1, port, 1000, &second);
+    assert_int_equal(rc, SPINDLE_EADDRINUSE);
+    char expect[64];
+    snprintf(expect, sizeof expect, "127.0.0.1:%u", port);
+    assert_non_null(strstr(spindle_errmsg(), expect));
+    ops->close(first);
+}
+
+static void test_unreachable_peers_are_named(void **state)
+{
+    (void)state;
+    struct tp_endpoint *ep = NULL;
+    assert_int_equal(tf_open(provider, 0, 0, 1000, &ep), 0);
+    struct tp_desc desc;
+    struct tp_peer *peer = NULL;
+    uint16_t port = test_free_port();
+    assert_int_equal(fab_addr_encode("127.0.0.1", port, 42, 7, &desc), 0);
+    uint64_t t0 = sp_now_ns();
+    assert_int_equal(ops->connect(ep, &desc, 2000, &peer), SPINDLE_EUNREACH);
+    assert_true(sp_now_ns() - t0 < 4000000000ull);
+    char expect[64];
+    snprintf(expect, sizeof expect, "127.0.0.1:%u", port);
+    assert_non_null(strstr(spindle_errmsg(), expect));
+
+    assert_int_equal(fab_addr_encode("no-such-host.invalid", 4000, 42, 7, &desc), 0);
+    t0 = sp_now_ns();
+    assert_int_equal(ops->connect(ep, &desc, 2000, &peer), SPINDLE_EUNREACH);
+    assert_true(sp_now_ns() - t0 < 4000000000ull);
+    assert_non_null(strstr(spindle_errmsg(), "no-such-host.invalid"));
+    assert_null(peer);
+    ops->close(ep);
+}
+
+struct pair {
+    struct tp_endpoint *a, *b;
+    struct tp_peer *a_to_b;
+    struct tp_mr *region; /* at b */
+    uint8_t *mem;
+    struct tp_rmr *rmr;
+    struct tp_mr *src_mr;
+    uint8_t *src;
+};
+
+#define REGION (512u << 10)
+
+static void pair_open(struct pair *p)
+{
+    memset(p, 0, sizeof *p);
+    assert_int_equal(tf_open(provider, 0, 0, 2000, &p->a), 0);
+    assert_int_equal(tf_open(provider, 1, 0, 2000, &p->b), 0);
+    struct tp_desc addr, rdesc;
+    assert_int_equal(ops->address(p->b, &addr), 0);
+    assert_int_equal(ops->connect(p->a, &addr, 5000, &p->a_to_b), 0);
+    void *mem;
+    assert_int_equal(ops->mr_alloc(p->b, REGION, TP_MR_REMOTE_WRITE, &mem, &p->region), 0);
+    p->mem = mem;
+    assert_int_equal(ops->mr_export(p->region, &rdesc), 0);
+    assert_int_equal(ops->rmr_import(p->a_to_b, &rdesc, &p->rmr), 0);
+    assert_int_equal(ops->mr_alloc(p->a, REGION, 0, &mem, &p->src_mr), 0);
+    p->src = mem;
+}
+
+static void pair_close(struct pair *p)
+{
+    ops->rmr_release(p->a_to_b, p->rmr);
+    ops->disconnect(p->a, p->a_to_b);
+    ops->close(p->a);
+    ops->close(p->b);
+}
+
+static uint64_t load64(const void *addr)
+{
+    return __atomic_load_n((const uint64_t *)addr, __ATOMIC_ACQUIRE);
+}
+
+/* Waits (with a deadline) until the 8-byte word at addr equals value. */
+static int wait_word(struct tp_endpoint *ep, const void *addr, uint64_t value, int ms)
+{
+    uint64_t deadline = sp_now_ns() + (uint64_t)ms * 1000000ull;
+    while (sp_now_ns() < deadline) {
+        uint64_t token = ops->doorbell_arm(ep);
+        if (load64(addr) == value)
+            return 1;
+        ops->doorbell_wait(ep, token, 50);
+    }
+    return load64(addr) == value;
+}
+
+static void test_writes_land_in_order_and_complete(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    /* A 300 KiB write (split into several records) then a guard. */
+    size_t big = 300u << 10;
+    for (size_t i = 0; i < big; i++)
+        p.src[i] = (uint8_t)(i * 7 + 3);
+    uint64_t guard = 0x1122334455667788ull;
+    memcpy(p.src + big, &guard, 8);
+    struct tp_write w[2] = {{p.src, p.src_mr, p.rmr, 8, (uint32_t)big},
+                            {p.src + big, p.src_mr, p.rmr, 0, 8}};
+    assert_int_equal(ops->post_writes(p.a_to_b, w, 2, TP_POST_SIGNALED, 99), 0);
+    assert_int_equal(ops->doorbell_ring(p.a_to_b), 0);
+    assert_true(wait_word(p.b, p.mem, guard, 5000));
+    assert_memory_equal(p.mem + 8, p.src, big);
+
+    struct tp_event ev;
+    int n = 0;
+    uint64_t deadline = sp_now_ns() + 5000000000ull;
+    while (n == 0 && sp_now_ns() < deadline) {
+        uint64_t token = ops->doorbell_arm(p.a);
+        n = ops->poll(p.a, &ev, 1);
+        if (n == 0)
+            ops->doorbell_wait(p.a, token, 50);
+    }
+    assert_int_equal(n, 1);
+    assert_int_equal(ev.type, TP_EVENT_WRITE_DONE);
+    assert_int_equal(ev.cookie, 99);
+    assert_ptr_equal(ev.peer, p.a_to_b);
+    assert_int_equal(ops->peer_state(p.a_to_b), 0);
+
+    struct tp_stats st;
+    ops->stats(p.a, &st);
+    assert_true(st.writes_posted >= 6); /* 300 KiB in 64 KiB records + guard */
+    assert_int_equal(st.batches_posted, 1);
+    assert_int_equal(st.bytes_written, big + 8);
+    assert_int_equal(st.signaled, 1);
+    pair_close(&p);
+}
+
+static void test_out_of_bounds_writes_are_refused(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    struct tp_write w = {p.src, p.src_mr, p.rmr, REGION - 4, 8};
+    assert_int_equal(ops->post_writes(p.a_to_b, &w, 1, 0, 0), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "exceeds the remote region"));
+    pair_close(&p);
+}
+
+/* More than one ring's worth in one batch (a window of large messages) is
+ * posted in parts, in order: the guard written last still lands last. */
+static void test_batch_larger_than_a_ring_lands_in_order(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    size_t quarter = (REGION - 8) / 4 / 8 * 8;
+    struct tp_write many[13];
+    unsigned n = 0;
+    for (size_t i = 0; i < 4 * quarter; i++)
+        p.src[i] = (uint8_t)(i * 13 + 5);
+    /* The region three times over (1.5 MiB), then a guard. */
+    for (unsigned pass = 0; pass < 3; pass++)
+        for (unsigned q = 0; q < 4; q++)
+            many[n++] = (struct tp_write){p.src + q * quarter, p.src_mr, p.rmr, q * quarter,
+                                          (uint32_t)quarter};
+    uint64_t guard = 0x5a5a5a5a12345678ull;
+    memcpy(p.src + REGION - 8, &guard, 8);
+    many[n++] = (struct tp_write){p.src + REGION - 8, p.src_mr, p.rmr, REGION - 8, 8};
+    assert_true(3 * 4 * quarter > FAB_RING_SIZE);
+    assert_int_equal(ops->post_writes(p.a_to_b, many, n, TP_POST_SIGNALED, 7), 0);
+    assert_true(wait_word(p.b, p.mem + REGION - 8, guard, 10000));
+    assert_memory_equal(p.mem, p.src, 4 * quarter);
+    assert_int_equal(ops->peer_state(p.a_to_b), 0);
+    struct tp_stats st;
+    ops->stats(p.a, &st);
+    assert_int_equal(st.batches_posted, 1);
+    assert_true(st.doorbells >= 2); /* more than one part */
+    pair_close(&p);
+}
+
+static void test_credits_run_out_and_come_back(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    /* Post until refused or far beyond one ring; then every later write
+     * still lands once credits return. */
+    uint64_t value = 0;
+    int eagain = 0;
+    for (int i = 0; i < 20000; i++) {
+        value++;
+        memcpy(p.src, &value, 8);
+        struct tp_write w = {p.src, p.src_mr, p.rmr, 0, 8};
+        int rc = ops->post_writes(p.a_to_b, &w, 1, 0, 0);
+        if (rc == SPINDLE_EAGAIN) {
+            eagain++;
+            value--;
+            uint64_t token = ops->doorbell_arm(p.a);
+            ops->doorbell_wait(p.a, token, 20);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+    }
+    assert_true(wait_word(p.b, p.mem, value, 10000));
+    print_message("provider %s: %d EAGAIN refusals over 20000 posts\n", provider, eagain);
+    pair_close(&p);
+}
+
+static void test_doorbell_ring_without_writes_wakes_peer(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    uint64_t token = ops->doorbell_arm(p.b);
+    assert_int_equal(ops->doorbell_ring(p.a_to_b), 0); /* no write since connect */
+    assert_int_equal(ops->doorbell_wait(p.b, token, 5000), 0);
+    token = ops->doorbell_arm(p.b);
+    assert_int_equal(ops->doorbell_wait(p.b, token, 30), SPINDLE_ETIMEDOUT);
+    ops->doorbell_ring_self(p.b);
+    assert_int_equal(ops->doorbell_wait(p.b, token, 5000), 0);
+    pair_close(&p);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        provider = argv[1];
+    tf_require_provider(provider);
+    ops = tp_backend_find("fabric");
+    if (ops == NULL) {
+        fprintf(stderr, "FATAL: fabric backend not built: %s\n", spindle_errmsg());
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unknown_provider_names_it_and_lists_found),
+        cmocka_unit_test(test_ephemeral_port_is_reported_and_port_in_use_named),
+        cmocka_unit_test(test_unreachable_peers_are_named),
+        cmocka_unit_test(test_writes_land_in_order_and_complete),
+        cmocka_unit_test(test_out_of_bounds_writes_are_refused),
+        cmocka_unit_test(test_batch_larger_than_a_ring_lands_in_order),
+        cmocka_unit_test(test_credits_run_out_and_come_back),
+        cmocka_unit_test(test_doorbell_ring_without_writes_wakes_peer),
+    };
+    return cmocka_run_group_tests_name(provider, tests, NULL, NULL);
+}

@@ -1,4 +1,0 @@
-spindle_add_test(test_shm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shm.c TIMEOUT 120
-  LABELS transport shm)
-spindle_add_test(test_oob_dir SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_oob_dir.c TIMEOUT 60
-  LABELS transport oob)
