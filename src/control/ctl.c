@@ -42,7 +42,7 @@ int ctl_join_poll(struct ctl *ctl, int timeout_ms, void *request, size_t capacit
 int ctl_join_answer(struct ctl *ctl, const void *reply, size_t length)
 {
     if (ctl == NULL || ctl->vt->join_answer == NULL)
-        return sp_error(SPINDLE_ENOTSUP, "ctl: this bootstrap channel takes no joins");
+        return sp_error(SPINDLE_ENOTSUP, "control: this bootstrap channel takes no joins");
     return ctl->vt->join_answer(ctl, reply, length);
 }
 
@@ -58,6 +58,6 @@ int ctl_collect_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, siz
     if (ctl == NULL || out == NULL || length == 0)
         return sp_error(SPINDLE_EINVAL, "ctl collect: null argument or zero length");
     if (ctl->vt->collect_one == NULL)
-        return sp_error(SPINDLE_ENOTSUP, "ctl: this bootstrap channel takes no joins");
+        return sp_error(SPINDLE_ENOTSUP, "control: this bootstrap channel takes no joins");
     return ctl->vt->collect_one(ctl, tag, from, out, length, timeout_ms);
 }

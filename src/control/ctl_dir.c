@@ -31,12 +31,12 @@ static int write_blob(const struct ctl_dir *ctl, uint32_t tag, const void *mine,
     snprintf(final, sizeof final, "%s/%u.%u", ctl->dir, tag, ctl->self_index);
     FILE *file = fopen(tmp, "wb");
     if (file == NULL)
-        return sp_error(SPINDLE_EIO, "ctl: cannot create %s: %s", tmp, strerror(errno));
+        return sp_error(SPINDLE_EIO, "control: cannot create %s: %s", tmp, strerror(errno));
     size_t written = fwrite(mine, 1, length, file);
     if (fclose(file) != 0 || written != length)
-        return sp_error(SPINDLE_EIO, "ctl: cannot write %s", tmp);
+        return sp_error(SPINDLE_EIO, "control: cannot write %s", tmp);
     if (rename(tmp, final) != 0)
-        return sp_error(SPINDLE_EIO, "ctl: cannot rename %s: %s", tmp, strerror(errno));
+        return sp_error(SPINDLE_EIO, "control: cannot rename %s: %s", tmp, strerror(errno));
     return 0;
 }
 
@@ -53,7 +53,7 @@ static int read_blob(const struct ctl_dir *ctl, uint32_t tag, uint32_t member, v
     int extra = fgetc(file);
     fclose(file);
     if (got != length || extra != EOF)
-        return sp_error(SPINDLE_EPROTO, "ctl: %s does not hold a %zu-byte blob", path, length);
+        return sp_error(SPINDLE_EPROTO, "control: %s does not hold a %zu-byte blob", path, length);
     return 1;
 }
 
@@ -66,7 +66,7 @@ static int dir_allgather(struct ctl *base, uint32_t tag, const void *mine, size_
         return rc;
     uint8_t *have = calloc(ctl->num_members, 1);
     if (have == NULL)
-        return sp_error(SPINDLE_ENOMEM, "ctl: out of memory");
+        return sp_error(SPINDLE_ENOMEM, "control: out of memory");
     uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
     uint32_t missing = ctl->num_members;
     for (;;) {
@@ -97,7 +97,7 @@ static int dir_allgather(struct ctl *base, uint32_t tag, const void *mine, size_
         }
         free(have);
         return sp_error(SPINDLE_ETIMEDOUT,
-                        "ctl: members %s did not publish tag %u in %s within %d ms", names, tag,
+                        "control: members %s did not publish tag %u in %s within %d ms", names, tag,
                         ctl->dir, timeout_ms);
     }
     free(have);
@@ -138,7 +138,7 @@ static int dir_collect(struct ctl *base, uint32_t tag, uint64_t from, void *all,
                     size_t used = strlen(names);
                     snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "", i);
                 }
-            rc = sp_error(SPINDLE_ETIMEDOUT, "ctl: members %s did not publish tag %u in %s", names,
+            rc = sp_error(SPINDLE_ETIMEDOUT, "control: members %s did not publish tag %u in %s", names,
                           tag, ctl->dir);
             break;
         }
@@ -167,14 +167,14 @@ static const struct ctl_vtable dir_vtable = {
 int ctl_open_dir(const char *dir, uint32_t self_index, uint32_t num_members, struct ctl **out)
 {
     if (dir == NULL || num_members == 0 || self_index >= num_members)
-        return sp_error(SPINDLE_EINVAL, "ctl: member index %u is not below member count %u",
+        return sp_error(SPINDLE_EINVAL, "control: member index %u is not below member count %u",
                         self_index, num_members);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sp_error(SPINDLE_EIO, "ctl: cannot create directory %s: %s", dir, strerror(errno));
+        return sp_error(SPINDLE_EIO, "control: cannot create directory %s: %s", dir, strerror(errno));
     struct ctl_dir *ctl = calloc(1, sizeof *ctl);
     if (ctl == NULL || (ctl->dir = strdup(dir)) == NULL) {
         free(ctl);
-        return sp_error(SPINDLE_ENOMEM, "ctl: out of memory");
+        return sp_error(SPINDLE_ENOMEM, "control: out of memory");
     }
     ctl->base.vt = &dir_vtable;
     ctl->self_index = self_index;

@@ -128,7 +128,7 @@ static int ctl_resolve(const char *host, uint16_t port, int passive, struct addr
     snprintf(service, sizeof service, "%u", port);
     int rc = getaddrinfo(host, service, &hints, out);
     if (rc != 0)
-        return sp_error(SPINDLE_EUNREACH, "ctl: cannot resolve '%s': %s", host, gai_strerror(rc));
+        return sp_error(SPINDLE_EUNREACH, "control: cannot resolve '%s': %s", host, gai_strerror(rc));
     return 0;
 }
 
@@ -148,8 +148,8 @@ static int ctl_listen(const struct ctl_member *me, int *out)
             close(fd);
         freeaddrinfo(ai);
         if (err == EADDRINUSE)
-            return sp_error(SPINDLE_EADDRINUSE, "ctl: %s:%u is already in use", me->host, me->port);
-        return sp_error(SPINDLE_EIO, "ctl: cannot listen on %s:%u: %s", me->host, me->port,
+            return sp_error(SPINDLE_EADDRINUSE, "control: %s:%u is already in use", me->host, me->port);
+        return sp_error(SPINDLE_EIO, "control: cannot listen on %s:%u: %s", me->host, me->port,
                         strerror(err));
     }
     freeaddrinfo(ai);
@@ -186,7 +186,7 @@ static int ctl_dial(const char *who, const char *host, uint16_t port, const stru
     struct addrinfo *ai = NULL;
     int rc = ctl_resolve(host, port, 0, &ai);
     if (rc != 0)
-        return sp_error(SPINDLE_EUNREACH, "ctl: %s at %s:%u is unreachable: %s", who, host, port,
+        return sp_error(SPINDLE_EUNREACH, "control: %s at %s:%u is unreachable: %s", who, host, port,
                         spindle_errmsg());
     int last_err = 0;
     while (ctl_remaining_ms(deadline) > 0) {
@@ -198,7 +198,7 @@ static int ctl_dial(const char *who, const char *host, uint16_t port, const stru
             if (ctl_io(fd, (void *)hello, sizeof *hello, 1, deadline) != 0) {
                 close(fd);
                 return sp_error(SPINDLE_EUNREACH,
-                                "ctl: %s at %s:%u dropped the connection during the handshake", who,
+                                "control: %s at %s:%u dropped the connection during the handshake", who,
                                 host, port);
             }
             *fd_out = fd;
@@ -211,7 +211,7 @@ static int ctl_dial(const char *who, const char *host, uint16_t port, const stru
         nanosleep(&pause, NULL);
     }
     freeaddrinfo(ai);
-    return sp_error(SPINDLE_EUNREACH, "ctl: %s at %s:%u is unreachable: %s", who, host, port,
+    return sp_error(SPINDLE_EUNREACH, "control: %s at %s:%u is unreachable: %s", who, host, port,
                     last_err ? strerror(last_err) : "timed out");
 }
 
@@ -380,7 +380,7 @@ static int ctl_accept_all(struct ctl_tcp *ctl, int listen_fd, uint64_t deadline)
                 snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "",
                          ctl->members[j].id);
             }
-        return sp_error(SPINDLE_ETIMEDOUT, "ctl: members %s never connected", names);
+        return sp_error(SPINDLE_ETIMEDOUT, "control: members %s never connected", names);
     }
     return 0;
 }
@@ -476,7 +476,7 @@ static int ctl_tcp_open(const char *group_name, const struct ctl_member *members
             free(ctl->members);
         }
         free(ctl);
-        return sp_error(SPINDLE_ENOMEM, "ctl: out of memory for %u members", slots);
+        return sp_error(SPINDLE_ENOMEM, "control: out of memory for %u members", slots);
     }
     ctl->base.vt = &ctl_tcp_vtable;
     ctl->num_members = num_initial;
@@ -495,7 +495,7 @@ static int ctl_tcp_open(const char *group_name, const struct ctl_member *members
         ctl->members[j] = members[j];
         ctl->members[j].host = strdup(members[j].host);
         if (ctl->members[j].host == NULL)
-            rc = sp_error(SPINDLE_ENOMEM, "ctl: out of memory");
+            rc = sp_error(SPINDLE_ENOMEM, "control: out of memory");
     }
     if (rc == 0)
         rc = ctl_tcp_setup(ctl, timeout_ms);
@@ -512,11 +512,11 @@ int ctl_open_tcp(const char *group_name, const struct ctl_member *members, uint3
 {
     if (members == NULL || out == NULL || num_members == 0 || self_index >= num_members ||
         num_members > CTL_MAX_MEMBERS)
-        return sp_error(SPINDLE_EINVAL, "ctl: self index %u outside %u members (at most %u)",
+        return sp_error(SPINDLE_EINVAL, "control: self index %u outside %u members (at most %u)",
                         self_index, num_members, CTL_MAX_MEMBERS);
     for (uint32_t j = 0; j < num_members; j++)
         if (members[j].host == NULL || members[j].host[0] == '\0' || members[j].port == 0)
-            return sp_error(SPINDLE_EINVAL, "ctl: member %u needs a host and a non-zero port",
+            return sp_error(SPINDLE_EINVAL, "control: member %u needs a host and a non-zero port",
                             members[j].id);
     return ctl_tcp_open(group_name, members, num_members, num_members, self_index, timeout_ms, out);
 }
@@ -527,12 +527,12 @@ int ctl_open_tcp_joiner(const char *group_name, const struct ctl_member *members
     if (members == NULL || out == NULL || num_initial == 0 || self_index < num_initial ||
         self_index >= CTL_MAX_MEMBERS)
         return sp_error(SPINDLE_EINVAL,
-                        "ctl: a joiner's slot %u must be at least the %u initial members and "
+                        "control: a joiner's slot %u must be at least the %u initial members and "
                         "below %u",
                         self_index, num_initial, CTL_MAX_MEMBERS);
     const struct ctl_member *me = &members[self_index];
     if (me->host == NULL || me->host[0] == '\0' || me->port == 0)
-        return sp_error(SPINDLE_EINVAL, "ctl: a joiner needs its own host and a non-zero port");
+        return sp_error(SPINDLE_EINVAL, "control: a joiner needs its own host and a non-zero port");
     return ctl_tcp_open(group_name, members, self_index + 1, num_initial, self_index, timeout_ms,
                         out);
 }
@@ -541,7 +541,7 @@ int ctl_join_ask(const char *group_name, const char *host, uint16_t port, const 
                  size_t length, void **reply, size_t *reply_length, int timeout_ms)
 {
     if (host == NULL || reply == NULL || reply_length == NULL || length > CTL_JOIN_REQUEST_MAX)
-        return sp_error(SPINDLE_EINVAL, "ctl: join request of %zu bytes (at most %u) or no host",
+        return sp_error(SPINDLE_EINVAL, "control: join request of %zu bytes (at most %u) or no host",
                         length, CTL_JOIN_REQUEST_MAX);
     uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 30000) * 1000000ull;
     struct ctl_hello hello = {CTL_HELLO_MAGIC, CTL_VERSION, CTL_JOIN_FROM, 0,
@@ -558,7 +558,7 @@ int ctl_join_ask(const char *group_name, const char *host, uint16_t port, const 
         rc = ctl_read_frame(fd, CTL_BLOB_MAX, deadline, &answer, reply_length, &why);
     close(fd);
     if (rc != 0)
-        return sp_error(SPINDLE_EUNREACH, "ctl: %s:%u did not answer the join request: %s", host,
+        return sp_error(SPINDLE_EUNREACH, "control: %s:%u did not answer the join request: %s", host,
                         port, why);
     *reply = answer;
     return 0;
@@ -576,7 +576,7 @@ static int ctl_queue(struct ctl_tcp *ctl, uint32_t j, const void *bytes, size_t 
             cap *= 2;
         uint8_t *grown = realloc(p->out, cap);
         if (grown == NULL)
-            return sp_error(SPINDLE_ENOMEM, "ctl: out of memory queueing %zu bytes", length);
+            return sp_error(SPINDLE_ENOMEM, "control: out of memory queueing %zu bytes", length);
         p->out = grown;
         p->out_cap = cap;
     }
@@ -740,7 +740,7 @@ static int ctl_tcp_publish(struct ctl *base, uint32_t tag, const void *blob, siz
 {
     struct ctl_tcp *ctl = (struct ctl_tcp *)base;
     if (length > CTL_BLOB_MAX)
-        return sp_error(SPINDLE_EINVAL, "ctl: blob of %zu bytes exceeds %u", length, CTL_BLOB_MAX);
+        return sp_error(SPINDLE_EINVAL, "control: blob of %zu bytes exceeds %u", length, CTL_BLOB_MAX);
     struct ctl_frame f = {CTL_FRAME_MAGIC, tag, ctl->self, (uint32_t)length,
                           sp_crc32c(0, blob, length)};
     int rc = 0;
@@ -767,7 +767,7 @@ static int ctl_take(struct ctl_tcp *ctl, uint32_t j, uint32_t tag, void *out, si
         if (p->box[i].tag != tag)
             continue;
         if (p->box[i].length != length)
-            return sp_error(SPINDLE_EPROTO, "ctl: member %u sent %u bytes for tag %u, expected %zu",
+            return sp_error(SPINDLE_EPROTO, "control: member %u sent %u bytes for tag %u, expected %zu",
                             ctl->members[j].id, p->box[i].length, tag, length);
         memcpy(out, p->box[i].data, length);
         return 1;
@@ -795,7 +795,7 @@ static int ctl_collect_at(struct ctl *base, uint32_t tag, uint64_t from, void *a
                 got |= 1ull << j;
             else if (ctl->peers[j].fd < 0 && ctl->peers[j].used) /* never used: may join */
                 rc = sp_error(ctl->peers[j].error ? ctl->peers[j].error : SPINDLE_EUNREACH,
-                              "ctl: member %u is gone: %s", ctl->members[j].id, ctl->peers[j].why);
+                              "control: member %u is gone: %s", ctl->members[j].id, ctl->peers[j].why);
         }
         /* Done when every blob is here and what this member queued for
          * them has left too (they may be waiting for it). */
@@ -818,7 +818,7 @@ static int ctl_collect_at(struct ctl *base, uint32_t tag, uint64_t from, void *a
                     snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "",
                              ctl->members[j].id);
                 }
-            rc = sp_error(SPINDLE_ETIMEDOUT, "ctl: tag %u still waiting for members %s%s", tag,
+            rc = sp_error(SPINDLE_ETIMEDOUT, "control: tag %u still waiting for members %s%s", tag,
                           names, got == want ? " (still sending to them)" : "");
             break;
         }
@@ -838,7 +838,7 @@ static int ctl_tcp_collect_one(struct ctl *base, uint32_t tag, uint32_t from, vo
                                size_t length, int timeout_ms)
 {
     if (from >= CTL_MAX_MEMBERS)
-        return sp_error(SPINDLE_EINVAL, "ctl: no member %u", from);
+        return sp_error(SPINDLE_EINVAL, "control: no member %u", from);
     return ctl_collect_at(base, tag, 1ull << from, out, length, 0, timeout_ms, NULL);
 }
 
@@ -891,10 +891,10 @@ static int ctl_tcp_join_answer(struct ctl *base, const void *reply, size_t lengt
     ctl->join = NULL;
     pthread_mutex_unlock(&ctl->lock);
     if (fd < 0)
-        return sp_error(SPINDLE_EINVAL, "ctl: no join request is pending");
+        return sp_error(SPINDLE_EINVAL, "control: no join request is pending");
     int rc = ctl_write_frame(fd, ctl->self, reply, length, sp_now_ns() + 2000000000ull);
     close(fd);
-    return rc == 0 ? 0 : sp_error(SPINDLE_EUNREACH, "ctl: the joiner went away before the answer");
+    return rc == 0 ? 0 : sp_error(SPINDLE_EUNREACH, "control: the joiner went away before the answer");
 }
 
 static void ctl_tcp_add_member(struct ctl *base, uint32_t id, const char *host, uint16_t port)
