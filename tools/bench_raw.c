@@ -64,7 +64,8 @@ static int raw_connect(const struct group_bootstrap *boot, uint32_t self, uint32
                        struct raw_ctx *c)
 {
     struct ctl *ctl;
-    int rc = group_bootstrap_open(boot, "spindle-bench-raw", self, members, 60000, &ctl);
+    struct ctl_versions versions = {1, 1}; /* only spindle-bench --raw processes meet here */
+    int rc = group_bootstrap_open(boot, "spindle-bench-raw", self, members, &versions, 60000, &ctl);
     if (rc < 0)
         return rc;
     struct raw_desc mine, all[2];

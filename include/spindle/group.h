@@ -36,6 +36,7 @@
 #include <spindle/config.h> /* enum spindle_delivery_mode: SPINDLE_MODE_ATOMIC, _UNORDERED */
 #include <spindle/error.h>
 #include <spindle/export.h>
+#include <spindle/view.h> /* views, the layout function, state transfer */
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,8 +46,6 @@ extern "C" {
 #define SPINDLE_MAX_PAYLOAD (1u << 20)
 /* Largest window_size a subgroup may ask for (slots per sender). */
 #define SPINDLE_MAX_WINDOW 100000u
-/* Largest number of members in one group. */
-#define SPINDLE_MAX_MEMBERS 64u
 /* Number of log2 buckets in the batch-size histograms. */
 #define SPINDLE_HIST_BUCKETS 24
 
@@ -87,58 +86,6 @@ struct spindle_message {
 
 /* Batched delivery upcall: count >= 1 messages in delivery order. Runs on
  * the predicate thread; keep it short (copy out what must outlive it). */
-/* A newly installed view, as the view_changed upcall reports it. Arrays
- * are valid until the upcall returns. detected_ns/installed_ns are
- * CLOCK_MONOTONIC times of the failure report and of the installation. */
-struct spindle_view_info {
-    uint64_t view_id;
-    uint32_t num_members;
-    const uint32_t *members; /* member ids, in rank order */
-    uint32_t my_rank;
-    uint32_t num_joined;
-    const uint32_t *joined;
-    uint32_t num_left;
-    const uint32_t *left;
-    uint64_t detected_ns;
-    uint64_t installed_ns;
-};
-typedef void (*spindle_view_fn)(void *ctx, const struct spindle_view_info *view);
-
-/*
- * State transfer to a joiner. state_save runs at the member that admits a
- * joiner (the lowest-ranked member of the view it joins), on the library's
- * membership thread, right after that member delivered the last message
- * of the view before the joiner's first one: the state it returns is the
- * state as of the joiner's first view. It stores a malloc'ed buffer in
- * *data (the library frees it) and its size in *length, and returns 0 or
- * a negative SPINDLE_E* code (the join then fails). state_load runs at the
- * joiner inside spindle_group_create, before its first delivery.
- */
-typedef int (*spindle_state_save_fn)(void *ctx, void **data, size_t *length);
-typedef int (*spindle_state_load_fn)(void *ctx, const void *data, size_t length);
-
-/* One subgroup of a view as a layout function sees and sets it: members
- * and senders are ranks in the view (0..num_members-1 of spindle_view_info). */
-struct spindle_subgroup_layout {
-    uint32_t num_members;
-    uint32_t members[SPINDLE_MAX_MEMBERS];
-    uint32_t num_senders;
-    uint32_t senders[SPINDLE_MAX_MEMBERS];
-};
-
-/*
- * Layout function: maps each new view to its subgroups. It is called at
- * every member for every view after the first (with the same view, the
- * same function must give the same answer everywhere); subgroups[] arrives
- * filled with the default, which it may change: every subgroup keeps its
- * members and senders that are still in the view, and a joiner becomes a
- * member (a receiver, not a sender) of every subgroup. Window size,
- * payload size and mode are fixed at creation. Returns 0, or a negative
- * SPINDLE_E* code, which stops the member.
- */
-typedef int (*spindle_layout_fn)(void *ctx, const struct spindle_view_info *view,
-                                 uint32_t num_subgroups, struct spindle_subgroup_layout *subgroups);
-
 typedef void (*spindle_deliver_fn)(void *ctx, const struct spindle_message *messages, size_t count);
 
 struct spindle_group_options {

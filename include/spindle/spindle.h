@@ -11,5 +11,6 @@
 #include <spindle/export.h>
 #include <spindle/group.h>
 #include <spindle/version.h>
+#include <spindle/view.h>
 
 #endif

@@ -1,7 +1,37 @@
-/* Bootstrap exchange: dispatch to the dir or TCP variant. */
+/* The control channel: dispatch to the dir or TCP variant; addresses. */
 #include "control/ctl_impl.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "util/error.h"
+
+int ctl_address_parse(const char *text, size_t len, const char *what, struct ctl_address *out)
+{
+    memset(out, 0, sizeof *out);
+    if (text == NULL || len == 0)
+        return sp_error(SPINDLE_EINVAL, "%s is empty: give host:port", what);
+    const char *colon = NULL;
+    for (size_t i = 0; i < len; i++)
+        if (text[i] == ':')
+            colon = text + i;
+    if (colon == NULL || colon == text || (size_t)(colon - text) >= CTL_HOST_MAX)
+        return sp_error(SPINDLE_EINVAL, "%s '%.*s' is not host:port", what, (int)len, text);
+    char digits[8];
+    size_t ndigits = (size_t)(text + len - colon - 1);
+    if (ndigits == 0 || ndigits >= sizeof digits)
+        return sp_error(SPINDLE_EINVAL, "%s '%.*s' has no valid port", what, (int)len, text);
+    memcpy(digits, colon + 1, ndigits);
+    digits[ndigits] = '\0';
+    char *end;
+    unsigned long port = strtoul(digits, &end, 10);
+    if (*end != '\0' || port == 0 || port > 65535)
+        return sp_error(SPINDLE_EINVAL, "%s port '%s' must be 1..65535", what, digits);
+    memcpy(out->host, text, (size_t)(colon - text));
+    out->host[colon - text] = '\0';
+    out->port = (uint16_t)port;
+    return 0;
+}
 
 int ctl_allgather(struct ctl *ctl, uint32_t tag, const void *mine, size_t length, void *all,
                   int timeout_ms)

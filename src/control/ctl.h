@@ -1,82 +1,149 @@
 /*
- * Out-of-band bootstrap exchange: before one-sided writes can flow, members
- * swap small blobs (endpoint addresses, region descriptors) over a channel
- * that needs no transport: a shared directory for processes on one host, or
- * TCP for members on several hosts (host:port per member).
+ * The control channel: how members reach each other before, beside and
+ * after the one-sided data path. It carries the bootstrap exchange (table
+ * descriptors), every step of a view change, barriers and joins. Two
+ * variants sit behind one interface: a shared directory for processes on
+ * one host, and TCP (host:port per member) between hosts.
  *
- * ctl_allgather is collective: every member calls it with the same tag
- * and blob length; it returns once every member's blob for that tag is
- * known, or fails with SPINDLE_ETIMEDOUT naming the members still missing,
- * SPINDLE_EUNREACH naming an unreachable member, or SPINDLE_EADDRINUSE
- * naming the port that could not be bound.
+ * Messages are opaque blobs to this layer; the layers above encode them
+ * with the one wire codec (util/wire.h). The channel's own framing (the
+ * hello that opens a TCP connection, the frame header of every blob) uses
+ * the same codec (ctl_wire.h). The hello carries the wire version and the
+ * table and ring layout versions of the build, so members of incompatible
+ * builds refuse each other naming both versions.
  *
- * ctl_allgather is not thread-safe: one thread per struct ctl.
+ * Members are named by member id (a slot: the initial members 0..n-1, then
+ * joiners; ids are never reused); masks have bit i for member i.
+ *
+ * Threads: ctl_allgather is used by one thread at a time (set-up);
+ * ctl_publish, ctl_collect and ctl_collect_one may run on several threads
+ * at once; the join calls run on the membership thread.
  */
-#ifndef SP_TRANSPORT_OOB_H
-#define SP_TRANSPORT_OOB_H
+#ifndef SP_CONTROL_CTL_H
+#define SP_CONTROL_CTL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+/* Longest host name or address of a member, NUL included. */
+#define CTL_HOST_MAX 256
+/* Most members (slots) one channel knows: ids 0..63. */
+#define CTL_MAX_MEMBERS 64
+/* Largest blob one publish may carry. */
+#define CTL_BLOB_MAX (64u << 20)
+
 struct ctl;
 
-struct ctl_member {
-    uint32_t id;
-    const char *host; /* TCP only */
-    uint16_t port;    /* TCP only */
+/* Where a member's control channel listens. */
+struct ctl_address {
+    char host[CTL_HOST_MAX];
+    uint16_t port;
 };
 
-/* Local exchange through files in dir (created if missing). */
-int ctl_open_dir(const char *dir, uint32_t self_index, uint32_t num_members, struct ctl **out);
-/* TCP exchange: listens on members[self_index] and connects to the others.
- * A connection from a member of another group (group_name) is refused. */
+/* One member of a TCP channel; host NULL: absent (gone, or not joined). */
+struct ctl_member {
+    uint32_t id;
+    const char *host;
+    uint16_t port;
+};
+
+/* What a hello compares besides the wire version: the layout versions of
+ * the build's shared state table and ring buffers. The channel only checks
+ * them for equality; their meaning belongs to the layers that set them. */
+struct ctl_versions {
+    uint32_t table_layout;
+    uint32_t ring_layout;
+};
+
+/*
+ * Parses "host:port" into out. SPINDLE_EINVAL naming `what` and the text
+ * when it is empty, has no port, a port outside 1..65535 or a host of
+ * CTL_HOST_MAX bytes or more. len: bytes of text to read.
+ */
+int ctl_address_parse(const char *text, size_t len, const char *what, struct ctl_address *out);
+
+/* Local exchange through files in dir (created if missing). SPINDLE_EINVAL
+ * for self >= num_members, SPINDLE_EIO when dir cannot be created,
+ * SPINDLE_ENOMEM. */
+int ctl_open_dir(const char *dir, uint32_t self, uint32_t num_members,
+                 const struct ctl_versions *versions, struct ctl **out);
+/*
+ * TCP exchange: listens on members[self] and connects to the others (each
+ * pair shares one connection). A connection from another group, another
+ * wire version or other layout versions is refused, naming both values.
+ * SPINDLE_EINVAL for a bad member list, SPINDLE_EADDRINUSE naming the port
+ * that cannot be bound, SPINDLE_EUNREACH naming a member that cannot be
+ * reached or refused this build, SPINDLE_ETIMEDOUT naming members that
+ * never connected, SPINDLE_ENOMEM.
+ */
 int ctl_open_tcp(const char *group_name, const struct ctl_member *members, uint32_t num_members,
-                 uint32_t self_index, int timeout_ms, struct ctl **out);
-/* all receives num_members * length bytes, member i's blob at i * length. */
+                 uint32_t self, const struct ctl_versions *versions, int timeout_ms,
+                 struct ctl **out);
+/*
+ * A joiner given slot self (>= num_initial) opens its TCP exchange:
+ * members[0..self] lists the current members (NULL host: absent) and its
+ * own address; it connects to each, and from then on publish/collect reach
+ * it like any member. Errors as ctl_open_tcp.
+ */
+int ctl_open_tcp_joiner(const char *group_name, const struct ctl_member *members,
+                        uint32_t num_initial, uint32_t self, const struct ctl_versions *versions,
+                        int timeout_ms, struct ctl **out);
+/* Flushes what is queued (for at most a second) and frees the channel.
+ * Safe on NULL. */
+void ctl_close(struct ctl *ctl);
+
+/*
+ * Collective: every member calls it with the same tag and blob length; all
+ * receives num_members * length bytes, member i's blob at i * length.
+ * SPINDLE_ETIMEDOUT naming the members still missing, SPINDLE_EUNREACH
+ * naming one whose connection is gone, SPINDLE_EPROTO naming one that sent
+ * a blob of another length, SPINDLE_EINVAL for a null argument.
+ */
 int ctl_allgather(struct ctl *ctl, uint32_t tag, const void *mine, size_t length, void *all,
                   int timeout_ms);
 
 /*
- * Exchange among a subset (view changes, barriers of a later view): bit i
- * of a mask is member index i. publish makes blob this member's latest for
- * tag at every member in `to` (self and unreachable members are skipped); a
- * later publish of the same tag replaces it. collect waits up to timeout_ms
- * (0: just look) for the latest blob of tag from every member in `from`
- * other than self, copying member i's to all + i * length and setting bit i
- * of *have (may be NULL) for each present. Returns 0 when all are there,
- * SPINDLE_ETIMEDOUT naming the missing ones, SPINDLE_EPROTO when one sent a
- * blob of another length or broke the format, SPINDLE_EUNREACH when one's
- * connection is gone. Unlike allgather, both are thread-safe.
+ * Exchange among a subset (view changes, barriers of a later view).
+ * publish makes blob this member's latest for tag at every member in `to`
+ * (self and unreachable members are skipped); a later publish of the same
+ * tag replaces it. SPINDLE_EINVAL for a blob above CTL_BLOB_MAX,
+ * SPINDLE_ENOMEM, SPINDLE_EIO (directory) when it cannot be written.
  */
 int ctl_publish(struct ctl *ctl, uint32_t tag, const void *blob, size_t length, uint64_t to);
+/*
+ * Waits up to timeout_ms (0: just look) for the latest blob of tag from
+ * every member in `from` other than self, copying member i's to
+ * all + i * length and setting bit i of *have (may be NULL) for each one
+ * present. 0 when all are there, SPINDLE_ETIMEDOUT naming the missing
+ * ones, SPINDLE_EPROTO when one sent a blob of another length or broke the
+ * framing, SPINDLE_EUNREACH when one's connection is gone.
+ */
 int ctl_collect(struct ctl *ctl, uint32_t tag, uint64_t from, void *all, size_t length,
                 int timeout_ms, uint64_t *have);
-void ctl_close(struct ctl *ctl);
-
-/*
- * Joins (TCP exchange only). A member keeps its listening socket open after
- * set-up. A process that wants to join sends one request to any member
- * (ctl_join_ask: connect, request frame, wait for one answer frame,
- * which is malloc'ed into *reply). The member sees it with ctl_join_poll
- * (1 and the request copied out while one is pending, 0 when none; at most
- * one is pending at a time, others are refused) and answers it once with
- * ctl_join_answer, which closes that connection. A joiner given slot
- * self_index (>= num_initial) then opens its own exchange with
- * ctl_open_tcp_joiner: members[0..self_index] lists the current members'
- * addresses (NULL host: absent) and its own; it connects to each, and from
- * then on publish/collect reach it like any member. ctl_add_member
- * records a joiner's address (for answers the membership layer builds).
- */
-int ctl_join_ask(const char *group_name, const char *host, uint16_t port, const void *request,
-                 size_t length, void **reply, size_t *reply_length, int timeout_ms);
-int ctl_join_poll(struct ctl *ctl, int timeout_ms, void *request, size_t capacity, size_t *length);
-int ctl_join_answer(struct ctl *ctl, const void *reply, size_t length);
-int ctl_open_tcp_joiner(const char *group_name, const struct ctl_member *members,
-                        uint32_t num_initial, uint32_t self_index, int timeout_ms,
-                        struct ctl **out);
-void ctl_add_member(struct ctl *ctl, uint32_t id, const char *host, uint16_t port);
-/* collect from the one member `from` into out (TCP only). */
+/* collect from the one member `from` into out (TCP only: SPINDLE_ENOTSUP
+ * otherwise); errors as ctl_collect, SPINDLE_EINVAL for from >= 64. */
 int ctl_collect_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t length,
                     int timeout_ms);
+
+/*
+ * Joins (TCP only). A member keeps its listening socket open after
+ * set-up. A process that wants to join sends one request to any member
+ * (ctl_join_ask: connect, hello, one request frame, then one answer frame,
+ * malloc'ed into *reply; SPINDLE_EINVAL for a request above
+ * CTL_JOIN_REQUEST_MAX, SPINDLE_EUNREACH naming the contact when it cannot
+ * be reached, refuses this build or does not answer). The member sees the
+ * request with ctl_join_poll (1 and the request copied out while one is
+ * pending, 0 when none; at most one is pending at a time, others are
+ * refused) and answers it once with ctl_join_answer, which closes that
+ * connection (SPINDLE_EINVAL when none is pending, SPINDLE_EUNREACH when
+ * the joiner went away). ctl_add_member records a joiner's address.
+ */
+#define CTL_JOIN_REQUEST_MAX 8192u
+int ctl_join_ask(const char *group_name, const struct ctl_versions *versions, const char *host,
+                 uint16_t port, const void *request, size_t length, void **reply,
+                 size_t *reply_length, int timeout_ms);
+int ctl_join_poll(struct ctl *ctl, int timeout_ms, void *request, size_t capacity, size_t *length);
+int ctl_join_answer(struct ctl *ctl, const void *reply, size_t length);
+void ctl_add_member(struct ctl *ctl, uint32_t id, const char *host, uint16_t port);
 
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "control/ctl_impl.h"
+#include "control/ctl_wire.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -22,7 +23,13 @@ struct ctl_dir {
     char *dir;
     uint32_t self_index;
     uint32_t num_members;
+    struct ctl_versions versions;
+    uint64_t checked; /* members whose hello file was read and found compatible */
 };
+
+/* Tag of the hello file each member writes at open (above every tag the
+ * layers use). */
+#define CTL_DIR_HELLO_TAG 0xffffffffu
 
 static int write_blob(const struct ctl_dir *ctl, uint32_t tag, const void *mine, size_t length)
 {
@@ -40,8 +47,43 @@ static int write_blob(const struct ctl_dir *ctl, uint32_t tag, const void *mine,
     return 0;
 }
 
+static int read_file(const struct ctl_dir *ctl, uint32_t tag, uint32_t member, void *out,
+                     size_t length);
+
+/* 1 when member's hello file is there and speaks this build, 0 when not
+ * there yet, SPINDLE_EPROTO naming both versions otherwise. */
+static int check_hello(struct ctl_dir *ctl, uint32_t member)
+{
+    if ((ctl->checked >> member) & 1)
+        return 1;
+    uint8_t bytes[CTL_HELLO_SIZE];
+    int rc = read_file(ctl, CTL_DIR_HELLO_TAG, member, bytes, sizeof bytes);
+    if (rc <= 0)
+        return rc;
+    struct ctl_hello hello;
+    char who[64];
+    snprintf(who, sizeof who, "control: member %u", member);
+    rc = ctl_wire_decode_hello(bytes, sizeof bytes, &hello);
+    if (rc < 0)
+        return sp_error(rc, "%s wrote a bad hello in %s: %s", who, ctl->dir, spindle_errmsg());
+    if (hello.from != member || hello.num_members != ctl->num_members)
+        return sp_error(SPINDLE_EPROTO, "%s's hello in %s names member %u of %u, not %u of %u", who,
+                        ctl->dir, hello.from, hello.num_members, member, ctl->num_members);
+    rc = ctl_hello_compatible(&hello, &ctl->versions, who);
+    if (rc < 0)
+        return rc;
+    ctl->checked |= 1ull << member;
+    return 1;
+}
+
 /* 1 when member's blob was read, 0 when not there yet, negative on error. */
-static int read_blob(const struct ctl_dir *ctl, uint32_t tag, uint32_t member, void *out,
+static int read_blob(struct ctl_dir *ctl, uint32_t tag, uint32_t member, void *out, size_t length)
+{
+    int rc = check_hello(ctl, member);
+    return rc <= 0 ? rc : read_file(ctl, tag, member, out, length);
+}
+
+static int read_file(const struct ctl_dir *ctl, uint32_t tag, uint32_t member, void *out,
                      size_t length)
 {
     char path[4096];
@@ -138,8 +180,8 @@ static int dir_collect(struct ctl *base, uint32_t tag, uint64_t from, void *all,
                     size_t used = strlen(names);
                     snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "", i);
                 }
-            rc = sp_error(SPINDLE_ETIMEDOUT, "control: members %s did not publish tag %u in %s", names,
-                          tag, ctl->dir);
+            rc = sp_error(SPINDLE_ETIMEDOUT, "control: members %s did not publish tag %u in %s",
+                          names, tag, ctl->dir);
             break;
         }
         struct timespec pause = {0, 1000000}; /* 1 ms between directory scans */
@@ -164,13 +206,16 @@ static const struct ctl_vtable dir_vtable = {
     .close = dir_close,
 };
 
-int ctl_open_dir(const char *dir, uint32_t self_index, uint32_t num_members, struct ctl **out)
+int ctl_open_dir(const char *dir, uint32_t self_index, uint32_t num_members,
+                 const struct ctl_versions *versions, struct ctl **out)
 {
-    if (dir == NULL || num_members == 0 || self_index >= num_members)
+    if (dir == NULL || versions == NULL || num_members == 0 || self_index >= num_members ||
+        num_members > CTL_MAX_MEMBERS)
         return sp_error(SPINDLE_EINVAL, "control: member index %u is not below member count %u",
                         self_index, num_members);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sp_error(SPINDLE_EIO, "control: cannot create directory %s: %s", dir, strerror(errno));
+        return sp_error(SPINDLE_EIO, "control: cannot create directory %s: %s", dir,
+                        strerror(errno));
     struct ctl_dir *ctl = calloc(1, sizeof *ctl);
     if (ctl == NULL || (ctl->dir = strdup(dir)) == NULL) {
         free(ctl);
@@ -179,6 +224,16 @@ int ctl_open_dir(const char *dir, uint32_t self_index, uint32_t num_members, str
     ctl->base.vt = &dir_vtable;
     ctl->self_index = self_index;
     ctl->num_members = num_members;
+    ctl->versions = *versions;
+    ctl->checked = 1ull << self_index;
+    struct ctl_hello hello = {self_index, num_members, 0, *versions};
+    uint8_t bytes[CTL_HELLO_SIZE];
+    ctl_wire_encode_hello(&hello, bytes);
+    int rc = write_blob(ctl, CTL_DIR_HELLO_TAG, bytes, sizeof bytes);
+    if (rc < 0) {
+        dir_close(&ctl->base);
+        return rc;
+    }
     *out = &ctl->base;
     return 0;
 }

@@ -1,11 +1,12 @@
 /*
- * Private: dispatch between the bootstrap exchange variants (ctl_dir.c,
- * ctl_tcp.c). Each variant embeds struct ctl first in its own state and
- * fills in the vtable; ctl.c implements the public ctl_allgather and
- * ctl_close by dispatching through it.
+ * Private to src/control: dispatch between the two variants of the
+ * channel (ctl_dir.c; ctl_tcp_*.c). Each variant embeds struct ctl first
+ * in its own state and fills in the vtable; ctl.c implements the ctl_*
+ * calls of control/ctl.h by dispatching through it. The join entries are
+ * NULL in the directory variant.
  */
-#ifndef SP_TRANSPORT_OOB_IMPL_H
-#define SP_TRANSPORT_OOB_IMPL_H
+#ifndef SP_CONTROL_CTL_IMPL_H
+#define SP_CONTROL_CTL_IMPL_H
 
 #include "control/ctl.h"
 

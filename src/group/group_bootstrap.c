@@ -1,4 +1,4 @@
-/* Bootstrap option parsing for spindle_group_create. */
+/* Bootstrap option parsing for spindle_group_create (group/group_bootstrap.h). */
 #include "group/group_bootstrap.h"
 
 #include <stdio.h>
@@ -31,30 +31,6 @@ static bool looks_like_member_list(const char *text)
     return true;
 }
 
-static int parse_entry(const char *entry, size_t len, const char *what, struct group_endpoint *out)
-{
-    const char *colon = NULL;
-    for (size_t i = 0; i < len; i++)
-        if (entry[i] == ':')
-            colon = entry + i;
-    if (colon == NULL || colon == entry || (size_t)(colon - entry) >= GROUP_HOST_MAX)
-        return sp_error(SPINDLE_EINVAL, "%s '%.*s' is not host:port", what, (int)len, entry);
-    char digits[8];
-    size_t ndigits = (size_t)(entry + len - colon - 1);
-    if (ndigits == 0 || ndigits >= sizeof digits)
-        return sp_error(SPINDLE_EINVAL, "%s '%.*s' has no valid port", what, (int)len, entry);
-    memcpy(digits, colon + 1, ndigits);
-    digits[ndigits] = '\0';
-    char *end;
-    unsigned long port = strtoul(digits, &end, 10);
-    if (*end != '\0' || port == 0 || port > 65535)
-        return sp_error(SPINDLE_EINVAL, "%s port '%s' must be 1..65535", what, digits);
-    memcpy(out->host, entry, (size_t)(colon - entry));
-    out->host[colon - entry] = '\0';
-    out->port = (uint16_t)port;
-    return 0;
-}
-
 int group_bootstrap_parse(const struct spindle_group_options *options, struct group_bootstrap *out)
 {
     memset(out, 0, sizeof *out);
@@ -83,7 +59,7 @@ int group_bootstrap_parse(const struct spindle_group_options *options, struct gr
                             options->num_members);
         char what[32];
         snprintf(what, sizeof what, "bootstrap member %u", count);
-        int rc = parse_entry(entry, len, what, &out->hosts[count]);
+        int rc = ctl_address_parse(entry, len, what, &out->hosts[count]);
         if (rc < 0)
             return rc;
         count++;
@@ -98,22 +74,16 @@ int group_bootstrap_parse(const struct spindle_group_options *options, struct gr
 }
 
 int group_bootstrap_open(const struct group_bootstrap *boot, const char *group_name, uint32_t self,
-                         uint32_t num_members, int timeout_ms, struct ctl **out)
+                         uint32_t num_members, const struct ctl_versions *versions, int timeout_ms,
+                         struct ctl **out)
 {
     if (boot->kind == SPINDLE_BOOTSTRAP_DIR)
-        return ctl_open_dir(boot->dir, self, num_members, out);
+        return ctl_open_dir(boot->dir, self, num_members, versions, out);
     struct ctl_member members[SPINDLE_MAX_MEMBERS];
     for (uint32_t i = 0; i < num_members; i++) {
         members[i].id = i;
         members[i].host = boot->hosts[i].host;
         members[i].port = boot->hosts[i].port;
     }
-    return ctl_open_tcp(group_name, members, num_members, self, timeout_ms, out);
-}
-
-int group_parse_endpoint(const char *text, const char *what, struct group_endpoint *out)
-{
-    if (text == NULL || text[0] == '\0')
-        return sp_error(SPINDLE_EINVAL, "%s is empty: give host:port", what);
-    return parse_entry(text, strlen(text), what, out);
+    return ctl_open_tcp(group_name, members, num_members, self, versions, timeout_ms, out);
 }

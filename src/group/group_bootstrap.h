@@ -1,11 +1,11 @@
 /*
- * Private to src/smc: reading spindle_group_options.bootstrap and opening
- * the bootstrap exchange it names (a local directory, or a TCP member list
+ * Private to src/group: reading spindle_group_options.bootstrap and opening
+ * the control channel it names (a local directory, or a TCP member list
  * "host:port,host:port,..."). Pure parsing plus ctl_open_*; not
  * thread-safe (one call per group creation).
  */
-#ifndef SP_SMC_GROUP_BOOTSTRAP_H
-#define SP_SMC_GROUP_BOOTSTRAP_H
+#ifndef SP_GROUP_GROUP_BOOTSTRAP_H
+#define SP_GROUP_GROUP_BOOTSTRAP_H
 
 #include <stdint.h>
 
@@ -13,29 +13,21 @@
 
 #include "control/ctl.h"
 
-#define GROUP_HOST_MAX 256
-
-struct group_endpoint {
-    char host[GROUP_HOST_MAX];
-    uint16_t port;
-};
-
 /* Parsed bootstrap: either dir or hosts[num_members]. */
 struct group_bootstrap {
     enum spindle_bootstrap_kind kind; /* DIR or TCP after parsing */
     char dir[4096];
-    struct group_endpoint hosts[SPINDLE_MAX_MEMBERS];
+    struct ctl_address hosts[SPINDLE_MAX_MEMBERS];
 };
 
 /* Parses options->bootstrap for num_members members. SPINDLE_EINVAL names
  * the malformed entry or the count mismatch. */
 int group_bootstrap_parse(const struct spindle_group_options *options, struct group_bootstrap *out);
 
-/* Parses one "host:port"; SPINDLE_EINVAL names `what` and the text. */
-int group_parse_endpoint(const char *text, const char *what, struct group_endpoint *out);
-
-/* Opens the exchange for this member (TCP: refusing other groups). */
+/* Opens the control channel for member self (TCP: refusing other groups
+ * and other builds). The channel's errors (control/ctl.h). */
 int group_bootstrap_open(const struct group_bootstrap *boot, const char *group_name, uint32_t self,
-                         uint32_t num_members, int timeout_ms, struct ctl **out);
+                         uint32_t num_members, const struct ctl_versions *versions, int timeout_ms,
+                         struct ctl **out);
 
 #endif

@@ -61,6 +61,11 @@
 
 #include "sst/sst.h"
 
+/* Version of the ring and column layout above (slot headers, positions,
+ * side-region placement); carried in the control channel's hello so that
+ * members of incompatible builds refuse each other. Bump on any change. */
+#define SMC_LAYOUT_VERSION 1u
+
 #define SMC_HEADER_SIZE   8u
 #define SMC_LENGTH_BITS   24u
 #define SMC_MAX_RING_SIZE (256u << 20) /* bytes of one sender ring */

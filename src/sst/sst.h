@@ -41,6 +41,11 @@
 
 #include "transport/transport.h"
 
+/* Version of the row layout (row header, column placement, side region
+ * rules); members of builds with different versions refuse each other
+ * (the control channel's hello carries it). Bump on any change. */
+#define SST_LAYOUT_VERSION 1u
+
 #define SST_CACHE_LINE  64
 #define SST_ROW_HEADER  64
 #define SST_MAX_ROWS    64
@@ -164,6 +169,16 @@ struct sst_member_desc {
     struct tp_desc region;
     struct tp_desc side;
 };
+
+/* Bytes of an encoded struct sst_member_desc (util/wire.h). */
+#define SST_DESC_WIRE_SIZE (3u * (2u + TP_DESC_MAX))
+struct wire_writer;
+struct wire_reader;
+/* Encodes desc (three fixed-width descriptor fields). */
+void sst_desc_encode(struct wire_writer *w, const struct sst_member_desc *desc);
+/* Decodes one; a descriptor length above TP_DESC_MAX or nonzero padding
+ * fails the reader (SPINDLE_EPROTO naming the field). */
+void sst_desc_decode(struct wire_reader *r, struct sst_member_desc *desc);
 
 int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema, uint32_t num_rows,
                      uint32_t my_row, struct sst_table **out);

@@ -22,39 +22,19 @@ static void derive_prefix(struct trim_result *out)
         out->sender_delivered[s] = total > s ? (total - s + senders - 1) / senders : 0;
 }
 
-int trim_from_vector(uint32_t num_senders, const uint64_t *trim, struct trim_result *out)
-{
-    if (num_senders > TRIM_MAX_SENDERS)
-        return sp_error(SPINDLE_EINVAL, "trim: %u senders exceed %d", num_senders,
-                        TRIM_MAX_SENDERS);
-    if (num_senders > 0 && trim == NULL)
-        return sp_error(SPINDLE_EINVAL, "trim: no trim vector for %u senders", num_senders);
-    memset(out, 0, sizeof *out);
-    out->num_senders = num_senders;
-    for (uint32_t s = 0; s < num_senders; s++) {
-        if (trim[s] > TRIM_MAX_COUNT)
-            return sp_error(SPINDLE_EINVAL, "trim: sender %u count %llu exceeds %llu", s,
-                            (unsigned long long)trim[s], (unsigned long long)TRIM_MAX_COUNT);
-        out->trim[s] = trim[s];
-        out->sender_known[s] = trim[s];
-    }
-    derive_prefix(out);
-    return 0;
-}
-
 static int check_input(const struct trim_input *in)
 {
-    if (in->num_members == 0 || in->num_members > VIEW_MAX_MEMBERS)
-        return sp_error(SPINDLE_EINVAL, "trim: shard of %u members (must be 1..%d)",
-                        in->num_members, VIEW_MAX_MEMBERS);
+    if (in->num_members == 0 || in->num_members > SST_MAX_ROWS)
+        return sp_error(SPINDLE_EINVAL, "trim: subgroup of %u members (must be 1..%d)",
+                        in->num_members, SST_MAX_ROWS);
     if (in->num_senders > in->num_members)
-        return sp_error(SPINDLE_EINVAL, "trim: %u senders in a shard of %u", in->num_senders,
+        return sp_error(SPINDLE_EINVAL, "trim: %u senders in a subgroup of %u", in->num_senders,
                         in->num_members);
     if (in->num_senders > 0 && (in->sender_row == NULL || in->received == NULL))
         return sp_error(SPINDLE_EINVAL, "trim: sender_row and received are required");
     for (uint32_t s = 0; s < in->num_senders; s++)
         if (in->sender_row[s] >= in->num_members)
-            return sp_error(SPINDLE_EINVAL, "trim: sender %u is row %u of a %u-member shard", s,
+            return sp_error(SPINDLE_EINVAL, "trim: sender %u is row %u of a %u-member subgroup", s,
                             in->sender_row[s], in->num_members);
     uint64_t rows = in->num_members >= 64 ? ~0ull : (1ull << in->num_members) - 1;
     if ((rows & ~in->failed_mask) == 0)
@@ -104,70 +84,6 @@ int trim_compute(const struct trim_input *in, struct trim_result *out)
                             "only share a prefix of %llu",
                             row, (unsigned long long)in->delivered[row],
                             (unsigned long long)out->delivered_total);
-    }
-    return 0;
-}
-
-int trim_resend_range(const struct trim_result *result, uint32_t sender, uint64_t sent,
-                      uint64_t *first, uint64_t *count)
-{
-    if (sender >= result->num_senders)
-        return sp_error(SPINDLE_EINVAL, "trim: sender %u unknown (%u senders)", sender,
-                        result->num_senders);
-    if (result->sender_failed[sender])
-        return sp_error(SPINDLE_EINVAL, "trim: sender %u failed; its messages are not resent",
-                        sender);
-    uint64_t delivered = result->sender_delivered[sender];
-    if (sent > TRIM_MAX_COUNT)
-        return sp_error(SPINDLE_EINVAL, "trim: sender %u sent count %llu exceeds %llu", sender,
-                        (unsigned long long)sent, (unsigned long long)TRIM_MAX_COUNT);
-    if (sent < delivered)
-        return sp_error(SPINDLE_EINVAL, "trim: sender %u sent %llu but %llu were delivered", sender,
-                        (unsigned long long)sent, (unsigned long long)delivered);
-    *first = delivered;
-    *count = sent - delivered;
-    return 0;
-}
-
-int trim_resend_list(const struct trim_result *result, const uint64_t *sent, struct trim_msg *out,
-                     size_t cap, size_t *count)
-{
-    uint32_t senders = result->num_senders;
-    uint64_t next[TRIM_MAX_SENDERS] = {0};
-    uint64_t end[TRIM_MAX_SENDERS] = {0};
-    uint64_t total = 0;
-    for (uint32_t s = 0; s < senders; s++) {
-        if (result->sender_failed[s])
-            continue;
-        uint64_t pending;
-        int rc = trim_resend_range(result, s, sent[s], &next[s], &pending);
-        if (rc < 0)
-            return rc;
-        end[s] = sent[s];
-        total += pending;
-    }
-    *count = (size_t)total;
-    if (total > cap)
-        return sp_error(SPINDLE_EMSGSIZE, "trim: %llu messages to resend, room for %zu",
-                        (unsigned long long)total, cap);
-    /* Merge the per-sender FIFO runs by old sequence number index*S + s. */
-    for (uint64_t k = 0; k < total; k++) {
-        uint32_t best = UINT32_MAX;
-        uint64_t best_seq = UINT64_MAX;
-        for (uint32_t s = 0; s < senders; s++) {
-            if (next[s] >= end[s])
-                continue;
-            uint64_t seq = next[s] * senders + s;
-            if (seq < best_seq) {
-                best_seq = seq;
-                best = s;
-            }
-        }
-        if (best == UINT32_MAX) /* cannot happen: total counts the pending messages */
-            return sp_error(SPINDLE_EINVAL, "trim: resend merge ran dry at %llu of %llu",
-                            (unsigned long long)k, (unsigned long long)total);
-        out[k].sender = best;
-        out[k].index = next[best]++;
     }
     return 0;
 }

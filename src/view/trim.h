@@ -1,8 +1,8 @@
 /*
- * Ragged-edge trim: what the survivors of one shard deliver when a view
+ * Ragged-edge trim: what the survivors of one subgroup deliver when a view
  * ends, and what surviving senders resend in the next view.
  *
- * When a member fails the shard wedges (no new sends, receive counters
+ * When a member fails the subgroup wedges (no new sends, receive counters
  * frozen). Each survivor's SST row then shows, per sender s, received[s]:
  * how many of s's messages it holds. Messages of one sender arrive in FIFO
  * order (one ring per sender, counters only grow; Spindle 2.3), so a
@@ -11,7 +11,8 @@
  * senders, sequence number n = round * S + sender_rank is message `round`
  * of sender `sender_rank`.
  *
- * The computation (leader side, trim_compute):
+ * The computation (trim_compute, run by every survivor over the same
+ * counts, view_install.c):
  *   trim[s]   = min over survivors of received[s]
  *   N         = min over s of (trim[s] * S + s)
  *   deliver   sequence numbers 0 .. N-1 (N = delivered_total)
@@ -23,11 +24,12 @@
  * Why this is safe:
  *  1. Every survivor holds every message it must deliver: n = r*S + s < N
  *     <= trim[s]*S + s gives r < trim[s] <= that survivor's received[s].
- *  2. All survivors deliver the same prefix, because all of them apply the
- *     same trim vector, which the leader publishes (Derecho: the leader
- *     writes the ragged trim to the SST and members echo it before acting;
- *     a new leader that takes over mid-cleanup must adopt a trim any member
- *     already holds instead of computing a new one).
+ *  2. All survivors deliver the same prefix, because all of them compute
+ *     the trim from the same counts: each holds every survivor's blob and
+ *     commitment for the same suspected set before it acts
+ *     (view_exchange.c). (Derecho instead has the leader write the ragged
+ *     trim to the SST and members echo it before acting; a new leader that
+ *     takes over mid-cleanup must adopt a trim any member already holds.)
  *  3. Nothing already delivered is taken back: a member delivered n during
  *     the view only once n was stable, i.e. every member, the failed ones
  *     included, had received every message up to n; so every survivor's
@@ -36,7 +38,8 @@
  *  4. A failed sender's message is delivered by all survivors (sequence
  *     < N) or by none (>= N: dropped, never resent).
  *  5. A surviving sender s resends its messages d[s], d[s]+1, ... in FIFO
- *     order in the next view; messages below d[s] were delivered here, so
+ *     order in the next view (smc_group_undelivered gives them after the
+ *     trim was delivered); messages below d[s] were delivered here, so
  *     every message of a surviving sender is delivered exactly once and in
  *     its sender order. Null messages (Spindle 3.3) occupy positions like
  *     any other and are simply not resent.
@@ -58,17 +61,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "view/view.h"
+#include "sst/sst.h"
 
-#define TRIM_MAX_SENDERS VIEW_MAX_MEMBERS
+#define TRIM_MAX_SENDERS SST_MAX_ROWS
 /* Counts above this are rejected so that trim * S + s never overflows. */
 #define TRIM_MAX_COUNT (1ull << 48)
 
-/* One shard's wedged state, as the leader reads it from the SST. */
+/* One subgroup's wedged state, as the survivors' blobs report it. */
 struct trim_input {
-    uint32_t num_members; /* shard members = SST rows of the shard, shard order */
+    uint32_t num_members; /* subgroup members, in the subgroup's member order */
     uint32_t num_senders; /* S, in round-robin order */
-    /* sender_row[s]: the shard member row of sender s (to tell whether the
+    /* sender_row[s]: the member index of sender s (to tell whether the
      * sender itself survives). */
     const uint32_t *sender_row;
     /* received[row * num_senders + s]: messages of sender s that row holds.
@@ -90,59 +93,13 @@ struct trim_result {
     bool sender_failed[TRIM_MAX_SENDERS];
 };
 
-/* A message named by its sender rank and its index in that sender's FIFO. */
-struct trim_msg {
-    uint32_t sender;
-    uint64_t index;
-};
-
 /*
- * Leader side: computes the trim from the survivors' received counts.
+ * Computes the trim from the survivors' received counts.
  * SPINDLE_EINVAL on malformed input (no senders array, counts above
- * TRIM_MAX_COUNT, a sender row outside the shard, no survivor),
+ * TRIM_MAX_COUNT, a sender row outside the subgroup, no survivor),
  * SPINDLE_EPROTO when a survivor's delivered count exceeds the prefix
  * (the received counts cannot be the wedged state).
  */
 int trim_compute(const struct trim_input *in, struct trim_result *out);
-
-/*
- * Follower side: derives delivered_total and sender_delivered from a trim
- * vector received from the leader (sender_failed and sender_known are left
- * false / equal to the trim). SPINDLE_EINVAL on too many senders or counts
- * above TRIM_MAX_COUNT.
- */
-int trim_from_vector(uint32_t num_senders, const uint64_t *trim, struct trim_result *out);
-
-/* Last sequence number delivered by the trim, -1 when none. */
-static inline int64_t trim_last_seq(const struct trim_result *result)
-{
-    return (int64_t)result->delivered_total - 1;
-}
-
-/* Sender and index of sequence number seq under S senders (S >= 1). */
-static inline struct trim_msg trim_seq_message(uint32_t num_senders, uint64_t seq)
-{
-    struct trim_msg msg = {(uint32_t)(seq % num_senders), seq / num_senders};
-    return msg;
-}
-
-/*
- * Resend range of a surviving sender that has sent `sent` messages: its
- * messages [*first, sent) were not delivered and are resent in order.
- * SPINDLE_EINVAL for an unknown or failed sender, or sent below what the
- * trim says was delivered.
- */
-int trim_resend_range(const struct trim_result *result, uint32_t sender, uint64_t sent,
-                      uint64_t *first, uint64_t *count);
-
-/*
- * All messages to resend, given each sender's sent count (sent[s], failed
- * senders ignored), in their original global order (increasing old sequence
- * number). Stores up to cap entries; *count receives the total.
- * SPINDLE_EMSGSIZE when cap is too small (*count still set),
- * SPINDLE_EINVAL as for trim_resend_range.
- */
-int trim_resend_list(const struct trim_result *result, const uint64_t *sent, struct trim_msg *out,
-                     size_t cap, size_t *count);
 
 #endif

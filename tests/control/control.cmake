@@ -4,3 +4,5 @@ spindle_add_test(test_ctl_dir SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_dir.c T
   LABELS control)
 spindle_add_test(test_ctl_tcp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_tcp.c TIMEOUT 60
   LABELS control)
+spindle_add_test(test_ctl_wire SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_wire.c TIMEOUT 30
+  LABELS control wire)

@@ -16,12 +16,14 @@
 
 #define MEMBERS 3
 
+static const struct ctl_versions versions = {7, 9};
+
 static char dir[64];
 
 static int member(uint32_t index)
 {
     struct ctl *ctl;
-    if (ctl_open_dir(dir, index, MEMBERS, &ctl) != 0)
+    if (ctl_open_dir(dir, index, MEMBERS, &versions, &ctl) != 0)
         return 2;
     for (uint32_t tag = 1; tag <= 2; tag++) {
         uint64_t mine[4] = {index, tag, index * 1000 + tag, 0xabcdef};
@@ -60,12 +62,12 @@ static void test_missing_member_times_out_by_name(void **state)
     char lonely[80];
     snprintf(lonely, sizeof lonely, "%s/lonely", dir);
     struct ctl *ctl;
-    assert_int_equal(ctl_open_dir(lonely, 0, 3, &ctl), 0);
+    assert_int_equal(ctl_open_dir(lonely, 0, 3, &versions, &ctl), 0);
     uint32_t mine = 7, all[3];
     assert_int_equal(ctl_allgather(ctl, 9, &mine, sizeof mine, all, 50), SPINDLE_ETIMEDOUT);
     assert_non_null(strstr(spindle_errmsg(), "members 1, 2"));
     ctl_close(ctl);
-    assert_int_equal(ctl_open_dir(lonely, 3, 3, &ctl), SPINDLE_EINVAL);
+    assert_int_equal(ctl_open_dir(lonely, 3, 3, &versions, &ctl), SPINDLE_EINVAL);
 }
 
 int main(void)

@@ -1,11 +1,12 @@
 /*
- * TCP bootstrap exchange: three processes allgather blobs of two sizes; a
+ * TCP control channel: three processes allgather blobs of two sizes; a
  * stray client speaking garbage during set-up is dropped; a member that
  * sends a garbage frame or a frame of the wrong length is rejected with
  * SPINDLE_EPROTO naming it; a taken port and an absent member are named.
  * After set-up, a hostile member's garbage, oversized or truncated frames
  * cut only that member off while the others go on exchanging; a member of
- * another group is refused at the hello.
+ * another group is refused at the hello, and a member of another build
+ * (other layout versions) is refused with both versions named.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,22 +30,39 @@
 #include <spindle/error.h>
 
 #include "control/ctl.h"
+#include "control/ctl_wire.h"
 #include "util/crc32c.h"
 
-/* Wire format of ctl_tcp.c, restated so the test can forge frames. */
-struct hello {
-    uint32_t magic, version, from, num_members, group;
-};
-struct frame {
-    uint32_t magic, tag, from, length, crc;
-};
-#define HELLO_MAGIC 0x484f5053u
-#define FRAME_MAGIC 0x464f5053u
+/* The layout versions every member of these tests claims. */
+static const struct ctl_versions versions = {7, 9};
+
+/* Forging: a hello or frame header through the channel's own encoder,
+ * optionally spoiled afterwards by the caller. */
+static void forge_hello(uint8_t out[CTL_HELLO_SIZE], uint32_t from, uint32_t num_members,
+                        const char *group)
+{
+    struct ctl_hello h = {from, num_members, ctl_group_hash(group), versions};
+    ctl_wire_encode_hello(&h, out);
+}
+
+static void forge_frame(uint8_t out[CTL_FRAME_SIZE], uint32_t tag, uint32_t from, uint32_t length,
+                        const void *payload, size_t crc_bytes)
+{
+    struct ctl_frame f = {tag, from, length, sp_crc32c(0, payload, crc_bytes)};
+    ctl_wire_encode_frame(&f, out);
+}
+
+/* Overwrites the little-endian u32 at offset of a forged message. */
+static void spoil_u32(uint8_t *message, size_t offset, uint32_t value)
+{
+    for (int i = 0; i < 4; i++)
+        message[offset + i] = (uint8_t)(value >> (8 * i));
+}
 
 static int member_main(const struct ctl_member *members, uint32_t self)
 {
     struct ctl *ctl = NULL;
-    if (ctl_open_tcp("ctl-test", members, 3, self, 10000, &ctl) != 0) {
+    if (ctl_open_tcp("ctl-test", members, 3, self, &versions, 10000, &ctl) != 0) {
         fprintf(stderr, "member %u open: %s\n", self, spindle_errmsg());
         return 2;
     }
@@ -94,6 +112,16 @@ static void test_three_members_allgather(void **state)
     }
 }
 
+/* Reads until the other side closes (the member answers every hello with
+ * its own; closing with that unread would reset the connection and lose
+ * what was sent before). */
+static void drain(int fd)
+{
+    char sink[64];
+    while (read(fd, sink, sizeof sink) > 0)
+        ;
+}
+
 static int dial(uint16_t port)
 {
     struct sockaddr_in sin = {
@@ -121,15 +149,16 @@ static int forger_main(uint16_t port, int mode)
     int fd = dial(port);
     if (fd < 0)
         return 3;
-    struct hello h = {HELLO_MAGIC, 2, 1, 2, sp_crc32c(0, "ctl-test", 8)};
-    (void)!write(fd, &h, sizeof h);
+    uint8_t h[CTL_HELLO_SIZE], f[CTL_FRAME_SIZE];
+    forge_hello(h, 1, 2, "ctl-test");
+    (void)!write(fd, h, sizeof h);
     char payload[16] = "sixteen bytes!!";
-    struct frame f = {mode == 0 ? 0xdeadbeefu : FRAME_MAGIC, 1, 1, mode == 1 ? 12u : 16u,
-                      sp_crc32c(0, payload, mode == 1 ? 12 : 16)};
-    (void)!write(fd, &f, sizeof f);
+    forge_frame(f, 1, 1, mode == 1 ? 12u : 16u, payload, mode == 1 ? 12 : 16);
+    if (mode == 0)
+        spoil_u32(f, 0, 0xdeadbeefu);
+    (void)!write(fd, f, sizeof f);
     (void)!write(fd, payload, 16);
-    char sink;
-    (void)!read(fd, &sink, 1); /* hold the connection until the member gives up */
+    drain(fd); /* hold the connection until the member gives up */
     close(fd);
     close(stray);
     return 0;
@@ -143,7 +172,7 @@ static void run_forged(int mode, const char *expect)
         _exit(forger_main(port, mode));
     struct ctl_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", other}};
     struct ctl *ctl = NULL;
-    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, 10000, &ctl), 0);
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, 10000, &ctl), 0);
     char mine[16] = "member zero ....", all[32];
     assert_int_equal(ctl_allgather(ctl, 1, mine, 16, all, 5000), SPINDLE_EPROTO);
     assert_non_null(strstr(spindle_errmsg(), "member 1"));
@@ -178,7 +207,8 @@ static void test_taken_port_and_absent_member_are_named(void **state)
     uint16_t taken = ntohs(sin.sin_port);
     struct ctl_member members[2] = {{0, "127.0.0.1", taken}, {1, "127.0.0.1", test_free_port()}};
     struct ctl *ctl = NULL;
-    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, 500, &ctl), SPINDLE_EADDRINUSE);
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, 500, &ctl),
+                     SPINDLE_EADDRINUSE);
     char expect[32];
     snprintf(expect, sizeof expect, "127.0.0.1:%u", taken);
     assert_non_null(strstr(spindle_errmsg(), expect));
@@ -186,10 +216,12 @@ static void test_taken_port_and_absent_member_are_named(void **state)
 
     /* Member 1 waits for member 0, which never comes. */
     members[0].port = test_free_port();
-    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 1, 300, &ctl), SPINDLE_EUNREACH);
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 1, &versions, 300, &ctl),
+                     SPINDLE_EUNREACH);
     assert_non_null(strstr(spindle_errmsg(), "member 0"));
     members[0].host = "no-such-host.invalid";
-    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 1, 300, &ctl), SPINDLE_EUNREACH);
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 1, &versions, 300, &ctl),
+                     SPINDLE_EUNREACH);
     assert_non_null(strstr(spindle_errmsg(), "no-such-host.invalid"));
 }
 
@@ -204,7 +236,7 @@ static void test_taken_port_and_absent_member_are_named(void **state)
 static int honest_main(const struct ctl_member *members, uint32_t self, int mode)
 {
     struct ctl *ctl = NULL;
-    if (ctl_open_tcp("ctl-test", members, 3, self, 10000, &ctl) != 0)
+    if (ctl_open_tcp("ctl-test", members, 3, self, &versions, 10000, &ctl) != 0)
         return 2;
     char mine[24], all[3 * 24];
     snprintf(mine, sizeof mine, "honest blob %u", self);
@@ -219,7 +251,9 @@ static int honest_main(const struct ctl_member *members, uint32_t self, int mode
     uint64_t have = 0;
     int rc = ctl_collect(ctl, 5, 0x4, all, sizeof mine, 5000, &have);
     /* Truncated then closed: a FIN or, with our blob unread, a reset. */
-    const char *want = mode == 0 ? "garbage" : mode == 1 ? "oversized" : "member 2 is gone";
+    const char *want = mode == 0   ? "garbage"
+                       : mode == 1 ? "blob length 2147483647 exceeds"
+                                   : "member 2 is gone";
     int expected_rc = mode == 2 ? SPINDLE_EUNREACH : SPINDLE_EPROTO;
     if (rc != expected_rc || have != 0 || strstr(spindle_errmsg(), "member 2") == NULL ||
         strstr(spindle_errmsg(), want) == NULL) {
@@ -246,19 +280,17 @@ static void run_hostile(int mode)
     for (uint32_t i = 0; i < 2; i++) {
         fds[i] = dial(members[i].port);
         assert_true(fds[i] >= 0);
-        struct hello h = {HELLO_MAGIC, 2, 2, 3, sp_crc32c(0, "ctl-test", 8)};
-        assert_int_equal(write(fds[i], &h, sizeof h), (ssize_t)sizeof h);
+        uint8_t h[CTL_HELLO_SIZE];
+        forge_hello(h, 2, 3, "ctl-test");
+        assert_int_equal(write(fds[i], h, sizeof h), (ssize_t)sizeof h);
     }
     for (uint32_t i = 0; i < 2; i++) {
         char payload[16] = "hostile payload";
-        struct frame f = {FRAME_MAGIC, 5, 2, 16, sp_crc32c(0, payload, 16)};
+        uint8_t f[CTL_FRAME_SIZE];
+        forge_frame(f, 5, 2, mode == 1 ? 0x7fffffffu : mode == 2 ? 1000u : 16u, payload, 16);
         if (mode == 0)
-            f.magic = 0x0badf00du;
-        if (mode == 1)
-            f.length = 0x7fffffffu;
-        if (mode == 2)
-            f.length = 1000;
-        assert_int_equal(write(fds[i], &f, sizeof f), (ssize_t)sizeof f);
+            spoil_u32(f, 0, 0x0badf00du);
+        assert_int_equal(write(fds[i], f, sizeof f), (ssize_t)sizeof f);
         assert_int_equal(write(fds[i], payload, 10), 10);
         if (mode == 2)
             close(fds[i]);
@@ -300,30 +332,58 @@ static void test_other_group_is_refused(void **state)
     pid_t pid = fork();
     if (pid == 0) {
         int fd = dial(port);
-        struct hello h = {HELLO_MAGIC, 2, 1, 2, sp_crc32c(0, "another-group", 13)};
-        (void)!write(fd, &h, sizeof h);
-        char sink;
-        (void)!read(fd, &sink, 1); /* until the member drops us */
+        uint8_t h[CTL_HELLO_SIZE];
+        forge_hello(h, 1, 2, "another-group");
+        (void)!write(fd, h, sizeof h);
+        drain(fd); /* until the member drops us */
         _exit(0);
     }
     struct ctl_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", test_free_port()}};
     struct ctl *ctl = NULL;
-    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, 1500, &ctl), SPINDLE_ETIMEDOUT);
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, 1500, &ctl),
+                     SPINDLE_ETIMEDOUT);
     assert_non_null(strstr(spindle_errmsg(), "members 1 never connected"));
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
 }
 
-/* ---- joins ------------------------------------------------------------ */
+/* A member of another build (its rings have layout version 10, ours 9)
+ * learns from the answering hello why it cannot join the mesh, with both
+ * versions named; the member it dialed never counts it as connected. */
+static void test_other_build_is_refused_naming_both_versions(void **state)
+{
+    (void)state;
+    struct ctl_member members[2] = {{0, "127.0.0.1", test_free_port()},
+                                    {1, "127.0.0.1", test_free_port()}};
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct ctl_versions newer = {versions.table_layout, versions.ring_layout + 1};
+        struct ctl *ctl = NULL;
+        int rc = ctl_open_tcp("ctl-test", members, 2, 1, &newer, 5000, &ctl);
+        const char *msg = spindle_errmsg();
+        _exit(rc == SPINDLE_EPROTO && strstr(msg, "member 0") != NULL &&
+                      strstr(msg, "ring layout version 9, this member version 10") != NULL
+                  ? 0
+                  : 1);
+    }
+    struct ctl *ctl = NULL;
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, 1500, &ctl),
+                     SPINDLE_ETIMEDOUT);
+    assert_non_null(strstr(spindle_errmsg(), "members 1 never connected"));
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
 
-#define JOIN_FROM 0xffffffffu
+/* ---- joins ------------------------------------------------------------ */
 
 /* Opens a one-member exchange on a free port (the member a joiner asks). */
 static struct ctl *open_single(uint16_t *port)
 {
     struct ctl_member me = {0, "127.0.0.1", test_free_port()};
     struct ctl *ctl = NULL;
-    assert_int_equal(ctl_open_tcp("ctl-test", &me, 1, 0, 5000, &ctl), 0);
+    assert_int_equal(ctl_open_tcp("ctl-test", &me, 1, 0, &versions, 5000, &ctl), 0);
     *port = me.port;
     return ctl;
 }
@@ -349,7 +409,8 @@ static void test_join_request_round_trip(void **state)
     if (pid == 0) {
         void *reply = NULL;
         size_t length = 0;
-        int rc = ctl_join_ask(NULL, "127.0.0.1", port, "let me in", 10, &reply, &length, 10000);
+        int rc = ctl_join_ask(NULL, &versions, "127.0.0.1", port, "let me in", 10, &reply, &length,
+                              10000);
         _exit(rc == 0 && length == 8 && memcmp(reply, "welcome", 8) == 0 ? 0 : 1);
     }
     char request[64];
@@ -370,38 +431,37 @@ static void test_join_request_round_trip(void **state)
  * join request or disturb the member; the valid request after them does. */
 static void hostile_joiner(uint16_t port)
 {
-    uint32_t group = sp_crc32c(0, "ctl-test", 8);
     signal(SIGPIPE, SIG_IGN); /* the member may drop us while we write */
-    for (int mode = 0; mode < 6; mode++) {
+    for (int mode = 0; mode < 8; mode++) {
         int fd = dial(port);
-        struct hello h = {HELLO_MAGIC, 2, JOIN_FROM, 0, group};
-        struct frame f = {FRAME_MAGIC, 0, JOIN_FROM, 16, sp_crc32c(0, "0123456789abcdef", 16)};
+        uint8_t h[CTL_HELLO_SIZE], f[CTL_FRAME_SIZE];
+        forge_hello(h, CTL_JOIN_FROM, 0, "ctl-test");
+        uint32_t length = mode == 2 ? 1u << 20 : mode == 3 ? 100u : 16u;
+        forge_frame(f, 0, CTL_JOIN_FROM, length, "0123456789abcdef", 16);
         if (mode == 0)
-            h.magic = 0x12345678u; /* garbage hello */
+            spoil_u32(h, 4, 0x12345678u); /* garbage hello */
         if (mode == 1)
-            f.magic = 0x0badf00du; /* garbage frame */
-        if (mode == 2)
-            f.length = 1u << 20; /* oversized request */
-        if (mode == 3)
-            f.length = 100; /* truncated: 16 bytes, then close */
+            spoil_u32(f, 0, 0x0badf00du); /* garbage frame */
+        /* mode 2: an oversized request; mode 3: truncated (16 bytes, close) */
         if (mode == 4)
-            h.group = sp_crc32c(0, "another-group", 13);
-        if (mode == 5) {
-            h.from = 0; /* a slot it may not connect as */
-            h.num_members = 1;
-        }
-        (void)!write(fd, &h, sizeof h);
-        (void)!write(fd, &f, sizeof f);
+            forge_hello(h, CTL_JOIN_FROM, 0, "another-group");
+        if (mode == 5)
+            forge_hello(h, 0, 1, "ctl-test"); /* a slot it may not connect as */
+        if (mode == 6)
+            spoil_u32(h, 24, versions.ring_layout + 1); /* another build's rings */
+        if (mode == 7)
+            h[2] = 2; /* another wire version */
+        (void)!write(fd, h, sizeof h);
+        (void)!write(fd, f, sizeof f);
         (void)!write(fd, "0123456789abcdef", 16);
-        if (mode != 3) {
-            char sink;
-            (void)!read(fd, &sink, 1); /* until the member drops us */
-        }
+        if (mode != 3)
+            drain(fd); /* until the member drops us */
         close(fd);
     }
     void *reply = NULL;
     size_t length = 0;
-    int rc = ctl_join_ask("ctl-test", "127.0.0.1", port, "valid", 6, &reply, &length, 10000);
+    int rc =
+        ctl_join_ask("ctl-test", &versions, "127.0.0.1", port, "valid", 6, &reply, &length, 10000);
     _exit(rc == 0 && length == 3 && memcmp(reply, "ok", 3) == 0 ? 0 : 1);
 }
 
@@ -440,7 +500,7 @@ static void test_joiner_slot_exchanges(void **state)
     if (pid == 0) {
         struct ctl_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", joiner_port}};
         struct ctl *mine = NULL;
-        if (ctl_open_tcp_joiner("ctl-test", members, 1, 1, 10000, &mine) != 0)
+        if (ctl_open_tcp_joiner("ctl-test", members, 1, 1, &versions, 10000, &mine) != 0)
             _exit(2);
         char blob[8] = "joiner", got[2 * 8];
         if (ctl_publish(mine, 9, blob, sizeof blob, 0x1) != 0 ||
@@ -460,8 +520,9 @@ static void test_joiner_slot_exchanges(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
     /* Slot 1 was used: a new connection claiming it is dropped. */
     int fd = dial(port);
-    struct hello h = {HELLO_MAGIC, 2, 1, 1, sp_crc32c(0, "ctl-test", 8)};
-    assert_int_equal(write(fd, &h, sizeof h), (ssize_t)sizeof h);
+    uint8_t h[CTL_HELLO_SIZE];
+    forge_hello(h, 1, 1, "ctl-test");
+    assert_int_equal(write(fd, h, sizeof h), (ssize_t)sizeof h);
     uint64_t have = 0;
     assert_int_equal(ctl_collect(ctl, 11, 0x2, got, 8, 300, &have), SPINDLE_EUNREACH);
     assert_non_null(strstr(spindle_errmsg(), "member 1 is gone"));
@@ -480,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_hostile_oversized_after_setup),
         cmocka_unit_test(test_hostile_truncated_after_setup),
         cmocka_unit_test(test_other_group_is_refused),
+        cmocka_unit_test(test_other_build_is_refused_naming_both_versions),
         cmocka_unit_test(test_join_request_round_trip),
         cmocka_unit_test(test_hostile_join_requests_are_dropped),
         cmocka_unit_test(test_joiner_slot_exchanges),

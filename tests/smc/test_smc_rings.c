@@ -258,7 +258,8 @@ static void test_group_stats_report_the_transports_pinned_bytes(void **state)
     assert_int_equal(spindle_group_stats(group, &stats), 0);
     struct tp_stats transport;
     memset(&transport, 0, sizeof transport);
-    sst_engine_transport(group->engine)->stats(sst_engine_endpoint(group->engine), &transport);
+    struct sst_engine *engine = group->membership.engine;
+    sst_engine_transport(engine)->stats(sst_engine_endpoint(engine), &transport);
     assert_int_equal(stats.pinned_bytes, transport.pinned_bytes);
     assert_int_equal(stats.pinned_bytes, 0);
     assert_int_equal(spindle_group_shutdown(group, 5000), 0);

@@ -31,17 +31,11 @@ static void test_all_senders_alive_failed_observer(void **state)
     assert_int_equal(out.trim[0], 2);
     assert_int_equal(out.trim[1], 2);
     assert_int_equal(out.delivered_total, 4); /* rounds 0 and 1 complete */
-    assert_int_equal(trim_last_seq(&out), 3);
     assert_int_equal(out.sender_delivered[0], 2);
     assert_int_equal(out.sender_delivered[1], 2);
     assert_int_equal(out.sender_known[0], 3);
     assert_int_equal(out.sender_known[1], 3);
     assert_false(out.sender_failed[0]);
-    /* Each sender resends message 2 (its third) in the next view. */
-    uint64_t first, count;
-    assert_int_equal(trim_resend_range(&out, 0, 3, &first, &count), 0);
-    assert_int_equal(first, 2);
-    assert_int_equal(count, 1);
 }
 
 static void test_failed_sender_cuts_delivery_at_its_trim(void **state)
@@ -63,13 +57,6 @@ static void test_failed_sender_cuts_delivery_at_its_trim(void **state)
     assert_int_equal(out.sender_delivered[1], 1);
     assert_true(out.sender_failed[1]);
     assert_int_equal(out.sender_known[1], 3); /* s1 m1, m2 are dropped */
-    uint64_t first, count;
-    assert_int_equal(trim_resend_range(&out, 0, 5, &first, &count), 0);
-    assert_int_equal(first, 2);
-    assert_int_equal(count, 3);
-    assert_int_equal(trim_resend_range(&out, 1, 3, &first, &count), SPINDLE_EINVAL);
-    assert_int_equal(trim_resend_range(&out, 2, 3, &first, &count), SPINDLE_EINVAL);
-    assert_int_equal(trim_resend_range(&out, 0, 1, &first, &count), SPINDLE_EINVAL);
 }
 
 static void test_surviving_sender_gap_stops_later_rounds(void **state)
@@ -89,20 +76,6 @@ static void test_surviving_sender_gap_stops_later_rounds(void **state)
     assert_int_equal(out.sender_delivered[0], 2);
     assert_int_equal(out.sender_delivered[1], 1);
     assert_int_equal(out.sender_delivered[2], 1);
-    struct trim_msg list[16];
-    size_t count;
-    assert_int_equal(trim_resend_list(&out, (const uint64_t[]){4, 4, 4}, list, 16, &count), 0);
-    /* Old order: s1m1 (seq 4), s2m1 (5), s0m2 (6), s1m2, s2m2, s0m3, ... */
-    assert_int_equal(count, 8);
-    const struct trim_msg expect[] = {{1, 1}, {2, 1}, {0, 2}, {1, 2},
-                                      {2, 2}, {0, 3}, {1, 3}, {2, 3}};
-    for (size_t i = 0; i < count; i++) {
-        assert_int_equal(list[i].sender, expect[i].sender);
-        assert_int_equal(list[i].index, expect[i].index);
-    }
-    assert_int_equal(trim_resend_list(&out, (const uint64_t[]){4, 4, 4}, list, 7, &count),
-                     SPINDLE_EMSGSIZE);
-    assert_int_equal(count, 8);
 }
 
 static void test_empty_and_single_sender_cases(void **state)
@@ -116,7 +89,6 @@ static void test_empty_and_single_sender_cases(void **state)
                               .received = ROWS(0, 0, 0, 0)};
     assert_int_equal(trim_compute(&none, &out), 0);
     assert_int_equal(out.delivered_total, 0);
-    assert_int_equal(trim_last_seq(&out), -1);
     /* Sender 0 has nothing but sender 1 has plenty: seq 0 = s0m0 blocks. */
     struct trim_input blocked = none;
     blocked.received = ROWS(0, 7, 0, 7);
@@ -168,8 +140,6 @@ static void test_rejects_bad_input(void **state)
     in.num_members = 2;
     in.received = NULL;
     assert_int_equal(trim_compute(&in, &out), SPINDLE_EINVAL);
-    assert_int_equal(trim_from_vector(TRIM_MAX_SENDERS + 1, ROWS(0), &out), SPINDLE_EINVAL);
-    assert_int_equal(trim_from_vector(1, ROWS(TRIM_MAX_COUNT + 1), &out), SPINDLE_EINVAL);
 }
 
 static void test_delivered_beyond_prefix_is_a_protocol_error(void **state)
@@ -192,23 +162,39 @@ static void test_delivered_beyond_prefix_is_a_protocol_error(void **state)
     assert_int_equal(out.delivered_total, 5);
 }
 
-static void test_follower_vector_matches_leader_result(void **state)
+static void test_prefix_is_the_earliest_first_missing_message(void **state)
 {
     (void)state;
     struct trim_input in = {.num_members = 3,
                             .num_senders = 3,
                             .sender_row = (const uint32_t[]){0, 1, 2},
                             .received = ROWS(7, 5, 6, 7, 6, 6, 8, 5, 9)};
-    struct trim_result leader, follower;
-    assert_int_equal(trim_compute(&in, &leader), 0);
-    assert_int_equal(trim_from_vector(3, leader.trim, &follower), 0);
-    assert_int_equal(follower.delivered_total, leader.delivered_total);
-    assert_memory_equal(follower.sender_delivered, leader.sender_delivered, 3 * sizeof(uint64_t));
+    struct trim_result out;
+    assert_int_equal(trim_compute(&in, &out), 0);
     /* trim = {7,5,6}: N = min(21, 16, 20) = 16. */
-    assert_int_equal(leader.delivered_total, 16);
+    assert_int_equal(out.trim[0], 7);
+    assert_int_equal(out.trim[1], 5);
+    assert_int_equal(out.trim[2], 6);
+    assert_int_equal(out.delivered_total, 16);
+    assert_int_equal(out.sender_delivered[0], 6);
+    assert_int_equal(out.sender_delivered[1], 5);
+    assert_int_equal(out.sender_delivered[2], 5);
 }
 
 /* ---- property test ---------------------------------------------------- */
+
+/* Sequence number n under S round-robin senders is message n / S of
+ * sender n % S (Spindle 2.1). */
+struct seq_msg {
+    uint32_t sender;
+    uint64_t index;
+};
+
+static struct seq_msg seq_message(uint32_t senders, uint64_t n)
+{
+    struct seq_msg msg = {(uint32_t)(n % senders), n / senders};
+    return msg;
+}
 
 static uint64_t rng_state;
 
@@ -239,7 +225,7 @@ static uint64_t contiguous_prefix(const struct scenario *sc, uint32_t row)
 {
     uint64_t n = 0;
     while (true) {
-        struct trim_msg msg = trim_seq_message(sc->senders, n);
+        struct seq_msg msg = seq_message(sc->senders, n);
         if (msg.index >= sc->received[row * sc->senders + msg.sender])
             return n;
         n++;
@@ -301,7 +287,7 @@ static void check_scenario(const struct scenario *sc)
             continue;
         assert_true(sc->delivered[row] <= total);
         for (uint64_t n = sc->delivered[row]; n < total; n++) {
-            struct trim_msg msg = trim_seq_message(sc->senders, n);
+            struct seq_msg msg = seq_message(sc->senders, n);
             assert_true(msg.index < sc->received[row * sc->senders + msg.sender]);
         }
     }
@@ -317,31 +303,9 @@ static void check_scenario(const struct scenario *sc)
         sum += in_prefix;
     }
     assert_int_equal(sum, total);
-    /* Resend: delivered + resent = everything a surviving sender sent, each
-     * once, in old sequence order; failed senders resend nothing. */
-    struct trim_msg list[8 * 16];
-    size_t count;
-    assert_int_equal(trim_resend_list(&out, sc->sent, list, 8 * 16, &count), 0);
-    uint64_t next_index[TRIM_MAX_SENDERS];
+    /* Failed senders are the failed rows. */
     for (uint32_t s = 0; s < sc->senders; s++)
-        next_index[s] = out.sender_delivered[s];
-    uint64_t prev_seq = 0;
-    for (size_t i = 0; i < count; i++) {
-        uint32_t s = list[i].sender;
-        assert_false(out.sender_failed[s]);
-        assert_int_equal(list[i].index, next_index[s]++);
-        uint64_t seq = list[i].index * sc->senders + s;
-        assert_true(i == 0 || seq > prev_seq);
-        assert_true(seq >= total);
-        prev_seq = seq;
-    }
-    for (uint32_t s = 0; s < sc->senders; s++)
-        assert_int_equal(next_index[s],
-                         out.sender_failed[s] ? out.sender_delivered[s] : sc->sent[s]);
-    /* Followers that only see the trim vector reach the same prefix. */
-    struct trim_result follower;
-    assert_int_equal(trim_from_vector(sc->senders, out.trim, &follower), 0);
-    assert_int_equal(follower.delivered_total, total);
+        assert_int_equal(out.sender_failed[s], (sc->failed >> sc->sender_row[s]) & 1);
 }
 
 static void test_random_wedged_states_satisfy_virtual_synchrony(void **state)
@@ -373,7 +337,7 @@ int main(void)
         cmocka_unit_test(test_empty_and_single_sender_cases),
         cmocka_unit_test(test_rejects_bad_input),
         cmocka_unit_test(test_delivered_beyond_prefix_is_a_protocol_error),
-        cmocka_unit_test(test_follower_vector_matches_leader_result),
+        cmocka_unit_test(test_prefix_is_the_earliest_first_missing_message),
         cmocka_unit_test(test_random_wedged_states_satisfy_virtual_synchrony),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,85 @@
+/*
+ * libspindle views: what the application learns of membership and how it
+ * shapes it.
+ *
+ * A view is the group's membership at one point of its history: an ordered
+ * list of member ids (rank 0 is the leader) and, per subgroup, its members
+ * and senders as ranks of that view. With tolerate_failures the group
+ * installs a new view when members fail, leave or join; every member that
+ * survives a view delivers the same messages in the same order in it
+ * (virtual synchrony). The application hears of each view through the
+ * view_changed upcall, may reshape subgroups with a layout function, and
+ * hands a joiner its state through state_save / state_load
+ * (struct spindle_group_options, <spindle/group.h>).
+ */
+#ifndef SPINDLE_VIEW_H
+#define SPINDLE_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest number of members in one group (member ids are 0..63). */
+#define SPINDLE_MAX_MEMBERS 64u
+
+/* A newly installed view, as the view_changed upcall reports it. Arrays
+ * are valid until the upcall returns. detected_ns/installed_ns are
+ * CLOCK_MONOTONIC times of the failure report and of the installation. */
+struct spindle_view_info {
+    uint64_t view_id;
+    uint32_t num_members;
+    const uint32_t *members; /* member ids, in rank order */
+    uint32_t my_rank;
+    uint32_t num_joined;
+    const uint32_t *joined;
+    uint32_t num_left;
+    const uint32_t *left;
+    uint64_t detected_ns;
+    uint64_t installed_ns;
+};
+typedef void (*spindle_view_fn)(void *ctx, const struct spindle_view_info *view);
+
+/*
+ * State transfer to a joiner. state_save runs at the member that admits a
+ * joiner (the lowest-ranked member of the view it joins), on the library's
+ * membership thread, right after that member delivered the last message
+ * of the view before the joiner's first one: the state it returns is the
+ * state as of the joiner's first view. It stores a malloc'ed buffer in
+ * *data (the library frees it) and its size in *length, and returns 0 or
+ * a negative SPINDLE_E* code (the join then fails). state_load runs at the
+ * joiner inside spindle_group_create, before its first delivery. A state
+ * is at most 64 MiB.
+ */
+typedef int (*spindle_state_save_fn)(void *ctx, void **data, size_t *length);
+typedef int (*spindle_state_load_fn)(void *ctx, const void *data, size_t length);
+
+/* One subgroup of a view as a layout function sees and sets it: members
+ * and senders are ranks in the view (0..num_members-1 of spindle_view_info). */
+struct spindle_subgroup_layout {
+    uint32_t num_members;
+    uint32_t members[SPINDLE_MAX_MEMBERS];
+    uint32_t num_senders;
+    uint32_t senders[SPINDLE_MAX_MEMBERS];
+};
+
+/*
+ * Layout function: maps each new view to its subgroups. It is called at
+ * every member for every view after the first (with the same view, the
+ * same function must give the same answer everywhere); subgroups[] arrives
+ * filled with the default, which it may change: every subgroup keeps its
+ * members and senders that are still in the view, and a joiner becomes a
+ * member (a receiver, not a sender) of every subgroup. Window size,
+ * payload size and mode are fixed at creation. Returns 0, or a negative
+ * SPINDLE_E* code, which stops the member.
+ */
+typedef int (*spindle_layout_fn)(void *ctx, const struct spindle_view_info *view,
+                                 uint32_t num_subgroups, struct spindle_subgroup_layout *subgroups);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,143 @@
+/*
+ * Private to the TCP control channel, shared by its three parts:
+ *   ctl_tcp_mesh.c     listening, dialing, the two-way hello and set-up of
+ *                      one connection per pair of members; close
+ *   ctl_tcp_mailbox.c  framed blobs: outgoing queues, incoming mailboxes
+ *                      (the latest blob of each tag per member), publish,
+ *                      collect, allgather
+ *   ctl_tcp_join.c     the kept listener after set-up: join requests and
+ *                      joiners connecting to their slot
+ *
+ * Locking: `lock` guards peers, members and the pending join; every
+ * function below whose comment says "lock held" expects it. Set-up
+ * (ctl_tcp_setup) runs before the channel is shared, without the lock.
+ *
+ * Invariants: peers[j].fd is -1 for self, for slots never connected and
+ * once a connection is dropped (error and why then say what happened); a
+ * slot that was ever used is never connected again.
+ */
+#ifndef SP_CONTROL_CTL_TCP_IMPL_H
+#define SP_CONTROL_CTL_TCP_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "control/ctl_impl.h"
+#include "control/ctl_wire.h"
+
+/* How long an accepted connection may take to identify itself. */
+#define CTL_HELLO_MS 1000
+/* Blobs kept per member: the latest one of each tag, at most this many
+ * tags (the oldest is dropped first). */
+#define CTL_BOX_TAGS 64
+
+/* The latest blob of one tag from one member. */
+struct ctl_msg {
+    uint32_t tag, length;
+    uint8_t *data;
+};
+
+/* One member's connection: what is queued for it, the frame being read,
+ * and its mailbox. */
+struct ctl_peer {
+    int fd;
+    bool used; /* a connection was ever set up in this slot */
+    uint8_t *out;
+    size_t out_len, out_sent, out_cap;
+    uint8_t hdr_bytes[CTL_FRAME_SIZE];
+    struct ctl_frame hdr; /* decoded once all its bytes are in */
+    size_t got;
+    uint8_t *body;
+    struct ctl_msg box[CTL_BOX_TAGS];
+    uint32_t box_len;
+    int error;
+    char why[160];
+};
+
+struct ctl_tcp {
+    struct ctl base;
+    uint32_t num_members, self; /* num_members: the initial members (slots above join) */
+    uint32_t group;             /* ctl_group_hash of the group name, checked in every hello */
+    struct ctl_versions versions;
+    int *fds;               /* per slot during set-up; -1 for self */
+    struct ctl_peer *peers; /* [CTL_MAX_MEMBERS] */
+    struct ctl_member *members;
+    int listen_fd; /* kept open after set-up for joiners; -1 when closed */
+    int join_fd;   /* a pending join request's connection, or -1 */
+    uint8_t *join; /* its request frame's payload */
+    size_t join_len;
+    pthread_mutex_t lock;
+};
+
+/* ---- ctl_tcp_mesh.c -------------------------------------------------- */
+
+/* Milliseconds left until deadline (CLOCK_MONOTONIC ns), rounded up. */
+int ctl_remaining_ms(uint64_t deadline);
+/* Sends or receives exactly len bytes before the deadline on a blocking
+ * socket. SPINDLE_ETIMEDOUT, or SPINDLE_EUNREACH when the peer closed. */
+int ctl_io(int fd, void *buf, size_t len, int sending, uint64_t deadline);
+/* This member's hello for `from`. */
+struct ctl_hello ctl_tcp_hello(const struct ctl_tcp *ctl, uint32_t from);
+/*
+ * An acceptor's side of the hello: reads the peer's hello on fd before the
+ * deadline, answers with this member's own (whatever the peer's says, so
+ * that a member of another build or group can name the difference), then
+ * decodes the peer's. 0 and *out; SPINDLE_ETIMEDOUT when no complete hello
+ * came in time; SPINDLE_EPROTO naming what is wrong (another wire version:
+ * both versions).
+ */
+int ctl_accept_hello(const struct ctl_tcp *ctl, int fd, uint64_t deadline, struct ctl_hello *out);
+/*
+ * Connects to host:port, sends hello and reads the answering hello,
+ * retrying while nothing listens there yet. *fd_out and the peer's hello
+ * on success; SPINDLE_EUNREACH naming `who` (unreachable, dropped during
+ * the handshake) or SPINDLE_EPROTO naming both versions when the peer runs
+ * an incompatible build.
+ */
+int ctl_dial(const char *who, const char *host, uint16_t port, const struct ctl_hello *hello,
+             const struct ctl_versions *versions, uint64_t deadline, int *fd_out,
+             struct ctl_hello *answer);
+/* Sets TCP_NODELAY (and O_NONBLOCK when nonblock) on a connection. */
+void ctl_tune(int fd, bool nonblock);
+
+/* ---- ctl_tcp_mailbox.c ----------------------------------------------- */
+
+/* Drops member j's connection, remembering why. Lock held. */
+void ctl_drop(struct ctl_tcp *ctl, uint32_t j, int error, const char *why);
+/* Writes queued bytes to member j without blocking. Lock held. */
+void ctl_write(struct ctl_tcp *ctl, uint32_t j);
+/* One round of progress on every connection and the listener: waits up to
+ * ms for any. Lock held. */
+void ctl_progress(struct ctl_tcp *ctl, int ms);
+/*
+ * Reads one frame (payload at most max bytes) from a fresh blocking
+ * connection before the deadline; *out is malloc'ed. SPINDLE_EPROTO (or
+ * SPINDLE_ENOMEM) with *why saying what was wrong.
+ */
+int ctl_read_frame(int fd, uint32_t max, uint64_t deadline, uint8_t **out, size_t *length,
+                   const char **why);
+/* Writes one frame (tag 0) on a blocking connection before the deadline.
+ * 0, SPINDLE_ETIMEDOUT or SPINDLE_EUNREACH. */
+int ctl_write_frame(int fd, uint32_t from, const void *blob, size_t length, uint64_t deadline);
+int ctl_tcp_allgather(struct ctl *base, uint32_t tag, const void *mine, size_t length, void *all,
+                      int timeout_ms);
+int ctl_tcp_publish(struct ctl *base, uint32_t tag, const void *blob, size_t length, uint64_t to);
+int ctl_tcp_collect(struct ctl *base, uint32_t tag, uint64_t from, void *all, size_t length,
+                    int timeout_ms, uint64_t *have);
+int ctl_tcp_collect_one(struct ctl *base, uint32_t tag, uint32_t from, void *out, size_t length,
+                        int timeout_ms);
+
+/* ---- ctl_tcp_join.c -------------------------------------------------- */
+
+/* Accepts one connection on the kept listener: a join request (kept
+ * pending) or a joiner connecting to its slot; anything else is dropped
+ * with a logged reason. Lock held. */
+void ctl_accept_late(struct ctl_tcp *ctl);
+int ctl_tcp_join_poll(struct ctl *base, int timeout_ms, void *request, size_t capacity,
+                      size_t *length);
+int ctl_tcp_join_answer(struct ctl *base, const void *reply, size_t length);
+void ctl_tcp_add_member(struct ctl *base, uint32_t id, const char *host, uint16_t port);
+
+#endif

@@ -1,0 +1,168 @@
+/*
+ * TCP control channel, joins: the listening socket stays open after
+ * set-up. A process that wants to join opens a short connection with a
+ * hello from CTL_JOIN_FROM and one request frame; the member keeps it
+ * pending (one at a time) until the membership layer answers with one
+ * frame, then closes it. A joiner that was given a member id connects to
+ * every current member like a higher-indexed member (hello from its id,
+ * which must be a slot at or above the initial member count that was never
+ * used), and from then on is a member of the framed exchange like any
+ * other. Slots are never reused: a dropped connection's slot stays dropped.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "control/ctl_tcp_impl.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/log.h"
+
+/* Why a late connection's hello is refused (NULL: taken). A join request
+ * may leave the group open (0). */
+static const char *ctl_late_refusal(const struct ctl_tcp *ctl, const struct ctl_hello *hello,
+                                    char *why, size_t cap)
+{
+    if (hello->group != ctl->group && !(hello->from == CTL_JOIN_FROM && hello->group == 0))
+        return "a member of another group";
+    if (ctl_hello_compatible(hello, &ctl->versions, "the connecting process") < 0) {
+        snprintf(why, cap, "%s", spindle_errmsg());
+        return why;
+    }
+    if (hello->from == CTL_JOIN_FROM)
+        return ctl->join_fd >= 0 ? "a join request while another one is pending" : NULL;
+    if (hello->num_members != ctl->num_members)
+        return "another member count";
+    if (hello->from < ctl->num_members || hello->from >= CTL_MAX_MEMBERS ||
+        hello->from <= ctl->self)
+        return "a member index it may not connect as";
+    if (ctl->peers[hello->from].used)
+        return "a member index already used";
+    return NULL;
+}
+
+void ctl_accept_late(struct ctl_tcp *ctl)
+{
+    int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct ctl_hello hello;
+    uint64_t deadline = sp_now_ns() + CTL_HELLO_MS * 1000000ull;
+    char text[256];
+    const char *why = NULL;
+    if (ctl_accept_hello(ctl, fd, deadline, &hello) < 0) {
+        snprintf(text, sizeof text, "%s", spindle_errmsg());
+        why = text;
+    } else {
+        why = ctl_late_refusal(ctl, &hello, text, sizeof text);
+    }
+    if (why == NULL && hello.from == CTL_JOIN_FROM) {
+        uint8_t *request = NULL;
+        size_t length = 0;
+        if (ctl_read_frame(fd, CTL_JOIN_REQUEST_MAX, deadline, &request, &length, &why) == 0) {
+            ctl->join_fd = fd;
+            ctl->join = request;
+            ctl->join_len = length;
+            return;
+        }
+    }
+    if (why != NULL) {
+        SP_LOG_WARNING("control", "member %u dropped a connection: %s", ctl->self, why);
+        close(fd);
+        return;
+    }
+    ctl_tune(fd, true);
+    struct ctl_peer *p = &ctl->peers[hello.from];
+    p->fd = fd;
+    p->used = true;
+    p->error = 0;
+    SP_LOG_INFO_("control", "member %u: joiner %u connected", ctl->self, hello.from);
+}
+
+int ctl_join_ask(const char *group_name, const struct ctl_versions *versions, const char *host,
+                 uint16_t port, const void *request, size_t length, void **reply,
+                 size_t *reply_length, int timeout_ms)
+{
+    if (host == NULL || versions == NULL || reply == NULL || reply_length == NULL ||
+        length > CTL_JOIN_REQUEST_MAX)
+        return sp_error(SPINDLE_EINVAL,
+                        "control: join request of %zu bytes (at most %u) or no host", length,
+                        CTL_JOIN_REQUEST_MAX);
+    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 30000) * 1000000ull;
+    struct ctl_hello hello = {CTL_JOIN_FROM, 0, ctl_group_hash(group_name), *versions}, answer;
+    int fd = -1;
+    int rc = ctl_dial("the join contact", host, port, &hello, versions, deadline, &fd, &answer);
+    if (rc != 0)
+        return rc;
+    rc = ctl_write_frame(fd, CTL_JOIN_FROM, request, length, deadline);
+    const char *why = "the connection broke";
+    uint8_t *bytes = NULL;
+    if (rc == 0)
+        rc = ctl_read_frame(fd, CTL_BLOB_MAX, deadline, &bytes, reply_length, &why);
+    close(fd);
+    if (rc != 0)
+        return sp_error(SPINDLE_EUNREACH, "control: %s:%u did not answer the join request: %s",
+                        host, port, why);
+    *reply = bytes;
+    return 0;
+}
+
+int ctl_tcp_join_poll(struct ctl *base, int timeout_ms, void *request, size_t capacity,
+                      size_t *length)
+{
+    struct ctl_tcp *ctl = (struct ctl_tcp *)base;
+    pthread_mutex_lock(&ctl->lock);
+    if (ctl->join_fd < 0)
+        ctl_progress(ctl, timeout_ms);
+    int rc = 0;
+    if (ctl->join_fd >= 0) {
+        if (ctl->join_len > capacity) {
+            SP_LOG_WARNING("control", "member %u: refusing a join request of %zu bytes", ctl->self,
+                           ctl->join_len);
+            close(ctl->join_fd);
+            ctl->join_fd = -1;
+            free(ctl->join);
+            ctl->join = NULL;
+        } else {
+            memcpy(request, ctl->join, ctl->join_len);
+            *length = ctl->join_len;
+            rc = 1;
+        }
+    }
+    pthread_mutex_unlock(&ctl->lock);
+    return rc;
+}
+
+int ctl_tcp_join_answer(struct ctl *base, const void *reply, size_t length)
+{
+    struct ctl_tcp *ctl = (struct ctl_tcp *)base;
+    pthread_mutex_lock(&ctl->lock);
+    int fd = ctl->join_fd;
+    ctl->join_fd = -1;
+    free(ctl->join);
+    ctl->join = NULL;
+    pthread_mutex_unlock(&ctl->lock);
+    if (fd < 0)
+        return sp_error(SPINDLE_EINVAL, "control: no join request is pending");
+    int rc = ctl_write_frame(fd, ctl->self, reply, length, sp_now_ns() + 2000000000ull);
+    close(fd);
+    return rc == 0 ? 0
+                   : sp_error(SPINDLE_EUNREACH, "control: the joiner went away before the answer");
+}
+
+void ctl_tcp_add_member(struct ctl *base, uint32_t id, const char *host, uint16_t port)
+{
+    struct ctl_tcp *ctl = (struct ctl_tcp *)base;
+    if (id >= CTL_MAX_MEMBERS || host == NULL)
+        return;
+    pthread_mutex_lock(&ctl->lock);
+    char *copy = strdup(host);
+    if (copy != NULL) {
+        free((char *)ctl->members[id].host);
+        ctl->members[id].host = copy;
+        ctl->members[id].port = port;
+    }
+    pthread_mutex_unlock(&ctl->lock);
+}

@@ -1,0 +1,441 @@
+/*
+ * TCP control channel, set-up: every member listens on its own host:port;
+ * member i connects to every member j < i (retrying until the deadline, as
+ * peers start in any order) and accepts from every j > i, so each pair
+ * shares exactly one connection. A connection opens with a two-way hello
+ * (control/ctl_wire.h): the dialer names itself, the acceptor checks the
+ * group, the wire and layout versions, the member count and the slot, and
+ * answers with its own hello, so the dialer can check the same and name
+ * both versions when the builds differ.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/ctl_tcp_impl.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/log.h"
+
+int ctl_remaining_ms(uint64_t deadline)
+{
+    uint64_t now = sp_now_ns();
+    return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+static int ctl_resolve(const char *host, uint16_t port, int passive, struct addrinfo **out)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = passive ? AI_PASSIVE : 0};
+    char service[8];
+    snprintf(service, sizeof service, "%u", port);
+    int rc = getaddrinfo(host, service, &hints, out);
+    if (rc != 0)
+        return sp_error(SPINDLE_EUNREACH, "control: cannot resolve '%s': %s", host,
+                        gai_strerror(rc));
+    return 0;
+}
+
+static int ctl_listen(const struct ctl_member *me, int *out)
+{
+    struct addrinfo *ai = NULL;
+    int rc = ctl_resolve(me->host, me->port, 1, &ai);
+    if (rc != 0)
+        return rc;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        if (err == EADDRINUSE)
+            return sp_error(SPINDLE_EADDRINUSE, "control: %s:%u is already in use", me->host,
+                            me->port);
+        return sp_error(SPINDLE_EIO, "control: cannot listen on %s:%u: %s", me->host, me->port,
+                        strerror(err));
+    }
+    freeaddrinfo(ai);
+    *out = fd;
+    return 0;
+}
+
+int ctl_io(int fd, void *buf, size_t len, int sending, uint64_t deadline)
+{
+    char *p = buf;
+    while (len > 0) {
+        struct pollfd pfd = {fd, sending ? POLLOUT : POLLIN, 0};
+        int ms = ctl_remaining_ms(deadline);
+        if (ms == 0 || poll(&pfd, 1, ms) <= 0)
+            return SPINDLE_ETIMEDOUT;
+        ssize_t n = sending ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
+                            : recv(fd, p, len, MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+            continue;
+        if (n <= 0)
+            return SPINDLE_EUNREACH;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+void ctl_tune(int fd, bool nonblock)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (nonblock)
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+struct ctl_hello ctl_tcp_hello(const struct ctl_tcp *ctl, uint32_t from)
+{
+    struct ctl_hello hello = {from, ctl->num_members, ctl->group, ctl->versions};
+    return hello;
+}
+
+int ctl_accept_hello(const struct ctl_tcp *ctl, int fd, uint64_t deadline, struct ctl_hello *out)
+{
+    uint8_t bytes[CTL_HELLO_SIZE];
+    if (ctl_io(fd, bytes, sizeof bytes, 0, deadline) != 0)
+        return sp_error(SPINDLE_ETIMEDOUT, "no complete hello in time");
+    /* Answered before it is judged, even when it will be refused: the
+     * other side then names what differs (its build, its group). */
+    uint8_t mine[CTL_HELLO_SIZE];
+    struct ctl_hello hello = ctl_tcp_hello(ctl, ctl->self);
+    ctl_wire_encode_hello(&hello, mine);
+    (void)ctl_io(fd, mine, sizeof mine, 1, deadline);
+    return ctl_wire_decode_hello(bytes, sizeof bytes, out);
+}
+
+/* Sends hello on a fresh connection and checks the answering hello. */
+static int ctl_handshake(int fd, const char *who, const char *host, uint16_t port,
+                         const struct ctl_hello *hello, const struct ctl_versions *versions,
+                         uint64_t deadline, struct ctl_hello *answer)
+{
+    uint8_t bytes[CTL_HELLO_SIZE];
+    ctl_wire_encode_hello(hello, bytes);
+    if (ctl_io(fd, bytes, sizeof bytes, 1, deadline) != 0 ||
+        ctl_io(fd, bytes, sizeof bytes, 0, deadline) != 0)
+        return sp_error(SPINDLE_EUNREACH,
+                        "control: %s at %s:%u dropped the connection during the handshake", who,
+                        host, port);
+    char label[96];
+    snprintf(label, sizeof label, "control: %s at %s:%u", who, host, port);
+    if (ctl_wire_decode_hello(bytes, sizeof bytes, answer) < 0)
+        return sp_error(SPINDLE_EPROTO, "%s answered with a bad hello: %s", label,
+                        spindle_errmsg());
+    int rc = ctl_hello_compatible(answer, versions, label);
+    if (rc == 0 && hello->group != 0 && answer->group != hello->group)
+        rc = sp_error(SPINDLE_EUNREACH, "%s belongs to another group", label);
+    return rc;
+}
+
+int ctl_dial(const char *who, const char *host, uint16_t port, const struct ctl_hello *hello,
+             const struct ctl_versions *versions, uint64_t deadline, int *fd_out,
+             struct ctl_hello *answer)
+{
+    struct addrinfo *ai = NULL;
+    int rc = ctl_resolve(host, port, 0, &ai);
+    if (rc != 0)
+        return sp_error(SPINDLE_EUNREACH, "control: %s at %s:%u is unreachable: %s", who, host,
+                        port, spindle_errmsg());
+    int last_err = 0;
+    while (ctl_remaining_ms(deadline) > 0) {
+        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            freeaddrinfo(ai);
+            ctl_tune(fd, false);
+            rc = ctl_handshake(fd, who, host, port, hello, versions, deadline, answer);
+            if (rc != 0) {
+                close(fd);
+                return rc;
+            }
+            *fd_out = fd;
+            return 0;
+        }
+        last_err = errno;
+        if (fd >= 0)
+            close(fd);
+        struct timespec pause = {0, 20 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    freeaddrinfo(ai);
+    return sp_error(SPINDLE_EUNREACH, "control: %s at %s:%u is unreachable: %s", who, host, port,
+                    last_err ? strerror(last_err) : "timed out");
+}
+
+/* Connects to a lower-indexed member, retrying while it is not yet up. */
+static int ctl_connect(struct ctl_tcp *ctl, uint32_t j, uint64_t deadline)
+{
+    const struct ctl_member *m = &ctl->members[j];
+    struct ctl_hello hello = ctl_tcp_hello(ctl, ctl->self), answer;
+    char who[32];
+    snprintf(who, sizeof who, "member %u", m->id);
+    int rc =
+        ctl_dial(who, m->host, m->port, &hello, &ctl->versions, deadline, &ctl->fds[j], &answer);
+    if (rc == 0 && answer.from != j) {
+        close(ctl->fds[j]);
+        ctl->fds[j] = -1;
+        rc = sp_error(SPINDLE_EUNREACH, "control: %s at %s:%u answered as slot %u, not %u", who,
+                      m->host, m->port, answer.from, j);
+    }
+    return rc;
+}
+
+/* Why an accepted set-up connection's hello is refused, or NULL. */
+static const char *ctl_refusal(const struct ctl_tcp *ctl, const struct ctl_hello *hello, char *why,
+                               size_t cap)
+{
+    if (hello->group != ctl->group)
+        return "a member of another group";
+    if (ctl_hello_compatible(hello, &ctl->versions, "the connecting member") < 0) {
+        snprintf(why, cap, "%s", spindle_errmsg());
+        return why;
+    }
+    if (hello->num_members != ctl->num_members)
+        return "another member count";
+    if (hello->from <= ctl->self || hello->from >= ctl->num_members)
+        return "a member index it may not connect as";
+    if (ctl->fds[hello->from] >= 0)
+        return "a member index already connected";
+    return NULL;
+}
+
+/* Accepts one connection and validates its hello; returns 1 when it named
+ * a higher member not yet connected, 0 when it was dropped. */
+static int ctl_accept_one(struct ctl_tcp *ctl, int listen_fd, uint64_t deadline)
+{
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct ctl_hello hello;
+    /* A stray client gets at most a second to identify itself. */
+    uint64_t hello_deadline = sp_now_ns() + CTL_HELLO_MS * 1000000ull;
+    if (hello_deadline > deadline)
+        hello_deadline = deadline;
+    char text[256];
+    const char *why = NULL;
+    if (ctl_accept_hello(ctl, fd, hello_deadline, &hello) < 0) {
+        snprintf(text, sizeof text, "%s", spindle_errmsg());
+        why = text;
+    } else {
+        why = ctl_refusal(ctl, &hello, text, sizeof text);
+    }
+    if (why != NULL) {
+        SP_LOG_WARNING("control", "member %u dropped a connection: %s", ctl->members[ctl->self].id,
+                       why);
+        close(fd);
+        return 0;
+    }
+    ctl_tune(fd, false);
+    ctl->fds[hello.from] = fd;
+    return 1;
+}
+
+static int ctl_accept_all(struct ctl_tcp *ctl, int listen_fd, uint64_t deadline)
+{
+    uint32_t missing = ctl->self < ctl->num_members ? ctl->num_members - 1 - ctl->self : 0;
+    while (missing > 0) {
+        struct pollfd pfd = {listen_fd, POLLIN, 0};
+        int ms = ctl_remaining_ms(deadline);
+        if (ms > 0 && poll(&pfd, 1, ms) > 0) {
+            missing -= (uint32_t)ctl_accept_one(ctl, listen_fd, deadline);
+            continue;
+        }
+        if (ms > 0)
+            continue;
+        char names[256] = "";
+        for (uint32_t j = ctl->self + 1; j < ctl->num_members; j++)
+            if (ctl->fds[j] < 0) {
+                size_t used = strlen(names);
+                snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "",
+                         ctl->members[j].id);
+            }
+        return sp_error(SPINDLE_ETIMEDOUT, "control: members %s never connected", names);
+    }
+    return 0;
+}
+
+static void ctl_tcp_close(struct ctl *base)
+{
+    struct ctl_tcp *ctl = (struct ctl_tcp *)base;
+    /* Give what is still queued a moment to leave (a peer may be waiting
+     * for it), without waiting on a peer that does not read. */
+    uint64_t deadline = sp_now_ns() + 1000000000ull;
+    pthread_mutex_lock(&ctl->lock);
+    for (;;) {
+        bool pending = false;
+        for (uint32_t j = 0; j < CTL_MAX_MEMBERS; j++)
+            if (ctl->peers[j].fd >= 0 && ctl->peers[j].out_sent < ctl->peers[j].out_len)
+                pending = true;
+        if (!pending || ctl_remaining_ms(deadline) == 0)
+            break;
+        ctl_progress(ctl, 5);
+    }
+    pthread_mutex_unlock(&ctl->lock);
+    if (ctl->listen_fd >= 0)
+        close(ctl->listen_fd);
+    if (ctl->join_fd >= 0)
+        close(ctl->join_fd);
+    free(ctl->join);
+    for (uint32_t j = 0; j < CTL_MAX_MEMBERS; j++) {
+        if (ctl->fds[j] >= 0)
+            close(ctl->fds[j]);
+        free((char *)ctl->members[j].host);
+        struct ctl_peer *p = &ctl->peers[j];
+        if (p->fd >= 0)
+            close(p->fd);
+        free(p->out);
+        free(p->body);
+        for (uint32_t i = 0; i < p->box_len; i++)
+            free(p->box[i].data);
+    }
+    pthread_mutex_destroy(&ctl->lock);
+    free(ctl->fds);
+    free(ctl->peers);
+    free(ctl->members);
+    free(ctl);
+}
+
+static int ctl_tcp_setup(struct ctl_tcp *ctl, int timeout_ms)
+{
+    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 30000) * 1000000ull;
+    int listen_fd = -1;
+    int rc = ctl_listen(&ctl->members[ctl->self], &listen_fd);
+    for (uint32_t j = 0; rc == 0 && j < ctl->self; j++)
+        if (ctl->members[j].host != NULL)
+            rc = ctl_connect(ctl, j, deadline);
+    if (rc == 0)
+        rc = ctl_accept_all(ctl, listen_fd, deadline);
+    if (rc != 0 && listen_fd >= 0)
+        close(listen_fd);
+    if (rc == 0) {
+        /* Kept for join requests and joiners (accepted during progress). */
+        fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
+        ctl->listen_fd = listen_fd;
+    }
+    for (uint32_t j = 0; rc == 0 && j < CTL_MAX_MEMBERS; j++) {
+        if (ctl->fds[j] >= 0)
+            fcntl(ctl->fds[j], F_SETFL, fcntl(ctl->fds[j], F_GETFL) | O_NONBLOCK);
+        /* The connection now belongs to the framed exchange (closed there). */
+        ctl->peers[j].fd = ctl->fds[j];
+        ctl->peers[j].used = ctl->fds[j] >= 0 || j == ctl->self;
+        ctl->fds[j] = -1;
+    }
+    return rc;
+}
+
+static const struct ctl_vtable ctl_tcp_vtable = {
+    .allgather = ctl_tcp_allgather,
+    .publish = ctl_tcp_publish,
+    .collect = ctl_tcp_collect,
+    .close = ctl_tcp_close,
+    .join_poll = ctl_tcp_join_poll,
+    .join_answer = ctl_tcp_join_answer,
+    .add_member = ctl_tcp_add_member,
+    .collect_one = ctl_tcp_collect_one,
+};
+
+static struct ctl_tcp *ctl_tcp_alloc(void)
+{
+    struct ctl_tcp *ctl = calloc(1, sizeof *ctl);
+    if (ctl != NULL) {
+        ctl->fds = malloc(CTL_MAX_MEMBERS * sizeof *ctl->fds);
+        ctl->peers = calloc(CTL_MAX_MEMBERS, sizeof *ctl->peers);
+        ctl->members = calloc(CTL_MAX_MEMBERS, sizeof *ctl->members);
+    }
+    if (ctl == NULL || ctl->fds == NULL || ctl->peers == NULL || ctl->members == NULL) {
+        if (ctl != NULL) {
+            free(ctl->fds);
+            free(ctl->peers);
+            free(ctl->members);
+        }
+        free(ctl);
+        return NULL;
+    }
+    return ctl;
+}
+
+/* Opens the exchange for slot self: members[] has `slots` entries, those
+ * with a NULL host are absent (gone, or not yet joined); the first
+ * num_initial entries are the members that started the group. */
+static int ctl_tcp_open(const char *group_name, const struct ctl_member *members, uint32_t slots,
+                        uint32_t num_initial, uint32_t self, const struct ctl_versions *versions,
+                        int timeout_ms, struct ctl **out)
+{
+    struct ctl_tcp *ctl = ctl_tcp_alloc();
+    if (ctl == NULL)
+        return sp_error(SPINDLE_ENOMEM, "control: out of memory for %u members", slots);
+    ctl->base.vt = &ctl_tcp_vtable;
+    ctl->num_members = num_initial;
+    ctl->self = self;
+    ctl->group = ctl_group_hash(group_name);
+    ctl->versions = *versions;
+    ctl->listen_fd = -1;
+    ctl->join_fd = -1;
+    pthread_mutex_init(&ctl->lock, NULL);
+    int rc = 0;
+    for (uint32_t j = 0; j < CTL_MAX_MEMBERS; j++) {
+        ctl->fds[j] = -1;
+        ctl->peers[j].fd = -1;
+        ctl->members[j].id = j;
+        if (j >= slots || members[j].host == NULL)
+            continue;
+        ctl->members[j] = members[j];
+        ctl->members[j].host = strdup(members[j].host);
+        if (ctl->members[j].host == NULL)
+            rc = sp_error(SPINDLE_ENOMEM, "control: out of memory");
+    }
+    if (rc == 0)
+        rc = ctl_tcp_setup(ctl, timeout_ms);
+    if (rc != 0) {
+        ctl_tcp_close(&ctl->base);
+        return rc;
+    }
+    *out = &ctl->base;
+    return 0;
+}
+
+int ctl_open_tcp(const char *group_name, const struct ctl_member *members, uint32_t num_members,
+                 uint32_t self, const struct ctl_versions *versions, int timeout_ms,
+                 struct ctl **out)
+{
+    if (members == NULL || out == NULL || versions == NULL || num_members == 0 ||
+        self >= num_members || num_members > CTL_MAX_MEMBERS)
+        return sp_error(SPINDLE_EINVAL, "control: self index %u outside %u members (at most %u)",
+                        self, num_members, CTL_MAX_MEMBERS);
+    for (uint32_t j = 0; j < num_members; j++)
+        if (members[j].host == NULL || members[j].host[0] == '\0' || members[j].port == 0)
+            return sp_error(SPINDLE_EINVAL, "control: member %u needs a host and a non-zero port",
+                            members[j].id);
+    return ctl_tcp_open(group_name, members, num_members, num_members, self, versions, timeout_ms,
+                        out);
+}
+
+int ctl_open_tcp_joiner(const char *group_name, const struct ctl_member *members,
+                        uint32_t num_initial, uint32_t self, const struct ctl_versions *versions,
+                        int timeout_ms, struct ctl **out)
+{
+    if (members == NULL || out == NULL || versions == NULL || num_initial == 0 ||
+        self < num_initial || self >= CTL_MAX_MEMBERS)
+        return sp_error(SPINDLE_EINVAL,
+                        "control: a joiner's slot %u must be at least the %u initial members and "
+                        "below %u",
+                        self, num_initial, CTL_MAX_MEMBERS);
+    const struct ctl_member *me = &members[self];
+    if (me->host == NULL || me->host[0] == '\0' || me->port == 0)
+        return sp_error(SPINDLE_EINVAL, "control: a joiner needs its own host and a non-zero port");
+    return ctl_tcp_open(group_name, members, self + 1, num_initial, self, versions, timeout_ms,
+                        out);
+}

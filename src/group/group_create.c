@@ -1,0 +1,247 @@
+/*
+ * The public handle's life (include/spindle/group.h): options, creation of
+ * a member of a new group or of a joiner, shutdown, leave and destroy. The
+ * membership layer (src/view) does the work; this file checks what the
+ * application gave and translates it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "group/group_impl.h"
+#include "transport/transport.h"
+#include "util/crc32c.h"
+#include "util/error.h"
+
+SPINDLE_API void spindle_group_options_init(struct spindle_group_options *options)
+{
+    if (options == NULL)
+        return;
+    memset(options, 0, sizeof *options);
+    options->transport = "shm";
+    options->num_members = 1;
+    options->bootstrap_kind = SPINDLE_BOOTSTRAP_AUTO;
+    options->bootstrap_timeout_ms = 30000;
+    options->failure_timeout_ms = 5000;
+    options->batching = true;
+    options->null_sends = true;
+    options->early_unlock = true;
+}
+
+static int check_timeouts(const struct spindle_group_options *options)
+{
+    if (options->bootstrap_timeout_ms <= 0)
+        return sp_error(SPINDLE_EINVAL, "bootstrap_timeout_ms %d must be > 0",
+                        options->bootstrap_timeout_ms);
+    if (options->failure_timeout_ms <= 0)
+        return sp_error(SPINDLE_EINVAL, "failure_timeout_ms %d must be > 0",
+                        options->failure_timeout_ms);
+    return 0;
+}
+
+static int check_options(const struct spindle_group_options *options, uint32_t num_subgroups)
+{
+    if (options->join == NULL) { /* a joiner's self and num_members come from the group */
+        if (options->num_members == 0 || options->num_members > SPINDLE_MAX_MEMBERS)
+            return sp_error(SPINDLE_EINVAL, "num_members %u must be 1..%u", options->num_members,
+                            SPINDLE_MAX_MEMBERS);
+        if (options->self >= options->num_members)
+            return sp_error(SPINDLE_EINVAL, "self %u must be below num_members %u", options->self,
+                            options->num_members);
+    }
+    if (num_subgroups == 0)
+        return sp_error(SPINDLE_EINVAL, "num_subgroups 0: a group needs at least one subgroup");
+    int rc = check_timeouts(options);
+    if (rc == 0 && tp_backend_find(options->transport) == NULL)
+        rc = SPINDLE_ENOTSUP; /* the message names the transport and the built ones */
+    return rc;
+}
+
+static int convert_subgroup(const struct spindle_subgroup_config *config, uint32_t index,
+                            uint32_t num_rows, struct smc_layout *layout)
+{
+    memset(layout, 0, sizeof *layout);
+    if (config->num_members > num_rows || config->num_members == 0)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: num_members %u must be 1..%u", index,
+                        config->num_members, num_rows);
+    if (config->num_senders > config->num_members)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: num_senders %u exceeds num_members %u", index,
+                        config->num_senders, config->num_members);
+    if (config->members == NULL || (config->num_senders > 0 && config->senders == NULL))
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: members or senders array is NULL", index);
+    layout->num_members = config->num_members;
+    memcpy(layout->members, config->members, config->num_members * sizeof(uint32_t));
+    layout->num_senders = config->num_senders;
+    if (config->num_senders > 0)
+        memcpy(layout->senders, config->senders, config->num_senders * sizeof(uint32_t));
+    layout->window_size = config->window_size;
+    layout->max_payload = config->max_payload;
+    layout->mode = config->mode;
+    return smc_layout_validate(layout, index, num_rows);
+}
+
+/* What the membership layer needs of the options. */
+static void view_config_of(const struct spindle_group *group, struct view_config *out)
+{
+    const struct spindle_group_options *o = &group->options;
+    memset(out, 0, sizeof *out);
+    out->self = o->self;
+    out->num_initial = o->num_members;
+    out->failure_timeout_ms = o->failure_timeout_ms;
+    out->bootstrap_timeout_ms = o->bootstrap_timeout_ms;
+    out->tolerate_failures = o->tolerate_failures;
+    out->transport.backend = o->transport;
+    out->transport.provider = o->provider;
+    out->transport.device = o->device;
+    if (group->boot.kind == SPINDLE_BOOTSTRAP_TCP && o->join == NULL)
+        out->transport.host = group->boot.hosts[o->self].host;
+    sst_engine_options_default(&out->engine);
+    out->engine.early_unlock = o->early_unlock;
+    out->batching = o->batching;
+    out->null_sends = o->null_sends;
+    out->deliver = o->deliver;
+    out->deliver_ctx = o->deliver_ctx;
+    out->view_changed = o->view_changed;
+    out->view_ctx = o->view_ctx;
+    out->layout = o->layout;
+    out->layout_ctx = o->layout_ctx;
+    out->state_save = o->state_save;
+    out->state_load = o->state_load;
+    out->state_ctx = o->state_ctx;
+}
+
+/* A member of a new group, from its member list. */
+static int create_first(struct spindle_group *group,
+                        const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)
+{
+    const struct spindle_group_options *options = &group->options;
+    if (options->group_name != NULL)
+        snprintf(group->group_name, sizeof group->group_name, "%s", options->group_name);
+    else
+        snprintf(group->group_name, sizeof group->group_name, "spindle-%08x",
+                 sp_crc32c(0, options->bootstrap, strlen(options->bootstrap)));
+    struct smc_layout *layouts = calloc(num_subgroups, sizeof *layouts);
+    if (layouts == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for %u subgroup layouts", num_subgroups);
+    int rc = 0;
+    for (uint32_t g = 0; g < num_subgroups && rc == 0; g++)
+        rc = convert_subgroup(&subgroups[g], g, options->num_members, &layouts[g]);
+    /* The transport opens first: its errors (a missing provider, a device
+     * that is not there) are the member's own and need no peers. */
+    if (rc == 0)
+        rc = view_prepare(&group->membership, group->group_name, layouts, num_subgroups,
+                          options->num_members);
+    free(layouts);
+    struct ctl *ctl = NULL;
+    struct ctl_versions versions = view_ctl_versions();
+    if (rc == 0)
+        rc = group_bootstrap_open(&group->boot, group->group_name, options->self,
+                                  options->num_members, &versions, options->bootstrap_timeout_ms,
+                                  &ctl);
+    if (rc == 0)
+        rc = view_start(&group->membership, ctl,
+                        group->boot.kind == SPINDLE_BOOTSTRAP_TCP ? group->boot.hosts : NULL);
+    return rc;
+}
+
+/* A joiner (options.join): its own address is options.bootstrap. */
+static int create_joiner(struct spindle_group *group,
+                         const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)
+{
+    const struct spindle_group_options *options = &group->options;
+    if (!options->tolerate_failures)
+        return sp_error(SPINDLE_EINVAL, "joining a group (options.join) needs tolerate_failures");
+    struct ctl_address self, contact;
+    const char *own = options->bootstrap, *join = options->join;
+    int rc = ctl_address_parse(own, own != NULL ? strlen(own) : 0, "the joiner's bootstrap address",
+                               &self);
+    if (rc == 0)
+        rc = ctl_address_parse(join, strlen(join), "the join address", &contact);
+    if (rc < 0)
+        return rc;
+    if (options->group_name != NULL)
+        snprintf(group->membership.group_name, sizeof group->membership.group_name, "%s",
+                 options->group_name);
+    rc = view_join(&group->membership, &self, &contact, subgroups, num_subgroups);
+    if (rc == 0)
+        group->options.self = group->membership.config.self;
+    return rc;
+}
+
+SPINDLE_API int spindle_group_create(const struct spindle_group_options *options,
+                                     const struct spindle_subgroup_config *subgroups,
+                                     uint32_t num_subgroups, spindle_group_t **out)
+{
+    if (options == NULL || out == NULL || (subgroups == NULL && num_subgroups > 0))
+        return sp_error(SPINDLE_EINVAL, "spindle_group_create: null argument");
+    int rc = check_options(options, num_subgroups);
+    if (rc < 0)
+        return rc;
+    struct spindle_group *group = calloc(1, sizeof *group);
+    if (group == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the group handle");
+    group->options = *options;
+    if (options->join == NULL)
+        rc = group_bootstrap_parse(options, &group->boot);
+    struct view_config config;
+    view_config_of(group, &config);
+    view_membership_init(&group->membership, &config);
+    if (rc == 0)
+        rc = options->join != NULL ? create_joiner(group, subgroups, num_subgroups)
+                                   : create_first(group, subgroups, num_subgroups);
+    if (rc < 0) {
+        spindle_group_destroy(group);
+        return rc;
+    }
+    *out = group;
+    return 0;
+}
+
+SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    if (group->shut_down)
+        return 0;
+    int rc = spindle_flush(group, timeout_ms);
+    /* From here on departures are the others finishing too: after this
+     * member's barrier completes, every member has flushed and may exit at
+     * once, which must not start a view change. */
+    view_closing(&group->membership);
+    /* A member that stopped on its own (e.g. cut off in a minority) has
+     * nobody to meet: skip the barrier. */
+    int stopped = view_status(&group->membership);
+    int barrier = stopped < 0 ? stopped : spindle_barrier(group, timeout_ms);
+    if (rc == 0)
+        rc = barrier;
+    group->shut_down = true;
+    view_stop(&group->membership);
+    return rc;
+}
+
+SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    if (!group->options.tolerate_failures)
+        return sp_error(SPINDLE_ENOTSUP, "leave needs tolerate_failures (without it the "
+                                         "departure of a member fails the group)");
+    if (group->shut_down)
+        return sp_error(SPINDLE_ESHUTDOWN, "leave: the member already left or shut down");
+    /* Once flushed, every own message is stable, i.e. received by every
+     * member, so the survivors' trim delivers all of them. */
+    int rc = spindle_flush(group, timeout_ms);
+    if (rc != 0)
+        return rc;
+    view_leave(&group->membership);
+    group->shut_down = true;
+    return 0;
+}
+
+SPINDLE_API void spindle_group_destroy(spindle_group_t *group)
+{
+    if (group == NULL)
+        return;
+    view_membership_destroy(&group->membership);
+    free(group);
+}

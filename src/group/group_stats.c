@@ -1,0 +1,68 @@
+/* What the public handle reports: statistics, identity, size, status. */
+#include <string.h>
+
+#include "group/group_impl.h"
+#include "util/error.h"
+
+/* Copies the multicast's and the engine's counters into out. */
+static void fill_stats(const struct smc_stats *smc, const struct sst_engine_stats *engine,
+                       struct spindle_stats *out)
+{
+    out->messages_sent = smc->messages_sent;
+    out->messages_delivered = smc->messages_delivered;
+    out->nulls_sent = smc->nulls_sent;
+    out->nulls_received = smc->nulls_received;
+    out->writes_posted = engine->writes_posted;
+    out->doorbells = engine->doorbells;
+    out->pushes = engine->pushes;
+    out->post_ns = engine->post_ns;
+    out->predicate_passes = engine->passes;
+    out->sleeps = engine->sleeps;
+    out->wakeups_sent = engine->wakeups_sent;
+    out->pinned_bytes = engine->pinned_bytes;
+    memcpy(out->send_batches, smc->send_batches, sizeof out->send_batches);
+    memcpy(out->receive_batches, smc->receive_batches, sizeof out->receive_batches);
+    memcpy(out->delivery_batches, smc->delivery_batches, sizeof out->delivery_batches);
+    out->send_batch_count = smc->send_batch_count;
+    out->send_batch_messages = smc->send_batch_messages;
+    out->receive_batch_count = smc->receive_batch_count;
+    out->receive_batch_messages = smc->receive_batch_messages;
+    out->delivery_batch_count = smc->delivery_batch_count;
+    out->delivery_batch_messages = smc->delivery_batch_messages;
+}
+
+SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats *out)
+{
+    if (group == NULL || out == NULL)
+        return sp_error(SPINDLE_EINVAL, "stats: group or out is NULL");
+    memset(out, 0, sizeof *out);
+    struct smc_stats smc;
+    memset(&smc, 0, sizeof smc);
+    struct smc_group *current = view_acquire(&group->membership);
+    if (current != NULL)
+        smc_group_stats(current, &smc);
+    view_release(&group->membership);
+    struct sst_engine_stats engine;
+    memset(&engine, 0, sizeof engine);
+    if (group->membership.engine != NULL)
+        sst_engine_stats(group->membership.engine, &engine);
+    fill_stats(&smc, &engine, out);
+    return 0;
+}
+
+SPINDLE_API int spindle_group_status(spindle_group_t *group)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    return view_status(&group->membership);
+}
+
+SPINDLE_API int spindle_group_self(const spindle_group_t *group)
+{
+    return group == NULL ? -1 : (int)group->options.self;
+}
+
+SPINDLE_API int spindle_group_size(const spindle_group_t *group)
+{
+    return group == NULL ? -1 : (int)view_size(&group->membership);
+}

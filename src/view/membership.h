@@ -1,0 +1,173 @@
+/*
+ * Membership: the current view of one member, the multicast that runs in
+ * it, and the protocols that change it (failure report and wedge, exchange
+ * and commit, trim delivery, resends and install, joins). The public handle
+ * (src/group) owns one struct view_membership and drives it through the
+ * functions below; nothing here knows the handle.
+ *
+ * Threads and locks: application threads reach the current multicast only
+ * between view_acquire and view_release (the read side of smc_lock; a
+ * reservation keeps it until its commit). The membership thread
+ * (tolerate_failures) swaps the current epoch under the write side.
+ * `lock`/`cond` protect suspected, changing, closing, stop, terminal, the
+ * joiner and next_id; the engine's failure callback (predicate thread,
+ * engine lock held) only sets bits in suspected and signals cond, because
+ * wedging takes the engine lock.
+ *
+ * Invariants: current->view.member_ids[r] is the member id of SST row r;
+ * current->view.layouts hold its subgroups in ranks; member ids only grow
+ * (next_id) and are never reused; a non-zero terminal error is permanent
+ * (the member left the group, e.g. in a minority).
+ */
+#ifndef SP_VIEW_MEMBERSHIP_H
+#define SP_VIEW_MEMBERSHIP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <spindle/group.h>
+
+#include "control/ctl.h"
+#include "smc/smc.h"
+#include "sst/sst.h"
+#include "transport/transport.h"
+#include "view/view.h"
+
+/* What the handle gives the membership layer, copied at creation. */
+struct view_config {
+    uint32_t self;        /* this member's id (a joiner learns it from the offer) */
+    uint32_t num_initial; /* members the group started with */
+    int failure_timeout_ms;
+    int bootstrap_timeout_ms;
+    bool tolerate_failures;
+    struct tp_config transport;       /* backend, provider, device, host */
+    struct sst_engine_options engine; /* early unlock, polling */
+    bool batching, null_sends;        /* Spindle 3.2, 3.3 */
+    spindle_deliver_fn deliver;
+    void *deliver_ctx;
+    spindle_view_fn view_changed;
+    void *view_ctx;
+    spindle_layout_fn layout;
+    void *layout_ctx;
+    spindle_state_save_fn state_save;
+    spindle_state_load_fn state_load;
+    void *state_ctx;
+};
+
+/* One installed view and the multicast that runs in it. The epoch is the
+ * delivery context of its smc_group (rows become member ids there). */
+struct view_epoch {
+    struct view view;
+    const struct view_config *config;
+    struct smc_group *smc;
+};
+
+/* The joiner taking part in the next view change (at most one). */
+struct view_joiner {
+    bool active;
+    uint32_t id;
+    uint64_t view_id; /* the view it joins */
+    struct ctl_address address;
+    struct sst_member_desc desc;
+};
+
+struct view_membership {
+    struct view_config config;
+    char group_name[64];
+    struct ctl *ctl;
+    struct sst_engine *engine;
+    bool engine_started;
+    struct view_epoch *current;
+    uint64_t view_id;     /* current->view.id, readable without the locks (atomic) */
+    uint32_t num_members; /* current->view.num_members, likewise */
+    /* Control addresses by member id (TCP groups; joiners are added). */
+    struct ctl_address addresses[SPINDLE_MAX_MEMBERS];
+    uint32_t barriers; /* barriers started in the current view */
+    pthread_rwlock_t smc_lock;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    uint64_t suspected; /* ranks of the current view reported failed */
+    bool joinable;      /* TCP bootstrap and tolerate_failures: joins are taken */
+    uint32_t next_id;   /* member id the next joiner gets */
+    struct view_joiner joiner;
+    uint64_t detected_ns;
+    bool changing;
+    bool closing; /* in the shutdown barrier: departures are expected */
+    bool stop;
+    int terminal;
+    char terminal_msg[256]; /* why the member stopped */
+    bool thread_started;
+    pthread_t thread;
+};
+
+/* The versions this build's hellos carry (control/ctl.h). */
+struct ctl_versions view_ctl_versions(void);
+
+/* Prepares m (locks, config); nothing is opened yet. */
+void view_membership_init(struct view_membership *m, const struct view_config *config);
+/*
+ * Prepares the group's first view: members 0..num_members-1 (ids = ranks),
+ * this member at rank config.self; opens the engine (the transport) and
+ * builds the multicast for layouts, not yet connected. The engine's or the
+ * multicast's error (SPINDLE_EINVAL naming a bad layout, SPINDLE_ENODEV,
+ * SPINDLE_ENOTSUP naming an unknown provider, ...) or SPINDLE_ENOMEM.
+ */
+int view_prepare(struct view_membership *m, const char *group_name,
+                 const struct smc_layout *layouts, uint32_t num_subgroups, uint32_t num_members);
+/*
+ * Starts the prepared first view: exchanges table descriptors over ctl
+ * (taken over by m, closed by view_membership_destroy), meets every
+ * member, then starts the membership thread. addresses (NULL for a
+ * directory group) are the members' control addresses, which joiners are
+ * told. The exchange's errors (SPINDLE_ETIMEDOUT naming missing members,
+ * SPINDLE_EPROTO naming one that sent a malformed descriptor), the
+ * transport's connection errors, or SPINDLE_ENOMEM.
+ */
+int view_start(struct view_membership *m, struct ctl *ctl, const struct ctl_address *addresses);
+/*
+ * Joins a running group through contact (any member): asks for admission
+ * until admitted or the bootstrap timeout passes, takes on the id and view
+ * the leader offers, receives the state, and starts. self is where this
+ * process listens. subgroups must match the group's count, windows,
+ * payloads and modes. SPINDLE_EINVAL naming a mismatch or a bad argument,
+ * SPINDLE_ETIMEDOUT with the last reason, or the leader's refusal.
+ */
+int view_join(struct view_membership *m, const struct ctl_address *self,
+              const struct ctl_address *contact, const struct spindle_subgroup_config *subgroups,
+              uint32_t num_subgroups);
+/* Stops the membership thread, the engine and the multicast, and frees
+ * everything. Safe on a membership that never started. */
+void view_membership_destroy(struct view_membership *m);
+
+/* The current multicast, with the read side of smc_lock held until
+ * view_release (NULL before the first view). */
+struct smc_group *view_acquire(struct view_membership *m);
+void view_release(struct view_membership *m);
+/*
+ * Called by an application thread whose smc call on `used` failed with rc:
+ * waits while a view change is in progress and returns 1 when the call
+ * should be retried on the new view, else the error to report (rc, or the
+ * terminal error such as SPINDLE_EMINORITY with its reason).
+ */
+int view_after_error(struct view_membership *m, struct smc_group *used, int rc);
+/* 0 while the member takes part; the terminal error (with its reason in
+ * the message) once it stopped. */
+int view_status(struct view_membership *m);
+/* Members in the current view (lock-free: callable from any thread). */
+uint32_t view_size(const struct view_membership *m);
+/*
+ * Collective over the control channel among the members of the current
+ * view; a view change meanwhile restarts it in the new view. SPINDLE_EINVAL
+ * before the first view, SPINDLE_ETIMEDOUT naming missing members.
+ */
+int view_barrier(struct view_membership *m, int timeout_ms);
+/* From now on departures are the others finishing: no view change. */
+void view_closing(struct view_membership *m);
+/* Stops the membership thread, the predicate thread and the multicast
+ * (shutdown). Idempotent. */
+void view_stop(struct view_membership *m);
+/* Announces this member's departure in the SST and stops (leave). */
+void view_leave(struct view_membership *m);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * An epoch: one installed view and the multicast that runs in it. The
+ * multicast knows only SST rows; the epoch is its delivery context and
+ * turns rows into member ids and stamps the view id on the way up.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+#include "view/view_impl.h"
+
+/* Delivery upcall of every epoch's smc_group (predicate thread). */
+static void view_deliver(void *ctx, const struct spindle_message *messages, size_t count)
+{
+    const struct view_epoch *epoch = ctx;
+    const struct view_config *config = epoch->config;
+    if (config->deliver == NULL)
+        return;
+    struct spindle_message chunk[64];
+    while (count > 0) {
+        size_t n = count < 64 ? count : 64;
+        for (size_t i = 0; i < n; i++) {
+            chunk[i] = messages[i];
+            chunk[i].sender_id = epoch->view.member_ids[messages[i].sender_id];
+            chunk[i].view_id = epoch->view.id;
+        }
+        config->deliver(config->deliver_ctx, chunk, n);
+        messages += n;
+        count -= n;
+    }
+}
+
+int view_epoch_create(struct view_membership *m, struct view *view, struct view_epoch **out)
+{
+    struct view_epoch *epoch = calloc(1, sizeof *epoch);
+    if (epoch == NULL) {
+        view_clear(view);
+        return sp_error(SPINDLE_ENOMEM, "no memory for view %llu", (unsigned long long)view->id);
+    }
+    epoch->view = *view;
+    memset(view, 0, sizeof *view);
+    epoch->config = &m->config;
+    /* Without failure tolerance ids never change and views never do: the
+     * application's upcall is called directly, without the mapping. */
+    bool direct = !m->config.tolerate_failures;
+    struct smc_options options = {
+        .batching = m->config.batching,
+        .null_sends = m->config.null_sends,
+        .deliver = direct ? m->config.deliver : view_deliver,
+        .deliver_ctx = direct ? m->config.deliver_ctx : (void *)epoch,
+    };
+    const struct view *v = &epoch->view;
+    int rc = smc_group_create(m->engine, v->layouts, v->num_subgroups, v->num_members, v->my_rank,
+                              &options, &epoch->smc);
+    if (rc < 0) {
+        view_epoch_free(epoch);
+        return rc;
+    }
+    *out = epoch;
+    return 0;
+}
+
+void view_epoch_free(struct view_epoch *epoch)
+{
+    if (epoch == NULL)
+        return;
+    if (epoch->smc != NULL) {
+        smc_group_stop(epoch->smc);
+        smc_group_destroy(epoch->smc);
+    }
+    view_clear(&epoch->view);
+    free(epoch);
+}
+
+int view_epoch_connect(struct view_membership *m, struct view_epoch *epoch,
+                       const struct sst_member_desc *descs)
+{
+    return smc_group_connect(epoch->smc, descs, m->config.bootstrap_timeout_ms);
+}
+
+int view_open_engine(struct view_membership *m)
+{
+    struct tp_config config = m->config.transport;
+    config.group_name = m->group_name;
+    config.self_id = m->config.self;
+    config.failure_timeout_ms = m->config.failure_timeout_ms;
+    int rc = sst_engine_create(&config, &m->config.engine, &m->engine);
+    if (rc == 0)
+        sst_engine_on_failure(m->engine, view_on_failure, m);
+    return rc;
+}

@@ -1,0 +1,152 @@
+/*
+ * Failure reports and the wedge. The engine reports a failed row (shm: the
+ * peer's pidfd; fabric: CQ errors, broken connections, credit timeouts;
+ * any backend: an announced leave). The callback records it in `suspected`
+ * and wakes the membership thread, which wedges the multicast (no sends,
+ * received counters frozen) before the survivors exchange what they hold.
+ * Suspicion also spreads through the exchange (view_adopt_suspicion).
+ *
+ * Application threads that meet a failure wait here for the change to end
+ * (view_after_error); a member that could not complete one is stopped for
+ * good, with the reason kept for view_status.
+ */
+#include <stdio.h>
+
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "view/view_impl.h"
+
+void view_on_failure(void *ctx, struct sst_table *table, uint32_t row, int error)
+{
+    struct view_membership *m = ctx;
+    struct view_epoch *epoch = __atomic_load_n(&m->current, __ATOMIC_ACQUIRE);
+    if (epoch == NULL || table != smc_group_table(epoch->smc) || row >= SST_MAX_ROWS)
+        return;
+    if (!m->config.tolerate_failures) {
+        smc_group_fail(epoch->smc, error < 0 ? error : SPINDLE_EPEERFAILED);
+        return;
+    }
+    uint32_t id = epoch->view.member_ids[row];
+    unsigned long long view = (unsigned long long)epoch->view.id;
+    pthread_mutex_lock(&m->lock);
+    if (m->closing) {
+        sp_log(SP_LOG_DEBUG, "view", "view %llu: member %u (row %u) went away during shutdown",
+               view, id, row);
+        pthread_mutex_unlock(&m->lock);
+        return;
+    }
+    if ((m->suspected & (1ull << row)) == 0) {
+        if (m->suspected == 0)
+            m->detected_ns = sp_now_ns();
+        m->suspected |= 1ull << row;
+        if (error == SPINDLE_ESHUTDOWN)
+            sp_log(SP_LOG_INFO, "view", "view %llu: member %u (row %u) left the group", view, id,
+                   row);
+        else
+            sp_log(SP_LOG_WARN, "view", "view %llu: member %u (row %u) failed: %s", view, id, row,
+                   spindle_strerror(error));
+    }
+    pthread_cond_broadcast(&m->cond);
+    pthread_mutex_unlock(&m->lock);
+}
+
+void view_adopt_suspicion(struct view_membership *m, uint64_t ranks)
+{
+    pthread_mutex_lock(&m->lock);
+    if ((m->suspected | ranks) != m->suspected) {
+        if (m->suspected == 0)
+            m->detected_ns = sp_now_ns();
+        m->suspected |= ranks;
+        sp_log(SP_LOG_INFO, "view", "view %llu: adopting suspicion of rows %llx from a survivor",
+               (unsigned long long)m->current->view.id, (unsigned long long)ranks);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+void view_suspect(struct view_membership *m, uint32_t rank)
+{
+    pthread_mutex_lock(&m->lock);
+    if (m->suspected == 0)
+        m->detected_ns = sp_now_ns();
+    m->suspected |= 1ull << rank;
+    pthread_mutex_unlock(&m->lock);
+}
+
+bool view_suspicion_grew(struct view_membership *m, uint64_t mask)
+{
+    pthread_mutex_lock(&m->lock);
+    bool grown = m->suspected != mask;
+    pthread_mutex_unlock(&m->lock);
+    return grown;
+}
+
+void view_wedge(struct view_membership *m)
+{
+    smc_group_wedge(m->current->smc);
+    /* Survivors asleep on their doorbell would notice the failure only at
+     * their next heartbeat: wake them so they see it and join at once. */
+    sst_engine_alert(m->engine);
+}
+
+void view_deadline_in(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Waits on cond while a change runs. Lock held. */
+static void wait_change_locked(struct view_membership *m)
+{
+    while (m->changing) {
+        struct timespec ts;
+        view_deadline_in(&ts, 1000);
+        pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+    }
+}
+
+void view_wait_change(struct view_membership *m)
+{
+    pthread_mutex_lock(&m->lock);
+    wait_change_locked(m);
+    pthread_mutex_unlock(&m->lock);
+}
+
+bool view_quiet(struct view_membership *m)
+{
+    pthread_mutex_lock(&m->lock);
+    bool quiet = m->suspected == 0 && !m->closing && !m->stop && m->terminal == 0;
+    pthread_mutex_unlock(&m->lock);
+    return quiet;
+}
+
+int view_status(struct view_membership *m)
+{
+    pthread_mutex_lock(&m->lock);
+    int terminal = m->terminal;
+    char why[sizeof m->terminal_msg];
+    snprintf(why, sizeof why, "%s", m->terminal_msg);
+    pthread_mutex_unlock(&m->lock);
+    return terminal == 0 ? 0 : sp_error(terminal, "this member stopped: %s", why);
+}
+
+int view_after_error(struct view_membership *m, struct smc_group *used, int rc)
+{
+    if (!m->config.tolerate_failures || (rc != SPINDLE_ESHUTDOWN && rc != SPINDLE_EPEERFAILED))
+        return rc;
+    pthread_mutex_lock(&m->lock);
+    wait_change_locked(m);
+    int terminal = m->terminal;
+    pthread_mutex_unlock(&m->lock);
+    if (terminal != 0)
+        return view_status(m);
+    struct view_epoch *epoch = __atomic_load_n(&m->current, __ATOMIC_ACQUIRE);
+    if (epoch != NULL && epoch->smc != used)
+        return 1;
+    return rc;
+}

@@ -1,0 +1,167 @@
+/*
+ * Private to src/view: what the files of the membership protocol share.
+ *
+ *   view_epoch.c        a view and its multicast: creation, the delivery
+ *                       upcall, retirement
+ *   view_start.c        the first view, the handle's hooks (acquire,
+ *                       barrier, stop, leave)
+ *   view_failure.c      failure reports, suspicion, wedge, waiting out a
+ *                       change, the member's terminal state
+ *   view_exchange.c     the survivors' blob exchange and commitment
+ *   view_install.c      trim delivery, resends, install, the start of the
+ *                       new view, the view upcall
+ *   view_thread.c       the membership thread and its attempts
+ *   view_join_leader.c  joins, the members' side (leader and others)
+ *   view_join_joiner.c  joins, the joiner's side
+ *
+ * Protocol overview and safety argument: view_install.c and view/trim.h;
+ * joins: view_join_leader.c.
+ */
+#ifndef SP_VIEW_VIEW_IMPL_H
+#define SP_VIEW_VIEW_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "view/membership.h"
+#include "view/view_wire.h"
+
+/* Control-channel tags. The start-up exchange of the first view: */
+enum { VIEW_TAG_DESCS = 0x5350, VIEW_TAG_READY = 0x5351 };
+/* Barriers: the view and the barrier's number in it. */
+#define VIEW_TAG_BARRIER_BASE 0x40000000u
+static inline uint32_t view_barrier_tag(uint64_t view, uint32_t number)
+{
+    return VIEW_TAG_BARRIER_BASE + (((uint32_t)view & 0x3fffu) << 16) + (number & 0xffffu);
+}
+/* The change to view v: the survivors' blobs, their commitment to one
+ * suspected set, and readiness in the new view. */
+#define VIEW_TAG_CHANGE_BASE 0x20000000u
+enum { STEP_BLOB = 0, STEP_COMMIT = 1, STEP_READY = 2 };
+static inline uint32_t view_change_tag(uint64_t view, uint32_t step)
+{
+    return VIEW_TAG_CHANGE_BASE + (((uint32_t)view & 0x7ffffffu) << 2) + step;
+}
+/* A join into view v: the joiner's descriptor to the leader, the leader's
+ * announcement to the members, the view and the state for the joiner. */
+#define VIEW_TAG_JOIN_BASE 0x10000000u
+enum { JOIN_DESC = 0, JOIN_ANNOUNCE = 1, JOIN_VIEW = 2, JOIN_STATE = 3 };
+static inline uint32_t view_join_tag(uint64_t view, uint32_t step)
+{
+    return VIEW_TAG_JOIN_BASE + (((uint32_t)view & 0x3ffffffu) << 2) + step;
+}
+
+/* A step of a view change waits this many failure timeouts for the
+ * survivors: long enough for the failure detector to judge a silent one. */
+#define EXCHANGE_TIMEOUTS 4
+
+/* The next view while a change builds it. */
+struct view_next {
+    struct view_transition how;
+    struct view_epoch *epoch; /* the next view and its multicast */
+    uint8_t *blobs;           /* encoded blobs indexed by member id */
+    size_t blob_size;
+    struct view_blob *decoded; /* decoded blobs by member id (survivors only) */
+    uint64_t *counts;          /* their counts, [SPINDLE_MAX_MEMBERS][subgroups][rows] */
+};
+
+/* ---- view_epoch.c ---------------------------------------------------- */
+
+/*
+ * Builds the epoch of view (moved in: the epoch owns its layouts now) and
+ * its multicast on m's engine (not connected). SPINDLE_ENOMEM or the
+ * multicast's error; view is cleared on failure.
+ */
+int view_epoch_create(struct view_membership *m, struct view *view, struct view_epoch **out);
+/* Stops and frees the epoch's multicast and the epoch. Safe on NULL. */
+void view_epoch_free(struct view_epoch *epoch);
+/* Connects the epoch's table to every row (descs by rank), within the
+ * bootstrap timeout. */
+int view_epoch_connect(struct view_membership *m, struct view_epoch *epoch,
+                       const struct sst_member_desc *descs);
+/* Opens m's engine for config.transport with the member id and group
+ * name; installs the failure callback. The engine's error. */
+int view_open_engine(struct view_membership *m);
+
+/* ---- view_failure.c -------------------------------------------------- */
+
+/* The engine's failure callback (predicate thread, engine lock held). */
+void view_on_failure(void *ctx, struct sst_table *table, uint32_t row, int error);
+/* Adds ranks another survivor suspects to ours. */
+void view_adopt_suspicion(struct view_membership *m, uint64_t ranks);
+/* Marks rank suspected (a joiner that never started). */
+void view_suspect(struct view_membership *m, uint32_t rank);
+/* True when the suspected set is no longer `mask`. */
+bool view_suspicion_grew(struct view_membership *m, uint64_t mask);
+/* Stops sending in the current view and wakes sleeping peers. */
+void view_wedge(struct view_membership *m);
+/* Returns once no view change is in progress. */
+void view_wait_change(struct view_membership *m);
+/* ts = now (CLOCK_REALTIME) + ms, for pthread_cond_timedwait. */
+void view_deadline_in(struct timespec *ts, int ms);
+/* True while the current view has no change pending and the member is
+ * not closing or stopped (membership thread). */
+bool view_quiet(struct view_membership *m);
+
+/* ---- view_exchange.c ------------------------------------------------- */
+
+/*
+ * Waits, in short rounds, for the latest blob of tag from every member of
+ * `from`, up to EXCHANGE_TIMEOUTS failure timeouts. SPINDLE_ETIMEDOUT
+ * naming `what` and the view, or the channel's error.
+ */
+int view_gather(struct view_membership *m, uint64_t from, uint64_t view, uint32_t tag, void *all,
+                size_t length, const char *what);
+/* Publishes a ready message for view to `to`. */
+int view_publish_ready(struct view_membership *m, uint64_t view, uint32_t tag, uint64_t to);
+/* Gathers ready messages of view from `from` and checks them
+ * (SPINDLE_EPROTO naming a member whose message is malformed or names
+ * another view). */
+int view_gather_ready(struct view_membership *m, uint64_t from, uint64_t view, uint32_t tag,
+                      int timeout_ms, const char *what);
+/*
+ * Publishes this member's blob for next and gathers every survivor's,
+ * adopting suspicion they name, then commits. SPINDLE_ETIMEDOUT when the
+ * suspected set grew (try again under it), SPINDLE_EMINORITY when the
+ * survivors did not meet in time, SPINDLE_EUNREACH when a commitment could
+ * not complete (final), SPINDLE_EPROTO naming a member whose blob or
+ * commitment is malformed or disagrees.
+ */
+int view_exchange(struct view_membership *m, struct view_next *next);
+/* The decoded blob of the survivor at rank `rank` of the next view. */
+const struct view_blob *view_blob_of(const struct view_next *next, uint32_t rank);
+
+/* ---- view_install.c -------------------------------------------------- */
+
+/* One attempt at the next view for suspected mask and joiner.
+ * SPINDLE_ETIMEDOUT when the survivors did not all meet (retry with the
+ * then-current mask); any other error stops the member. */
+int view_try_change(struct view_membership *m, uint64_t mask, uint32_t joiner);
+/* Reports the installed current view to the application. */
+void view_report(struct view_membership *m, const struct view_transition *how);
+
+/* ---- view_thread.c --------------------------------------------------- */
+
+/* Starts the membership thread (tolerate_failures only). SPINDLE_ENOMEM. */
+int view_thread_start(struct view_membership *m);
+/* Stops and joins it; safe when it never started. */
+void view_thread_stop(struct view_membership *m);
+
+/* ---- view_join_leader.c ---------------------------------------------- */
+
+/*
+ * The membership thread's idle step in a group that takes joins: answers
+ * a pending join request (the leader admits, others redirect to it) and
+ * picks up the leader's announcement of a joiner; true when a joiner is
+ * set for the next view change.
+ */
+bool view_join_poll(struct view_membership *m);
+/* Gives the admitted joiner the next view's descriptors (by rank) and the
+ * state (leader only, after the trim was delivered). The channel's error. */
+int view_join_send_view(struct view_membership *m, uint64_t view, uint32_t num_rows,
+                        const struct sst_member_desc *descs);
+/* Drops the active joiner, telling it why (leader only). */
+void view_join_abort(struct view_membership *m, int error, const char *why);
+
+#endif

@@ -1,0 +1,316 @@
+/*
+ * A failure-driven view change, from the survivors' agreement to the new
+ * view (tolerate_failures).
+ *
+ * Protocol (view/trim.h has the safety argument):
+ *  1. The engine reports a failed row; the membership thread wedges the
+ *     multicast (view_failure.c).
+ *  2. Every survivor builds the next view locally (the previous view minus
+ *     the suspected rows; majority rule against the previous view, else
+ *     SPINDLE_EMINORITY), creates its next multicast, and publishes one
+ *     blob over the group's control channel to the other survivors
+ *     (view_exchange.c).
+ *  3. Suspicion spreads through the blobs; when every survivor names the
+ *     same set, each commits to it (view_exchange.c).
+ *  4. Each survivor computes the trim itself (trim_compute is deterministic
+ *     over identical inputs), delivers exactly up to it, connects the next
+ *     table (reusing connections to survivors), retires the old view,
+ *     meets the others in the new view and resends its undelivered
+ *     messages in their original order before any new one, then reports
+ *     the view (this file).
+ *
+ * A survivor that cannot complete a step within EXCHANGE_TIMEOUTS failure
+ * timeouts (the others never answered: it is probably cut off) stops with
+ * SPINDLE_EMINORITY rather than install anything on its own.
+ *
+ * Departure from Derecho (deliberate): Derecho's leader computes the trim
+ * and publishes it in the SST; members echo it, and a new leader adopts any
+ * trim already echoed. Here no member acts before it holds every
+ * survivor's frozen counts and commitment, and every member computes the
+ * same trim from the same counts, so there is no leader whose failure needs
+ * handling: a failure during the exchange restarts it under the larger
+ * set. The cost is liveness in one narrow race: if a member commits to a
+ * set just as another abandons it for a larger one, both wait out the
+ * deadline and stop (never diverge).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "view/trim.h"
+#include "view/view_impl.h"
+
+/* An own message to resend in the next view. */
+struct resend {
+    uint32_t subgroup;
+    uint32_t length;
+    void *data;
+};
+
+static void next_free(struct view_next *next)
+{
+    view_epoch_free(next->epoch);
+    free(next->blobs);
+    free(next->decoded);
+    free(next->counts);
+    memset(next, 0, sizeof *next);
+}
+
+/* Builds the next view: the survivors of mask in their old order, then the
+ * joiner (VIEW_NO_JOINER: none), and its multicast. */
+static int next_build(struct view_membership *m, uint64_t mask, uint32_t joiner,
+                      struct view_next *next)
+{
+    memset(next, 0, sizeof *next);
+    const struct view *current = &m->current->view;
+    struct view view;
+    int rc = view_next(current, mask, joiner, &view, &next->how);
+    if (rc == 0)
+        rc = view_next_layouts(current, &next->how, m->config.layout, m->config.layout_ctx, &view);
+    if (rc < 0) {
+        view_clear(&view);
+        return rc;
+    }
+    return view_epoch_create(m, &view, &next->epoch);
+}
+
+/* Computes subgroup g's trim from the gathered counts and delivers up to it. */
+static int deliver_trim(struct view_membership *m, const struct view_next *next, uint32_t g)
+{
+    const struct view *current = &m->current->view;
+    const struct smc_layout *old = &current->layouts[g];
+    uint32_t members = old->num_members, senders = old->num_senders;
+    if (senders == 0 || old->mode != SPINDLE_MODE_ATOMIC)
+        return 0;
+    uint32_t sender_row[SST_MAX_ROWS];
+    uint64_t received[SST_MAX_ROWS * SST_MAX_ROWS];
+    struct trim_input in = {members, senders, sender_row, received, 0, NULL};
+    for (uint32_t i = 0; i < members; i++) {
+        int rank = next->how.new_rank[old->members[i]];
+        if (rank < 0)
+            in.failed_mask |= 1ull << i;
+        const uint64_t *counts =
+            rank < 0 ? NULL : &view_blob_of(next, (uint32_t)rank)->counts[g * SST_MAX_ROWS];
+        for (uint32_t s = 0; s < senders; s++)
+            received[i * senders + s] = counts == NULL ? 0 : counts[s];
+        for (uint32_t s = 0; s < senders; s++)
+            if (old->senders[s] == old->members[i])
+                sender_row[s] = i;
+    }
+    struct trim_result result;
+    int rc = trim_compute(&in, &result);
+    if (rc == 0)
+        rc = smc_group_deliver_upto(m->current->smc, g, result.delivered_total);
+    if (rc == 0)
+        sp_log(SP_LOG_INFO, "view", "view %llu subgroup %u: trim delivers %llu sequence numbers",
+               (unsigned long long)current->id, g, (unsigned long long)result.delivered_total);
+    return rc;
+}
+
+static void resends_free(struct resend *list, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free(list[i].data);
+    free(list);
+}
+
+/* Copies this member's undelivered messages out of the old rings. */
+static int collect_resends(struct view_membership *m, struct resend **out, size_t *count)
+{
+    struct smc_group *smc = m->current->smc;
+    size_t cap = 0;
+    *out = NULL;
+    *count = 0;
+    for (uint32_t g = 0; g < m->current->view.num_subgroups; g++) {
+        uint64_t first = 0, n = 0;
+        int rc = smc_group_undelivered(smc, g, &first, &n);
+        if (rc < 0)
+            return rc;
+        for (uint64_t i = first; i < first + n; i++) {
+            if (*count == cap) {
+                cap = cap == 0 ? 64 : cap * 2;
+                struct resend *grown = realloc(*out, cap * sizeof *grown);
+                if (grown == NULL)
+                    return sp_error(SPINDLE_ENOMEM, "no memory for %zu resends", cap);
+                *out = grown;
+            }
+            struct resend *r = &(*out)[*count];
+            const void *data = smc_group_message(smc, g, i, &r->length);
+            if (data == NULL)
+                return SPINDLE_EPROTO;
+            r->subgroup = g;
+            r->data = malloc(r->length > 0 ? r->length : 1);
+            if (r->data == NULL)
+                return sp_error(SPINDLE_ENOMEM, "no memory for a resend of %u bytes", r->length);
+            memcpy(r->data, data, r->length);
+            (*count)++;
+        }
+    }
+    return 0;
+}
+
+static int resend_all(struct smc_group *smc, const struct resend *list, size_t count)
+{
+    size_t dropped = 0;
+    for (size_t i = 0; i < count; i++) {
+        void *slot = NULL;
+        int rc = smc_reserve(smc, list[i].subgroup, list[i].length, 0, &slot);
+        if (rc == SPINDLE_EPERM) {
+            /* The layout function took this member off the subgroup's
+             * senders: like a departed sender's, its undelivered messages
+             * are delivered nowhere. */
+            dropped++;
+            continue;
+        }
+        if (rc < 0)
+            return rc;
+        memcpy(slot, list[i].data, list[i].length);
+        rc = smc_commit(smc, list[i].subgroup);
+        if (rc < 0)
+            return rc;
+    }
+    if (dropped > 0)
+        sp_log(SP_LOG_WARN, "view",
+               "%zu undelivered messages dropped: no longer a sender of their subgroup", dropped);
+    return 0;
+}
+
+void view_report(struct view_membership *m, const struct view_transition *how)
+{
+    struct spindle_view_info info;
+    view_describe(&m->current->view, how, &info);
+    info.detected_ns = m->detected_ns;
+    info.installed_ns = sp_now_ns();
+    sp_log(SP_LOG_INFO, "view", "view %llu installed: %u members, %u left, %u joined",
+           (unsigned long long)info.view_id, info.num_members, info.num_left, info.num_joined);
+    if (m->config.view_changed != NULL)
+        m->config.view_changed(m->config.view_ctx, &info);
+}
+
+/* Swaps the next view in and retires the old one. Called with the write
+ * side of smc_lock held, which the caller keeps until its resends are in. */
+static void install(struct view_membership *m, struct view_next *next)
+{
+    struct view_epoch *old = m->current;
+    smc_group_stop(old->smc);
+    pthread_mutex_lock(&m->lock);
+    __atomic_store_n(&m->current, next->epoch, __ATOMIC_RELEASE);
+    /* Suspicions that arrived during the change carry over, renumbered. */
+    uint64_t carried = 0;
+    for (uint32_t r = 0; r < old->view.num_members; r++)
+        if (((m->suspected & ~next->how.removed) >> r) & 1)
+            carried |= 1ull << next->how.new_rank[r];
+    m->suspected = carried;
+    __atomic_store_n(&m->view_id, next->epoch->view.id, __ATOMIC_RELEASE);
+    __atomic_store_n(&m->num_members, next->epoch->view.num_members, __ATOMIC_RELEASE);
+    m->barriers = 0;
+    uint32_t joiner = next->how.joiner;
+    if (joiner != VIEW_NO_JOINER && joiner >= m->next_id)
+        m->next_id = joiner + 1;
+    m->joiner.active = false;
+    pthread_mutex_unlock(&m->lock);
+    view_epoch_free(old);
+    next->epoch = NULL;
+    next_free(next);
+}
+
+/* The next view's descriptors by rank: the survivors' from their blobs,
+ * the joiner's from its announcement. */
+static void next_descs(struct view_membership *m, const struct view_next *next,
+                       struct sst_member_desc *descs)
+{
+    const struct view *view = &next->epoch->view;
+    for (uint32_t rank = 0; rank < view->num_members; rank++)
+        descs[rank] = view->member_ids[rank] == next->how.joiner ? m->joiner.desc
+                                                                 : view_blob_of(next, rank)->desc;
+}
+
+/* Agreement and everything that must happen before the next view may be
+ * installed: trim, the joiner's view, connections, resends collected
+ * (with the write side of smc_lock held on success). */
+static int prepare(struct view_membership *m, struct view_next *next, struct resend **resends,
+                   size_t *num_resends)
+{
+    int rc = view_exchange(m, next);
+    for (uint32_t g = 0; g < m->current->view.num_subgroups && rc == 0; g++)
+        rc = deliver_trim(m, next, g);
+    const struct view *view = &next->epoch->view;
+    struct sst_member_desc descs[SST_MAX_ROWS];
+    if (rc == 0)
+        next_descs(m, next, descs);
+    /* The joiner gets the view and the state as of its end: every message
+     * of the old view this member will ever deliver is delivered now. */
+    if (rc == 0 && next->how.joiner != VIEW_NO_JOINER && view->my_rank == 0)
+        rc = view_join_send_view(m, view->id, view->num_members, descs);
+    /* Connect the next view's table while the old one still holds its
+     * peers: connections to survivors are reused rather than torn down and
+     * rebuilt, which a peer would take for a failure. */
+    if (rc == 0)
+        rc = view_epoch_connect(m, next->epoch, descs);
+    if (rc == 0) {
+        /* The write side waits out any reservation still open on the old
+         * view: a message committed there after the wedge is not in the
+         * trim, so it must be among the resends (the wedge already woke
+         * senders blocked on a full window, so they release the lock). */
+        pthread_rwlock_wrlock(&m->smc_lock);
+        rc = collect_resends(m, resends, num_resends);
+        if (rc < 0)
+            pthread_rwlock_unlock(&m->smc_lock);
+    }
+    return rc;
+}
+
+/* Meets the survivors (and the joiner) at the start of the new view. */
+static int meet(struct view_membership *m, uint64_t survivors, uint32_t joiner)
+{
+    uint64_t view = m->current->view.id;
+    uint32_t tag = view_change_tag(view, STEP_READY);
+    uint64_t to = survivors | (joiner != VIEW_NO_JOINER ? 1ull << joiner : 0);
+    int rc = view_publish_ready(m, view, tag, to);
+    if (rc == 0)
+        rc = view_gather_ready(m, survivors, view, tag, -1, "start of the view");
+    if (rc == 0 && joiner != VIEW_NO_JOINER &&
+        view_gather_ready(m, 1ull << joiner, view, tag, -1, "joiner's start") < 0) {
+        /* A joiner lost on its way in is a failure in the new view, not a
+         * reason to stop: the next change removes it. */
+        sp_log(SP_LOG_WARN, "view", "view %llu: joiner %u never started (%s)",
+               (unsigned long long)view, joiner, spindle_errmsg());
+        view_suspect(m, m->current->view.num_members - 1);
+    }
+    return rc;
+}
+
+int view_try_change(struct view_membership *m, uint64_t mask, uint32_t joiner)
+{
+    struct view_next next;
+    struct resend *resends = NULL;
+    size_t num_resends = 0;
+    int rc = next_build(m, mask, joiner, &next);
+    if (rc == 0)
+        rc = prepare(m, &next, &resends, &num_resends);
+    if (rc < 0) {
+        resends_free(resends, num_resends);
+        next_free(&next);
+        return rc;
+    }
+    struct view_transition how = next.how;
+    install(m, &next);
+    rc = smc_group_start(m->current->smc);
+    if (rc == 0)
+        rc = meet(m, how.survivors, joiner);
+    sp_log(SP_LOG_DEBUG, "view", "view %llu ready (%d), %zu resends",
+           (unsigned long long)m->current->view.id, rc, num_resends);
+    if (rc == 0)
+        rc = resend_all(m->current->smc, resends, num_resends);
+    /* Only now may application threads send in the new view: their new
+     * messages must follow the resends. */
+    pthread_rwlock_unlock(&m->smc_lock);
+    resends_free(resends, num_resends);
+    if (rc == SPINDLE_ETIMEDOUT) /* installed: no retry under another set */
+        rc = sp_error(SPINDLE_EUNREACH, "%s", spindle_errmsg());
+    if (rc == 0)
+        view_report(m, &how);
+    return rc;
+}

@@ -1,0 +1,336 @@
+/*
+ * Joining a running group: the joiner's side (protocol: view_join_leader.c).
+ * The joiner asks any member, follows redirections to the leader, takes on
+ * the id and view the offer gives it, opens its engine, table and control
+ * channel, sends the leader its descriptor, receives its view and the
+ * application state, and meets the members at the start of its first
+ * view. Any failure on the way undoes the attempt; the joiner asks again
+ * until its bootstrap timeout.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "view/view_impl.h"
+
+/* The join request this process sends. */
+static void build_request(struct view_join_request *req, const struct ctl_address *self,
+                          const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)
+{
+    memset(req, 0, sizeof *req);
+    req->address = *self;
+    req->num_subgroups = num_subgroups;
+    for (uint32_t g = 0; g < num_subgroups; g++)
+        req->subgroups[g] = (struct view_join_subgroup){
+            subgroups[g].window_size, subgroups[g].max_payload, (uint32_t)subgroups[g].mode};
+}
+
+/* Asks contact once: 0 with an admission in offer, 1 with a redirection
+ * (contact updated), or the refusal's error. */
+static int ask_once(struct view_membership *m, const uint8_t *request, size_t length,
+                    struct ctl_address *contact, uint64_t deadline, struct view_join_offer *offer)
+{
+    uint64_t now = sp_now_ns();
+    int ms = now >= deadline ? 1 : (int)((deadline - now) / 1000000u) + 1;
+    void *reply = NULL;
+    size_t reply_length = 0;
+    struct ctl_versions versions = view_ctl_versions();
+    const char *name = m->group_name[0] != '\0' ? m->group_name : NULL;
+    int rc = ctl_join_ask(name, &versions, contact->host, contact->port, request, length, &reply,
+                          &reply_length, ms);
+    if (rc < 0)
+        return sp_error(SPINDLE_EAGAIN, "%s", spindle_errmsg());
+    rc = view_wire_decode_join_offer(reply, reply_length, offer);
+    free(reply);
+    if (rc < 0)
+        return sp_error(SPINDLE_EPROTO, "%s:%u answered the join request with garbage: %s",
+                        contact->host, contact->port, spindle_errmsg());
+    if (offer->kind == VIEW_OFFER_REDIRECT) {
+        *contact = offer->redirect;
+        return 1;
+    }
+    if (offer->kind == VIEW_OFFER_REFUSE)
+        return sp_error(offer->error, "%s:%u refused the join: %s", contact->host, contact->port,
+                        offer->why);
+    return 0;
+}
+
+static int ask_admission(struct view_membership *m, const struct spindle_subgroup_config *subgroups,
+                         uint32_t num_subgroups, const struct ctl_address *self,
+                         struct ctl_address *contact, uint64_t deadline,
+                         struct view_join_offer *offer)
+{
+    struct view_join_request *req = malloc(sizeof *req);
+    uint8_t *request = malloc(CTL_JOIN_REQUEST_MAX);
+    if (req == NULL || request == NULL) {
+        free(req);
+        free(request);
+        return sp_error(SPINDLE_ENOMEM, "no memory for a join request");
+    }
+    build_request(req, self, subgroups, num_subgroups);
+    size_t length = view_wire_encode_join_request(req, request, CTL_JOIN_REQUEST_MAX);
+    int rc = 1;
+    for (int hops = 0; hops < 4 && rc == 1; hops++)
+        rc = ask_once(m, request, length, contact, deadline, offer);
+    if (rc == 1)
+        rc = sp_error(SPINDLE_EAGAIN, "join requests were redirected too often (the leader moved)");
+    if (rc == 0 && offer->num_subgroups != num_subgroups)
+        rc = sp_error(SPINDLE_EPROTO, "%s:%u offered %u subgroups, this process has %u",
+                      contact->host, contact->port, offer->num_subgroups, num_subgroups);
+    free(req);
+    free(request);
+    return rc;
+}
+
+/* The joiner's subgroups must match the group's in everything but members. */
+static int check_offer(const struct view_join_offer *offer,
+                       const struct spindle_subgroup_config *subgroups)
+{
+    for (uint32_t g = 0; g < offer->num_subgroups; g++) {
+        const struct smc_layout *l = &offer->layouts[g];
+        if (l->window_size != subgroups[g].window_size ||
+            l->max_payload != subgroups[g].max_payload || l->mode != subgroups[g].mode)
+            return sp_error(SPINDLE_EINVAL,
+                            "subgroup %u: window %u, max_payload %u, mode %d given, but the group "
+                            "has window %u, max_payload %u, mode %d",
+                            g, subgroups[g].window_size, subgroups[g].max_payload,
+                            (int)subgroups[g].mode, l->window_size, l->max_payload, (int)l->mode);
+    }
+    return 0;
+}
+
+/* Waits for the leader's JOIN_VIEW (and the state), or for the leader to
+ * be gone. *state is malloc'ed (NULL when there is none). */
+static int await_view(struct view_membership *m, uint32_t leader, uint64_t view,
+                      struct view_join_view *jv, void **state)
+{
+    int timeout =
+        m->config.bootstrap_timeout_ms + EXCHANGE_TIMEOUTS * 2 * m->config.failure_timeout_ms;
+    uint8_t *bytes = malloc(VIEW_WIRE_JOIN_VIEW_SIZE);
+    if (bytes == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the joiner's view");
+    int rc = ctl_collect_one(m->ctl, view_join_tag(view, JOIN_VIEW), leader, bytes,
+                             VIEW_WIRE_JOIN_VIEW_SIZE, timeout);
+    if (rc < 0)
+        rc = sp_error(SPINDLE_EAGAIN, "the leader did not complete the join: %s", spindle_errmsg());
+    else if (view_wire_decode_join_view(bytes, VIEW_WIRE_JOIN_VIEW_SIZE, jv) < 0)
+        rc = sp_error(SPINDLE_EPROTO, "the leader sent a malformed view: %s", spindle_errmsg());
+    else if (jv->view_id != view)
+        rc = sp_error(SPINDLE_EPROTO, "the leader sent view %llu, not %llu",
+                      (unsigned long long)jv->view_id, (unsigned long long)view);
+    else if (jv->error < 0)
+        rc = sp_error(jv->error, "the join was dropped: %s", jv->why);
+    else if (jv->num_rows != m->current->view.num_members)
+        rc = sp_error(SPINDLE_EPROTO, "the leader sent %u descriptors for a view of %u",
+                      jv->num_rows, m->current->view.num_members);
+    free(bytes);
+    if (rc < 0 || jv->state_length == 0)
+        return rc;
+    uint8_t *buffer = malloc((size_t)jv->state_length);
+    if (buffer == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for %llu bytes of state",
+                        (unsigned long long)jv->state_length);
+    rc = ctl_collect_one(m->ctl, view_join_tag(view, JOIN_STATE), leader, buffer,
+                         (size_t)jv->state_length, timeout);
+    if (rc < 0) {
+        free(buffer);
+        return sp_error(SPINDLE_EAGAIN, "the state did not arrive: %s", spindle_errmsg());
+    }
+    *state = buffer;
+    return 0;
+}
+
+/* Undoes a failed attempt so that the next one starts clean. */
+static void join_undo(struct view_membership *m)
+{
+    if (m->engine_started) {
+        sst_engine_stop(m->engine);
+        m->engine_started = false;
+    }
+    view_epoch_free(m->current);
+    m->current = NULL;
+    if (m->engine != NULL)
+        sst_engine_destroy(m->engine);
+    m->engine = NULL;
+    ctl_close(m->ctl);
+    m->ctl = NULL;
+}
+
+/* Takes on the identity and the view the offer gives this process. */
+static int adopt_offer(struct view_membership *m, const struct view_join_offer *offer,
+                       const struct ctl_address *self)
+{
+    snprintf(m->group_name, sizeof m->group_name, "%s", offer->group_name);
+    m->config.self = offer->id;
+    m->config.num_initial = offer->num_initial;
+    memset(m->addresses, 0, sizeof m->addresses);
+    for (uint32_t r = 0; r < offer->num_rows; r++)
+        m->addresses[offer->member_ids[r]] = offer->addresses[r];
+    m->addresses[offer->id] = *self;
+    /* The transport listens where the control channel does. */
+    m->config.transport.host = m->addresses[offer->id].host;
+    m->next_id = offer->id + 1;
+    struct view view;
+    int rc = view_init_first(&view, offer->num_rows, offer->my_row, offer->layouts,
+                             offer->num_subgroups);
+    if (rc < 0)
+        return rc;
+    view.id = offer->view_id;
+    memcpy(view.member_ids, offer->member_ids, sizeof view.member_ids);
+    rc = view_open_engine(m);
+    if (rc == 0)
+        rc = view_epoch_create(m, &view, &m->current);
+    else
+        view_clear(&view);
+    return rc;
+}
+
+/* Opens this joiner's control channel to every member of its view. */
+static int open_channel(struct view_membership *m)
+{
+    const struct view *view = &m->current->view;
+    struct ctl_member members[SPINDLE_MAX_MEMBERS];
+    memset(members, 0, sizeof members);
+    for (uint32_t r = 0; r < view->num_members; r++) {
+        uint32_t id = view->member_ids[r];
+        members[id] = (struct ctl_member){id, m->addresses[id].host, m->addresses[id].port};
+    }
+    struct ctl_versions versions = view_ctl_versions();
+    int rc = ctl_open_tcp_joiner(m->group_name, members, m->config.num_initial, m->config.self,
+                                 &versions, m->config.bootstrap_timeout_ms, &m->ctl);
+    /* A member that cannot be reached may have failed: ask again. */
+    if (rc == SPINDLE_EUNREACH || rc == SPINDLE_ETIMEDOUT)
+        rc = sp_error(SPINDLE_EAGAIN, "%s", spindle_errmsg());
+    return rc;
+}
+
+/* Sends the leader this joiner's table descriptor. */
+static int send_desc(struct view_membership *m, uint32_t leader)
+{
+    struct view_join_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.view_id = m->current->view.id;
+    desc.id = m->config.self;
+    int rc = smc_group_export(m->current->smc, &desc.desc);
+    uint8_t bytes[VIEW_WIRE_JOIN_DESC_SIZE];
+    view_wire_encode_join_desc(&desc, bytes, sizeof bytes);
+    if (rc == 0)
+        rc = ctl_publish(m->ctl, view_join_tag(desc.view_id, JOIN_DESC), bytes, sizeof bytes,
+                         1ull << leader);
+    return rc;
+}
+
+/* Loads the state, connects and starts the table, meets the members. */
+static int start_view(struct view_membership *m, const struct view_join_view *jv, void *state)
+{
+    const struct view *view = &m->current->view;
+    int rc = 0;
+    if (m->config.state_load != NULL) {
+        rc = m->config.state_load(m->config.state_ctx, state, (size_t)jv->state_length);
+        if (rc < 0)
+            rc = sp_error(rc, "state_load refused the state of view %llu (%s)",
+                          (unsigned long long)view->id, spindle_strerror(rc));
+    }
+    if (rc == 0)
+        rc = view_epoch_connect(m, m->current, jv->descs);
+    if (rc == 0)
+        rc = smc_group_start(m->current->smc);
+    if (rc == 0)
+        rc = sst_engine_start(m->engine);
+    if (rc == 0)
+        m->engine_started = true;
+    /* The members resend and send only once the joiner is there. */
+    uint64_t members = view_member_mask(view) & ~(1ull << m->config.self);
+    uint32_t tag = view_change_tag(view->id, STEP_READY);
+    if (rc == 0)
+        rc = view_publish_ready(m, view->id, tag, members);
+    if (rc == 0)
+        rc = view_gather_ready(m, members, view->id, tag,
+                               EXCHANGE_TIMEOUTS * m->config.failure_timeout_ms,
+                               "start of the view");
+    return rc;
+}
+
+static int join_attempt(struct view_membership *m, const struct spindle_subgroup_config *subgroups,
+                        uint32_t num_subgroups, const struct ctl_address *self,
+                        const struct ctl_address *contact, uint64_t deadline)
+{
+    struct view_join_offer *offer = calloc(1, sizeof *offer);
+    struct smc_layout *layouts = calloc(VIEW_JOIN_MAX_SUBGROUPS, sizeof *layouts);
+    if (offer == NULL || layouts == NULL) {
+        free(offer);
+        free(layouts);
+        return sp_error(SPINDLE_ENOMEM, "no memory for a join offer");
+    }
+    offer->layouts = layouts;
+    struct ctl_address where = *contact;
+    int rc = ask_admission(m, subgroups, num_subgroups, self, &where, deadline, offer);
+    uint64_t view = offer->view_id;
+    uint32_t leader = offer->member_ids[0];
+    if (rc == 0)
+        rc = check_offer(offer, subgroups);
+    if (rc == 0)
+        rc = adopt_offer(m, offer, self);
+    free(layouts);
+    free(offer);
+    if (rc == 0)
+        rc = open_channel(m);
+    if (rc == 0)
+        rc = send_desc(m, leader);
+    struct view_join_view *jv = calloc(1, sizeof *jv);
+    void *state = NULL;
+    if (rc == 0 && jv == NULL)
+        rc = sp_error(SPINDLE_ENOMEM, "no memory for the joiner's view");
+    if (rc == 0)
+        rc = await_view(m, leader, view, jv, &state);
+    if (rc == 0)
+        rc = start_view(m, jv, state);
+    free(state);
+    free(jv);
+    if (rc < 0)
+        return rc;
+    __atomic_store_n(&m->view_id, view, __ATOMIC_RELEASE);
+    __atomic_store_n(&m->num_members, m->current->view.num_members, __ATOMIC_RELEASE);
+    m->detected_ns = 0;
+    struct view_transition how;
+    memset(&how, 0, sizeof how);
+    how.joiner = m->config.self;
+    view_report(m, &how);
+    return 0;
+}
+
+int view_join(struct view_membership *m, const struct ctl_address *self,
+              const struct ctl_address *contact, const struct spindle_subgroup_config *subgroups,
+              uint32_t num_subgroups)
+{
+    if (!m->config.tolerate_failures)
+        return sp_error(SPINDLE_EINVAL, "joining a group (options.join) needs tolerate_failures");
+    if (num_subgroups == 0 || num_subgroups > VIEW_JOIN_MAX_SUBGROUPS)
+        return sp_error(SPINDLE_EINVAL, "a joiner brings 1..%u subgroups, not %u",
+                        VIEW_JOIN_MAX_SUBGROUPS, num_subgroups);
+    for (uint32_t g = 0; g < num_subgroups; g++)
+        if (subgroups[g].window_size == 0 || subgroups[g].max_payload == 0)
+            return sp_error(SPINDLE_EINVAL, "subgroup %u: window_size and max_payload must be > 0",
+                            g);
+    m->joinable = true;
+    uint64_t deadline = sp_now_ns() + (uint64_t)m->config.bootstrap_timeout_ms * 1000000ull;
+    for (;;) {
+        int rc = join_attempt(m, subgroups, num_subgroups, self, contact, deadline);
+        if (rc == 0)
+            return view_thread_start(m);
+        if (rc != SPINDLE_EAGAIN)
+            return rc;
+        if (sp_now_ns() >= deadline)
+            return sp_error(SPINDLE_ETIMEDOUT, "could not join within %d ms: %s",
+                            m->config.bootstrap_timeout_ms, spindle_errmsg());
+        sp_log(SP_LOG_INFO, "join", "join attempt failed (%s); asking again", spindle_errmsg());
+        join_undo(m);
+        /* Back off before asking again: the leader is busy or moved. */
+        struct timespec pause = {0, 50 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+}

@@ -1,0 +1,388 @@
+/*
+ * Joining a running group (tolerate_failures, TCP bootstrap): the members'
+ * side. The joiner's side is in view_join_joiner.c.
+ *
+ * Protocol, for a joiner J entering view v+1 of a group in view v:
+ *  1. J sends a join request (its control address, its subgroups' shapes)
+ *     to any member. A member that is not the leader (rank 0 of its view)
+ *     answers with the leader's address; J asks there.
+ *  2. The leader, on its membership thread while no view change runs,
+ *     gives J the next unused member id and an offer: the group name, v+1,
+ *     the members of v+1 (those of v, then J), their control addresses and
+ *     the subgroup layouts of v+1.
+ *  3. J opens its engine and its table of v+1, connects its control channel
+ *     to every member (as a new slot) and sends the leader its table
+ *     descriptor (JOIN_DESC).
+ *  4. The leader announces J (id, address, descriptor) to every member
+ *     (JOIN_ANNOUNCE) and all of them run a view change that adds J as the
+ *     last rank: the usual wedge, exchange, commit and trim among the
+ *     members of v (J takes no part: it received nothing in v).
+ *  5. After delivering the trim, the leader saves the application state
+ *     (state_save) and sends J the descriptors of every rank of v+1 and the
+ *     state (JOIN_VIEW, JOIN_STATE). J loads the state (state_load),
+ *     connects its table, starts it and meets the others at the start of
+ *     v+1; only then do senders resend and send, so J's first delivery is
+ *     the first message of v+1 and its state is the state as of v+1.
+ *
+ * A failure during the join drops the joiner from that change (its table
+ * was made for the failure-free ranks); the leader tells it so and J starts
+ * over, as it does while another join is pending, until its bootstrap
+ * timeout. If the leader fails during the join, J sees its control
+ * connection break and starts over with another member.
+ *
+ * Every message goes through the wire codec (view/view_wire.h); whatever a
+ * joiner sends is decoded strictly before it is looked at.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "view/view_impl.h"
+
+/* Encodes an offer and answers the pending request with it. */
+static int answer(struct view_membership *m, const struct view_join_offer *offer)
+{
+    size_t size = view_wire_encode_join_offer(offer, NULL, 0);
+    uint8_t *bytes = malloc(size);
+    if (bytes == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for a join offer of %zu bytes", size);
+    view_wire_encode_join_offer(offer, bytes, size);
+    int rc = ctl_join_answer(m->ctl, bytes, size);
+    free(bytes);
+    return rc;
+}
+
+static void refuse(struct view_membership *m, int error, const char *why)
+{
+    struct view_join_offer offer;
+    memset(&offer, 0, sizeof offer);
+    offer.kind = VIEW_OFFER_REFUSE;
+    offer.error = error;
+    snprintf(offer.why, sizeof offer.why, "%s", why);
+    sp_log(error == SPINDLE_EAGAIN ? SP_LOG_INFO : SP_LOG_WARN, "join",
+           "member %u refused a join request: %s", m->config.self, why);
+    (void)answer(m, &offer);
+}
+
+/* Builds and sends the leader's offer for joiner id. */
+static int offer_admission(struct view_membership *m, uint32_t id,
+                           const struct view_join_request *req)
+{
+    const struct view *current = &m->current->view;
+    struct view next;
+    struct view_transition how;
+    int rc = view_next(current, 0, id, &next, &how);
+    if (rc == 0)
+        rc = view_next_layouts(current, &how, m->config.layout, m->config.layout_ctx, &next);
+    if (rc < 0) {
+        refuse(m, rc, spindle_errmsg());
+        view_clear(&next);
+        return rc;
+    }
+    struct view_join_offer *offer = calloc(1, sizeof *offer);
+    if (offer == NULL) {
+        view_clear(&next);
+        return sp_error(SPINDLE_ENOMEM, "no memory for a join offer");
+    }
+    offer->kind = VIEW_OFFER_ADMIT;
+    snprintf(offer->group_name, sizeof offer->group_name, "%s", m->group_name);
+    offer->id = id;
+    offer->num_initial = m->config.num_initial;
+    offer->num_rows = next.num_members;
+    offer->my_row = next.num_members - 1;
+    offer->num_subgroups = next.num_subgroups;
+    offer->view_id = next.id;
+    for (uint32_t rank = 0; rank < current->num_members; rank++) {
+        offer->member_ids[rank] = current->member_ids[rank];
+        offer->addresses[rank] = m->addresses[current->member_ids[rank]];
+    }
+    offer->member_ids[offer->my_row] = id;
+    offer->addresses[offer->my_row] = req->address;
+    offer->layouts = next.layouts;
+    rc = answer(m, offer);
+    free(offer);
+    view_clear(&next);
+    return rc;
+}
+
+/* Waits for the joiner's table descriptor (it first connects to every
+ * member), giving up when a failure needs a view change. */
+static int await_desc(struct view_membership *m, uint32_t id, uint64_t view,
+                      struct view_join_desc *desc)
+{
+    /* Connecting to every member takes the joiner a few polls of theirs;
+     * a joiner silent for longer than this is taken to be gone. */
+    int wait_ms = 2 * m->config.failure_timeout_ms;
+    uint64_t deadline = sp_now_ns() + (uint64_t)wait_ms * 1000000ull;
+    uint8_t bytes[VIEW_WIRE_JOIN_DESC_SIZE];
+    for (;;) {
+        int rc =
+            ctl_collect_one(m->ctl, view_join_tag(view, JOIN_DESC), id, bytes, sizeof bytes, 20);
+        if (rc == 0) {
+            if (view_wire_decode_join_desc(bytes, sizeof bytes, desc) < 0)
+                return sp_error(SPINDLE_EPROTO, "joiner %u sent a malformed descriptor: %s", id,
+                                spindle_errmsg());
+            if (desc->view_id != view || desc->id != id)
+                return sp_error(SPINDLE_EPROTO, "joiner %u sent a descriptor for view %llu as %u",
+                                id, (unsigned long long)desc->view_id, desc->id);
+            return 0;
+        }
+        if (rc != SPINDLE_ETIMEDOUT)
+            return rc;
+        if (!view_quiet(m))
+            return sp_error(SPINDLE_EAGAIN, "the group began a view change or is shutting down");
+        if (sp_now_ns() >= deadline)
+            return sp_error(SPINDLE_ETIMEDOUT, "joiner %u did not connect within %d ms", id,
+                            wait_ms);
+    }
+}
+
+static void set_joiner(struct view_membership *m, uint32_t id, uint64_t view,
+                       const struct ctl_address *address, const struct sst_member_desc *desc)
+{
+    ctl_add_member(m->ctl, id, address->host, address->port);
+    pthread_mutex_lock(&m->lock);
+    m->addresses[id] = *address;
+    m->joiner.active = true;
+    m->joiner.id = id;
+    m->joiner.view_id = view;
+    m->joiner.address = *address;
+    m->joiner.desc = *desc;
+    if (id >= m->next_id)
+        m->next_id = id + 1;
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* Tells joiner id that its join into view failed (leader only). */
+static void send_drop(struct view_membership *m, uint32_t id, uint64_t view, int error,
+                      const char *why)
+{
+    struct view_join_view *drop = calloc(1, sizeof *drop);
+    if (drop == NULL)
+        return;
+    drop->view_id = view;
+    drop->error = error;
+    snprintf(drop->why, sizeof drop->why, "%s", why);
+    uint8_t *bytes = malloc(VIEW_WIRE_JOIN_VIEW_SIZE);
+    if (bytes != NULL) {
+        view_wire_encode_join_view(drop, bytes, VIEW_WIRE_JOIN_VIEW_SIZE);
+        (void)ctl_publish(m->ctl, view_join_tag(view, JOIN_VIEW), bytes, VIEW_WIRE_JOIN_VIEW_SIZE,
+                          1ull << id);
+    }
+    free(bytes);
+    free(drop);
+}
+
+/* The leader admits the joiner behind a valid request. */
+static bool admit(struct view_membership *m, const struct view_join_request *req)
+{
+    uint32_t id = m->next_id;
+    uint64_t view = m->current->view.id + 1;
+    if (id >= SPINDLE_MAX_MEMBERS) {
+        refuse(m, SPINDLE_EINVAL, "all member ids of this group are used (ids are not reused)");
+        return false;
+    }
+    if (m->current->view.num_members >= SST_MAX_ROWS) {
+        refuse(m, SPINDLE_EINVAL, "the view is full");
+        return false;
+    }
+    if (offer_admission(m, id, req) < 0)
+        return false;
+    /* The id is spent even if the joiner never comes back: it may have
+     * connected to some members already, which never reuse a slot. */
+    pthread_mutex_lock(&m->lock);
+    m->next_id = id + 1;
+    pthread_mutex_unlock(&m->lock);
+    struct view_join_desc desc;
+    int rc = await_desc(m, id, view, &desc);
+    if (rc < 0) {
+        sp_log(SP_LOG_WARN, "join", "joiner %u at %s:%u was not admitted: %s", id,
+               req->address.host, req->address.port, spindle_errmsg());
+        char why[VIEW_WHY_MAX];
+        snprintf(why, sizeof why, "the leader gave up: %s", spindle_errmsg());
+        send_drop(m, id, view, SPINDLE_EAGAIN, why);
+        return false;
+    }
+    struct view_join_announce announce = {view, id, req->address, desc.desc};
+    uint8_t bytes[VIEW_WIRE_JOIN_ANNOUNCE_SIZE];
+    view_wire_encode_join_announce(&announce, bytes, sizeof bytes);
+    rc = ctl_publish(m->ctl, view_join_tag(view, JOIN_ANNOUNCE), bytes, sizeof bytes,
+                     view_member_mask(&m->current->view));
+    if (rc < 0)
+        return false;
+    sp_log(SP_LOG_INFO, "join", "admitting member %u (%s:%u) into view %llu", id, req->address.host,
+           req->address.port, (unsigned long long)view);
+    set_joiner(m, id, view, &req->address, &desc.desc);
+    return true;
+}
+
+/* Refuses a request whose subgroups differ from the group's; true when
+ * they match. */
+static bool shapes_match(struct view_membership *m, const struct view_join_request *req)
+{
+    const struct view *current = &m->current->view;
+    char why[VIEW_WHY_MAX];
+    if (req->num_subgroups != current->num_subgroups) {
+        snprintf(why, sizeof why, "the joiner has %u subgroups, the group %u", req->num_subgroups,
+                 current->num_subgroups);
+        refuse(m, SPINDLE_EINVAL, why);
+        return false;
+    }
+    for (uint32_t g = 0; g < current->num_subgroups; g++) {
+        const struct view_join_subgroup *j = &req->subgroups[g];
+        const struct smc_layout *l = &current->layouts[g];
+        if (j->window_size != l->window_size || j->max_payload != l->max_payload ||
+            j->mode != (uint32_t)l->mode) {
+            snprintf(why, sizeof why,
+                     "subgroup %u: window %u, max_payload %u, mode %u given, but the group has "
+                     "window %u, max_payload %u, mode %d",
+                     g, j->window_size, j->max_payload, j->mode, l->window_size, l->max_payload,
+                     (int)l->mode);
+            refuse(m, SPINDLE_EINVAL, why);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Checks a join request; answers refusals and redirections itself. */
+static bool take_request(struct view_membership *m, const uint8_t *bytes, size_t length)
+{
+    struct view_join_request *req = malloc(sizeof *req);
+    if (req == NULL) {
+        refuse(m, SPINDLE_ENOMEM, "the member is out of memory");
+        return false;
+    }
+    bool joined = false;
+    if (view_wire_decode_join_request(bytes, length, req) < 0) {
+        char why[VIEW_WHY_MAX];
+        snprintf(why, sizeof why, "not a join request of this version: %s", spindle_errmsg());
+        refuse(m, SPINDLE_EPROTO, why);
+    } else if (!shapes_match(m, req)) {
+        /* refused */
+    } else if (m->current->view.my_rank != 0) {
+        struct view_join_offer offer;
+        memset(&offer, 0, sizeof offer);
+        offer.kind = VIEW_OFFER_REDIRECT;
+        offer.redirect = m->addresses[m->current->view.member_ids[0]];
+        (void)answer(m, &offer);
+    } else if (!view_quiet(m)) {
+        pthread_mutex_lock(&m->lock);
+        bool closing = m->closing;
+        pthread_mutex_unlock(&m->lock);
+        refuse(m, SPINDLE_EAGAIN,
+               closing ? "the leader is shutting down" : "a view change is under way");
+    } else {
+        joined = admit(m, req);
+    }
+    free(req);
+    return joined;
+}
+
+/* The leader's announcement of a joiner for the next view (non-leaders). */
+static bool take_announcement(struct view_membership *m)
+{
+    uint64_t view = m->current->view.id + 1;
+    uint32_t leader = m->current->view.member_ids[0];
+    uint8_t bytes[VIEW_WIRE_JOIN_ANNOUNCE_SIZE];
+    if (ctl_collect_one(m->ctl, view_join_tag(view, JOIN_ANNOUNCE), leader, bytes, sizeof bytes,
+                        0) != 0)
+        return false;
+    struct view_join_announce a;
+    if (view_wire_decode_join_announce(bytes, sizeof bytes, &a) < 0 || a.view_id != view ||
+        a.id < m->config.num_initial) {
+        sp_log(SP_LOG_WARN, "join", "ignoring a malformed join announcement from member %u",
+               leader);
+        return false;
+    }
+    sp_log(SP_LOG_INFO, "join", "member %u (%s:%u) joins in view %llu", a.id, a.address.host,
+           a.address.port, (unsigned long long)view);
+    set_joiner(m, a.id, view, &a.address, &a.desc);
+    return true;
+}
+
+bool view_join_poll(struct view_membership *m)
+{
+    uint8_t request[CTL_JOIN_REQUEST_MAX];
+    size_t length = 0;
+    if (ctl_join_poll(m->ctl, 5, request, sizeof request, &length) == 1)
+        return take_request(m, request, length);
+    if (m->current->view.my_rank == 0)
+        return false;
+    return take_announcement(m);
+}
+
+void view_join_abort(struct view_membership *m, int error, const char *why)
+{
+    pthread_mutex_lock(&m->lock);
+    bool active = m->joiner.active;
+    uint32_t id = m->joiner.id;
+    uint64_t view = m->joiner.view_id;
+    m->joiner.active = false;
+    pthread_mutex_unlock(&m->lock);
+    if (!active)
+        return;
+    sp_log(SP_LOG_INFO, "join", "joiner %u dropped from view %llu: %s", id,
+           (unsigned long long)view, why);
+    if (m->current->view.my_rank == 0)
+        send_drop(m, id, view, error, why);
+}
+
+/* Runs state_save; *state and *length (0 and NULL when there is none or
+ * it failed, with jv's error and reason set). */
+static void save_state(struct view_membership *m, struct view_join_view *jv, void **state,
+                       size_t *length)
+{
+    *state = NULL;
+    *length = 0;
+    if (m->config.state_save == NULL)
+        return;
+    int rc = m->config.state_save(m->config.state_ctx, state, length);
+    if (rc < 0 || (*state == NULL && *length > 0) || *length > VIEW_STATE_MAX) {
+        /* The joiner cannot start without its state: it stops, and the
+         * others remove it when it never starts. */
+        jv->error = rc < 0 ? rc : SPINDLE_EINVAL;
+        snprintf(jv->why, sizeof jv->why, "state_save at member %u failed (%s%s)", m->config.self,
+                 spindle_strerror(jv->error),
+                 *length > VIEW_STATE_MAX ? ": larger than 64 MiB" : "");
+        sp_log(SP_LOG_ERROR, "join", "%s", jv->why);
+        free(*state);
+        *state = NULL;
+        *length = 0;
+    }
+}
+
+int view_join_send_view(struct view_membership *m, uint64_t view, uint32_t num_rows,
+                        const struct sst_member_desc *descs)
+{
+    uint32_t id = m->joiner.id;
+    struct view_join_view *jv = calloc(1, sizeof *jv);
+    uint8_t *bytes = malloc(VIEW_WIRE_JOIN_VIEW_SIZE);
+    if (jv == NULL || bytes == NULL) {
+        free(jv);
+        free(bytes);
+        return sp_error(SPINDLE_ENOMEM, "no memory for the joiner's view");
+    }
+    jv->view_id = view;
+    jv->num_rows = num_rows;
+    memcpy(jv->descs, descs, (size_t)num_rows * sizeof *descs);
+    void *state = NULL;
+    size_t length = 0;
+    save_state(m, jv, &state, &length);
+    jv->state_length = length;
+    int rc = 0;
+    if (length > 0)
+        rc = ctl_publish(m->ctl, view_join_tag(view, JOIN_STATE), state, length, 1ull << id);
+    /* The view goes last: the joiner reads the state once it has it. */
+    view_wire_encode_join_view(jv, bytes, VIEW_WIRE_JOIN_VIEW_SIZE);
+    if (rc == 0)
+        rc = ctl_publish(m->ctl, view_join_tag(view, JOIN_VIEW), bytes, VIEW_WIRE_JOIN_VIEW_SIZE,
+                         1ull << id);
+    free(state);
+    free(bytes);
+    free(jv);
+    return rc;
+}

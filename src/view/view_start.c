@@ -1,0 +1,213 @@
+/*
+ * The first view and the hooks of the public handle: starting a group from
+ * its member list, reaching the current multicast, barriers among the
+ * members of the current view, and stopping (shutdown, leave, destroy).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/error.h"
+#include "view/view_impl.h"
+
+struct ctl_versions view_ctl_versions(void)
+{
+    struct ctl_versions versions = {SST_LAYOUT_VERSION, SMC_LAYOUT_VERSION};
+    return versions;
+}
+
+void view_membership_init(struct view_membership *m, const struct view_config *config)
+{
+    memset(m, 0, sizeof *m);
+    m->config = *config;
+    m->next_id = config->num_initial;
+    pthread_rwlock_init(&m->smc_lock, NULL);
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->cond, NULL);
+}
+
+/* Exchanges table descriptors with every member and connects the table. */
+static int connect_members(struct view_membership *m, uint32_t num_members)
+{
+    int timeout = m->config.bootstrap_timeout_ms;
+    struct sst_member_desc mine;
+    memset(&mine, 0, sizeof mine);
+    int rc = smc_group_export(m->current->smc, &mine);
+    if (rc < 0)
+        return rc;
+    uint8_t encoded[VIEW_WIRE_DESC_SIZE];
+    view_wire_encode_desc(&mine, encoded, sizeof encoded);
+    uint8_t *all = calloc(num_members, VIEW_WIRE_DESC_SIZE);
+    struct sst_member_desc *descs = calloc(num_members, sizeof *descs);
+    if (all == NULL || descs == NULL)
+        rc = sp_error(SPINDLE_ENOMEM, "no memory for %u member descriptors", num_members);
+    if (rc == 0)
+        rc = ctl_allgather(m->ctl, VIEW_TAG_DESCS, encoded, sizeof encoded, all, timeout);
+    for (uint32_t i = 0; i < num_members && rc == 0; i++)
+        if (view_wire_decode_desc(all + (size_t)i * VIEW_WIRE_DESC_SIZE, VIEW_WIRE_DESC_SIZE,
+                                  &descs[i]) < 0)
+            rc = sp_error(SPINDLE_EPROTO, "member %u sent a malformed table descriptor: %s", i,
+                          spindle_errmsg());
+    if (rc == 0)
+        rc = view_epoch_connect(m, m->current, descs);
+    free(all);
+    free(descs);
+    return rc;
+}
+
+/* Every member is connected before anyone sends. */
+static int meet_all(struct view_membership *m, uint32_t num_members)
+{
+    uint8_t mine[VIEW_WIRE_READY_SIZE];
+    view_wire_encode_ready(0, mine, sizeof mine);
+    uint8_t *all = calloc(num_members, VIEW_WIRE_READY_SIZE);
+    if (all == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for %u ready messages", num_members);
+    int rc = ctl_allgather(m->ctl, VIEW_TAG_READY, mine, sizeof mine, all,
+                           m->config.bootstrap_timeout_ms);
+    for (uint32_t i = 0; i < num_members && rc == 0; i++) {
+        uint64_t view = 0;
+        if (view_wire_decode_ready(all + (size_t)i * VIEW_WIRE_READY_SIZE, VIEW_WIRE_READY_SIZE,
+                                   &view) < 0 ||
+            view != 0)
+            rc = sp_error(SPINDLE_EPROTO, "member %u sent a malformed start message: %s", i,
+                          spindle_errmsg());
+    }
+    free(all);
+    return rc;
+}
+
+int view_prepare(struct view_membership *m, const char *group_name,
+                 const struct smc_layout *layouts, uint32_t num_subgroups, uint32_t num_members)
+{
+    snprintf(m->group_name, sizeof m->group_name, "%s", group_name);
+    struct view view;
+    int rc = view_init_first(&view, num_members, m->config.self, layouts, num_subgroups);
+    if (rc == 0)
+        rc = view_open_engine(m);
+    if (rc == 0)
+        rc = view_epoch_create(m, &view, &m->current);
+    else
+        view_clear(&view);
+    if (rc == 0)
+        __atomic_store_n(&m->num_members, num_members, __ATOMIC_RELEASE);
+    return rc;
+}
+
+int view_start(struct view_membership *m, struct ctl *ctl, const struct ctl_address *addresses)
+{
+    uint32_t num_members = m->current->view.num_members;
+    m->ctl = ctl;
+    if (addresses != NULL)
+        memcpy(m->addresses, addresses, num_members * sizeof *addresses);
+    m->joinable = addresses != NULL && m->config.tolerate_failures;
+    int rc = connect_members(m, num_members);
+    if (rc == 0)
+        rc = smc_group_start(m->current->smc);
+    if (rc == 0)
+        rc = sst_engine_start(m->engine);
+    if (rc == 0)
+        m->engine_started = true;
+    if (rc == 0)
+        rc = meet_all(m, num_members);
+    if (rc == 0)
+        rc = view_thread_start(m);
+    return rc;
+}
+
+struct smc_group *view_acquire(struct view_membership *m)
+{
+    pthread_rwlock_rdlock(&m->smc_lock);
+    return m->current != NULL ? m->current->smc : NULL;
+}
+
+void view_release(struct view_membership *m)
+{
+    pthread_rwlock_unlock(&m->smc_lock);
+}
+
+uint32_t view_size(const struct view_membership *m)
+{
+    return __atomic_load_n(&m->num_members, __ATOMIC_ACQUIRE);
+}
+
+/* One try of a barrier in the current view. 0, SPINDLE_ETIMEDOUT, or
+ * 1 when the view changed meanwhile (try again in the new one). */
+static int barrier_once(struct view_membership *m, uint64_t deadline)
+{
+    /* The members of the current view meet under a tag naming the view
+     * and the barrier's number in it. A view change meanwhile (a member
+     * that will never arrive left) restarts the barrier in the new view,
+     * where the numbering starts again for everyone. */
+    pthread_rwlock_rdlock(&m->smc_lock);
+    uint64_t view = m->current->view.id, members = view_member_mask(&m->current->view);
+    uint32_t tag = view_barrier_tag(view, __atomic_fetch_add(&m->barriers, 1, __ATOMIC_RELAXED));
+    pthread_rwlock_unlock(&m->smc_lock);
+    int rc = view_publish_ready(m, view, tag, members);
+    while (rc == 0) {
+        uint64_t now = sp_now_ns();
+        int ms = now >= deadline ? 0 : (int)((deadline - now) / 1000000u);
+        rc = view_gather_ready(m, members, view, tag, ms < 50 ? ms : 50, "barrier");
+        if (rc == 0 || ms == 0 || __atomic_load_n(&m->view_id, __ATOMIC_ACQUIRE) != view)
+            break;
+        rc = 0;
+    }
+    if (rc == 0 || __atomic_load_n(&m->view_id, __ATOMIC_ACQUIRE) == view)
+        return rc;
+    return 1;
+}
+
+int view_barrier(struct view_membership *m, int timeout_ms)
+{
+    if (m->ctl == NULL || m->current == NULL)
+        return sp_error(SPINDLE_EINVAL, "barrier: the group is not bootstrapped");
+    uint64_t deadline =
+        sp_now_ns() + (uint64_t)(timeout_ms < 0 ? 1 << 30 : timeout_ms) * 1000000ull;
+    for (;;) {
+        int rc = barrier_once(m, deadline);
+        if (rc != 1)
+            return rc;
+        view_wait_change(m);
+    }
+}
+
+void view_closing(struct view_membership *m)
+{
+    pthread_mutex_lock(&m->lock);
+    m->closing = true;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void view_stop(struct view_membership *m)
+{
+    view_thread_stop(m);
+    if (m->engine_started) {
+        sst_engine_stop(m->engine);
+        m->engine_started = false;
+    }
+    if (m->current != NULL)
+        smc_group_stop(m->current->smc);
+}
+
+void view_leave(struct view_membership *m)
+{
+    view_thread_stop(m);
+    sst_engine_announce_leave(m->engine);
+    view_stop(m);
+}
+
+void view_membership_destroy(struct view_membership *m)
+{
+    view_thread_stop(m);
+    if (m->engine_started)
+        sst_engine_stop(m->engine);
+    view_epoch_free(m->current);
+    m->current = NULL;
+    if (m->engine != NULL)
+        sst_engine_destroy(m->engine);
+    ctl_close(m->ctl);
+    pthread_cond_destroy(&m->cond);
+    pthread_mutex_destroy(&m->lock);
+    pthread_rwlock_destroy(&m->smc_lock);
+}

@@ -1,0 +1,427 @@
+/* The membership protocol's messages in the wire codec (view/view_wire.h). */
+#include "view/view_wire.h"
+
+#include <string.h>
+
+#include "util/error.h"
+
+#define HOST_WIDTH (CTL_HOST_MAX - 1)
+#define WHY_WIDTH  (VIEW_WHY_MAX - 1)
+#define NAME_WIDTH (VIEW_NAME_MAX - 1)
+
+/* ---- shared pieces ----------------------------------------------------- */
+
+static void put_address(struct wire_writer *w, const struct ctl_address *address)
+{
+    wire_put_string(w, address->host, HOST_WIDTH);
+    wire_put_u16(w, address->port);
+}
+
+/* An address that must name a host and a port. */
+static void get_address(struct wire_reader *r, struct ctl_address *out, const char *field)
+{
+    memset(out, 0, sizeof *out);
+    wire_get_string(r, out->host, sizeof out->host, HOST_WIDTH, field);
+    out->port = wire_get_u16(r, field);
+    if (r->rc == 0 && (out->host[0] == '\0' || out->port == 0))
+        wire_fail(r, "%s '%s:%u' needs a host and a port", field, out->host, out->port);
+}
+
+/* A list of up to SST_MAX_ROWS ids in a fixed array; unused entries zero. */
+static void put_rows(struct wire_writer *w, const uint32_t *rows, uint32_t count)
+{
+    wire_put_u32(w, count);
+    for (uint32_t i = 0; i < SST_MAX_ROWS; i++)
+        wire_put_u32(w, i < count ? rows[i] : 0);
+}
+
+static uint32_t get_rows(struct wire_reader *r, uint32_t *rows, const char *field)
+{
+    uint32_t count = wire_get_u32(r, field);
+    if (r->rc == 0 && count > SST_MAX_ROWS) {
+        wire_fail(r, "%s count %u exceeds %u", field, count, SST_MAX_ROWS);
+        return 0;
+    }
+    for (uint32_t i = 0; i < SST_MAX_ROWS; i++) {
+        uint32_t value = wire_get_u32(r, field);
+        if (i < count)
+            rows[i] = value;
+        else if (r->rc == 0 && value != 0)
+            wire_fail(r, "unused %s entry %u is %u, not 0", field, i, value);
+    }
+    return r->rc == 0 ? count : 0;
+}
+
+static void put_layout(struct wire_writer *w, const struct smc_layout *layout)
+{
+    put_rows(w, layout->members, layout->num_members);
+    put_rows(w, layout->senders, layout->num_senders);
+    wire_put_u32(w, layout->window_size);
+    wire_put_u32(w, layout->max_payload);
+    wire_put_u32(w, (uint32_t)layout->mode);
+}
+
+/* A layout, checked by smc_layout_validate against a view of num_rows. */
+static void get_layout(struct wire_reader *r, struct smc_layout *out, uint32_t index,
+                       uint32_t num_rows)
+{
+    memset(out, 0, sizeof *out);
+    out->num_members = get_rows(r, out->members, "subgroup members");
+    out->num_senders = get_rows(r, out->senders, "subgroup senders");
+    out->window_size = wire_get_u32(r, "window_size");
+    out->max_payload = wire_get_u32(r, "max_payload");
+    uint32_t mode = wire_get_u32(r, "mode");
+    out->mode = mode == SPINDLE_MODE_UNORDERED ? SPINDLE_MODE_UNORDERED : SPINDLE_MODE_ATOMIC;
+    if (r->rc == 0 && mode > SPINDLE_MODE_UNORDERED)
+        wire_fail(r, "subgroup %u: mode %u is unknown", index, mode);
+    if (r->rc == 0 && smc_layout_validate(out, index, num_rows) < 0)
+        wire_fail(r, "%s", spindle_errmsg());
+}
+
+/* An error code a peer may send: 0 (when allowed) or a SPINDLE_E* code. */
+static int32_t get_error(struct wire_reader *r, bool zero_allowed)
+{
+    int32_t error = wire_get_i32(r, "error");
+    if (r->rc == 0 && (error > 0 || error < SPINDLE_ERROR_MIN || (!zero_allowed && error == 0)))
+        wire_fail(r, "error code %d is not a libspindle error", error);
+    return error;
+}
+
+static size_t finish_encode(const struct wire_writer *w)
+{
+    return w->pos;
+}
+
+/* ---- start, ready, blob, commit ---------------------------------------- */
+
+size_t view_wire_encode_desc(const struct sst_member_desc *desc, uint8_t *buf, size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_DESC);
+    sst_desc_encode(&w, desc);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_desc(const uint8_t *buf, size_t len, struct sst_member_desc *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "table descriptor");
+    wire_get_header(&r, VIEW_WIRE_DESC);
+    sst_desc_decode(&r, out);
+    return wire_finish(&r);
+}
+
+size_t view_wire_encode_ready(uint64_t view_id, uint8_t *buf, size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_READY);
+    wire_put_u64(&w, view_id);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_ready(const uint8_t *buf, size_t len, uint64_t *view_id)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "ready");
+    wire_get_header(&r, VIEW_WIRE_READY);
+    *view_id = wire_get_u64(&r, "view id");
+    return wire_finish(&r);
+}
+
+size_t view_wire_blob_size(uint32_t num_subgroups)
+{
+    return WIRE_HEADER_SIZE + 24u + SST_DESC_WIRE_SIZE + (size_t)num_subgroups * SST_MAX_ROWS * 8u;
+}
+
+size_t view_wire_encode_blob(const struct view_blob *blob, uint8_t *buf, size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_BLOB);
+    wire_put_u64(&w, blob->view_id);
+    wire_put_u64(&w, blob->suspected);
+    wire_put_u32(&w, blob->joiner);
+    wire_put_u32(&w, blob->num_subgroups);
+    sst_desc_encode(&w, &blob->desc);
+    for (size_t i = 0; i < (size_t)blob->num_subgroups * SST_MAX_ROWS; i++)
+        wire_put_u64(&w, blob->counts[i]);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_blob(const uint8_t *buf, size_t len, uint32_t num_subgroups,
+                          struct view_blob *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "view blob");
+    wire_get_header(&r, VIEW_WIRE_BLOB);
+    out->view_id = wire_get_u64(&r, "view id");
+    out->suspected = wire_get_u64(&r, "suspected rows");
+    out->joiner = wire_get_u32(&r, "joiner");
+    out->num_subgroups = wire_get_u32(&r, "subgroup count");
+    if (r.rc == 0 && out->num_subgroups != num_subgroups)
+        wire_fail(&r, "subgroup count %u, the group has %u", out->num_subgroups, num_subgroups);
+    if (r.rc == 0 && out->joiner != VIEW_NO_JOINER && out->joiner >= SST_MAX_ROWS)
+        wire_fail(&r, "joiner id %u is not a member id", out->joiner);
+    sst_desc_decode(&r, &out->desc);
+    for (size_t i = 0; i < (size_t)num_subgroups * SST_MAX_ROWS && r.rc == 0; i++)
+        out->counts[i] = wire_get_u64(&r, "received count");
+    return wire_finish(&r);
+}
+
+size_t view_wire_encode_commit(const struct view_commit *commit, uint8_t *buf, size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_COMMIT);
+    wire_put_u64(&w, commit->view_id);
+    wire_put_u64(&w, commit->suspected);
+    wire_put_u32(&w, commit->joiner);
+    wire_put_zero(&w, 4);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_commit(const uint8_t *buf, size_t len, struct view_commit *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "view commitment");
+    wire_get_header(&r, VIEW_WIRE_COMMIT);
+    out->view_id = wire_get_u64(&r, "view id");
+    out->suspected = wire_get_u64(&r, "suspected rows");
+    out->joiner = wire_get_u32(&r, "joiner");
+    wire_get_zero(&r, 4, "reserved");
+    return wire_finish(&r);
+}
+
+/* ---- joins --------------------------------------------------------------- */
+
+size_t view_wire_encode_join_request(const struct view_join_request *request, uint8_t *buf,
+                                     size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_JOIN_REQUEST);
+    put_address(&w, &request->address);
+    uint32_t count = request->num_subgroups < VIEW_JOIN_MAX_SUBGROUPS ? request->num_subgroups
+                                                                      : VIEW_JOIN_MAX_SUBGROUPS;
+    wire_put_u32(&w, count);
+    for (uint32_t g = 0; g < count; g++) {
+        wire_put_u32(&w, request->subgroups[g].window_size);
+        wire_put_u32(&w, request->subgroups[g].max_payload);
+        wire_put_u32(&w, request->subgroups[g].mode);
+    }
+    return finish_encode(&w);
+}
+
+int view_wire_decode_join_request(const uint8_t *buf, size_t len, struct view_join_request *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "join request");
+    memset(out, 0, sizeof *out);
+    wire_get_header(&r, VIEW_WIRE_JOIN_REQUEST);
+    get_address(&r, &out->address, "joiner address");
+    uint32_t count = wire_get_u32(&r, "subgroup count");
+    if (r.rc == 0 && (count == 0 || count > VIEW_JOIN_MAX_SUBGROUPS))
+        wire_fail(&r, "subgroup count %u must be 1..%u", count, VIEW_JOIN_MAX_SUBGROUPS);
+    if (r.rc == 0 && wire_left(&r) < (size_t)count * 12u)
+        wire_fail(&r, "%u subgroups need %u bytes, %zu left", count, count * 12u, wire_left(&r));
+    for (uint32_t g = 0; g < count && r.rc == 0; g++) {
+        out->subgroups[g].window_size = wire_get_u32(&r, "window_size");
+        out->subgroups[g].max_payload = wire_get_u32(&r, "max_payload");
+        out->subgroups[g].mode = wire_get_u32(&r, "mode");
+    }
+    out->num_subgroups = r.rc == 0 ? count : 0;
+    return wire_finish(&r);
+}
+
+size_t view_wire_encode_join_offer(const struct view_join_offer *offer, uint8_t *buf, size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_JOIN_OFFER);
+    wire_put_u32(&w, offer->kind);
+    if (offer->kind == VIEW_OFFER_REFUSE) {
+        wire_put_u32(&w, (uint32_t)offer->error);
+        wire_put_string(&w, offer->why, WHY_WIDTH);
+    } else if (offer->kind == VIEW_OFFER_REDIRECT) {
+        put_address(&w, &offer->redirect);
+    } else {
+        wire_put_string(&w, offer->group_name, NAME_WIDTH);
+        wire_put_u32(&w, offer->id);
+        wire_put_u32(&w, offer->num_initial);
+        wire_put_u32(&w, offer->num_rows);
+        wire_put_u32(&w, offer->my_row);
+        wire_put_u32(&w, offer->num_subgroups);
+        wire_put_u64(&w, offer->view_id);
+        for (uint32_t row = 0; row < offer->num_rows && row < SST_MAX_ROWS; row++) {
+            wire_put_u32(&w, offer->member_ids[row]);
+            put_address(&w, &offer->addresses[row]);
+        }
+        for (uint32_t g = 0; g < offer->num_subgroups; g++)
+            put_layout(&w, &offer->layouts[g]);
+    }
+    return finish_encode(&w);
+}
+
+/* The admission part of an offer: a view the joiner can take on. */
+static void get_admission(struct wire_reader *r, struct view_join_offer *out)
+{
+    wire_get_string(r, out->group_name, sizeof out->group_name, NAME_WIDTH, "group name");
+    out->id = wire_get_u32(r, "member id");
+    out->num_initial = wire_get_u32(r, "initial member count");
+    out->num_rows = wire_get_u32(r, "row count");
+    out->my_row = wire_get_u32(r, "joiner row");
+    out->num_subgroups = wire_get_u32(r, "subgroup count");
+    out->view_id = wire_get_u64(r, "view id");
+    if (r->rc < 0)
+        return;
+    if (out->num_rows == 0 || out->num_rows > SST_MAX_ROWS || out->my_row != out->num_rows - 1 ||
+        out->num_initial == 0 || out->id < out->num_initial || out->id >= SST_MAX_ROWS) {
+        wire_fail(r,
+                  "an offer of id %u (initial members %u) at row %u of %u rows is not a "
+                  "joiner's place",
+                  out->id, out->num_initial, out->my_row, out->num_rows);
+        return;
+    }
+    if (out->num_subgroups == 0 || out->num_subgroups > VIEW_JOIN_MAX_SUBGROUPS) {
+        wire_fail(r, "subgroup count %u must be 1..%u", out->num_subgroups,
+                  VIEW_JOIN_MAX_SUBGROUPS);
+        return;
+    }
+    size_t need = (size_t)out->num_rows * (4u + VIEW_WIRE_ADDRESS_SIZE) +
+                  (size_t)out->num_subgroups * VIEW_WIRE_LAYOUT_SIZE;
+    if (wire_left(r) < need) {
+        wire_fail(r, "%u rows and %u subgroups need %zu bytes, %zu left", out->num_rows,
+                  out->num_subgroups, need, wire_left(r));
+        return;
+    }
+    uint64_t seen = 0;
+    for (uint32_t row = 0; row < out->num_rows && r->rc == 0; row++) {
+        uint32_t id = wire_get_u32(r, "member id");
+        if (r->rc == 0 && (id >= SST_MAX_ROWS || ((seen >> id) & 1) != 0))
+            wire_fail(r, "row %u: member id %u is out of range or listed twice", row, id);
+        seen |= 1ull << (id & 63);
+        out->member_ids[row] = id;
+        get_address(r, &out->addresses[row], "member address");
+    }
+    if (r->rc == 0 && out->member_ids[out->my_row] != out->id)
+        wire_fail(r, "the joiner's row names member %u, not %u", out->member_ids[out->my_row],
+                  out->id);
+    for (uint32_t g = 0; g < out->num_subgroups && r->rc == 0; g++)
+        get_layout(r, &out->layouts[g], g, out->num_rows);
+}
+
+int view_wire_decode_join_offer(const uint8_t *buf, size_t len, struct view_join_offer *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "join offer");
+    struct smc_layout *layouts = out->layouts;
+    memset(out, 0, sizeof *out);
+    out->layouts = layouts;
+    wire_get_header(&r, VIEW_WIRE_JOIN_OFFER);
+    out->kind = wire_get_u32(&r, "kind");
+    if (r.rc == 0 && out->kind == VIEW_OFFER_REFUSE) {
+        out->error = get_error(&r, false);
+        wire_get_string(&r, out->why, sizeof out->why, WHY_WIDTH, "reason");
+    } else if (r.rc == 0 && out->kind == VIEW_OFFER_REDIRECT) {
+        get_address(&r, &out->redirect, "leader address");
+    } else if (r.rc == 0 && out->kind == VIEW_OFFER_ADMIT) {
+        get_admission(&r, out);
+    } else if (r.rc == 0) {
+        wire_fail(&r, "offer kind %u is unknown", out->kind);
+    }
+    return wire_finish(&r);
+}
+
+size_t view_wire_encode_join_desc(const struct view_join_desc *desc, uint8_t *buf, size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_JOIN_DESC);
+    wire_put_u64(&w, desc->view_id);
+    wire_put_u32(&w, desc->id);
+    sst_desc_encode(&w, &desc->desc);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_join_desc(const uint8_t *buf, size_t len, struct view_join_desc *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "joiner descriptor");
+    wire_get_header(&r, VIEW_WIRE_JOIN_DESC);
+    out->view_id = wire_get_u64(&r, "view id");
+    out->id = wire_get_u32(&r, "member id");
+    sst_desc_decode(&r, &out->desc);
+    return wire_finish(&r);
+}
+
+size_t view_wire_encode_join_announce(const struct view_join_announce *announce, uint8_t *buf,
+                                      size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_JOIN_ANNOUNCE);
+    wire_put_u64(&w, announce->view_id);
+    wire_put_u32(&w, announce->id);
+    put_address(&w, &announce->address);
+    sst_desc_encode(&w, &announce->desc);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_join_announce(const uint8_t *buf, size_t len, struct view_join_announce *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "join announcement");
+    wire_get_header(&r, VIEW_WIRE_JOIN_ANNOUNCE);
+    out->view_id = wire_get_u64(&r, "view id");
+    out->id = wire_get_u32(&r, "member id");
+    if (r.rc == 0 && out->id >= SST_MAX_ROWS)
+        wire_fail(&r, "member id %u is out of range", out->id);
+    get_address(&r, &out->address, "joiner address");
+    sst_desc_decode(&r, &out->desc);
+    return wire_finish(&r);
+}
+
+size_t view_wire_encode_join_view(const struct view_join_view *view, uint8_t *buf, size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_JOIN_VIEW);
+    wire_put_u64(&w, view->view_id);
+    wire_put_u32(&w, (uint32_t)view->error);
+    wire_put_string(&w, view->why, WHY_WIDTH);
+    wire_put_u64(&w, view->state_length);
+    wire_put_u32(&w, view->num_rows);
+    static const struct sst_member_desc none;
+    for (uint32_t row = 0; row < SST_MAX_ROWS; row++)
+        sst_desc_encode(&w, row < view->num_rows ? &view->descs[row] : &none);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_join_view(const uint8_t *buf, size_t len, struct view_join_view *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "joiner's view");
+    memset(out, 0, sizeof *out);
+    wire_get_header(&r, VIEW_WIRE_JOIN_VIEW);
+    out->view_id = wire_get_u64(&r, "view id");
+    out->error = get_error(&r, true);
+    wire_get_string(&r, out->why, sizeof out->why, WHY_WIDTH, "reason");
+    out->state_length = wire_get_u64(&r, "state length");
+    out->num_rows = wire_get_u32(&r, "row count");
+    if (r.rc == 0 && out->state_length > VIEW_STATE_MAX)
+        wire_fail(&r, "state of %llu bytes exceeds %llu", (unsigned long long)out->state_length,
+                  (unsigned long long)VIEW_STATE_MAX);
+    if (r.rc == 0 && (out->num_rows > SST_MAX_ROWS || (out->error == 0 && out->num_rows == 0)))
+        wire_fail(&r, "row count %u must be 1..%u", out->num_rows, SST_MAX_ROWS);
+    for (uint32_t row = 0; row < SST_MAX_ROWS && r.rc == 0; row++) {
+        struct sst_member_desc desc;
+        sst_desc_decode(&r, &desc);
+        if (row < out->num_rows)
+            out->descs[row] = desc;
+        else if (r.rc == 0 && (desc.address.len | desc.region.len | desc.side.len) != 0)
+            wire_fail(&r, "unused descriptor %u is not empty", row);
+    }
+    return wire_finish(&r);
+}

@@ -1,0 +1,176 @@
+/*
+ * The membership protocol's messages in the one wire codec (util/wire.h):
+ * what members send each other to start a group, change views and admit
+ * joiners. Each message opens with the codec's header (u16 type, u16
+ * version); the fields follow in the order of the structs below, integers
+ * little-endian, addresses as a fixed-width host string (CTL_HOST_MAX - 1
+ * bytes) and a u16 port, table descriptors as sst_desc_encode writes them,
+ * subgroup layouts as a fixed-width record (VIEW_WIRE_LAYOUT_SIZE bytes).
+ *
+ * Every message but the join request and the join offer has a fixed size
+ * for a given group (the control channel's mailboxes expect one length per
+ * tag): counts that vary travel in fixed-width arrays whose unused entries
+ * must be zero. Decoders are strict: another type or wire version, a
+ * count or length out of range, a layout that breaks smc_layout_validate,
+ * nonzero padding or trailing bytes fail with SPINDLE_EPROTO and a message
+ * naming the message, the field, its offset and the value. Each decoder is
+ * a libFuzzer target (tests/fuzz), which also checks that decode -> encode
+ * -> decode gives the same message.
+ *
+ * Thread-safety: pure functions over caller-owned memory.
+ */
+#ifndef SP_VIEW_VIEW_WIRE_H
+#define SP_VIEW_VIEW_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "control/ctl.h"
+#include "smc/smc.h"
+#include "sst/sst.h"
+#include "util/wire.h"
+#include "view/view.h"
+
+enum view_wire_type {
+    VIEW_WIRE_DESC = 0x5601,          /* a member's table descriptor (first view) */
+    VIEW_WIRE_READY = 0x5602,         /* a member is ready in a view (start, barrier) */
+    VIEW_WIRE_BLOB = 0x5603,          /* a survivor's frozen counts and next descriptor */
+    VIEW_WIRE_COMMIT = 0x5604,        /* a survivor's commitment to one suspected set */
+    VIEW_WIRE_JOIN_REQUEST = 0x5605,  /* a joiner asks any member */
+    VIEW_WIRE_JOIN_OFFER = 0x5606,    /* the answer: admitted, redirected or refused */
+    VIEW_WIRE_JOIN_DESC = 0x5607,     /* the joiner's table descriptor, to the leader */
+    VIEW_WIRE_JOIN_ANNOUNCE = 0x5608, /* the leader announces the joiner to the members */
+    VIEW_WIRE_JOIN_VIEW = 0x5609,     /* the leader gives the joiner its view and state size */
+};
+
+/* Subgroups a joiner may bring (its request must fit one join frame). */
+#define VIEW_JOIN_MAX_SUBGROUPS 256
+/* Longest reason text in a refusal or a dropped join, NUL included. */
+#define VIEW_WHY_MAX 160
+/* Longest group name, NUL included. */
+#define VIEW_NAME_MAX 64
+/* Largest application state a joiner accepts. */
+#define VIEW_STATE_MAX (64ull << 20)
+
+#define VIEW_WIRE_ADDRESS_SIZE   (2u + (CTL_HOST_MAX - 1) + 2u)
+#define VIEW_WIRE_LAYOUT_SIZE    (4u * (5u + 2u * SST_MAX_ROWS))
+#define VIEW_WIRE_DESC_SIZE      (WIRE_HEADER_SIZE + SST_DESC_WIRE_SIZE)
+#define VIEW_WIRE_READY_SIZE     (WIRE_HEADER_SIZE + 8u)
+#define VIEW_WIRE_COMMIT_SIZE    (WIRE_HEADER_SIZE + 24u)
+#define VIEW_WIRE_JOIN_DESC_SIZE (WIRE_HEADER_SIZE + 12u + SST_DESC_WIRE_SIZE)
+#define VIEW_WIRE_JOIN_ANNOUNCE_SIZE                                                               \
+    (WIRE_HEADER_SIZE + 12u + VIEW_WIRE_ADDRESS_SIZE + SST_DESC_WIRE_SIZE)
+#define VIEW_WIRE_JOIN_VIEW_SIZE                                                                   \
+    (WIRE_HEADER_SIZE + 12u + (2u + VIEW_WHY_MAX - 1) + 12u + SST_MAX_ROWS * SST_DESC_WIRE_SIZE)
+
+/* A survivor's blob for the change to view_id. counts has num_subgroups *
+ * SST_MAX_ROWS entries: per subgroup, received counts per sender. */
+struct view_blob {
+    uint64_t view_id;
+    uint64_t suspected; /* rows of the previous view */
+    uint32_t joiner;    /* member id of the joiner it admits, or VIEW_NO_JOINER */
+    uint32_t num_subgroups;
+    struct sst_member_desc desc; /* its table in the next view */
+    uint64_t *counts;            /* caller's memory */
+};
+
+/* A survivor's commitment: it holds every blob of this set and will
+ * install the view it describes (it never abandons it for a larger set). */
+struct view_commit {
+    uint64_t view_id;
+    uint64_t suspected;
+    uint32_t joiner;
+};
+
+/* What a joiner's subgroup must share with the group's. */
+struct view_join_subgroup {
+    uint32_t window_size, max_payload, mode;
+};
+
+struct view_join_request {
+    struct ctl_address address; /* where the joiner listens */
+    uint32_t num_subgroups;     /* <= VIEW_JOIN_MAX_SUBGROUPS */
+    struct view_join_subgroup subgroups[VIEW_JOIN_MAX_SUBGROUPS];
+};
+
+enum view_offer_kind { VIEW_OFFER_ADMIT = 0, VIEW_OFFER_REDIRECT = 1, VIEW_OFFER_REFUSE = 2 };
+
+/* The answer to a join request. ADMIT fills everything from group_name on;
+ * layouts has num_subgroups entries (caller's memory of
+ * VIEW_JOIN_MAX_SUBGROUPS entries on decode). */
+struct view_join_offer {
+    uint32_t kind;
+    int32_t error;               /* REFUSE: SPINDLE_E* code (SPINDLE_EAGAIN: ask again) */
+    char why[VIEW_WHY_MAX];      /* REFUSE */
+    struct ctl_address redirect; /* REDIRECT: the leader */
+    char group_name[VIEW_NAME_MAX];
+    uint32_t id, num_initial, num_rows, my_row, num_subgroups;
+    uint64_t view_id;
+    uint32_t member_ids[SST_MAX_ROWS];
+    struct ctl_address addresses[SST_MAX_ROWS]; /* by row */
+    struct smc_layout *layouts;
+};
+
+struct view_join_desc {
+    uint64_t view_id;
+    uint32_t id;
+    struct sst_member_desc desc;
+};
+
+struct view_join_announce {
+    uint64_t view_id;
+    uint32_t id;
+    struct ctl_address address;
+    struct sst_member_desc desc;
+};
+
+/* The joiner's view (descriptors of every row) and the size of the state
+ * that follows it, or why the join was dropped. */
+struct view_join_view {
+    uint64_t view_id;
+    int32_t error; /* 0, or why the join was dropped (SPINDLE_EAGAIN: try again) */
+    char why[VIEW_WHY_MAX];
+    uint64_t state_length; /* <= VIEW_STATE_MAX */
+    uint32_t num_rows;
+    struct sst_member_desc descs[SST_MAX_ROWS];
+};
+
+/* Bytes of a blob of a group with num_subgroups subgroups. */
+size_t view_wire_blob_size(uint32_t num_subgroups);
+
+/*
+ * Encoders write into buf (cap bytes) and return the message size, also
+ * when it does not fit (then nothing usable was written: call again with a
+ * buffer of that size). The fixed-size ones always return their _SIZE.
+ */
+size_t view_wire_encode_desc(const struct sst_member_desc *desc, uint8_t *buf, size_t cap);
+size_t view_wire_encode_ready(uint64_t view_id, uint8_t *buf, size_t cap);
+size_t view_wire_encode_blob(const struct view_blob *blob, uint8_t *buf, size_t cap);
+size_t view_wire_encode_commit(const struct view_commit *commit, uint8_t *buf, size_t cap);
+size_t view_wire_encode_join_request(const struct view_join_request *request, uint8_t *buf,
+                                     size_t cap);
+size_t view_wire_encode_join_offer(const struct view_join_offer *offer, uint8_t *buf, size_t cap);
+size_t view_wire_encode_join_desc(const struct view_join_desc *desc, uint8_t *buf, size_t cap);
+size_t view_wire_encode_join_announce(const struct view_join_announce *announce, uint8_t *buf,
+                                      size_t cap);
+size_t view_wire_encode_join_view(const struct view_join_view *view, uint8_t *buf, size_t cap);
+
+/*
+ * Decoders: 0 and *out, or SPINDLE_EPROTO naming what was wrong. The blob
+ * decoder takes the group's subgroup count (out->counts must hold
+ * num_subgroups * SST_MAX_ROWS entries); the offer decoder needs
+ * out->layouts to hold VIEW_JOIN_MAX_SUBGROUPS entries.
+ */
+int view_wire_decode_desc(const uint8_t *buf, size_t len, struct sst_member_desc *out);
+int view_wire_decode_ready(const uint8_t *buf, size_t len, uint64_t *view_id);
+int view_wire_decode_blob(const uint8_t *buf, size_t len, uint32_t num_subgroups,
+                          struct view_blob *out);
+int view_wire_decode_commit(const uint8_t *buf, size_t len, struct view_commit *out);
+int view_wire_decode_join_request(const uint8_t *buf, size_t len, struct view_join_request *out);
+int view_wire_decode_join_offer(const uint8_t *buf, size_t len, struct view_join_offer *out);
+int view_wire_decode_join_desc(const uint8_t *buf, size_t len, struct view_join_desc *out);
+int view_wire_decode_join_announce(const uint8_t *buf, size_t len, struct view_join_announce *out);
+int view_wire_decode_join_view(const uint8_t *buf, size_t len, struct view_join_view *out);
+
+#endif

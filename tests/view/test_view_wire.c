@@ -1,0 +1,286 @@
+/*
+ * The membership protocol's messages (src/view/view_wire.c): every message
+ * round-trips through its decoder and encoder unchanged; truncations,
+ * trailing bytes, another wire version and another type are refused; and
+ * each decoder refuses the semantic lies a peer could tell, naming them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/error.h"
+#include "view/view_wire_samples.h"
+#include "wire_check.h"
+
+#define BUF (VIEW_WIRE_JOIN_VIEW_SIZE + 4096)
+
+/* ---- decode + re-encode, one per message ------------------------------- */
+
+static int rt_desc(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    struct sst_member_desc desc;
+    int rc = view_wire_decode_desc(buf, len, &desc);
+    *out_len = rc == 0 ? view_wire_encode_desc(&desc, out, cap) : 0;
+    return rc;
+}
+
+static int rt_ready(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    uint64_t view = 0;
+    int rc = view_wire_decode_ready(buf, len, &view);
+    *out_len = rc == 0 ? view_wire_encode_ready(view, out, cap) : 0;
+    return rc;
+}
+
+static int rt_blob(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    static uint64_t counts[SAMPLE_BLOB_SUBGROUPS * SST_MAX_ROWS];
+    struct view_blob blob = {.counts = counts};
+    int rc = view_wire_decode_blob(buf, len, SAMPLE_BLOB_SUBGROUPS, &blob);
+    *out_len = rc == 0 ? view_wire_encode_blob(&blob, out, cap) : 0;
+    return rc;
+}
+
+static int rt_commit(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    struct view_commit commit;
+    int rc = view_wire_decode_commit(buf, len, &commit);
+    *out_len = rc == 0 ? view_wire_encode_commit(&commit, out, cap) : 0;
+    return rc;
+}
+
+static int rt_join_request(const uint8_t *buf, size_t len, uint8_t *out, size_t cap,
+                           size_t *out_len)
+{
+    static struct view_join_request req;
+    int rc = view_wire_decode_join_request(buf, len, &req);
+    *out_len = rc == 0 ? view_wire_encode_join_request(&req, out, cap) : 0;
+    return rc;
+}
+
+static int rt_join_offer(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    static struct view_join_offer offer;
+    static struct smc_layout layouts[VIEW_JOIN_MAX_SUBGROUPS];
+    offer.layouts = layouts;
+    int rc = view_wire_decode_join_offer(buf, len, &offer);
+    *out_len = rc == 0 ? view_wire_encode_join_offer(&offer, out, cap) : 0;
+    return rc;
+}
+
+static int rt_join_desc(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    struct view_join_desc desc;
+    int rc = view_wire_decode_join_desc(buf, len, &desc);
+    *out_len = rc == 0 ? view_wire_encode_join_desc(&desc, out, cap) : 0;
+    return rc;
+}
+
+static int rt_join_announce(const uint8_t *buf, size_t len, uint8_t *out, size_t cap,
+                            size_t *out_len)
+{
+    struct view_join_announce a;
+    int rc = view_wire_decode_join_announce(buf, len, &a);
+    *out_len = rc == 0 ? view_wire_encode_join_announce(&a, out, cap) : 0;
+    return rc;
+}
+
+static int rt_join_view(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    static struct view_join_view jv;
+    int rc = view_wire_decode_join_view(buf, len, &jv);
+    *out_len = rc == 0 ? view_wire_encode_join_view(&jv, out, cap) : 0;
+    return rc;
+}
+
+static uint8_t sample[BUF];
+
+static void test_every_message_round_trips_and_refuses_damage(void **state)
+{
+    (void)state;
+    size_t len;
+    len = sample_desc(sample, sizeof sample);
+    assert_int_equal(len, VIEW_WIRE_DESC_SIZE);
+    check_codec(rt_desc, sample, len);
+    len = sample_ready(sample, sizeof sample);
+    assert_int_equal(len, VIEW_WIRE_READY_SIZE);
+    check_codec(rt_ready, sample, len);
+    len = sample_blob(sample, sizeof sample);
+    assert_int_equal(len, view_wire_blob_size(SAMPLE_BLOB_SUBGROUPS));
+    check_codec(rt_blob, sample, len);
+    len = sample_commit(sample, sizeof sample);
+    assert_int_equal(len, VIEW_WIRE_COMMIT_SIZE);
+    check_codec(rt_commit, sample, len);
+    len = sample_join_request(sample, sizeof sample);
+    check_codec(rt_join_request, sample, len);
+    for (uint32_t kind = VIEW_OFFER_ADMIT; kind <= VIEW_OFFER_REFUSE; kind++) {
+        len = sample_join_offer(kind, sample, sizeof sample);
+        check_codec(rt_join_offer, sample, len);
+    }
+    len = sample_join_desc(sample, sizeof sample);
+    assert_int_equal(len, VIEW_WIRE_JOIN_DESC_SIZE);
+    check_codec(rt_join_desc, sample, len);
+    len = sample_join_announce(sample, sizeof sample);
+    assert_int_equal(len, VIEW_WIRE_JOIN_ANNOUNCE_SIZE);
+    check_codec(rt_join_announce, sample, len);
+    for (int dropped = 0; dropped < 2; dropped++) {
+        len = sample_join_view(dropped, sample, sizeof sample);
+        assert_int_equal(len, VIEW_WIRE_JOIN_VIEW_SIZE);
+        check_codec(rt_join_view, sample, len);
+    }
+}
+
+static void test_decoded_fields_are_the_encoded_ones(void **state)
+{
+    (void)state;
+    size_t len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
+    static struct smc_layout layouts[VIEW_JOIN_MAX_SUBGROUPS];
+    static struct view_join_offer offer;
+    offer.layouts = layouts;
+    assert_int_equal(view_wire_decode_join_offer(sample, len, &offer), 0);
+    assert_int_equal(offer.kind, VIEW_OFFER_ADMIT);
+    assert_string_equal(offer.group_name, "orders");
+    assert_int_equal(offer.id, 4);
+    assert_int_equal(offer.view_id, 9);
+    assert_int_equal(offer.member_ids[1], 2);
+    assert_string_equal(offer.addresses[2].host, "host4");
+    assert_int_equal(offer.addresses[2].port, 7004);
+    assert_int_equal(offer.layouts[1].mode, SPINDLE_MODE_UNORDERED);
+    assert_int_equal(offer.layouts[0].num_senders, 2);
+
+    len = sample_blob(sample, sizeof sample);
+    static uint64_t counts[SAMPLE_BLOB_SUBGROUPS * SST_MAX_ROWS];
+    struct view_blob blob = {.counts = counts};
+    assert_int_equal(view_wire_decode_blob(sample, len, SAMPLE_BLOB_SUBGROUPS, &blob), 0);
+    assert_int_equal(blob.suspected, 0x4);
+    assert_int_equal(blob.joiner, VIEW_NO_JOINER);
+    assert_int_equal(counts[5], 1005);
+    assert_int_equal(counts[SST_MAX_ROWS], 77);
+    assert_int_equal(blob.desc.region.len, 40);
+    assert_int_equal(blob.desc.region.bytes[1], 9 * 3 + 1);
+}
+
+/* Writes a little-endian u32 into a message. */
+static void poke_u32(uint8_t *at, uint32_t value)
+{
+    for (int i = 0; i < 4; i++)
+        at[i] = (uint8_t)(value >> (8 * i));
+}
+
+static void expect_refused(int rc, const char *words)
+{
+    assert_int_equal(rc, SPINDLE_EPROTO);
+    if (strstr(spindle_errmsg(), words) == NULL)
+        fail_msg("'%s' does not name '%s'", spindle_errmsg(), words);
+}
+
+static void test_blob_of_another_group_shape_is_refused(void **state)
+{
+    (void)state;
+    size_t len = sample_blob(sample, sizeof sample);
+    static uint64_t counts[3 * SST_MAX_ROWS];
+    struct view_blob blob = {.counts = counts};
+    expect_refused(view_wire_decode_blob(sample, len, 3, &blob),
+                   "subgroup count 2, the group has 3");
+    /* A joiner id beyond any member id. */
+    poke_u32(sample + WIRE_HEADER_SIZE + 16, 99);
+    expect_refused(view_wire_decode_blob(sample, len, SAMPLE_BLOB_SUBGROUPS, &blob),
+                   "joiner id 99");
+}
+
+static void test_lying_offers_are_refused(void **state)
+{
+    (void)state;
+    static struct smc_layout layouts[VIEW_JOIN_MAX_SUBGROUPS];
+    static struct view_join_offer offer;
+    offer.layouts = layouts;
+    size_t kind_at = WIRE_HEADER_SIZE;
+    /* An unknown kind. */
+    size_t len = sample_join_offer(VIEW_OFFER_REDIRECT, sample, sizeof sample);
+    poke_u32(sample + kind_at, 7);
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer), "offer kind 7");
+    /* A refusal with a positive "error". */
+    len = sample_join_offer(VIEW_OFFER_REFUSE, sample, sizeof sample);
+    poke_u32(sample + kind_at + 4, 5);
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer), "error code 5");
+    /* A redirect to an empty host. */
+    len = sample_join_offer(VIEW_OFFER_REDIRECT, sample, sizeof sample);
+    memset(sample + kind_at + 4, 0, 2 + CTL_HOST_MAX - 1);
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer), "needs a host");
+    /* An admission whose joiner row names another member. */
+    len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
+    size_t id_at = kind_at + 4 + 2 + VIEW_NAME_MAX - 1;
+    poke_u32(sample + id_at, 2); /* id 2 < num_initial 3 */
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer), "not a joiner's place");
+    /* The same member id in two rows. */
+    len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
+    size_t rows_at = id_at + 5 * 4 + 8;
+    poke_u32(sample + rows_at + 4 + VIEW_WIRE_ADDRESS_SIZE, 0);
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer), "listed twice");
+    /* A layout whose sender is not a member. */
+    len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
+    size_t layout_at = rows_at + 3 * (4 + VIEW_WIRE_ADDRESS_SIZE);
+    size_t senders_at = layout_at + 4 + 4 * SST_MAX_ROWS;
+    poke_u32(sample + senders_at + 4, 2);
+    poke_u32(sample + layout_at, 2); /* members 0, 1 only */
+    poke_u32(sample + layout_at + 4 + 8, 0);
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer), "sender 2 is not a member");
+    /* A used entry past the count must be zero. */
+    len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
+    poke_u32(sample + layout_at + 4 + 4 * 10, 3);
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer), "unused subgroup members");
+    /* A name with a NUL inside its length, or bytes past it. */
+    len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
+    sample[kind_at + 4 + 2 + 1] = 0;
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer), "NUL");
+    len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
+    sample[kind_at + 4 + 2 + 40] = 'x';
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer), "group name must be zero");
+}
+
+static void test_lying_requests_and_views_are_refused(void **state)
+{
+    (void)state;
+    static struct view_join_request req;
+    size_t len = sample_join_request(sample, sizeof sample);
+    size_t count_at = WIRE_HEADER_SIZE + VIEW_WIRE_ADDRESS_SIZE;
+    poke_u32(sample + count_at, 4); /* 4 subgroups announced, 3 sent */
+    expect_refused(view_wire_decode_join_request(sample, len, &req), "4 subgroups need 48 bytes");
+    poke_u32(sample + count_at, 0);
+    expect_refused(view_wire_decode_join_request(sample, len, &req), "subgroup count 0");
+
+    static struct view_join_view jv;
+    len = sample_join_view(0, sample, sizeof sample);
+    size_t state_at = WIRE_HEADER_SIZE + 12 + 2 + VIEW_WHY_MAX - 1;
+    poke_u32(sample + state_at + 4, 1); /* 2^32 + 4096 bytes of state */
+    expect_refused(view_wire_decode_join_view(sample, len, &jv), "exceeds");
+    len = sample_join_view(0, sample, sizeof sample);
+    poke_u32(sample + state_at + 8, 65);
+    expect_refused(view_wire_decode_join_view(sample, len, &jv), "row count 65");
+    len = sample_join_view(0, sample, sizeof sample);
+    poke_u32(sample + state_at + 8, 2); /* row 2's descriptor is then unused */
+    expect_refused(view_wire_decode_join_view(sample, len, &jv), "unused descriptor 2");
+    len = sample_join_view(0, sample, sizeof sample);
+    size_t desc_at = state_at + 12;
+    sample[desc_at] = 0xff; /* an address length of 255 + ... > TP_DESC_MAX */
+    sample[desc_at + 1] = 0x01;
+    expect_refused(view_wire_decode_join_view(sample, len, &jv), "endpoint address length");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_message_round_trips_and_refuses_damage),
+        cmocka_unit_test(test_decoded_fields_are_the_encoded_ones),
+        cmocka_unit_test(test_blob_of_another_group_shape_is_refused),
+        cmocka_unit_test(test_lying_offers_are_refused),
+        cmocka_unit_test(test_lying_requests_and_views_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
