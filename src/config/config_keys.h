@@ -36,6 +36,7 @@ struct cfg_target {
 
 /* NULL-terminated key names of a section kind. */
 const char *const *cfg_keys(enum cfg_kind kind);
+/* 1 when key belongs to a section of this kind, 0 when not (never fails). */
 int cfg_key_known(enum cfg_kind kind, const char *key);
 
 /* Parses and stores one value; 0, or -1 with cfg_last_problem() saying

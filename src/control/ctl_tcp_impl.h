@@ -73,7 +73,8 @@ struct ctl_tcp {
 
 /* ---- ctl_tcp_mesh.c -------------------------------------------------- */
 
-/* Milliseconds left until deadline (CLOCK_MONOTONIC ns), rounded up. */
+/* Milliseconds left until deadline (CLOCK_MONOTONIC ns), rounded up; 0
+ * once it passed (never fails). */
 int ctl_remaining_ms(uint64_t deadline);
 /* Sends or receives exactly len bytes before the deadline on a blocking
  * socket. SPINDLE_ETIMEDOUT, or SPINDLE_EUNREACH when the peer closed. */
@@ -121,6 +122,9 @@ int ctl_read_frame(int fd, uint32_t max, uint64_t deadline, uint8_t **out, size_
 /* Writes one frame (tag 0) on a blocking connection before the deadline.
  * 0, SPINDLE_ETIMEDOUT or SPINDLE_EUNREACH. */
 int ctl_write_frame(int fd, uint32_t from, const void *blob, size_t length, uint64_t deadline);
+/* The TCP variant's exchange entries, with the contracts and failure
+ * values of ctl_allgather, ctl_publish, ctl_collect and ctl_collect_one
+ * (control/ctl.h). */
 int ctl_tcp_allgather(struct ctl *base, uint32_t tag, const void *mine, size_t length, void *all,
                       int timeout_ms);
 int ctl_tcp_publish(struct ctl *base, uint32_t tag, const void *blob, size_t length, uint64_t to);
@@ -135,6 +139,8 @@ int ctl_tcp_collect_one(struct ctl *base, uint32_t tag, uint32_t from, void *out
  * pending) or a joiner connecting to its slot; anything else is dropped
  * with a logged reason. Lock held. */
 void ctl_accept_late(struct ctl_tcp *ctl);
+/* The TCP variant's join entries, with the contracts and failure values
+ * of ctl_join_poll, ctl_join_answer and ctl_add_member (control/ctl.h). */
 int ctl_tcp_join_poll(struct ctl *base, int timeout_ms, void *request, size_t capacity,
                       size_t *length);
 int ctl_tcp_join_answer(struct ctl *base, const void *reply, size_t length);

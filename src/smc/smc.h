@@ -129,18 +129,21 @@ uint64_t smc_ring_stride(const struct smc_layout *layout);
 int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts,
                      uint32_t num_subgroups, uint32_t num_rows, uint32_t my_row,
                      const struct smc_options *options, struct smc_group **out);
-/* This member's table descriptor, for the bootstrap exchange. */
+/* This member's table descriptor, for the bootstrap exchange. The
+ * transport's export error. */
 int smc_group_export(struct smc_group *group, struct sst_member_desc *out);
-/* Connects the table to every other member (descs indexed by row). */
+/* Connects the table to every other member (descs indexed by row). The
+ * transport's connect or import error, naming the peer. */
 int smc_group_connect(struct smc_group *group, const struct sst_member_desc *descs, int timeout_ms);
-/* Registers the predicate. */
+/* Registers the predicate. SPINDLE_ENOMEM. */
 int smc_group_start(struct smc_group *group);
 /* Removes the predicate and fails waiting senders with SPINDLE_ESHUTDOWN. */
 void smc_group_stop(struct smc_group *group);
 /* Frees the state and the table (stop first). Safe on NULL. */
 void smc_group_destroy(struct smc_group *group);
 
-/* See spindle_reserve / spindle_commit / spindle_flush. */
+/* spindle_reserve / spindle_commit / spindle_flush on this view's
+ * multicast, with the same failure values (include/spindle/group.h). */
 int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigned flags,
                 void **slot);
 int smc_commit(struct smc_group *group, uint32_t subgroup);

@@ -112,11 +112,14 @@ struct sst_engine_stats {
 };
 
 /* Opens the transport named in tp_config and prepares (not starts) the
- * predicate thread. */
+ * predicate thread. SPINDLE_ENOTSUP naming an unknown or unbuilt backend,
+ * SPINDLE_ENOMEM, or the backend's open error (SPINDLE_ENODEV, ...). */
 int sst_engine_create(const struct tp_config *tp_config, const struct sst_engine_options *options,
                       struct sst_engine **out);
 /* Stops the thread, destroys remaining tables, closes the transport. */
 void sst_engine_destroy(struct sst_engine *engine);
+/* Starts the predicate thread. SPINDLE_EINVAL when already started,
+ * SPINDLE_EIO when the thread cannot be created. */
 int sst_engine_start(struct sst_engine *engine);
 /* Stops the predicate thread (returns after it has exited). */
 void sst_engine_stop(struct sst_engine *engine);
@@ -153,7 +156,8 @@ enum sst_predicate_kind { SST_PRED_ONE_TIME, SST_PRED_RECURRENT };
 
 /* Registers a predicate/trigger pair; *id_out identifies it for removal.
  * May be called from a trigger. A true predicate counts as work for
- * adaptive polling. */
+ * adaptive polling. SPINDLE_EINVAL for a NULL predicate or trigger,
+ * SPINDLE_ENOMEM. */
 int sst_predicate_add(struct sst_engine *engine, sst_predicate_fn predicate, sst_trigger_fn trigger,
                       void *ctx, enum sst_predicate_kind kind, uint64_t *id_out);
 /* Removes it; safe from a trigger and from other threads (takes the lock

@@ -86,14 +86,17 @@ struct sst_engine {
 };
 
 /* Queues one write of my row's [offset, offset+length) to row's owner.
- * Lock held. */
+ * Lock held. 0 (also when the owner failed: nothing is queued), or
+ * SPINDLE_ENOMEM. */
 int sst_queue_write(struct sst_table *table, uint32_t row, uint32_t offset, uint32_t length,
                     bool ring);
 /* Posts queued writes: called with the lock held; releases it (before
  * posting when early unlock is on, after otherwise). */
 void sst_unlock_and_post(struct sst_engine *engine);
 void sst_stat_add(uint64_t *counter, uint64_t amount);
-/* Peer cache: returns an index, connecting on first use. Lock held. */
+/* Peer cache: returns an index, connecting on first use. Lock held.
+ * SPINDLE_ENOMEM, or the transport's connect error (SPINDLE_EUNREACH
+ * naming the peer, SPINDLE_ETIMEDOUT). */
 int sst_peer_get(struct sst_engine *engine, const struct tp_desc *address, int timeout_ms,
                  uint32_t *index);
 /* Drops a reference; the last one disconnects. Lock and post_lock held (no

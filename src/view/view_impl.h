@@ -77,7 +77,8 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
 /* Stops and frees the epoch's multicast and the epoch. Safe on NULL. */
 void view_epoch_free(struct view_epoch *epoch);
 /* Connects the epoch's table to every row (descs by rank), within the
- * bootstrap timeout. */
+ * bootstrap timeout. The transport's connect or import error, naming the
+ * peer (SPINDLE_EUNREACH, SPINDLE_ETIMEDOUT, SPINDLE_EPROTO). */
 int view_epoch_connect(struct view_membership *m, struct view_epoch *epoch,
                        const struct sst_member_desc *descs);
 /* Opens m's engine for config.transport with the member id and group
@@ -113,7 +114,8 @@ bool view_quiet(struct view_membership *m);
  */
 int view_gather(struct view_membership *m, uint64_t from, uint64_t view, uint32_t tag, void *all,
                 size_t length, const char *what);
-/* Publishes a ready message for view to `to`. */
+/* Publishes a ready message for view to `to`. The channel's publish error
+ * (SPINDLE_ENOMEM, SPINDLE_EIO). */
 int view_publish_ready(struct view_membership *m, uint64_t view, uint32_t tag, uint64_t to);
 /* Gathers ready messages of view from `from` and checks them
  * (SPINDLE_EPROTO naming a member whose message is malformed or names

@@ -1,0 +1,20 @@
+#!/bin/sh
+# scripts/check-layers.sh passes on the tree, and fails, naming the file and
+# the circle, on a copy of the tree given an upward include and a circle.
+set -eu
+checker=$1
+tree=$2
+out=$(sh "$checker" "$tree")
+echo "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp -r "$tree/src" "$work/src"
+echo '#include "view/view.h"' >>"$work/src/sst/sst.h"
+if sh "$checker" "$work" >"$work/log" 2>&1; then
+    echo "FAIL: an upward include and a circle passed the check" >&2
+    exit 1
+fi
+cat "$work/log"
+grep -q 'src/sst/sst.h includes "view/view.h": sst may not use view' "$work/log"
+grep -q 'sst/sst.h -> view/view.h -> smc/smc.h -> sst/sst.h' "$work/log"
+echo "ok: the checker names the upward include and the circle"
