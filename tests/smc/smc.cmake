@@ -1,6 +1,4 @@
 # Small-message multicast: real member processes over shm.
-spindle_add_test(test_smc_api SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_api.c
-                 TIMEOUT 60 LABELS smc)
 spindle_add_test(test_smc_group SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_group.c
                  TIMEOUT 180 LABELS smc)
 if(TARGET spindle-bench)
