@@ -190,7 +190,7 @@ static void cfg_env_name(const char *section, const char *key, char *out, size_t
 {
     snprintf(out, len, "SPINDLE_%s_%s", section, key);
     for (char *p = out; *p; p++)
-        *p = *p == '.' ? '_' : (char)toupper((unsigned char)*p);
+        *p = (char)(*p == '.' ? '_' : toupper((unsigned char)*p));
 }
 
 static int cfg_handler(void *user, const char *section, const char *name, const char *value)

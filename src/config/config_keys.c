@@ -142,7 +142,7 @@ static int cfg_id_list(const char *value, uint32_t **out, uint32_t *count)
 
 static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *value)
 {
-    uint64_t n;
+    uint64_t n = 0;
     if (strcmp(key, "name") == 0)
         return cfg_string(&o->name, value);
     if (strcmp(key, "transport") == 0) {
@@ -173,7 +173,7 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
 
 static int cfg_apply_member(struct cfg_member *m, const char *key, const char *value)
 {
-    uint64_t n;
+    uint64_t n = 0;
     if (strcmp(key, "host") == 0) {
         if (cfg_string(&m->host, value) != 0)
             return -1;
@@ -191,7 +191,7 @@ static int cfg_apply_member(struct cfg_member *m, const char *key, const char *v
 
 static int cfg_apply_subgroup(struct cfg_subgroup *s, const char *key, const char *value, int line)
 {
-    uint64_t n;
+    uint64_t n = 0;
     if (strcmp(key, "members") == 0 || strcmp(key, "senders") == 0) {
         int is_members = key[0] == 'm';
         uint32_t *ids = NULL, count = 0;
@@ -239,7 +239,7 @@ static int cfg_apply_subgroup(struct cfg_subgroup *s, const char *key, const cha
 
 static int cfg_apply_bench(struct spindle_config *c, const char *key, const char *value)
 {
-    uint64_t n;
+    uint64_t n = 0;
     if (strcmp(key, "messages") == 0) {
         if (cfg_uint(value, 1, UINT64_MAX, &n) != 0)
             return -1;
@@ -352,7 +352,7 @@ static int cfg_check_subgroup(struct cfg_subgroup *s, const char *path,
         }
     }
     if (s->senders == NULL) {
-        s->senders = malloc(s->pub.num_members * sizeof *s->senders);
+        s->senders = malloc((s->pub.num_members > 0 ? s->pub.num_members : 1) * sizeof *s->senders);
         if (s->senders == NULL) {
             snprintf(msg, len, "%s: out of memory", path);
             return -1;

@@ -44,7 +44,7 @@ int group_bootstrap_parse(const struct spindle_group_options *options, struct gr
     if (kind == SPINDLE_BOOTSTRAP_DIR) {
         if (strlen(text) >= sizeof out->dir)
             return sp_error(SPINDLE_EINVAL, "bootstrap directory is %zu bytes long", strlen(text));
-        strcpy(out->dir, text);
+        memcpy(out->dir, text, strlen(text) + 1);
         return 0;
     }
     if (kind != SPINDLE_BOOTSTRAP_TCP)

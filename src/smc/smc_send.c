@@ -4,6 +4,7 @@
  * (Spindle 3.2: "queues the sends, but does not initiate remote sends").
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "smc/smc_impl.h"
@@ -165,7 +166,9 @@ int smc_flush(struct smc_group *group, int timeout_ms)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
-    uint64_t targets[group->num_subgroups > 0 ? group->num_subgroups : 1];
+    uint64_t *targets = calloc(group->num_subgroups > 0 ? group->num_subgroups : 1, 8);
+    if (targets == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory to flush %u subgroups", group->num_subgroups);
     for (uint32_t g = 0; g < group->num_subgroups; g++) {
         const struct smc_subgroup *sub = &group->subgroups[g];
         bool delivers_own = sub->my_sender_rank >= 0 && sub->my_member_rank >= 0;
@@ -201,5 +204,6 @@ int smc_flush(struct smc_group *group, int timeout_ms)
     }
     pthread_mutex_unlock(&group->wait_lock);
     __atomic_sub_fetch(&group->flush_waiters, 1, __ATOMIC_ACQ_REL);
+    free(targets);
     return rc;
 }

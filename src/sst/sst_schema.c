@@ -16,7 +16,7 @@ static int add_column(struct sst_schema *schema, enum sst_column_kind kind, size
     if (schema->num_columns >= SST_MAX_COLUMNS)
         return sp_error(SPINDLE_EINVAL, "sst: schema already has the maximum %d columns",
                         SST_MAX_COLUMNS);
-    size_t offset = (schema->row_size + align - 1) / align * align;
+    size_t offset = (size_t)(schema->row_size + align - 1) / align * align;
     size = (size + 7) / 8 * 8;
     if (offset + size > UINT32_MAX / 2)
         return sp_error(SPINDLE_EINVAL, "sst: row would exceed %u bytes", UINT32_MAX / 2);

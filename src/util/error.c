@@ -8,7 +8,7 @@
 
 static _Thread_local char last_message[512];
 
-int sp_error(int code, const char *fmt, ...)
+void sp_error_record(const char *fmt, ...)
 {
     /* Formatted aside first: callers often pass spindle_errmsg() itself to
      * wrap the previous message in a new one. */
@@ -18,7 +18,6 @@ int sp_error(int code, const char *fmt, ...)
     vsnprintf(text, sizeof text, fmt, args);
     va_end(args);
     memcpy(last_message, text, sizeof text);
-    return code;
 }
 
 void sp_error_clear(void)

@@ -9,8 +9,18 @@
 
 #include <spindle/error.h>
 
-/* Records "fmt..." as the calling thread's last error and returns code. */
-int sp_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Records "fmt..." as the calling thread's last error message. */
+void sp_error_record(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Records "fmt..." as the calling thread's last error and yields code. A
+ * macro, so that readers and analyzers see the value it returns: code is
+ * evaluated once, after the message is formatted (callers often pass
+ * spindle_errmsg() into the new message). */
+static inline int sp_error_code(int code)
+{
+    return code;
+}
+#define sp_error(code, ...) (sp_error_record(__VA_ARGS__), sp_error_code(code))
 
 /* Clears the calling thread's last error message. */
 void sp_error_clear(void);

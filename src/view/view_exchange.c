@@ -104,7 +104,7 @@ static int prepare_blobs(struct view_membership *m, struct view_next *next, uint
     int rc = smc_group_export(next->epoch->smc, &mine->desc);
     for (uint32_t g = 0; g < subgroups && rc >= 0; g++)
         if (smc_group_received(m->current->smc, g, m->current->view.my_rank,
-                               &mine->counts[g * SST_MAX_ROWS], SST_MAX_ROWS) < 0)
+                               &mine->counts[(size_t)g * SST_MAX_ROWS], SST_MAX_ROWS) < 0)
             rc = SPINDLE_EPROTO;
     if (rc >= 0)
         view_wire_encode_blob(mine, next->blobs + (size_t)self * next->blob_size, next->blob_size);

@@ -92,7 +92,7 @@ static int deliver_trim(struct view_membership *m, const struct view_next *next,
         if (rank < 0)
             in.failed_mask |= 1ull << i;
         const uint64_t *counts =
-            rank < 0 ? NULL : &view_blob_of(next, (uint32_t)rank)->counts[g * SST_MAX_ROWS];
+            rank < 0 ? NULL : &view_blob_of(next, (uint32_t)rank)->counts[(size_t)g * SST_MAX_ROWS];
         for (uint32_t s = 0; s < senders; s++)
             received[i * senders + s] = counts == NULL ? 0 : counts[s];
         for (uint32_t s = 0; s < senders; s++)

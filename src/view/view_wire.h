@@ -54,7 +54,7 @@ enum view_wire_type {
 #define VIEW_STATE_MAX (64ull << 20)
 
 #define VIEW_WIRE_ADDRESS_SIZE   (2u + (CTL_HOST_MAX - 1) + 2u)
-#define VIEW_WIRE_LAYOUT_SIZE    (4u * (5u + 2u * SST_MAX_ROWS))
+#define VIEW_WIRE_LAYOUT_SIZE    ((size_t)4 * (5u + 2u * SST_MAX_ROWS))
 #define VIEW_WIRE_DESC_SIZE      (WIRE_HEADER_SIZE + SST_DESC_WIRE_SIZE)
 #define VIEW_WIRE_READY_SIZE     (WIRE_HEADER_SIZE + 8u)
 #define VIEW_WIRE_COMMIT_SIZE    (WIRE_HEADER_SIZE + 24u)
