@@ -56,16 +56,19 @@ int smc_layout_validate(const struct smc_layout *layout, uint32_t subgroup, uint
     return 0;
 }
 
-/* Adds count counters that must be contiguous; returns the first offset. */
+/* Adds count (>= 1) counters that must be contiguous; returns the first
+ * offset. */
 static int add_counters(struct sst_schema *schema, uint32_t count, uint32_t *offset)
 {
-    int first = -1;
-    for (uint32_t i = 0; i < count; i++) {
+    if (count == 0)
+        return sp_error(SPINDLE_EINVAL, "SST schema: a run of 0 counters");
+    int first = sst_schema_add_counter(schema);
+    if (first < 0)
+        return first;
+    for (uint32_t i = 1; i < count; i++) {
         int col = sst_schema_add_counter(schema);
         if (col < 0)
             return col;
-        if (first < 0)
-            first = col;
         if (sst_column_offset(schema, col) != sst_column_offset(schema, first) + 8 * i)
             return sp_error(SPINDLE_EIO, "SST schema placed counter %u out of line", i);
     }
