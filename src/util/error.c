@@ -20,11 +20,6 @@ void sp_error_record(const char *fmt, ...)
     memcpy(last_message, text, sizeof text);
 }
 
-void sp_error_clear(void)
-{
-    last_message[0] = '\0';
-}
-
 SPINDLE_API const char *spindle_errmsg(void)
 {
     return last_message;

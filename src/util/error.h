@@ -22,7 +22,4 @@ static inline int sp_error_code(int code)
 }
 #define sp_error(code, ...) (sp_error_record(__VA_ARGS__), sp_error_code(code))
 
-/* Clears the calling thread's last error message. */
-void sp_error_clear(void);
-
 #endif

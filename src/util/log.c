@@ -53,8 +53,8 @@ void sp_log(enum sp_log_level level, const char *module, const char *fmt, ...)
     if (!sp_log_enabled(level))
         return;
     char line[1024];
-    int used = snprintf(line, sizeof line, "spindle[%d] %s %s: ", (int)getpid(), tags[level],
-                        module);
+    int used =
+        snprintf(line, sizeof line, "spindle[%d] %s %s: ", (int)getpid(), tags[level], module);
     if (used < 0 || (size_t)used >= sizeof line)
         used = 0;
     va_list args;

@@ -15,9 +15,9 @@ int sp_log_enabled(enum sp_log_level level);
 void sp_log(enum sp_log_level level, const char *module, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#define SP_LOG_ERR(mod, ...)   sp_log(SP_LOG_ERROR, mod, __VA_ARGS__)
+#define SP_LOG_ERR(mod, ...)     sp_log(SP_LOG_ERROR, mod, __VA_ARGS__)
 #define SP_LOG_WARNING(mod, ...) sp_log(SP_LOG_WARN, mod, __VA_ARGS__)
-#define SP_LOG_INFO_(mod, ...) sp_log(SP_LOG_INFO, mod, __VA_ARGS__)
-#define SP_LOG_DBG(mod, ...)   sp_log(SP_LOG_DEBUG, mod, __VA_ARGS__)
+#define SP_LOG_INFO_(mod, ...)   sp_log(SP_LOG_INFO, mod, __VA_ARGS__)
+#define SP_LOG_DBG(mod, ...)     sp_log(SP_LOG_DEBUG, mod, __VA_ARGS__)
 
 #endif

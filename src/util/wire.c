@@ -42,16 +42,6 @@ uint64_t wire_get(struct wire_reader *r, unsigned bytes, const char *field)
     return value;
 }
 
-bool wire_get_bool(struct wire_reader *r, const char *field)
-{
-    uint8_t value = wire_get_u8(r, field);
-    if (value > 1) {
-        r->pos--;
-        wire_fail(r, "%s is %u, not 0 or 1", field, value);
-    }
-    return value == 1;
-}
-
 void wire_get_zero(struct wire_reader *r, size_t n, const char *field)
 {
     if (!wire_need(r, n, field))
@@ -63,16 +53,6 @@ void wire_get_zero(struct wire_reader *r, size_t n, const char *field)
             return;
         }
     }
-    r->pos += n;
-}
-
-void wire_get_bytes(struct wire_reader *r, void *out, size_t n, const char *field)
-{
-    if (!wire_need(r, n, field)) {
-        memset(out, 0, n);
-        return;
-    }
-    memcpy(out, r->buf + r->pos, n);
     r->pos += n;
 }
 

@@ -7,7 +7,7 @@
  *
  * Rules of the encoding:
  *  - integers are fixed width and explicitly little-endian, whatever the
- *    host's byte order; booleans are one byte, 0 or 1;
+ *    host's byte order;
  *  - every message opens with a message header: u16 type, u16 version
  *    (WIRE_VERSION). A decoder refuses another type or version with an error
  *    naming both values;
@@ -111,12 +111,8 @@ static inline int32_t wire_get_i32(struct wire_reader *r, const char *field)
 {
     return (int32_t)wire_get_u32(r, field);
 }
-/* A one-byte boolean: 0 or 1, anything else fails. */
-bool wire_get_bool(struct wire_reader *r, const char *field);
 /* n reserved bytes that must be zero. */
 void wire_get_zero(struct wire_reader *r, size_t n, const char *field);
-/* n raw bytes copied to out. */
-void wire_get_bytes(struct wire_reader *r, void *out, size_t n, const char *field);
 /*
  * A fixed-width string field: u16 length (< cap, and <= width), `width`
  * bytes of which the first `length` are the string (no NUL) and the rest
@@ -156,10 +152,6 @@ static inline void wire_put_u32(struct wire_writer *w, uint32_t value)
 static inline void wire_put_u64(struct wire_writer *w, uint64_t value)
 {
     wire_put(w, value, 8);
-}
-static inline void wire_put_bool(struct wire_writer *w, bool value)
-{
-    wire_put(w, value ? 1 : 0, 1);
 }
 void wire_put_zero(struct wire_writer *w, size_t n);
 void wire_put_bytes(struct wire_writer *w, const void *data, size_t n);
