@@ -1,7 +1,8 @@
 #!/bin/sh
-# Runs the docs/PERFORMANCE.md experiments with spindle-bench, RUNS times
-# each, and prints markdown tables of the medians (from the JSON line each
-# run prints last). Also draws the batch-size histogram with gnuplot.
+# Runs the docs/PERFORMANCE.md experiments with spindle-bench (and the raw
+# transport reference with spindle-rawbench), RUNS times each, and prints
+# markdown tables of the medians (from the JSON line each run prints last).
+# Also draws the batch-size histogram with gnuplot.
 #
 # Usage: sh scripts/perf.sh [BUILD_DIR] [OUT_DIR]
 #   RUNS=3 (default) repetitions per experiment; QUICK=1 shrinks message counts.
@@ -13,8 +14,11 @@ set -eu
 BUILD=${1:-build}
 OUT=${2:-$BUILD/perf}
 RUNS=${RUNS:-3}
-BENCH="$BUILD/tools/spindle-bench"
-[ -x "$BENCH" ] || { echo "perf: $BENCH not found (build first)" >&2; exit 1; }
+BENCH="$BUILD/tools/bench/spindle-bench"
+RAWBENCH="$BUILD/tools/rawbench/spindle-rawbench"
+for tool in "$BENCH" "$RAWBENCH"; do
+    [ -x "$tool" ] || { echo "perf: $tool not found (build first)" >&2; exit 1; }
+done
 mkdir -p "$OUT"
 RESULTS="$OUT/results.tsv"
 : >"$RESULTS"
@@ -28,20 +32,22 @@ else
     TARGS="--transport $TRANSPORT --provider $PROVIDER" TAG="$TRANSPORT/$PROVIDER "
 fi
 
-# run LABEL ARGS...: RUNS repetitions, each appending one line.
-run() {
-    label=$1
-    shift
+# run_tool TOOL LABEL ARGS...: RUNS repetitions, each appending one line.
+run_tool() {
+    tool=$1
+    label=$2
+    shift 2
     i=0
     while [ $i -lt "$RUNS" ]; do
         # shellcheck disable=SC2086
-        line=$("$BENCH" "$@" $TARGS | tail -n 1) ||
-            { echo "perf: FAILED: spindle-bench $* $TARGS" >&2; exit 1; }
-        printf '%s\t%s\t%s\n' "$label" "spindle-bench $* $TARGS" "$line" >>"$RESULTS"
+        line=$("$tool" "$@" $TARGS | tail -n 1) ||
+            { echo "perf: FAILED: $(basename "$tool") $* $TARGS" >&2; exit 1; }
+        printf '%s\t%s\t%s\n' "$label" "$(basename "$tool") $* $TARGS" "$line" >>"$RESULTS"
         i=$((i + 1))
     done
     echo "perf: $label done" >&2
 }
+run() { run_tool "$BENCH" "$@"; }
 
 msgs_for() { # size -> messages per sender (10 KB runs move 10x the bytes)
     if [ "$1" -ge 10240 ]; then echo $((N / 4)); else echo "$N"; fi
@@ -49,7 +55,8 @@ msgs_for() { # size -> messages per sender (10 KB runs move 10x the bytes)
 
 # 1. raw transport reference, per size (same run of this script)
 for size in 1 128 1024 10240; do
-    run "raw-$size" --local 2 --raw --msg-size "$size" --window 100 --messages "$(msgs_for "$size")"
+    run_tool "$RAWBENCH" "raw-$size" --local 2 --msg-size "$size" --window 100 \
+        --messages "$(msgs_for "$size")"
 done
 # 2. members x senders x sizes (window 100)
 for members in 2 3 4; do
@@ -107,7 +114,7 @@ cmd_of() { awk -F '\t' -v label="$1" '$1 == label { print $2; exit }' "$RESULTS"
 
 echo "## Results ${TAG}(median of $RUNS runs; $(nproc) cores; $(date -u +%Y-%m-%d))"
 echo
-echo "### Raw transport reference (--raw)"
+echo "### Raw transport reference (spindle-rawbench)"
 echo
 echo "| size | raw MB/s | raw writes/s | 8-byte latency us | command |"
 echo "| --- | ---: | ---: | ---: | --- |"

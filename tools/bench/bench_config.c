@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "util/log.h"
 
 /* Reads the file and sets everything it defines as the defaults that the
  * command line may then override. Returns 0, or 2 after printing the
@@ -33,11 +32,11 @@ int bench_config_load(struct bench_config *c, const char *path)
     }
     c->file = file;
     c->config_path = path;
-    /* SPINDLE_LOG_LEVEL, when set, still wins (it names this run). */
-    enum sp_log_level level;
-    if (getenv("SPINDLE_LOG_LEVEL") == NULL &&
-        sp_log_parse_level(file->group.log_level, &level) == 0)
-        sp_log_set_level(level);
+    /* The library reads its log level from SPINDLE_LOG_LEVEL when it first
+     * logs; one set in the environment still wins (it names this run). The
+     * loader already checked the file's value. */
+    if (file->group.log_level != NULL)
+        setenv("SPINDLE_LOG_LEVEL", file->group.log_level, 0);
     c->transport = file->group.transport;
     c->provider = file->group.provider;
     c->device = file->group.device;

@@ -32,30 +32,6 @@ static void print_hist(const char *name, const uint64_t *hist)
     printf("]");
 }
 
-static void report_raw(const struct bench_config *config, const struct bench_result *results,
-                       uint32_t count)
-{
-    const struct bench_result *r = NULL;
-    for (uint32_t i = 0; i < count; i++)
-        if (results[i].is_raw_reporter)
-            r = &results[i];
-    if (r == NULL) {
-        printf("raw: no result from member 0 (run with --local 2 or as --id 0)\n");
-        return;
-    }
-    double msgs = r->raw_seconds > 0 ? (double)r->raw_writes / r->raw_seconds : 0;
-    double mb = msgs * config->msg_size / 1e6;
-    printf("raw %s: %llu writes of %u B in %.3f s: %.0f writes/s, %.1f MB/s; 8-byte latency "
-           "%.2f us\n",
-           config->transport, (unsigned long long)r->raw_writes, config->msg_size, r->raw_seconds,
-           msgs, mb, r->raw_latency_us);
-    printf("{\"raw\":true,\"transport\":\"%s\",\"msg_size\":%u,\"raw_writes\":%llu,"
-           "\"seconds\":%.6f,\"raw_msgs_per_s\":%.1f,\"raw_mb_per_s\":%.3f,"
-           "\"raw_latency_us\":%.3f}\n",
-           config->transport, config->msg_size, (unsigned long long)r->raw_writes, r->raw_seconds,
-           msgs, mb, r->raw_latency_us);
-}
-
 struct totals {
     uint64_t delivered, writes, doorbells, nulls, post_ns, sent;
     uint64_t pinned_max; /* most bytes one member's transport kept pinned */
@@ -110,10 +86,6 @@ static void sum_results(const struct bench_result *results, uint32_t count, stru
 void bench_report(const struct bench_config *config, uint32_t members,
                   const struct bench_result *results, uint32_t count)
 {
-    if (config->raw) {
-        report_raw(config, results, count);
-        return;
-    }
     struct totals t;
     sum_results(results, count, &t);
     double msgs_per_s = t.rate_sum / count; /* per receiving member */

@@ -1,16 +1,39 @@
 /*
  * spindle-bench internals: the parsed command line, one member's result
  * (sent from a forked member to the launcher through a pipe as one write),
- * and the three entry points (a group member, a raw-transport member, the
- * report printer). Single-threaded apart from the library's own thread.
+ * the entry points (a group member, the report printer) and small helpers.
+ * spindle-bench uses the public API only. Single-threaded apart from the
+ * library's own threads.
  */
 #ifndef SPINDLE_BENCH_H
 #define SPINDLE_BENCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <spindle/spindle.h>
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Busy-waits ns nanoseconds (a delayed sender's work between sends). */
+static inline void bench_spin_ns(uint64_t ns)
+{
+    uint64_t end = bench_now_ns() + ns;
+    while (bench_now_ns() < end)
+        __builtin_ia32_pause();
+}
+
+/* CRC-32C (Castagnoli) of len bytes, continuing from crc (start with 0):
+ * the checksum of each delivered message in a trace. */
+uint32_t bench_crc32c(uint32_t crc, const void *data, size_t len);
 
 /* SENDERS_FILE: each subgroup's senders from --config (all members without one). */
 enum bench_senders { SENDERS_ALL, SENDERS_HALF, SENDERS_ONE, SENDERS_FILE };
@@ -34,7 +57,6 @@ struct bench_config {
     const char *device; /* verbs device from --config ([group] device) */
     bool batching, null_sends, early_unlock;
     const char *trace_dir;
-    bool raw;
     bool tolerate_failures; /* --tolerate-failures: survive view changes */
     uint32_t timeout_s;
     char group_name[64];
@@ -71,11 +93,6 @@ struct bench_result {
     uint64_t send_batches, send_msgs;
     uint64_t receive_batches, receive_msgs;
     uint64_t delivery_batches, delivery_msgs;
-    /* --raw (member 0 only) */
-    int is_raw_reporter;
-    uint64_t raw_writes;
-    double raw_seconds;
-    double raw_latency_us;
 };
 
 /* Number of senders for the configuration (members of the group). */
@@ -84,10 +101,6 @@ uint32_t bench_num_senders(const struct bench_config *config, uint32_t members);
 /* Runs group member `self` of `members`; fills result (ok = 0 on failure). */
 void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t members,
                       struct bench_result *result);
-
-/* Runs member `self` (0 measures, 1 echoes) of the raw transport test. */
-void bench_run_raw(const struct bench_config *config, uint32_t self, uint32_t members,
-                   struct bench_result *result);
 
 /* --config (bench_config.c): loads FILE as defaults before the other
  * flags are parsed, then checks the combination; both return 0 or 2 after

@@ -26,7 +26,6 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "util/clock.h"
 
 static const char usage[] =
     "usage: spindle-bench --local N [options]\n"
@@ -74,8 +73,6 @@ static const char usage[] =
     "Output:\n"
     "  --trace DIR            write DIR/member-<id>.trace, one line per delivered message:\n"
     "                         <view> <subgroup> <sender_id> <sender_index> <length> <crc32c>\n"
-    "  --raw                  raw one-sided write bandwidth and 8-byte latency between two\n"
-    "                         members of the transport (the efficiency reference)\n"
     "  --tolerate-failures    keep running through view changes (member failures); the\n"
     "                         trace names view ids and the app index (first 8 payload\n"
     "                         bytes, --msg-size >= 8); --local writes DIR/member-<id>.pid\n"
@@ -158,7 +155,7 @@ static const struct option long_options[] = {
     {"no-early-unlock", no_argument, 0, OPT_NO_EARLY},
     {"baseline", no_argument, 0, OPT_BASELINE},
     {"trace", required_argument, 0, OPT_TRACE},
-    {"raw", no_argument, 0, OPT_RAW},
+    {"raw", no_argument, 0, OPT_RAW}, /* moved to spindle-rawbench: refused, saying so */
     {"tolerate-failures", no_argument, 0, OPT_TOLERATE},
     {"timeout", required_argument, 0, OPT_TIMEOUT},
     {"config", required_argument, 0, OPT_CONFIG},
@@ -289,8 +286,6 @@ static int check_config(struct bench_config *c, bool delayed_given)
             return bad("%s--join needs --listen HOST:PORT (the joiner's own address)", "");
         if (!c->tolerate_failures)
             return bad("%s--join needs --tolerate-failures", "");
-        if (c->raw)
-            return bad("%s--join cannot be combined with --raw", "");
         if (c->msg_size < 8)
             return bad("%s--join needs --msg-size >= 8", "");
         return 0;
@@ -312,8 +307,6 @@ static int check_config(struct bench_config *c, bool delayed_given)
     uint32_t members = c->local > 0 ? c->local : count_members(c->members);
     if (c->delayed_senders > bench_num_senders(c, members))
         return bad("%s--delayed-senders exceeds the number of senders", "");
-    if (c->raw && members != 2)
-        return bad("%s--raw needs exactly two members (--local 2)", "");
     if (c->tolerate_failures && c->msg_size < 8)
         return bad("%s--tolerate-failures needs --msg-size >= 8: the first 8 payload bytes "
                    "carry the app index",
@@ -374,8 +367,9 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
             c->trace_dir = optarg;
             break;
         case OPT_RAW:
-            c->raw = true;
-            break;
+            return bad("%s--raw moved to its own tool: spindle-rawbench --local 2 [--transport "
+                       "...] measures the raw one-sided write reference",
+                       "");
         case OPT_TOLERATE:
             c->tolerate_failures = true;
             break;
@@ -414,15 +408,6 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
     return check_config(c, delayed_given);
 }
 
-static void run_one(const struct bench_config *config, uint32_t self, uint32_t members,
-                    struct bench_result *result)
-{
-    if (config->raw)
-        bench_run_raw(config, self, members, result);
-    else
-        bench_run_member(config, self, members, result);
-}
-
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
     return remove(path);
@@ -452,7 +437,7 @@ static int reap_children(const pid_t *pids, uint32_t n, uint64_t deadline_ns, bo
                 failed = 1;
             }
         }
-        if (left > 0 && sp_now_ns() > deadline_ns) {
+        if (left > 0 && bench_now_ns() > deadline_ns) {
             for (uint32_t i = 0; i < n; i++)
                 if (!done[i])
                     kill(pids[i], SIGKILL);
@@ -510,7 +495,7 @@ static int run_local(struct bench_config *config)
         }
         if (pids[i] == 0) {
             struct bench_result result;
-            run_one(config, i, n, &result);
+            bench_run_member(config, i, n, &result);
             if (!result.ok) /* at once: the others may wait for it until their timeout */
                 fprintf(stderr, "spindle-bench: %s\n", result.error);
             ssize_t w = write(pipes[i][1], &result, sizeof result);
@@ -521,7 +506,7 @@ static int run_local(struct bench_config *config)
             return 1;
     }
     /* Results are smaller than a pipe buffer: children never block. */
-    uint64_t deadline = sp_now_ns() + ((uint64_t)config->timeout_s + 120) * 1000000000ull;
+    uint64_t deadline = bench_now_ns() + ((uint64_t)config->timeout_s + 120) * 1000000000ull;
     bool killed[SPINDLE_MAX_MEMBERS] = {false};
     int failed = reap_children(pids, n, deadline, config->tolerate_failures ? killed : NULL);
     struct bench_result *results = calloc(n, sizeof *results);
@@ -552,7 +537,7 @@ static int run_member(const struct bench_config *config)
 {
     uint32_t members = config->join != NULL ? 0 : count_members(config->members);
     struct bench_result result;
-    run_one(config, (uint32_t)config->id, members, &result);
+    bench_run_member(config, (uint32_t)config->id, members, &result);
     if (!result.ok) {
         fprintf(stderr, "spindle-bench: %s\n", result.error);
         return 1;

@@ -1,0 +1,11 @@
+# The command-line tools: spindle-rawbench reports the raw transport
+# reference (shm, and libfabric tcp when built).
+if(TARGET spindle-rawbench AND TARGET spindle-bench)
+  if(SPINDLE_FABRIC_FOUND)
+    set(rawbench_fabric fabric)
+  endif()
+  add_test(NAME rawbench_reports_the_reference
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/rawbench.sh $<TARGET_FILE:spindle-rawbench>
+                   $<TARGET_FILE:spindle-bench> ${rawbench_fabric})
+  set_tests_properties(rawbench_reports_the_reference PROPERTIES LABELS "tools" TIMEOUT 120)
+endif()
