@@ -123,8 +123,6 @@ void sst_engine_destroy(struct sst_engine *engine);
 int sst_engine_start(struct sst_engine *engine);
 /* Stops the predicate thread (returns after it has exited). */
 void sst_engine_stop(struct sst_engine *engine);
-const struct tp_ops *sst_engine_transport(struct sst_engine *engine);
-struct tp_endpoint *sst_engine_endpoint(struct sst_engine *engine);
 void sst_engine_stats(struct sst_engine *engine, struct sst_engine_stats *out);
 
 void sst_engine_lock(struct sst_engine *engine);

@@ -36,20 +36,16 @@ void sst_engine_options_default(struct sst_engine_options *options)
 int sst_engine_create(const struct tp_config *tp_config, const struct sst_engine_options *options,
                       struct sst_engine **out)
 {
-    const struct tp_ops *ops = tp_backend_find(tp_config != NULL ? tp_config->backend : NULL);
-    if (ops == NULL)
-        return SPINDLE_ENOTSUP;
     struct sst_engine *engine = calloc(1, sizeof *engine);
     if (engine == NULL)
         return sp_error(SPINDLE_ENOMEM, "sst: out of memory for the engine");
-    engine->ops = ops;
     if (options != NULL)
         engine->options = *options;
     else
         sst_engine_options_default(&engine->options);
     if (engine->options.max_sleep_ms <= 0)
         engine->options.max_sleep_ms = 100;
-    int rc = ops->open(tp_config, &engine->endpoint);
+    int rc = tp_open(tp_config, &engine->endpoint);
     if (rc != 0) {
         free(engine);
         return rc;
@@ -68,23 +64,13 @@ void sst_engine_destroy(struct sst_engine *engine)
     sst_engine_stop(engine);
     while (engine->tables != NULL)
         sst_table_destroy(engine->tables);
-    engine->ops->close(engine->endpoint);
+    tp_close(engine->endpoint);
     pthread_mutex_destroy(&engine->lock);
     pthread_mutex_destroy(&engine->post_lock);
     free(engine->predicates);
     free(engine->peers);
     free(engine->pending);
     free(engine);
-}
-
-const struct tp_ops *sst_engine_transport(struct sst_engine *engine)
-{
-    return engine->ops;
-}
-
-struct tp_endpoint *sst_engine_endpoint(struct sst_engine *engine)
-{
-    return engine->endpoint;
 }
 
 void sst_engine_stats(struct sst_engine *engine, struct sst_engine_stats *out)
@@ -95,7 +81,7 @@ void sst_engine_stats(struct sst_engine *engine, struct sst_engine_stats *out)
         dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
     struct tp_stats transport;
     memset(&transport, 0, sizeof transport);
-    engine->ops->stats(engine->endpoint, &transport);
+    tp_stats(engine->endpoint, &transport);
     out->pinned_bytes = transport.pinned_bytes;
 }
 
@@ -111,7 +97,7 @@ void sst_engine_unlock(struct sst_engine *engine)
 
 void sst_engine_wake(struct sst_engine *engine)
 {
-    engine->ops->doorbell_ring_self(engine->endpoint);
+    tp_doorbell_ring_self(engine->endpoint);
 }
 
 void sst_engine_on_failure(struct sst_engine *engine, sst_failure_fn fn, void *ctx)
@@ -129,7 +115,7 @@ static void post_batch(struct sst_engine *engine, struct tp_peer *peer, struct t
 {
     uint64_t start = sp_now_ns();
     int rc;
-    while ((rc = engine->ops->post_writes(peer, writes, count, 0, 0)) == SPINDLE_EAGAIN) {
+    while ((rc = tp_post_writes(peer, writes, count, 0, 0)) == SPINDLE_EAGAIN) {
         if (sp_now_ns() - start > EAGAIN_LIMIT_NS)
             break;
         sched_yield();
@@ -138,8 +124,8 @@ static void post_batch(struct sst_engine *engine, struct tp_peer *peer, struct t
         sst_stat_add(&engine->stats.writes_posted, count);
         sst_stat_add(&engine->stats.batches, 1);
         sst_stat_add(&engine->stats.doorbells, 1);
-        if (ring && (engine->ops->caps & TP_CAP_CHEAP_DOORBELL) != 0)
-            (void)engine->ops->doorbell_ring(peer);
+        if (ring && (tp_attr(engine->endpoint)->caps & TP_CAP_CHEAP_DOORBELL) != 0)
+            (void)tp_doorbell_ring(peer);
     } else if (rc != SPINDLE_EPEERFAILED) {
         SP_LOG_WARNING("sst", "posting %u writes failed: %s", count, spindle_errmsg());
     }

@@ -59,7 +59,6 @@ struct sst_table {
 };
 
 struct sst_engine {
-    const struct tp_ops *ops;
     struct tp_endpoint *endpoint;
     struct sst_engine_options options;
     pthread_mutex_t lock;

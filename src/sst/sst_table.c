@@ -29,7 +29,7 @@ int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema,
     table->size = (size_t)num_rows * table->schema->row_size;
     void *base;
     int rc =
-        engine->ops->mr_alloc(engine->endpoint, table->size, TP_MR_REMOTE_WRITE, &base, &table->mr);
+        tp_mr_alloc(engine->endpoint, table->size, TP_MR_REMOTE_WRITE, &base, &table->mr);
     if (rc != 0) {
         free(table->schema);
         free(table);
@@ -58,7 +58,7 @@ int sst_table_set_side_region(struct sst_table *table, size_t size, unsigned fla
             return sp_error(SPINDLE_EINVAL, "sst: side region added after connecting row %u", row);
     struct sst_engine *engine = table->engine;
     void *side;
-    int rc = engine->ops->mr_alloc(engine->endpoint, size, flags | TP_MR_REMOTE_WRITE, &side,
+    int rc = tp_mr_alloc(engine->endpoint, size, flags | TP_MR_REMOTE_WRITE, &side,
                                    &table->side_mr);
     if (rc != 0)
         return rc;
@@ -70,12 +70,11 @@ int sst_table_set_side_region(struct sst_table *table, size_t size, unsigned fla
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out)
 {
     memset(out, 0, sizeof *out);
-    const struct tp_ops *ops = table->engine->ops;
-    int rc = ops->address(table->engine->endpoint, &out->address);
+    int rc = tp_address(table->engine->endpoint, &out->address);
     if (rc == 0)
-        rc = ops->mr_export(table->mr, &out->region);
+        rc = tp_mr_export(table->mr, &out->region);
     if (rc == 0 && table->side_mr != NULL)
-        rc = ops->mr_export(table->side_mr, &out->side);
+        rc = tp_mr_export(table->side_mr, &out->side);
     return rc;
 }
 
@@ -83,13 +82,12 @@ int sst_table_export(struct sst_table *table, struct sst_member_desc *out)
 static int import_regions(struct sst_table *table, uint32_t row, struct tp_peer *peer,
                           const struct sst_member_desc *desc)
 {
-    const struct tp_ops *ops = table->engine->ops;
-    int rc = ops->rmr_import(peer, &desc->region, &table->rmr[row]);
+    int rc = tp_rmr_import(peer, &desc->region, &table->rmr[row]);
     if (rc != 0 || desc->side.len == 0)
         return rc;
-    rc = ops->rmr_import(peer, &desc->side, &table->side_rmr[row]);
+    rc = tp_rmr_import(peer, &desc->side, &table->side_rmr[row]);
     if (rc != 0) {
-        ops->rmr_release(peer, table->rmr[row]);
+        tp_rmr_release(peer, table->rmr[row]);
         table->rmr[row] = NULL;
     }
     return rc;
@@ -148,16 +146,16 @@ void sst_table_destroy(struct sst_table *table)
         int32_t index = table->peer_of_row[row];
         if (index < 0)
             continue;
-        engine->ops->rmr_release(engine->peers[index].peer, table->rmr[row]);
+        tp_rmr_release(engine->peers[index].peer, table->rmr[row]);
         if (table->side_rmr[row] != NULL)
-            engine->ops->rmr_release(engine->peers[index].peer, table->side_rmr[row]);
+            tp_rmr_release(engine->peers[index].peer, table->side_rmr[row]);
         sst_peer_put(engine, (uint32_t)index);
     }
     pthread_mutex_unlock(&engine->post_lock);
     pthread_mutex_unlock(&engine->lock);
     if (table->side_mr != NULL)
-        engine->ops->mr_free(engine->endpoint, table->side_mr);
-    engine->ops->mr_free(engine->endpoint, table->mr);
+        tp_mr_free(engine->endpoint, table->side_mr);
+    tp_mr_free(engine->endpoint, table->mr);
     free(table->schema);
     free(table);
 }
@@ -339,7 +337,7 @@ int sst_peer_get(struct sst_engine *engine, const struct tp_desc *address, int t
         engine->cap_peers = cap;
     }
     struct sst_peer_ref ref = {.address = *address, .refs = 1};
-    int rc = engine->ops->connect(engine->endpoint, address, timeout_ms, &ref.peer);
+    int rc = tp_connect(engine->endpoint, address, timeout_ms, &ref.peer);
     if (rc != 0)
         return rc;
     engine->peers[slot] = ref;
@@ -361,7 +359,7 @@ void sst_peer_put(struct sst_engine *engine, uint32_t index)
             engine->pending[kept++] = engine->pending[i];
     }
     engine->num_pending = kept;
-    engine->ops->disconnect(engine->endpoint, ref->peer);
+    tp_disconnect(engine->endpoint, ref->peer);
     ref->peer = NULL;
 }
 

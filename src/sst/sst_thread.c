@@ -119,7 +119,7 @@ static void check_departures(struct sst_engine *engine)
 static void poll_transport(struct sst_engine *engine)
 {
     struct tp_event events[EVENTS_MAX];
-    int n = engine->ops->poll(engine->endpoint, events, EVENTS_MAX);
+    int n = tp_poll(engine->endpoint, events, EVENTS_MAX);
     for (int i = 0; i < n; i++) {
         if (events[i].type == TP_EVENT_PEER_FAILED)
             sst_peer_failed(engine, events[i].peer, events[i].error);
@@ -140,7 +140,7 @@ static void bump_header(struct sst_engine *engine, uint32_t offset)
  * true when woken by a ring or found work (spin again), false on timeout. */
 static bool sleep_on_doorbell(struct sst_engine *engine)
 {
-    uint64_t token = engine->ops->doorbell_arm(engine->endpoint);
+    uint64_t token = tp_doorbell_arm(engine->endpoint);
     pthread_mutex_lock(&engine->lock);
     bump_header(engine, SST_HEADER_SLEEP); /* odd: asleep */
     uint32_t fired = run_predicates(engine);
@@ -150,7 +150,7 @@ static bool sleep_on_doorbell(struct sst_engine *engine)
     if (fired > 0)
         return true;
     sst_stat_add(&engine->stats.sleeps, 1);
-    int rc = engine->ops->doorbell_wait(engine->endpoint, token, engine->options.max_sleep_ms);
+    int rc = tp_doorbell_wait(engine->endpoint, token, engine->options.max_sleep_ms);
     pthread_mutex_lock(&engine->lock);
     bump_header(engine, SST_HEADER_SLEEP); /* even: awake */
     sst_unlock_and_post(engine);
@@ -235,7 +235,7 @@ void sst_engine_alert(struct sst_engine *engine)
     for (uint32_t i = 0; i < engine->num_peers; i++) {
         struct sst_peer_ref *ref = &engine->peers[i];
         if (ref->refs > 0 && ref->peer != NULL && !ref->failed)
-            (void)engine->ops->doorbell_ring(ref->peer); /* a dead one is reported by poll */
+            (void)tp_doorbell_ring(ref->peer); /* a dead one is reported by poll */
     }
     pthread_mutex_unlock(&engine->post_lock);
     pthread_mutex_unlock(&engine->lock);

@@ -1,4 +1,8 @@
-/* Backend registry: maps a name to a compiled-in ops table. */
+/*
+ * Backend registry: maps a name to a compiled-in ops table, and refuses a
+ * table that lacks an entry or whose limits make no sense, naming it.
+ */
+#include <stdio.h>
 #include <string.h>
 
 #include "transport/transport.h"
@@ -26,19 +30,86 @@ static const struct tp_ops *const backends[] = {
 #endif
 };
 
+int tp_backend_check(const struct tp_ops *ops)
+{
+    if (ops == NULL || ops->name == NULL || ops->name[0] == '\0')
+        return sp_error(SPINDLE_EINVAL, "transport backend without a name");
+        /* Every entry, in table order, named in the message when missing. */
+#define TP_REQUIRE(entry)                                                                          \
+    if (ops->entry == NULL)                                                                        \
+        return sp_error(SPINDLE_EINVAL, "transport '%s' lacks the '%s' operation", ops->name,      \
+                        #entry);
+    TP_REQUIRE(open)
+    TP_REQUIRE(close)
+    TP_REQUIRE(address)
+    TP_REQUIRE(mr_alloc)
+    TP_REQUIRE(mr_free)
+    TP_REQUIRE(mr_export)
+    TP_REQUIRE(connect)
+    TP_REQUIRE(disconnect)
+    TP_REQUIRE(rmr_import)
+    TP_REQUIRE(rmr_release)
+    TP_REQUIRE(post_writes)
+    TP_REQUIRE(poll)
+    TP_REQUIRE(peer_state)
+    TP_REQUIRE(doorbell_ring)
+    TP_REQUIRE(doorbell_ring_self)
+    TP_REQUIRE(doorbell_arm)
+    TP_REQUIRE(doorbell_wait)
+    TP_REQUIRE(stats)
+#undef TP_REQUIRE
+    const struct tp_attr *attr = ops->attr;
+    if (attr == NULL)
+        return sp_error(SPINDLE_EINVAL, "transport '%s' has no attribute table", ops->name);
+    if (attr->desc_len == 0 || attr->desc_len > TP_DESC_MAX)
+        return sp_error(SPINDLE_EINVAL, "transport '%s': descriptors of %u bytes (1..%u)",
+                        ops->name, attr->desc_len, TP_DESC_MAX);
+    if (attr->default_timeout_ms <= 0 || attr->failure_from == NULL)
+        return sp_error(SPINDLE_EINVAL,
+                        "transport '%s': a default failure timeout of %d ms, and how failures "
+                        "are noticed, must be given",
+                        ops->name, attr->default_timeout_ms);
+    return 0;
+}
+
 const struct tp_ops *tp_backend_find(const char *name)
 {
+    size_t count = sizeof backends / sizeof backends[0];
+    if (count == 0) {
+        (void)sp_error(SPINDLE_ENOTSUP, "no transport backend is built");
+        return NULL;
+    }
     if (name == NULL || name[0] == '\0')
         name = backends[0]->name;
     char available[128] = "";
-    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
-        if (strcmp(backends[i]->name, name) == 0)
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(backends[i]->name, name) == 0) {
+            if (tp_backend_check(backends[i]) < 0) {
+                (void)sp_error(SPINDLE_ENOTSUP, "%s", spindle_errmsg());
+                return NULL;
+            }
             return backends[i];
-        if (i > 0)
-            strncat(available, ", ", sizeof available - strlen(available) - 1);
-        strncat(available, backends[i]->name, sizeof available - strlen(available) - 1);
+        }
+        size_t used = strlen(available);
+        snprintf(available + used, sizeof available - used, "%s%s", i > 0 ? ", " : "",
+                 backends[i]->name);
     }
-    sp_error(SPINDLE_ENOTSUP, "transport '%s' is unknown or not built (available: %s)", name,
-             available);
+    (void)sp_error(SPINDLE_ENOTSUP, "transport '%s' is unknown or not built (available: %s)", name,
+                   available);
     return NULL;
+}
+
+int tp_open(const struct tp_config *config, struct tp_endpoint **out)
+{
+    const struct tp_ops *ops = tp_backend_find(config != NULL ? config->backend : NULL);
+    if (ops == NULL)
+        return SPINDLE_ENOTSUP;
+    int rc = ops->open(config, out);
+    if (rc == 0 && (*out == NULL || (*out)->ops != ops)) {
+        if (*out != NULL)
+            ops->close(*out);
+        return sp_error(SPINDLE_EIO, "transport '%s' opened an endpoint without its table",
+                        ops->name);
+    }
+    return rc;
 }

@@ -1,9 +1,12 @@
 /*
- * The transport layer: one-sided writes between processes behind one ops
- * table. Backends: shm (same host, default), fabric (libfabric), verbs (rdma-core
- * RC, with DCT in dct.c). Layers above use only this header.
+ * The transport layer: one-sided writes between processes. Backends (shm,
+ * the default; fabric, libfabric; verbs, rdma-core RC and mlx5 DCT) sit
+ * behind one ops table, each in its own folder; layers above use only this
+ * header. Like ibv_post_send over ops.post_send, every object carries its
+ * backend's table and callers use the named inline wrappers below.
  *
- * Contract every backend meets (ARCHITECTURE.md):
+ * Contract every backend meets (ARCHITECTURE.md; tested once for all of
+ * them by tests/transport/conformance):
  *   T1 untorn words   an aligned 8-byte word written by one remote write is
  *                     never observed half-written by a local reader.
  *   T2 posting order  if write A is posted before write B to the same peer, a
@@ -21,7 +24,7 @@
  * Readers of remotely written memory use acquire loads (8-byte aligned words),
  * and writers place guards in a later write than the data they guard.
  *
- * Objects:
+ * Objects (each starts with its backend's ops table):
  *   tp_endpoint  one per process per backend instance. Owns the doorbell, the
  *                completion queue and (where needed) a progress thread.
  *   tp_mr        a local registered region that peers may write into.
@@ -42,6 +45,7 @@
 #ifndef SP_TRANSPORT_H
 #define SP_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,10 +57,22 @@ struct tp_desc {
     uint8_t bytes[TP_DESC_MAX];
 };
 
-struct tp_endpoint;
-struct tp_mr;
-struct tp_peer;
-struct tp_rmr;
+struct tp_ops;
+
+/* The public part of every transport object: its backend's table. A
+ * backend embeds these as the first member of its own structures. */
+struct tp_endpoint {
+    const struct tp_ops *ops;
+};
+struct tp_mr {
+    const struct tp_ops *ops;
+};
+struct tp_peer {
+    const struct tp_ops *ops;
+};
+struct tp_rmr {
+    const struct tp_ops *ops;
+};
 
 /* Backend-independent endpoint configuration. Unused fields are ignored. */
 struct tp_config {
@@ -104,11 +120,31 @@ struct tp_event {
     int error; /* SPINDLE_E* for PEER_FAILED */
 };
 
-/* Capabilities reported by a backend. */
+/* Capabilities of a backend (struct tp_attr.caps). */
 enum tp_caps {
     TP_CAP_CHEAP_DOORBELL = 1u << 0, /* ringing an awake peer costs ~nothing: ring freely */
-    TP_CAP_NONPINNED = 1u << 1,      /* TP_MR_NONPINNED really avoids pinning */
+    TP_CAP_NONPINNED = 1u << 1,      /* TP_MR_NONPINNED can avoid pinning (device permitting) */
     TP_CAP_CROSS_HOST = 1u << 2,     /* peers may live on other hosts */
+};
+
+/*
+ * What a backend can do and how far: one const table per backend, in its
+ * folder (shm/shm_attr.c, fabric/fabric_attr.c, verbs/verbs_attr.c). A
+ * limit of 0 means the backend has none of its own (memory is the bound).
+ * Features a device may lack (ODP, DCT) are probed at open and reported in
+ * the log; the table says what the backend can use when they are there.
+ */
+struct tp_attr {
+    unsigned caps;            /* enum tp_caps */
+    uint32_t desc_len;        /* most bytes of a descriptor it exports (<= TP_DESC_MAX) */
+    uint64_t max_write;       /* bytes of one write; larger writes are refused (0: none) */
+    uint32_t max_batch;       /* work requests one post builds (0: none); more: EINVAL */
+    uint32_t max_peers;       /* outgoing connections per endpoint (0: none) */
+    uint32_t max_incoming;    /* incoming connections per endpoint (0: none) */
+    uint32_t max_signaled;    /* signaled batches pending completion (0: none) */
+    uint32_t inline_max;      /* bytes a write may carry inline (0: none) */
+    int default_timeout_ms;   /* failure_timeout_ms when the config gives none */
+    const char *failure_from; /* how a broken peer is noticed, for the docs and logs */
 };
 
 /* Counters kept by every backend; read with tp_stats. */
@@ -124,73 +160,197 @@ struct tp_stats {
 };
 
 /*
- * The ops table. Every function returns 0 (or a count) on success and a
- * negative SPINDLE_E* code on failure, with a message set through sp_error().
+ * The ops table. Every entry must be present (the registry refuses a
+ * backend with a missing one). Callers use the tp_* wrappers below, whose
+ * comments give each operation's contract and failure values; errors come
+ * with a message set through sp_error().
  */
 struct tp_ops {
     const char *name;
-    unsigned caps;
-
-    /* Opens an endpoint. May block for device setup. Fails with
-     * SPINDLE_ENODEV when the backend's hardware is absent. */
+    const struct tp_attr *attr;
     int (*open)(const struct tp_config *config, struct tp_endpoint **out);
-    /* Closes peers, regions and the endpoint. Never fails. */
     void (*close)(struct tp_endpoint *ep);
-    /* Exports the endpoint's address for peers' connect. */
     int (*address)(struct tp_endpoint *ep, struct tp_desc *out);
-
-    /* Allocates length bytes of zeroed, page-aligned memory and registers
-     * it (flags: tp_mr_flags). This is how layers above obtain every region
-     * peers write into: shm backs it with a shareable memory object, verbs
-     * registers it pinned or with ODP. *addr receives the local mapping. */
     int (*mr_alloc)(struct tp_endpoint *ep, size_t length, unsigned flags, void **addr,
                     struct tp_mr **out);
-    /* Deregisters and frees a region from mr_alloc. Never fails. */
     void (*mr_free)(struct tp_endpoint *ep, struct tp_mr *mr);
-    /* Exports a region descriptor for peers' rmr_import. */
     int (*mr_export)(struct tp_mr *mr, struct tp_desc *out);
-
-    /* Connects to the endpoint whose address is peer_addr. May block up to
-     * timeout_ms; SPINDLE_EUNREACH names the peer when it cannot be reached. */
     int (*connect)(struct tp_endpoint *ep, const struct tp_desc *peer_addr, int timeout_ms,
                    struct tp_peer **out);
-    /* Disconnects; later calls on the peer are invalid. Never fails. */
     void (*disconnect)(struct tp_endpoint *ep, struct tp_peer *peer);
-    /* Imports a peer's region. */
     int (*rmr_import)(struct tp_peer *peer, const struct tp_desc *desc, struct tp_rmr **out);
     void (*rmr_release)(struct tp_peer *peer, struct tp_rmr *rmr);
-
-    /* Posts count writes to one peer as one batch with one doorbell (T2
-     * holds in array order). SPINDLE_EAGAIN when the send queue or credits
-     * are full (nothing was posted; poll, then retry); SPINDLE_EPEERFAILED
-     * when the peer is broken. Never blocks. */
     int (*post_writes)(struct tp_peer *peer, const struct tp_write *writes, unsigned count,
                        unsigned flags, uint64_t cookie);
-    /* Reaps completions and failure reports; returns the number of events
-     * stored in events (<= max). Never blocks. */
     int (*poll)(struct tp_endpoint *ep, struct tp_event *events, int max);
-    /* 0 when the peer is believed alive, SPINDLE_EPEERFAILED otherwise. */
     int (*peer_state)(struct tp_peer *peer);
-
-    /* Wakes the peer's tp_doorbell_wait if it sleeps. Cheap on backends with
-     * TP_CAP_CHEAP_DOORBELL; otherwise call only when the peer announced it
-     * sleeps. */
     int (*doorbell_ring)(struct tp_peer *peer);
-    /* Wakes this endpoint's own waiter (e.g. an application thread queued
-     * work for the predicate thread). Async-signal-safe where possible. */
     void (*doorbell_ring_self)(struct tp_endpoint *ep);
-    /* Returns a token; a ring after this call makes doorbell_wait(token)
-     * return at once. Call it, re-check for work, then wait (no lost wake-up). */
     uint64_t (*doorbell_arm)(struct tp_endpoint *ep);
-    /* Sleeps until a ring newer than token, an event to poll, or timeout_ms.
-     * Returns 0 when woken, SPINDLE_ETIMEDOUT on timeout. */
     int (*doorbell_wait)(struct tp_endpoint *ep, uint64_t token, int timeout_ms);
-
     void (*stats)(struct tp_endpoint *ep, struct tp_stats *out);
 };
 
-/* Finds a compiled-in backend by name ("shm", "fabric", "verbs"); NULL and
- * an sp_error message listing the available ones when unknown or not built. */
+/* ---- registry (registry.c) ------------------------------------------- */
+
+/* Finds a compiled-in backend by name ("shm", "fabric", "verbs"; NULL or
+ * "": the default, the first built). NULL with SPINDLE_ENOTSUP recorded,
+ * naming the backend and listing the built ones, when it is unknown, not
+ * built, or its table is incomplete (tp_backend_check). */
 const struct tp_ops *tp_backend_find(const char *name);
+/* 0 when every entry of ops is present and its attributes are sane;
+ * SPINDLE_EINVAL naming the backend and the first missing entry or bad
+ * limit otherwise. */
+int tp_backend_check(const struct tp_ops *ops);
+/*
+ * Opens an endpoint of the backend config->backend names. May block for
+ * device setup. SPINDLE_ENOTSUP for an unknown backend, SPINDLE_ENODEV
+ * when its hardware is absent, SPINDLE_EADDRINUSE naming a taken port,
+ * SPINDLE_ENOMEM, SPINDLE_EIO naming the failing call.
+ */
+int tp_open(const struct tp_config *config, struct tp_endpoint **out);
+
+/* ---- endpoint ---------------------------------------------------------- */
+
+/* Closes peers, regions and the endpoint. Never fails. */
+static inline void tp_close(struct tp_endpoint *ep)
+{
+    ep->ops->close(ep);
+}
+/* The backend's capabilities and limits. */
+static inline const struct tp_attr *tp_attr(const struct tp_endpoint *ep)
+{
+    return ep->ops->attr;
+}
+/* The backend's name ("shm", ...). */
+static inline const char *tp_name(const struct tp_endpoint *ep)
+{
+    return ep->ops->name;
+}
+/* Exports the endpoint's address for peers' tp_connect. SPINDLE_EINVAL
+ * when it does not fit a descriptor. */
+static inline int tp_address(struct tp_endpoint *ep, struct tp_desc *out)
+{
+    return ep->ops->address(ep, out);
+}
+/* Counters since open (reading them never blocks). */
+static inline void tp_stats(struct tp_endpoint *ep, struct tp_stats *out)
+{
+    ep->ops->stats(ep, out);
+}
+
+/* ---- regions ----------------------------------------------------------- */
+
+/*
+ * Allocates length bytes of zeroed, page-aligned memory and registers it
+ * (flags: tp_mr_flags). This is how layers above obtain every region peers
+ * write into: shm backs it with a shareable memory object, verbs registers
+ * it pinned or with ODP. *addr receives the local mapping. SPINDLE_EINVAL
+ * for length 0, SPINDLE_ENOMEM, SPINDLE_EIO naming a failed registration.
+ */
+static inline int tp_mr_alloc(struct tp_endpoint *ep, size_t length, unsigned flags, void **addr,
+                              struct tp_mr **out)
+{
+    return ep->ops->mr_alloc(ep, length, flags, addr, out);
+}
+/* Deregisters and frees a region from tp_mr_alloc. Never fails; NULL is
+ * ignored. */
+static inline void tp_mr_free(struct tp_endpoint *ep, struct tp_mr *mr)
+{
+    ep->ops->mr_free(ep, mr);
+}
+/* Exports a region descriptor for peers' tp_rmr_import. SPINDLE_EINVAL
+ * when it does not fit a descriptor. */
+static inline int tp_mr_export(struct tp_mr *mr, struct tp_desc *out)
+{
+    return mr->ops->mr_export(mr, out);
+}
+
+/* ---- peers ------------------------------------------------------------- */
+
+/* Connects to the endpoint whose address is peer_addr. May block up to
+ * timeout_ms. SPINDLE_EPROTO for a descriptor of another backend or a
+ * malformed one, SPINDLE_EUNREACH naming the peer when it cannot be
+ * reached, SPINDLE_ETIMEDOUT, SPINDLE_ENOMEM. */
+static inline int tp_connect(struct tp_endpoint *ep, const struct tp_desc *peer_addr,
+                             int timeout_ms, struct tp_peer **out)
+{
+    return ep->ops->connect(ep, peer_addr, timeout_ms, out);
+}
+/* Disconnects; later calls on the peer are invalid. No post may be in
+ * flight on it. Never fails. */
+static inline void tp_disconnect(struct tp_endpoint *ep, struct tp_peer *peer)
+{
+    ep->ops->disconnect(ep, peer);
+}
+/* Imports a peer's region. SPINDLE_EPROTO for a malformed descriptor or
+ * one of another peer, SPINDLE_EUNREACH when the region is gone,
+ * SPINDLE_ENOMEM. */
+static inline int tp_rmr_import(struct tp_peer *peer, const struct tp_desc *desc,
+                                struct tp_rmr **out)
+{
+    return peer->ops->rmr_import(peer, desc, out);
+}
+/* Releases an imported region. Never fails; NULL is ignored. */
+static inline void tp_rmr_release(struct tp_peer *peer, struct tp_rmr *rmr)
+{
+    peer->ops->rmr_release(peer, rmr);
+}
+/* 0 while the peer is believed alive, SPINDLE_EPEERFAILED otherwise. */
+static inline int tp_peer_state(struct tp_peer *peer)
+{
+    return peer->ops->peer_state(peer);
+}
+
+/* ---- data path ------------------------------------------------------- */
+
+/*
+ * Posts count writes to one peer as one batch with one doorbell (T2 holds
+ * in array order). Never blocks. SPINDLE_EAGAIN when the send queue or
+ * credits are full (nothing was posted: poll, then retry); SPINDLE_EINVAL
+ * naming a write outside the remote region or above the backend's limits
+ * (tp_attr); SPINDLE_EPEERFAILED when the peer is broken.
+ */
+static inline int tp_post_writes(struct tp_peer *peer, const struct tp_write *writes,
+                                 unsigned count, unsigned flags, uint64_t cookie)
+{
+    return peer->ops->post_writes(peer, writes, count, flags, cookie);
+}
+/* Reaps completions and failure reports; returns the number of events
+ * stored in events (<= max). Never blocks, never fails (a broken peer is
+ * an event). */
+static inline int tp_poll(struct tp_endpoint *ep, struct tp_event *events, int max)
+{
+    return ep->ops->poll(ep, events, max);
+}
+
+/* ---- doorbell ---------------------------------------------------------- */
+
+/* Wakes the peer's tp_doorbell_wait if it sleeps. Cheap on backends with
+ * TP_CAP_CHEAP_DOORBELL; otherwise call only when the peer announced it
+ * sleeps. SPINDLE_EPEERFAILED when the peer is broken. */
+static inline int tp_doorbell_ring(struct tp_peer *peer)
+{
+    return peer->ops->doorbell_ring(peer);
+}
+/* Wakes this endpoint's own waiter (e.g. an application thread queued work
+ * for the predicate thread). Never fails. */
+static inline void tp_doorbell_ring_self(struct tp_endpoint *ep)
+{
+    ep->ops->doorbell_ring_self(ep);
+}
+/* Returns a token; a ring after this call makes tp_doorbell_wait(token)
+ * return at once. Call it, re-check for work, then wait (no lost
+ * wake-up). */
+static inline uint64_t tp_doorbell_arm(struct tp_endpoint *ep)
+{
+    return ep->ops->doorbell_arm(ep);
+}
+/* Sleeps until a ring newer than token, an event to poll, or timeout_ms.
+ * 0 when woken, SPINDLE_ETIMEDOUT on timeout. */
+static inline int tp_doorbell_wait(struct tp_endpoint *ep, uint64_t token, int timeout_ms)
+{
+    return ep->ops->doorbell_wait(ep, token, timeout_ms);
+}
 
 #endif

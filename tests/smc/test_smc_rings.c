@@ -91,7 +91,7 @@ static struct sst_engine *recording_engine(bool odp)
     struct tp_config config = {.backend = "shm", .failure_timeout_ms = 1000};
     struct sst_engine *engine = NULL;
     assert_int_equal(sst_engine_create(&config, NULL, &engine), 0);
-    engine->ops = &recording_ops; /* no table or peer exists yet */
+    engine->endpoint->ops = &recording_ops; /* no table or peer exists yet */
     return engine;
 }
 
@@ -259,7 +259,7 @@ static void test_group_stats_report_the_transports_pinned_bytes(void **state)
     struct tp_stats transport;
     memset(&transport, 0, sizeof transport);
     struct sst_engine *engine = group->membership.engine;
-    sst_engine_transport(engine)->stats(sst_engine_endpoint(engine), &transport);
+    tp_stats(engine->endpoint, &transport);
     assert_int_equal(stats.pinned_bytes, transport.pinned_bytes);
     assert_int_equal(stats.pinned_bytes, 0);
     assert_int_equal(spindle_group_shutdown(group, 5000), 0);

@@ -1,4 +1,4 @@
-/* Error reporting, CRC-32C and the backend registry. */
+/* Error reporting and CRC-32C. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,6 @@
 
 #include <cmocka.h>
 
-#include "transport/transport.h"
 #include "util/crc32c.h"
 #include "util/error.h"
 
@@ -43,26 +42,12 @@ static void test_crc32c_matches_known_vector(void **state)
     assert_int_equal(sp_crc32c(part, "56789", 5), 0xE3069283u);
 }
 
-static void test_unknown_backend_lists_available(void **state)
-{
-    (void)state;
-    assert_null(tp_backend_find("carrier-pigeon"));
-    assert_non_null(strstr(spindle_errmsg(), "carrier-pigeon"));
-    assert_non_null(strstr(spindle_errmsg(), "available: "));
-    const struct tp_ops *ops = tp_backend_find(NULL);
-    assert_non_null(ops);
-#ifdef SPINDLE_HAVE_SHM
-    assert_string_equal(ops->name, "shm");
-#endif
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_message_names_the_value),
         cmocka_unit_test(test_every_code_has_a_distinct_description),
         cmocka_unit_test(test_crc32c_matches_known_vector),
-        cmocka_unit_test(test_unknown_backend_lists_available),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,7 +65,6 @@ struct raw_desc {
 };
 
 struct raw_ctx {
-    const struct tp_ops *ops;
     struct tp_endpoint *ep;
     struct tp_mr *mr;
     uint8_t *base;
@@ -88,13 +87,10 @@ static int raw_open(const struct raw_config *config, const struct group_bootstra
     tp.failure_timeout_ms = 5000;
     if (boot->kind == SPINDLE_BOOTSTRAP_TCP)
         tp.host = boot->hosts[self].host;
-    c->ops = tp_backend_find(config->transport);
     c->yield = strcmp(config->transport, "fabric") == 0;
-    if (c->ops == NULL)
-        return SPINDLE_ENOTSUP;
-    int rc = c->ops->open(&tp, &c->ep);
+    int rc = tp_open(&tp, &c->ep);
     if (rc == 0)
-        rc = c->ops->mr_alloc(c->ep, region, TP_MR_REMOTE_WRITE, (void **)&c->base, &c->mr);
+        rc = tp_mr_alloc(c->ep, region, TP_MR_REMOTE_WRITE, (void **)&c->base, &c->mr);
     return rc;
 }
 
@@ -108,16 +104,16 @@ static int raw_connect(const struct group_bootstrap *boot, uint32_t self, uint32
         return rc;
     struct raw_desc mine, all[2];
     memset(&mine, 0, sizeof mine);
-    rc = c->ops->address(c->ep, &mine.address);
+    rc = tp_address(c->ep, &mine.address);
     if (rc == 0)
-        rc = c->ops->mr_export(c->mr, &mine.region);
+        rc = tp_mr_export(c->mr, &mine.region);
     if (rc == 0)
         rc = ctl_allgather(ctl, RAW_TAG_DESC, &mine, sizeof mine, all, 60000);
     uint32_t other = 1 - self;
     if (rc == 0)
-        rc = c->ops->connect(c->ep, &all[other].address, 60000, &c->peer);
+        rc = tp_connect(c->ep, &all[other].address, 60000, &c->peer);
     if (rc == 0)
-        rc = c->ops->rmr_import(c->peer, &all[other].region, &c->rmr);
+        rc = tp_rmr_import(c->peer, &all[other].region, &c->rmr);
     uint8_t one = 1, both[2];
     if (rc == 0)
         rc = ctl_allgather(ctl, RAW_TAG_DONE, &one, 1, both, 60000);
@@ -128,7 +124,7 @@ static int raw_connect(const struct group_bootstrap *boot, uint32_t self, uint32
 static void raw_reap(struct raw_ctx *c)
 {
     struct tp_event events[32];
-    int n = c->ops->poll(c->ep, events, 32);
+    int n = tp_poll(c->ep, events, 32);
     for (int i = 0; i < n; i++)
         if (events[i].type == TP_EVENT_WRITE_DONE && c->outstanding > 0)
             c->outstanding--;
@@ -137,7 +133,7 @@ static void raw_reap(struct raw_ctx *c)
 static int raw_post(struct raw_ctx *c, const struct tp_write *writes, unsigned count)
 {
     for (;;) {
-        int rc = c->ops->post_writes(c->peer, writes, count, TP_POST_SIGNALED, 0);
+        int rc = tp_post_writes(c->peer, writes, count, TP_POST_SIGNALED, 0);
         if (rc == 0) {
             c->outstanding++;
             return 0;
@@ -166,7 +162,7 @@ static int raw_wait(struct raw_ctx *c, uint64_t value)
     while (__atomic_load_n(word, __ATOMIC_ACQUIRE) < value) {
         if ((++spins & 63) == 0) {
             raw_reap(c);
-            if (c->ops->peer_state(c->peer) < 0)
+            if (tp_peer_state(c->peer) < 0)
                 return SPINDLE_EPEERFAILED;
             /* A transport with a progress thread (fabric) needs a core to
              * land the write we wait for; shm and verbs land it without us. */
@@ -255,8 +251,8 @@ static void run_raw(const struct raw_config *config, uint32_t self, struct raw_r
     result->ok = rc == 0;
     if (c.ep != NULL) {
         if (c.mr != NULL)
-            c.ops->mr_free(c.ep, c.mr);
-        c.ops->close(c.ep);
+            tp_mr_free(c.ep, c.mr);
+        tp_close(c.ep);
     }
 }
 

@@ -30,6 +30,7 @@
  * Two members that write to each other each connect once.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,7 @@ struct fab_addr_wire {
     uint32_t id;
     uint64_t nonce;
 } __attribute__((packed));
+_Static_assert(sizeof(struct fab_addr_wire) == FAB_ADDR_WIRE, "fabric_impl.h states its size");
 
 int fab_addr_encode(const char *host, uint16_t port, uint64_t nonce, uint32_t id,
                     struct tp_desc *out)
@@ -235,14 +237,14 @@ static int fab_open(const struct tp_config *config, struct tp_endpoint **out)
 {
     if (config == NULL || out == NULL)
         return sp_error(SPINDLE_EINVAL, "fabric open: null argument");
-    struct tp_endpoint *tep = calloc(1, sizeof *tep);
-    if (tep == NULL)
+    struct fab_ep *ep = calloc(1, sizeof *ep);
+    if (ep == NULL)
         return sp_error(SPINDLE_ENOMEM, "fabric open: out of memory");
-    struct fab_ep *ep = &tep->fab;
+    ep->base.ops = &tp_fabric_ops;
     ep->config = *config;
     const char *host = config->host != NULL && config->host[0] ? config->host : "127.0.0.1";
     if (strlen(host) >= FAB_HOST_MAX) {
-        free(tep);
+        free(ep);
         return sp_error(SPINDLE_EINVAL, "fabric: host name '%s' is too long", host);
     }
     snprintf(ep->host, sizeof ep->host, "%s", host);
@@ -280,13 +282,13 @@ static int fab_open(const struct tp_config *config, struct tp_endpoint **out)
         char msg[512];
         snprintf(msg, sizeof msg, "%s", spindle_errmsg());
         fab_close_objects(ep);
-        free(tep);
+        free(ep);
         return sp_error(rc, "%s", msg);
     }
     SP_LOG_DBG("fabric", "member %u listening on %s:%u via %s (mr_mode 0x%x)", config->self_id,
                ep->host, ep->port, ep->info->fabric_attr->prov_name,
                ep->info->domain_attr->mr_mode);
-    *out = tep;
+    *out = &ep->base;
     return 0;
 }
 
@@ -325,7 +327,7 @@ static void fab_close_objects(struct fab_ep *ep)
     for (struct fab_region *r = ep->regions, *next; r != NULL; r = next) {
         next = r->next;
         free(r->addr);
-        free(r);
+        free((char *)r - offsetof(struct fab_mr, region)); /* regions live in their fab_mr */
     }
     free(ep->eventq.events);
     pthread_mutex_destroy(&ep->cm_lock);
@@ -338,7 +340,7 @@ static void fab_close(struct tp_endpoint *tep)
 {
     if (tep == NULL)
         return;
-    struct fab_ep *ep = &tep->fab;
+    struct fab_ep *ep = fab_ep_of(tep);
     /* Say goodbye first so peers do not mistake our departure for a crash
      * of the connections they write through. */
     pthread_mutex_lock(&ep->cm_lock);
@@ -347,14 +349,14 @@ static void fab_close(struct tp_endpoint *tep)
             fab_send_msg(c, FAB_MSG_BYE, 0);
     pthread_mutex_unlock(&ep->cm_lock);
     fab_close_objects(ep);
-    free(tep);
+    free(ep);
 }
 
 static int fab_address(struct tp_endpoint *tep, struct tp_desc *out)
 {
     if (tep == NULL || out == NULL)
         return sp_error(SPINDLE_EINVAL, "fabric address: null argument");
-    struct fab_ep *ep = &tep->fab;
+    struct fab_ep *ep = fab_ep_of(tep);
     return fab_addr_encode(ep->host, ep->port, ep->nonce, ep->config.self_id, out);
 }
 
@@ -372,10 +374,10 @@ static int fab_mr_alloc(struct tp_endpoint *tep, size_t length, unsigned flags, 
 {
     if (tep == NULL || addr == NULL || out == NULL || length == 0)
         return sp_error(SPINDLE_EINVAL, "fabric mr_alloc: null argument or zero length");
-    struct fab_ep *ep = &tep->fab;
+    struct fab_ep *ep = fab_ep_of(tep);
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t rounded = (length + page - 1) / page * page;
-    struct tp_mr *mr = calloc(1, sizeof *mr);
+    struct fab_mr *mr = calloc(1, sizeof *mr);
     void *mem = aligned_alloc(page, rounded);
     if (mr == NULL || mem == NULL) {
         free(mr);
@@ -383,6 +385,7 @@ static int fab_mr_alloc(struct tp_endpoint *tep, size_t length, unsigned flags, 
         return sp_error(SPINDLE_ENOMEM, "fabric mr_alloc: cannot allocate %zu bytes", length);
     }
     memset(mem, 0, rounded);
+    mr->base.ops = &tp_fabric_ops;
     mr->region.addr = mem;
     mr->region.length = length;
     pthread_mutex_lock(&ep->region_lock);
@@ -391,15 +394,16 @@ static int fab_mr_alloc(struct tp_endpoint *tep, size_t length, unsigned flags, 
     ep->regions = &mr->region;
     pthread_mutex_unlock(&ep->region_lock);
     *addr = mem;
-    *out = mr;
+    *out = &mr->base;
     return 0;
 }
 
-static void fab_mr_free(struct tp_endpoint *tep, struct tp_mr *mr)
+static void fab_mr_free(struct tp_endpoint *tep, struct tp_mr *tmr)
 {
-    if (tep == NULL || mr == NULL)
+    if (tep == NULL || tmr == NULL)
         return;
-    struct fab_ep *ep = &tep->fab;
+    struct fab_mr *mr = fab_mr_of(tmr);
+    struct fab_ep *ep = fab_ep_of(tep);
     pthread_mutex_lock(&ep->region_lock);
     for (struct fab_region **p = &ep->regions; *p != NULL; p = &(*p)->next) {
         if (*p == &mr->region) {
@@ -415,10 +419,11 @@ static void fab_mr_free(struct tp_endpoint *tep, struct tp_mr *mr)
 /* A region is named by its id: the connection a record arrives on already
  * identifies the endpoint that owns it, and an unknown id fails that
  * connection instead of being applied. */
-static int fab_mr_export(struct tp_mr *mr, struct tp_desc *out)
+static int fab_mr_export(struct tp_mr *tmr, struct tp_desc *out)
 {
-    if (mr == NULL || out == NULL)
+    if (tmr == NULL || out == NULL)
         return sp_error(SPINDLE_EINVAL, "fabric mr_export: null argument");
+    const struct fab_mr *mr = fab_mr_of(tmr);
     struct fab_mr_wire wire = {FAB_MR_MAGIC, 0, mr->region.id, mr->region.length};
     memcpy(out->bytes, &wire, sizeof wire);
     out->len = sizeof wire;
@@ -438,18 +443,19 @@ static int fab_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, stru
     memcpy(&wire, desc->bytes, sizeof wire);
     if (wire.magic != FAB_MR_MAGIC || wire.region == 0 || wire.length == 0)
         return sp_error(SPINDLE_EINVAL, "fabric rmr_import: descriptor is not a fabric region");
-    struct tp_rmr *rmr = calloc(1, sizeof *rmr);
+    struct fab_rmr *rmr = calloc(1, sizeof *rmr);
     if (rmr == NULL)
         return sp_error(SPINDLE_ENOMEM, "fabric rmr_import: out of memory");
+    rmr->base.ops = &tp_fabric_ops;
     rmr->region = wire.region;
     rmr->length = wire.length;
-    *out = rmr;
+    *out = &rmr->base;
     return 0;
 }
 
 static void fab_rmr_release(struct tp_peer *peer, struct tp_rmr *rmr)
 {
-    free(rmr);
+    free(rmr == NULL ? NULL : fab_rmr_of(rmr));
 }
 
 /* ---- connections -------------------------------------------------------- */
@@ -506,7 +512,7 @@ static int fab_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr,
 {
     if (tep == NULL || peer_addr == NULL || out == NULL)
         return sp_error(SPINDLE_EINVAL, "fabric connect: null argument");
-    struct fab_ep *ep = &tep->fab;
+    struct fab_ep *ep = fab_ep_of(tep);
     char host[FAB_HOST_MAX];
     uint16_t port;
     uint64_t nonce;
@@ -518,12 +524,12 @@ static int fab_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr,
     rc = fab_resolve(ep, host, port, &info);
     if (rc != 0)
         return rc;
-    struct tp_peer *peer = calloc(1, sizeof *peer);
-    if (peer == NULL) {
+    struct fab_conn *conn = calloc(1, sizeof *conn);
+    if (conn == NULL) {
         fi_freeinfo(info);
         return sp_error(SPINDLE_ENOMEM, "fabric connect: out of memory");
     }
-    struct fab_conn *conn = &peer->conn;
+    conn->base.ops = &tp_fabric_ops;
     snprintf(conn->name, sizeof conn->name, "%s:%u", host, port);
     conn->remote_id = id;
     conn->remote_nonce = nonce;
@@ -548,12 +554,12 @@ static int fab_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr,
          * still name it. */
         if (rc != 0)
             return rc;
-        *out = peer;
+        *out = &conn->base;
         return 0;
     }
     fi_freeinfo(info);
     fab_conn_teardown(conn);
-    free(peer);
+    free(conn);
     return rc;
 }
 
@@ -561,7 +567,7 @@ static void fab_disconnect(struct tp_endpoint *tep, struct tp_peer *peer)
 {
     if (tep == NULL || peer == NULL)
         return;
-    struct fab_conn *conn = &peer->conn;
+    struct fab_conn *conn = fab_conn_of(peer);
     /* Closed first, so the cancellations shutdown causes are not failures.
      * Resources are released at close: completions may still name it.
      * The connection itself also ends at close: shutting it down right
@@ -579,7 +585,7 @@ static int fab_poll(struct tp_endpoint *tep, struct tp_event *events, int max)
 {
     if (tep == NULL || events == NULL || max < 0)
         return sp_error(SPINDLE_EINVAL, "fabric poll: null argument");
-    struct fab_event_queue *q = &tep->fab.eventq;
+    struct fab_event_queue *q = &fab_ep_of(tep)->eventq;
     pthread_mutex_lock(&q->lock);
     size_t n = q->count < (size_t)max ? q->count : (size_t)max;
     if (n > 0) {
@@ -595,7 +601,7 @@ static int fab_peer_state(struct tp_peer *peer)
 {
     if (peer == NULL)
         return sp_error(SPINDLE_EINVAL, "fabric peer_state: null peer");
-    struct fab_conn *conn = &peer->conn;
+    struct fab_conn *conn = fab_conn_of(peer);
     if (atomic_load(&conn->state) == FAB_CONN_FAILED)
         return sp_error(SPINDLE_EPEERFAILED, "fabric peer %s (member %u) failed: %s", conn->name,
                         conn->remote_id, conn->why);
@@ -606,7 +612,7 @@ static void fab_stats(struct tp_endpoint *tep, struct tp_stats *out)
 {
     if (tep == NULL || out == NULL)
         return;
-    struct fab_ep *ep = &tep->fab;
+    struct fab_ep *ep = fab_ep_of(tep);
     out->writes_posted = atomic_load(&ep->st_writes);
     out->batches_posted = atomic_load(&ep->st_batches);
     out->doorbells = atomic_load(&ep->st_doorbells);
@@ -617,9 +623,11 @@ static void fab_stats(struct tp_endpoint *tep, struct tp_stats *out)
     out->signaled = atomic_load(&ep->st_signaled);
 }
 
+extern const struct tp_attr tp_fabric_attr;
+
 const struct tp_ops tp_fabric_ops = {
     .name = "fabric",
-    .caps = TP_CAP_CHEAP_DOORBELL | TP_CAP_CROSS_HOST,
+    .attr = &tp_fabric_attr,
     .open = fab_open,
     .close = fab_close,
     .address = fab_address,

@@ -51,6 +51,8 @@
 #define FAB_CONNS_MAX       1024u       /* incoming connections per endpoint */
 #define FAB_CM_DATA_MAX     256u
 #define FAB_HOST_MAX        128u
+#define FAB_ADDR_WIRE       20u /* fixed part of an address descriptor, before the host */
+#define FAB_DESC_MAX        (FAB_ADDR_WIRE + FAB_HOST_MAX - 1u) /* longest descriptor */
 #define FAB_DEFAULT_FAIL_MS 5000
 
 #define FAB_ADDR_MAGIC 0x53504641u /* "SPFA" */
@@ -125,6 +127,7 @@ struct fab_ctx {
 /* One libfabric connection: outgoing (a tp_peer writes through it) or
  * incoming (a remote writer's records land in its ring). */
 struct fab_conn {
+    struct tp_peer base; /* an outgoing connection is the tp_peer */
     struct fab_ep *ep;
     struct fid_ep *fep;
     int incoming;
@@ -177,11 +180,13 @@ struct fab_region {
     struct fab_region *next;
 };
 
-struct tp_mr {
+struct fab_mr {
+    struct tp_mr base;
     struct fab_region region;
 };
 
-struct tp_rmr {
+struct fab_rmr {
+    struct tp_rmr base;
     uint64_t region;
     uint64_t length;
 };
@@ -193,6 +198,7 @@ struct fab_event_queue {
 };
 
 struct fab_ep {
+    struct tp_endpoint base;
     struct tp_config config;
     char host[FAB_HOST_MAX];
     uint16_t port;
@@ -235,13 +241,25 @@ struct fab_ep {
         st_pinned, st_signaled;
 };
 
-struct tp_endpoint {
-    struct fab_ep fab;
-};
+extern const struct tp_ops tp_fabric_ops;
 
-struct tp_peer {
-    struct fab_conn conn;
-};
+/* The backend's objects behind the public ones (each starts with it). */
+static inline struct fab_ep *fab_ep_of(struct tp_endpoint *ep)
+{
+    return (struct fab_ep *)ep;
+}
+static inline struct fab_conn *fab_conn_of(struct tp_peer *peer)
+{
+    return (struct fab_conn *)peer;
+}
+static inline struct fab_mr *fab_mr_of(struct tp_mr *mr)
+{
+    return (struct fab_mr *)mr;
+}
+static inline struct fab_rmr *fab_rmr_of(struct tp_rmr *rmr)
+{
+    return (struct fab_rmr *)rmr;
+}
 
 /* fabric_conn.c */
 int fab_conn_setup(struct fab_ep *ep, struct fab_conn *conn, struct fi_info *info, int incoming);

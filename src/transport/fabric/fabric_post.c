@@ -55,12 +55,12 @@ static int fab_check(const struct tp_write *writes, unsigned count)
         const struct tp_write *w = &writes[i];
         if (w->remote == NULL || (w->local == NULL && w->length > 0))
             return sp_error(SPINDLE_EINVAL, "fabric post: write %u has no buffer or region", i);
-        if (w->remote_offset > w->remote->length ||
-            w->length > w->remote->length - w->remote_offset)
+        const struct fab_rmr *remote = fab_rmr_of(w->remote);
+        if (w->remote_offset > remote->length || w->length > remote->length - w->remote_offset)
             return sp_error(SPINDLE_EINVAL,
                             "fabric post: write %u of %u bytes at offset %" PRIu64
                             " exceeds the remote region of %" PRIu64 " bytes",
-                            i, w->length, w->remote_offset, w->remote->length);
+                            i, w->length, w->remote_offset, remote->length);
     }
     return 0;
 }
@@ -116,7 +116,7 @@ static int fab_post_record(struct fab_conn *conn, const struct tp_write *w, uint
                               .length = chunk,
                               .start = start,
                               .end = start + size,
-                              .region = w->remote->region,
+                              .region = fab_rmr_of(w->remote)->region,
                               .offset = off};
     memcpy(conn->ring + ring_off, &hdr, sizeof hdr);
     if (chunk > 0)
@@ -220,7 +220,7 @@ int fab_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigne
 {
     if (peer == NULL || (writes == NULL && count > 0))
         return sp_error(SPINDLE_EINVAL, "fabric post: null argument");
-    struct fab_conn *conn = &peer->conn;
+    struct fab_conn *conn = fab_conn_of(peer);
     int state = atomic_load(&conn->state);
     if (state == FAB_CONN_FAILED)
         return sp_error(SPINDLE_EPEERFAILED, "fabric peer %s (member %u) failed: %s", conn->name,
@@ -282,7 +282,7 @@ int fab_doorbell_ring(struct tp_peer *peer)
 {
     if (peer == NULL)
         return sp_error(SPINDLE_EINVAL, "fabric doorbell_ring: null peer");
-    struct fab_conn *conn = &peer->conn;
+    struct fab_conn *conn = fab_conn_of(peer);
     int state = atomic_load(&conn->state);
     if (state == FAB_CONN_FAILED)
         return sp_error(SPINDLE_EPEERFAILED, "fabric peer %s (member %u) failed: %s", conn->name,
@@ -307,19 +307,19 @@ int fab_doorbell_ring(struct tp_peer *peer)
 void fab_doorbell_ring_self(struct tp_endpoint *tep)
 {
     if (tep != NULL)
-        fab_bell_ring(&tep->fab);
+        fab_bell_ring(fab_ep_of(tep));
 }
 
 uint64_t fab_doorbell_arm(struct tp_endpoint *tep)
 {
-    return tep != NULL ? atomic_load(&tep->fab.bell) : 0;
+    return tep != NULL ? atomic_load(&fab_ep_of(tep)->bell) : 0;
 }
 
 int fab_doorbell_wait(struct tp_endpoint *tep, uint64_t token, int timeout_ms)
 {
     if (tep == NULL)
         return sp_error(SPINDLE_EINVAL, "fabric doorbell_wait: null endpoint");
-    struct fab_ep *ep = &tep->fab;
+    struct fab_ep *ep = fab_ep_of(tep);
     uint32_t expected = (uint32_t)token;
     if (atomic_load(&ep->bell) != expected)
         return 0;

@@ -95,8 +95,7 @@ static void fab_conn_fail_at(struct fab_conn *conn, int error, const char *why,
                why);
     if (!conn->incoming && state == FAB_CONN_CONNECTED) {
         if (atomic_exchange(&conn->failure_reported, 1) == 0) {
-            struct tp_event ev = {TP_EVENT_PEER_FAILED, (struct tp_peer *)conn, 0,
-                                  SPINDLE_EPEERFAILED};
+            struct tp_event ev = {TP_EVENT_PEER_FAILED, &conn->base, 0, SPINDLE_EPEERFAILED};
             fab_event_push(ep, &ev);
         }
     }
@@ -246,7 +245,7 @@ static int fab_handle_completion(struct fab_ep *ep, const struct fi_cq_data_entr
         atomic_fetch_add(&conn->ops_completed, 1);
         atomic_store(&conn->last_progress_ns, sp_now_ns());
         if (ctx->signaled) {
-            struct tp_event ev = {TP_EVENT_WRITE_DONE, (struct tp_peer *)conn, ctx->cookie, 0};
+            struct tp_event ev = {TP_EVENT_WRITE_DONE, &conn->base, ctx->cookie, 0};
             fab_event_push(ep, &ev);
         }
     } else if (kind == FAB_CTX_RECV) {

@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "transport/transport.h"
+#include "transport/shm/shm_impl.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -46,7 +46,6 @@
 #define SHM_VERSION      1u
 #define SHM_KIND_ADDRESS 1u
 #define SHM_KIND_REGION  2u
-#define SHM_EVENTS_MAX   256
 #define SHM_CHECK_NS     (5ull * 1000 * 1000)
 
 struct shm_control {
@@ -65,40 +64,66 @@ struct shm_wire {
     uint64_t length;
     uint64_t nonce;
 };
+_Static_assert(sizeof(struct shm_wire) == SHM_DESC_LEN, "shm_attr.c states the descriptor size");
 
-struct tp_mr {
+struct shm_mr {
+    struct tp_mr base;
     void *addr;
     size_t length;
     int fd;
 };
 
-struct tp_rmr {
+struct shm_rmr {
+    struct tp_rmr base;
     uint8_t *addr;
     size_t length;
 };
 
-struct tp_peer {
-    struct tp_endpoint *ep;
+struct shm_peer {
+    struct tp_peer base;
+    struct shm_endpoint *ep;
     struct shm_control *control;
     int pidfd;
     int32_t pid;
     atomic_bool failed;
     bool reported;
-    struct tp_peer *next;
+    struct shm_peer *next;
 };
 
-struct tp_endpoint {
+struct shm_endpoint {
+    struct tp_endpoint base;
     int control_fd;
     struct shm_control *control;
     uint64_t nonce;
     int failure_timeout_ms;
-    struct tp_peer *peers;
+    struct shm_peer *peers;
     uint64_t last_check_ns;
     pthread_mutex_t events_lock; /* posts (any thread) and poll share events */
     struct tp_event events[SHM_EVENTS_MAX];
     unsigned num_events;
+    unsigned reserved; /* places promised to signaled posts under way */
     struct tp_stats stats;
 };
+
+extern const struct tp_ops tp_shm_ops;
+
+/* The backend's objects behind the public ones (each starts with it). */
+static struct shm_endpoint *shm_ep(struct tp_endpoint *ep)
+{
+    return (struct shm_endpoint *)ep;
+}
+static struct shm_peer *shm_peer(struct tp_peer *peer)
+{
+    return (struct shm_peer *)peer;
+}
+static struct shm_mr *shm_mr(struct tp_mr *mr)
+{
+    return (struct shm_mr *)mr;
+}
+static struct shm_rmr *shm_rmr(struct tp_rmr *rmr)
+{
+    return (struct shm_rmr *)rmr;
+}
 
 static long futex(uint32_t *word, int op, uint32_t value, const struct timespec *timeout)
 {
@@ -186,7 +211,7 @@ static int map_remote(const struct shm_wire *wire, void **addr_out)
 
 static int shm_open_ep(const struct tp_config *config, struct tp_endpoint **out)
 {
-    struct tp_endpoint *ep = calloc(1, sizeof *ep);
+    struct shm_endpoint *ep = calloc(1, sizeof *ep);
     if (ep == NULL)
         return sp_error(SPINDLE_ENOMEM, "shm: out of memory for endpoint");
     void *addr;
@@ -195,23 +220,25 @@ static int shm_open_ep(const struct tp_config *config, struct tp_endpoint **out)
         free(ep);
         return rc;
     }
+    ep->base.ops = &tp_shm_ops;
     ep->control = addr;
     pthread_mutex_init(&ep->events_lock, NULL);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     ep->nonce = ((uint64_t)getpid() << 32) ^ (uint64_t)now.tv_nsec ^ (uint64_t)now.tv_sec << 20;
     ep->control->nonce = ep->nonce;
-    ep->failure_timeout_ms =
-        config != NULL && config->failure_timeout_ms > 0 ? config->failure_timeout_ms : 1000;
-    *out = ep;
+    ep->failure_timeout_ms = config != NULL && config->failure_timeout_ms > 0
+                                 ? config->failure_timeout_ms
+                                 : SHM_DEFAULT_MS;
+    *out = &ep->base;
     return 0;
 }
 
-static void shm_disconnect(struct tp_endpoint *ep, struct tp_peer *peer)
+static void disconnect_peer(struct shm_endpoint *ep, struct shm_peer *peer)
 {
     /* events_lock: doorbell_wait walks the peer list under it alone. */
     pthread_mutex_lock(&ep->events_lock);
-    for (struct tp_peer **link = &ep->peers; *link != NULL; link = &(*link)->next) {
+    for (struct shm_peer **link = &ep->peers; *link != NULL; link = &(*link)->next) {
         if (*link == peer) {
             __atomic_store_n(link, peer->next, __ATOMIC_RELAXED);
             break;
@@ -220,7 +247,7 @@ static void shm_disconnect(struct tp_endpoint *ep, struct tp_peer *peer)
     /* Queued events must not name the peer once it is freed. */
     unsigned kept = 0;
     for (unsigned i = 0; i < ep->num_events; i++)
-        if (ep->events[i].peer != peer)
+        if (ep->events[i].peer != &peer->base)
             ep->events[kept++] = ep->events[i];
     ep->num_events = kept;
     pthread_mutex_unlock(&ep->events_lock);
@@ -229,20 +256,27 @@ static void shm_disconnect(struct tp_endpoint *ep, struct tp_peer *peer)
     free(peer);
 }
 
-static void shm_close(struct tp_endpoint *ep)
+static void shm_disconnect(struct tp_endpoint *ep, struct tp_peer *peer)
 {
-    if (ep == NULL)
+    disconnect_peer(shm_ep(ep), shm_peer(peer));
+}
+
+static void shm_close(struct tp_endpoint *tep)
+{
+    if (tep == NULL)
         return;
+    struct shm_endpoint *ep = shm_ep(tep);
     while (ep->peers != NULL)
-        shm_disconnect(ep, ep->peers);
+        disconnect_peer(ep, ep->peers);
     munmap(ep->control, sizeof(struct shm_control));
     close(ep->control_fd);
     pthread_mutex_destroy(&ep->events_lock);
     free(ep);
 }
 
-static int shm_address(struct tp_endpoint *ep, struct tp_desc *out)
+static int shm_address(struct tp_endpoint *tep, struct tp_desc *out)
 {
+    struct shm_endpoint *ep = shm_ep(tep);
     return desc_encode(out, SHM_KIND_ADDRESS, ep->control_fd, sizeof(struct shm_control),
                        ep->nonce);
 }
@@ -252,9 +286,10 @@ static int shm_mr_alloc(struct tp_endpoint *ep, size_t length, unsigned flags, v
 {
     if (length == 0)
         return sp_error(SPINDLE_EINVAL, "shm: cannot allocate a region of 0 bytes");
-    struct tp_mr *mr = calloc(1, sizeof *mr);
+    struct shm_mr *mr = calloc(1, sizeof *mr);
     if (mr == NULL)
         return sp_error(SPINDLE_ENOMEM, "shm: out of memory for region");
+    mr->base.ops = &tp_shm_ops;
     int rc = memfd_map("spindle-region", length, &mr->fd, &mr->addr);
     if (rc != 0) {
         free(mr);
@@ -262,27 +297,30 @@ static int shm_mr_alloc(struct tp_endpoint *ep, size_t length, unsigned flags, v
     }
     mr->length = length;
     *addr = mr->addr;
-    *out = mr;
+    *out = &mr->base;
     return 0;
 }
 
-static void shm_mr_free(struct tp_endpoint *ep, struct tp_mr *mr)
+static void shm_mr_free(struct tp_endpoint *ep, struct tp_mr *tmr)
 {
-    if (mr == NULL)
+    if (tmr == NULL)
         return;
+    struct shm_mr *mr = shm_mr(tmr);
     munmap(mr->addr, mr->length);
     close(mr->fd);
     free(mr);
 }
 
-static int shm_mr_export(struct tp_mr *mr, struct tp_desc *out)
+static int shm_mr_export(struct tp_mr *tmr, struct tp_desc *out)
 {
+    struct shm_mr *mr = shm_mr(tmr);
     return desc_encode(out, SHM_KIND_REGION, mr->fd, mr->length, 0);
 }
 
-static int shm_connect(struct tp_endpoint *ep, const struct tp_desc *peer_addr, int timeout_ms,
+static int shm_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr, int timeout_ms,
                        struct tp_peer **out)
 {
+    struct shm_endpoint *ep = shm_ep(tep);
     struct shm_wire wire;
     int rc = desc_decode(peer_addr, SHM_KIND_ADDRESS, &wire);
     if (rc != 0)
@@ -297,15 +335,16 @@ static int shm_connect(struct tp_endpoint *ep, const struct tp_desc *peer_addr, 
         close(pidfd);
         return rc;
     }
-    struct tp_peer *peer = calloc(1, sizeof *peer);
+    struct shm_peer *peer = calloc(1, sizeof *peer);
     if (peer == NULL) {
         munmap(control, sizeof(struct shm_control));
         close(pidfd);
         return sp_error(SPINDLE_ENOMEM, "shm: out of memory for peer");
     }
+    peer->base.ops = &tp_shm_ops;
     peer->control = control;
     if (__atomic_load_n(&peer->control->nonce, __ATOMIC_ACQUIRE) != wire.nonce) {
-        shm_disconnect(ep, peer);
+        disconnect_peer(ep, peer);
         return sp_error(SPINDLE_EUNREACH,
                         "shm: peer pid %d no longer owns that endpoint "
                         "(stale address)",
@@ -318,12 +357,13 @@ static int shm_connect(struct tp_endpoint *ep, const struct tp_desc *peer_addr, 
     peer->next = ep->peers;
     __atomic_store_n(&ep->peers, peer, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&ep->events_lock);
-    *out = peer;
+    *out = &peer->base;
     return 0;
 }
 
-static int shm_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, struct tp_rmr **out)
+static int shm_rmr_import(struct tp_peer *tpeer, const struct tp_desc *desc, struct tp_rmr **out)
 {
+    struct shm_peer *peer = shm_peer(tpeer);
     struct shm_wire wire;
     int rc = desc_decode(desc, SHM_KIND_REGION, &wire);
     if (rc != 0)
@@ -331,9 +371,10 @@ static int shm_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, stru
     if (wire.pid != peer->pid)
         return sp_error(SPINDLE_EINVAL, "shm: region of pid %d imported through peer pid %d",
                         wire.pid, peer->pid);
-    struct tp_rmr *rmr = calloc(1, sizeof *rmr);
+    struct shm_rmr *rmr = calloc(1, sizeof *rmr);
     if (rmr == NULL)
         return sp_error(SPINDLE_ENOMEM, "shm: out of memory for remote region");
+    rmr->base.ops = &tp_shm_ops;
     void *addr;
     rc = map_remote(&wire, &addr);
     if (rc != 0) {
@@ -342,20 +383,21 @@ static int shm_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, stru
     }
     rmr->addr = addr;
     rmr->length = wire.length;
-    *out = rmr;
+    *out = &rmr->base;
     return 0;
 }
 
-static void shm_rmr_release(struct tp_peer *peer, struct tp_rmr *rmr)
+static void shm_rmr_release(struct tp_peer *peer, struct tp_rmr *trmr)
 {
-    if (rmr == NULL)
+    if (trmr == NULL)
         return;
+    struct shm_rmr *rmr = shm_rmr(trmr);
     munmap(rmr->addr, rmr->length);
     free(rmr);
 }
 
 /* Checks the peer's pidfd; marks it failed when the process has exited. */
-static bool peer_check(struct tp_peer *peer)
+static bool peer_check(struct shm_peer *peer)
 {
     if (atomic_load(&peer->failed))
         return false;
@@ -403,24 +445,40 @@ static void stat_add(uint64_t *counter, uint64_t amount)
     __atomic_fetch_add(counter, amount, __ATOMIC_RELAXED);
 }
 
-static int shm_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigned count,
+static int shm_post_writes(struct tp_peer *tpeer, const struct tp_write *writes, unsigned count,
                            unsigned flags, uint64_t cookie)
 {
+    struct shm_peer *peer = shm_peer(tpeer);
     if (atomic_load(&peer->failed))
         return sp_error(SPINDLE_EPEERFAILED, "shm: peer pid %d has failed", peer->pid);
     for (unsigned i = 0; i < count; i++) {
         const struct tp_write *w = &writes[i];
-        if (w->remote == NULL || w->remote_offset > w->remote->length ||
-            w->length > w->remote->length - w->remote_offset)
+        const struct shm_rmr *remote = w->remote == NULL ? NULL : shm_rmr(w->remote);
+        if (remote == NULL || w->remote_offset > remote->length ||
+            w->length > remote->length - w->remote_offset)
             return sp_error(SPINDLE_EINVAL,
                             "shm: write %u of %u bytes at offset %llu exceeds "
                             "the peer region of %zu bytes",
                             i, w->length, (unsigned long long)w->remote_offset,
-                            w->remote == NULL ? (size_t)0 : w->remote->length);
+                            remote == NULL ? (size_t)0 : remote->length);
     }
-    struct tp_endpoint *ep = peer->ep;
+    struct shm_endpoint *ep = peer->ep;
+    bool signaled = (flags & TP_POST_SIGNALED) != 0;
+    if (signaled) {
+        /* The completion needs a place in the queue (T3: a signaled batch
+         * is always reported); a full queue refuses the post before
+         * anything is written. Failure reports keep a reserve of their own. */
+        pthread_mutex_lock(&ep->events_lock);
+        bool room = ep->num_events + ep->reserved < SHM_EVENTS_MAX - SHM_FAILURE_SLOTS;
+        if (room)
+            ep->reserved++;
+        pthread_mutex_unlock(&ep->events_lock);
+        if (!room)
+            return sp_error(SPINDLE_EAGAIN, "shm: %u completions wait to be polled",
+                            SHM_EVENTS_MAX - SHM_FAILURE_SLOTS);
+    }
     for (unsigned i = 0; i < count; i++) {
-        copy_write(writes[i].remote->addr + writes[i].remote_offset, writes[i].local,
+        copy_write(shm_rmr(writes[i].remote)->addr + writes[i].remote_offset, writes[i].local,
                    writes[i].length);
         stat_add(&ep->stats.bytes_written, writes[i].length);
     }
@@ -429,32 +487,33 @@ static int shm_post_writes(struct tp_peer *peer, const struct tp_write *writes, 
         stat_add(&ep->stats.batches_posted, 1);
         stat_add(&ep->stats.doorbells, 1);
     }
-    if ((flags & TP_POST_SIGNALED) != 0) {
+    if (signaled) {
         stat_add(&ep->stats.signaled, 1);
         pthread_mutex_lock(&ep->events_lock);
-        if (ep->num_events < SHM_EVENTS_MAX)
-            ep->events[ep->num_events++] =
-                (struct tp_event){.type = TP_EVENT_WRITE_DONE, .peer = peer, .cookie = cookie};
+        ep->reserved--;
+        ep->events[ep->num_events++] =
+            (struct tp_event){.type = TP_EVENT_WRITE_DONE, .peer = tpeer, .cookie = cookie};
         pthread_mutex_unlock(&ep->events_lock);
     }
     return 0;
 }
 
 /* Queues a failure event for every newly dead peer; events_lock held. */
-static void check_peers(struct tp_endpoint *ep, uint64_t now)
+static void check_peers(struct shm_endpoint *ep, uint64_t now)
 {
     ep->last_check_ns = now;
-    for (struct tp_peer *peer = ep->peers; peer != NULL; peer = peer->next) {
+    for (struct shm_peer *peer = ep->peers; peer != NULL; peer = peer->next) {
         if (!peer_check(peer) && !peer->reported && ep->num_events < SHM_EVENTS_MAX) {
             peer->reported = true;
             ep->events[ep->num_events++] = (struct tp_event){
-                .type = TP_EVENT_PEER_FAILED, .peer = peer, .error = SPINDLE_EPEERFAILED};
+                .type = TP_EVENT_PEER_FAILED, .peer = &peer->base, .error = SPINDLE_EPEERFAILED};
         }
     }
 }
 
-static int shm_poll(struct tp_endpoint *ep, struct tp_event *events, int max)
+static int shm_poll(struct tp_endpoint *tep, struct tp_event *events, int max)
 {
+    struct shm_endpoint *ep = shm_ep(tep);
     pthread_mutex_lock(&ep->events_lock);
     uint64_t now = sp_now_ns();
     if (now - ep->last_check_ns >= SHM_CHECK_NS)
@@ -470,8 +529,9 @@ static int shm_poll(struct tp_endpoint *ep, struct tp_event *events, int max)
     return n;
 }
 
-static int shm_peer_state(struct tp_peer *peer)
+static int shm_peer_state(struct tp_peer *tpeer)
 {
+    struct shm_peer *peer = shm_peer(tpeer);
     if (!peer_check(peer))
         return sp_error(SPINDLE_EPEERFAILED, "shm: peer pid %d has failed", peer->pid);
     return 0;
@@ -483,8 +543,9 @@ static void ring(struct shm_control *control)
     futex(&control->doorbell_seq, FUTEX_WAKE, 1, NULL);
 }
 
-static int shm_doorbell_ring(struct tp_peer *peer)
+static int shm_doorbell_ring(struct tp_peer *tpeer)
 {
+    struct shm_peer *peer = shm_peer(tpeer);
     if (atomic_load(&peer->failed))
         return sp_error(SPINDLE_EPEERFAILED, "shm: peer pid %d has failed", peer->pid);
     /* Always advance the sequence, so a peer that armed its doorbell before
@@ -502,16 +563,17 @@ static int shm_doorbell_ring(struct tp_peer *peer)
 
 static void shm_doorbell_ring_self(struct tp_endpoint *ep)
 {
-    ring(ep->control);
+    ring(shm_ep(ep)->control);
 }
 
 static uint64_t shm_doorbell_arm(struct tp_endpoint *ep)
 {
-    return __atomic_load_n(&ep->control->doorbell_seq, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&shm_ep(ep)->control->doorbell_seq, __ATOMIC_SEQ_CST);
 }
 
-static int shm_doorbell_wait(struct tp_endpoint *ep, uint64_t token, int timeout_ms)
+static int shm_doorbell_wait(struct tp_endpoint *tep, uint64_t token, int timeout_ms)
 {
+    struct shm_endpoint *ep = shm_ep(tep);
     /* Wake at least twice per failure timeout so dead peers are noticed. */
     bool has_peers = __atomic_load_n(&ep->peers, __ATOMIC_RELAXED) != NULL;
     int cap = has_peers ? ep->failure_timeout_ms / 2 : timeout_ms;
@@ -545,14 +607,16 @@ static int shm_doorbell_wait(struct tp_endpoint *ep, uint64_t token, int timeout
 static void shm_stats(struct tp_endpoint *ep, struct tp_stats *out)
 {
     uint64_t *dst = (uint64_t *)(void *)out;
-    uint64_t *src = (uint64_t *)(void *)&ep->stats;
+    uint64_t *src = (uint64_t *)(void *)&shm_ep(ep)->stats;
     for (size_t i = 0; i < sizeof *out / sizeof(uint64_t); i++)
         dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
+extern const struct tp_attr tp_shm_attr;
+
 const struct tp_ops tp_shm_ops = {
     .name = "shm",
-    .caps = TP_CAP_CHEAP_DOORBELL,
+    .attr = &tp_shm_attr,
     .open = shm_open_ep,
     .close = shm_close,
     .address = shm_address,

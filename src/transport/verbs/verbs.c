@@ -44,6 +44,7 @@ struct vb_addr_wire {
     uint64_t dc_key;
     uint8_t gid[16];
 } __attribute__((packed));
+_Static_assert(sizeof(struct vb_addr_wire) == VB_ADDR_WIRE, "verbs_impl.h states its size");
 
 int vb_addr_encode(const struct vb_addr *addr, struct tp_desc *out)
 {
@@ -218,6 +219,7 @@ static int vb_open(const struct tp_config *config, struct tp_endpoint **out)
     struct vb_ep *ep = calloc(1, sizeof *ep);
     if (ep == NULL)
         return sp_error(SPINDLE_ENOMEM, "verbs: out of memory for endpoint");
+    ep->base.ops = &tp_verbs_ops;
     ep->self_fd = -1;
     ep->stop_fd = -1;
     pthread_mutex_init(&ep->conn_lock, NULL);
@@ -243,10 +245,10 @@ static int vb_open(const struct tp_config *config, struct tp_endpoint **out)
     if (rc == 0)
         rc = vb_listen_start(ep);
     if (rc != 0) {
-        vb_close((struct tp_endpoint *)ep);
+        vb_close(&ep->base);
         return rc;
     }
-    *out = (struct tp_endpoint *)ep;
+    *out = &ep->base;
     return 0;
 }
 
@@ -332,6 +334,7 @@ static int vb_mr_alloc(struct tp_endpoint *tep, size_t length, unsigned flags, v
         return sp_error(SPINDLE_ENOMEM, "verbs: out of memory for a %zu-byte region", length);
     }
     memset(mem, 0, rounded);
+    mr->base.ops = &tp_verbs_ops;
     /* Relaxed ordering is never requested: it lets the NIC reorder PCIe
      * writes of one RDMA write, which would break T1/T2. */
     int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
@@ -362,7 +365,7 @@ static int vb_mr_alloc(struct tp_endpoint *tep, size_t length, unsigned flags, v
         pthread_mutex_unlock(&ep->stats_lock);
     }
     *addr = mem;
-    *out = (struct tp_mr *)mr;
+    *out = &mr->base;
     return 0;
 }
 
@@ -404,8 +407,9 @@ static int vb_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, struc
     struct vb_rmr *rmr = malloc(sizeof *rmr);
     if (rmr == NULL)
         return sp_error(SPINDLE_ENOMEM, "verbs: out of memory for a remote region");
-    *rmr = (struct vb_rmr){.addr = wire.addr, .length = wire.length, .rkey = wire.rkey};
-    *out = (struct tp_rmr *)rmr;
+    *rmr = (struct vb_rmr){
+        .base = {&tp_verbs_ops}, .addr = wire.addr, .length = wire.length, .rkey = wire.rkey};
+    *out = &rmr->base;
     return 0;
 }
 
@@ -425,6 +429,7 @@ static int vb_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr, 
     struct vb_peer *peer = calloc(1, sizeof *peer);
     if (peer == NULL)
         return sp_error(SPINDLE_ENOMEM, "verbs: out of memory for a peer");
+    peer->base.ops = &tp_verbs_ops;
     peer->ep = ep;
     int rc = vb_addr_decode(peer_addr, &peer->addr);
     if (rc != 0) {
@@ -447,7 +452,7 @@ static int vb_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr, 
     peer->next = ep->peers;
     __atomic_store_n(&ep->peers, peer, __ATOMIC_RELEASE); /* vb_poll walks the list */
     ep->peer_count++;
-    *out = (struct tp_peer *)peer;
+    *out = &peer->base;
     return 0;
 }
 
@@ -487,9 +492,11 @@ static void vb_stats(struct tp_endpoint *tep, struct tp_stats *out)
     pthread_mutex_unlock(&ep->stats_lock);
 }
 
+extern const struct tp_attr tp_verbs_attr;
+
 const struct tp_ops tp_verbs_ops = {
     .name = "verbs",
-    .caps = TP_CAP_CROSS_HOST,
+    .attr = &tp_verbs_attr,
     .open = vb_open,
     .close = vb_close,
     .address = vb_address,

@@ -59,7 +59,9 @@
 #define VB_RECV_CQ_DEPTH   (VB_RECVS * 80u)    /* doorbell CQ entries */
 #define VB_MAX_INLINE      128u                /* requested inline size */
 #define VB_HOST_MAX        64u
-#define VB_DCI_POOL        4u    /* DC initiators per endpoint */
+#define VB_ADDR_WIRE       56u /* fixed part of an address descriptor, before the host */
+#define VB_DESC_MAX        (VB_ADDR_WIRE + VB_HOST_MAX - 1u) /* longest descriptor */
+#define VB_DCI_POOL        4u                                /* DC initiators per endpoint */
 #define VB_DCT_HOT_WRITES  4096u /* writes before a peer gets its own RC QP */
 #define VB_DEFAULT_TIMEOUT 5000
 #define VB_DC_KEY          0x5350494e444c45ull /* DC access key shared by all members */
@@ -192,6 +194,7 @@ struct vb_sq {
 };
 
 struct vb_mr {
+    struct tp_mr base;
     struct ibv_mr *mr;
     void *addr;
     size_t length;
@@ -199,6 +202,7 @@ struct vb_mr {
 };
 
 struct vb_rmr {
+    struct tp_rmr base;
     uint64_t addr;
     uint64_t length;
     uint32_t rkey;
@@ -221,6 +225,7 @@ struct vb_addr {
 enum vb_path { VB_PATH_RC = 0, VB_PATH_DC = 1 };
 
 struct vb_peer {
+    struct tp_peer base;
     struct vb_ep *ep;
     struct vb_addr addr;
     uint64_t hash;
@@ -252,6 +257,7 @@ struct vb_incoming {
 };
 
 struct vb_ep {
+    struct tp_endpoint base;
     struct ibv_context *ctx;
     char dev_name[IBV_SYSFS_NAME_MAX];
     uint8_t port_num;
@@ -299,6 +305,8 @@ struct vb_ep {
     pthread_mutex_t stats_lock;
     struct tp_stats stats;
 };
+
+extern const struct tp_ops tp_verbs_ops;
 
 /* verbs_post.c */
 int vb_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigned count,

@@ -20,7 +20,6 @@
 #define FAIL_MS 1500
 
 static const char *provider = "tcp";
-static const struct tp_ops *ops;
 
 struct handoff {
     struct tp_desc addr;
@@ -36,14 +35,14 @@ static int target_main(int in_fd, int out_fd)
     void *mem = NULL;
     struct handoff mine, theirs;
     if (tf_open(provider, 1, 0, FAIL_MS, &ep) != 0 ||
-        ops->mr_alloc(ep, 1 << 20, TP_MR_REMOTE_WRITE, &mem, &mr) != 0 ||
-        ops->address(ep, &mine.addr) != 0 || ops->mr_export(mr, &mine.region) != 0)
+        tp_mr_alloc(ep, 1 << 20, TP_MR_REMOTE_WRITE, &mem, &mr) != 0 ||
+        tp_address(ep, &mine.addr) != 0 || tp_mr_export(mr, &mine.region) != 0)
         return 2;
     if (tf_write_all(out_fd, &mine, sizeof mine) != 0 ||
         tf_read_all(in_fd, &theirs, sizeof theirs) != 0)
         return 3;
     struct tp_peer *back = NULL;
-    if (ops->connect(ep, &theirs.addr, 10000, &back) != 0)
+    if (tp_connect(ep, &theirs.addr, 10000, &back) != 0)
         return 4;
     char ready = 1;
     tf_write_all(out_fd, &ready, 1);
@@ -79,12 +78,12 @@ static void scene_open(struct scene *s)
     s->from_child = from_child[0];
     struct handoff theirs, mine;
     assert_int_equal(tf_open(provider, 0, 0, FAIL_MS, &s->ep), 0);
-    assert_int_equal(ops->address(s->ep, &mine.addr), 0);
+    assert_int_equal(tp_address(s->ep, &mine.addr), 0);
     assert_int_equal(tf_read_all(s->from_child, &theirs, sizeof theirs), 0);
     assert_int_equal(tf_write_all(s->to_child, &mine, sizeof mine), 0);
-    assert_int_equal(ops->connect(s->ep, &theirs.addr, 10000, &s->peer), 0);
-    assert_int_equal(ops->rmr_import(s->peer, &theirs.region, &s->rmr), 0);
-    assert_int_equal(ops->mr_alloc(s->ep, 4096, 0, &s->src, &s->src_mr), 0);
+    assert_int_equal(tp_connect(s->ep, &theirs.addr, 10000, &s->peer), 0);
+    assert_int_equal(tp_rmr_import(s->peer, &theirs.region, &s->rmr), 0);
+    assert_int_equal(tp_mr_alloc(s->ep, 4096, 0, &s->src, &s->src_mr), 0);
     char ready;
     assert_int_equal(tf_read_all(s->from_child, &ready, 1), 0);
 }
@@ -93,8 +92,8 @@ static void scene_close(struct scene *s)
 {
     kill(s->child, SIGKILL);
     waitpid(s->child, NULL, 0);
-    ops->rmr_release(s->peer, s->rmr);
-    ops->close(s->ep);
+    tp_rmr_release(s->peer, s->rmr);
+    tp_close(s->ep);
     close(s->to_child);
     close(s->from_child);
 }
@@ -104,16 +103,16 @@ static double wait_failure(struct scene *s, uint64_t since, int limit_ms)
 {
     uint64_t deadline = since + (uint64_t)limit_ms * 1000000ull;
     while (sp_now_ns() < deadline) {
-        uint64_t token = ops->doorbell_arm(s->ep);
+        uint64_t token = tp_doorbell_arm(s->ep);
         struct tp_event ev[8];
-        int n = ops->poll(s->ep, ev, 8);
+        int n = tp_poll(s->ep, ev, 8);
         assert_true(n >= 0);
         for (int i = 0; i < n; i++)
             if (ev[i].type == TP_EVENT_PEER_FAILED && ev[i].peer == s->peer) {
                 assert_int_equal(ev[i].error, SPINDLE_EPEERFAILED);
                 return (double)(sp_now_ns() - since) / 1e6;
             }
-        ops->doorbell_wait(s->ep, token, 50);
+        tp_doorbell_wait(s->ep, token, 50);
     }
     return -1;
 }
@@ -124,8 +123,8 @@ static void test_killed_peer_is_reported_failed(void **state)
     struct scene s;
     scene_open(&s);
     struct tp_write w = {s.src, s.src_mr, s.rmr, 0, 64};
-    assert_int_equal(ops->post_writes(s.peer, &w, 1, TP_POST_SIGNALED, 1), 0);
-    assert_int_equal(ops->peer_state(s.peer), 0);
+    assert_int_equal(tp_post_writes(s.peer, &w, 1, TP_POST_SIGNALED, 1), 0);
+    assert_int_equal(tp_peer_state(s.peer), 0);
     uint64_t t0 = sp_now_ns();
     kill(s.child, SIGKILL);
     waitpid(s.child, NULL, 0);
@@ -134,9 +133,9 @@ static void test_killed_peer_is_reported_failed(void **state)
                   FAIL_MS);
     assert_true(ms >= 0);
     assert_true(ms <= FAIL_MS + 1000);
-    assert_int_equal(ops->peer_state(s.peer), SPINDLE_EPEERFAILED);
+    assert_int_equal(tp_peer_state(s.peer), SPINDLE_EPEERFAILED);
     assert_non_null(strstr(spindle_errmsg(), "member 1"));
-    assert_int_equal(ops->post_writes(s.peer, &w, 1, 0, 0), SPINDLE_EPEERFAILED);
+    assert_int_equal(tp_post_writes(s.peer, &w, 1, 0, 0), SPINDLE_EPEERFAILED);
     scene_close(&s);
 }
 
@@ -155,7 +154,7 @@ static void test_silent_peer_is_bounded_then_reported_failed(void **state)
     int refused = 0;
     for (int i = 0; i < 100000 && !refused; i++) {
         struct tp_write w = {s.src, s.src_mr, s.rmr, (uint64_t)(i % 64) * 64, 64};
-        int rc = ops->post_writes(s.peer, &w, 1, 0, 0);
+        int rc = tp_post_writes(s.peer, &w, 1, 0, 0);
         if (rc == SPINDLE_EAGAIN)
             refused = 1;
         else
@@ -170,7 +169,7 @@ static void test_silent_peer_is_bounded_then_reported_failed(void **state)
                   FAIL_MS);
     assert_true(ms >= FAIL_MS * 0.9);
     assert_true(ms <= FAIL_MS + 2000);
-    assert_int_equal(ops->peer_state(s.peer), SPINDLE_EPEERFAILED);
+    assert_int_equal(tp_peer_state(s.peer), SPINDLE_EPEERFAILED);
     kill(s.child, SIGCONT);
     scene_close(&s);
 }
@@ -180,8 +179,7 @@ int main(int argc, char **argv)
     if (argc > 1)
         provider = argv[1];
     tf_require_provider(provider);
-    ops = tp_backend_find("fabric");
-    if (ops == NULL) {
+    if (tp_backend_find("fabric") == NULL) {
         fprintf(stderr, "FATAL: fabric backend not built: %s\n", spindle_errmsg());
         return 1;
     }

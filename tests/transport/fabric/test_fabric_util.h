@@ -51,9 +51,6 @@ static inline void tf_require_provider(const char *provider)
 static inline int tf_open(const char *provider, uint32_t id, uint16_t port, int fail_ms,
                           struct tp_endpoint **out)
 {
-    const struct tp_ops *ops = tp_backend_find("fabric");
-    if (ops == NULL)
-        return SPINDLE_ENOTSUP;
     struct tp_config cfg = {.backend = "fabric",
                             .group_name = "test",
                             .self_id = id,
@@ -61,7 +58,7 @@ static inline int tf_open(const char *provider, uint32_t id, uint16_t port, int 
                             .host = "127.0.0.1",
                             .port = port,
                             .failure_timeout_ms = fail_ms};
-    return ops->open(&cfg, out);
+    return tp_open(&cfg, out);
 }
 
 static inline int tf_write_all(int fd, const void *buf, size_t len)
