@@ -28,8 +28,7 @@ int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema,
     table->my_row = my_row;
     table->size = (size_t)num_rows * table->schema->row_size;
     void *base;
-    int rc =
-        tp_mr_alloc(engine->endpoint, table->size, TP_MR_REMOTE_WRITE, &base, &table->mr);
+    int rc = tp_mr_alloc(engine->endpoint, table->size, TP_MR_REMOTE_WRITE, &base, &table->mr);
     if (rc != 0) {
         free(table->schema);
         free(table);
@@ -58,8 +57,8 @@ int sst_table_set_side_region(struct sst_table *table, size_t size, unsigned fla
             return sp_error(SPINDLE_EINVAL, "sst: side region added after connecting row %u", row);
     struct sst_engine *engine = table->engine;
     void *side;
-    int rc = tp_mr_alloc(engine->endpoint, size, flags | TP_MR_REMOTE_WRITE, &side,
-                                   &table->side_mr);
+    int rc =
+        tp_mr_alloc(engine->endpoint, size, flags | TP_MR_REMOTE_WRITE, &side, &table->side_mr);
     if (rc != 0)
         return rc;
     table->side = side;

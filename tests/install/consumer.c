@@ -39,9 +39,13 @@ int main(int argc, char **argv)
     options.bootstrap_kind = SPINDLE_BOOTSTRAP_DIR;
     options.deliver = deliver;
     uint32_t self = 0;
-    struct spindle_subgroup_config subgroup = {
-        .members = &self, .num_members = 1, .senders = &self, .num_senders = 1,
-        .window_size = 4, .max_payload = 64, .mode = SPINDLE_MODE_ATOMIC};
+    struct spindle_subgroup_config subgroup = {.members = &self,
+                                               .num_members = 1,
+                                               .senders = &self,
+                                               .num_senders = 1,
+                                               .window_size = 4,
+                                               .max_payload = 64,
+                                               .mode = SPINDLE_MODE_ATOMIC};
     spindle_group_t *group = NULL;
     if (spindle_group_create(&options, &subgroup, 1, &group) != 0) {
         fprintf(stderr, "consumer: %s\n", spindle_errmsg());
@@ -57,8 +61,7 @@ int main(int argc, char **argv)
     if (rc != 0)
         fprintf(stderr, "consumer: %s\n", spindle_errmsg());
     spindle_group_destroy(group);
-    printf("consumer (headers %s, library %s): delivered %u of %d, %d out of order\n", SPINDLE_VERSION_STRING,
-           spindle_version(),
-           delivered, MESSAGES, out_of_order);
+    printf("consumer (headers %s, library %s): delivered %u of %d, %d out of order\n",
+           SPINDLE_VERSION_STRING, spindle_version(), delivered, MESSAGES, out_of_order);
     return rc == 0 && delivered == MESSAGES && out_of_order == 0 ? 0 : 1;
 }

@@ -30,8 +30,8 @@
  * Two members that write to each other each connect once.
  */
 #include <errno.h>
-#include <stddef.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -46,7 +46,8 @@ static const struct tp_ops *inner_ops(void)
     return tp_backend_find("shm");
 }
 
-static int shim_open(const struct tp_config *config, struct tp_endpoint **out, const struct tp_ops *ops)
+static int shim_open(const struct tp_config *config, struct tp_endpoint **out,
+                     const struct tp_ops *ops)
 {
     struct shim_ep *ep = calloc(1, sizeof *ep);
     if (ep == NULL)
@@ -197,8 +198,8 @@ static int reorders_post(struct tp_peer *peer, const struct tp_write *writes, un
 {
     for (unsigned k = count; k-- > 0;) {
         const struct tp_write *w = &writes[k];
-        int rc = post_one(peer, w, w->local, w->remote_offset, w->length, k == 0 ? flags : 0,
-                          cookie);
+        int rc =
+            post_one(peer, w, w->local, w->remote_offset, w->length, k == 0 ? flags : 0, cookie);
         if (rc != 0)
             return rc;
         pause_briefly();

@@ -52,15 +52,15 @@
 #include "transport/verbs/fake_nic.h"
 #endif
 
-#define REGION      4096
-#define DATA_WORDS  8
-#define GUARD_AT    512 /* byte offset of the guard in region 1 */
+#define REGION     4096
+#define DATA_WORDS 8
+#define GUARD_AT   512 /* byte offset of the guard in region 1 */
 #ifndef ITERATIONS
 #define ITERATIONS 340000u /* triples of writes: over a million writes */
 #endif
-#define CHECKPOINT  10000u  /* the writer waits for the reader this often */
-#define SOURCE_RING 64u     /* triples whose sources are in flight at most */
-#define PER_POST    4u      /* triples per post */
+#define CHECKPOINT  10000u /* the writer waits for the reader this often */
+#define SOURCE_RING 64u    /* triples whose sources are in flight at most */
+#define PER_POST    4u     /* triples per post */
 #define T3_ROUNDS   200u
 #define T3_BYTES    1024u
 #define FAIL_MS     1000
@@ -107,8 +107,7 @@ static struct tp_endpoint *open_ep(int *fake_index)
     int rc = under_test.shim != NULL ? under_test.shim->open(&config, &ep) : tp_open(&config, &ep);
     pthread_mutex_unlock(&open_lock);
     if (rc != 0) {
-        fprintf(stderr, "conformance: opening %s failed: %s\n", under_test.label,
-                spindle_errmsg());
+        fprintf(stderr, "conformance: opening %s failed: %s\n", under_test.label, spindle_errmsg());
         return NULL;
     }
     return ep;
@@ -288,8 +287,8 @@ static bool reap(struct tp_endpoint *ep, uint64_t *done, uint64_t want)
 }
 
 /* Posts a batch, polling while the transport pushes back. */
-static int post(struct tp_endpoint *ep, struct tp_peer *peer, const struct tp_write *w,
-                unsigned n, unsigned flags, uint64_t cookie, uint64_t *done)
+static int post(struct tp_endpoint *ep, struct tp_peer *peer, const struct tp_write *w, unsigned n,
+                unsigned flags, uint64_t cookie, uint64_t *done)
 {
     for (;;) {
         int rc = tp_post_writes(peer, w, n, flags, cookie);

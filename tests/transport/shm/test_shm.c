@@ -23,7 +23,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 
-#define REGION_SIZE  4096
+#define REGION_SIZE 4096
 
 static struct tp_endpoint *open_ep(int failure_timeout_ms)
 {

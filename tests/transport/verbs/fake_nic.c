@@ -90,7 +90,7 @@ struct fake_event_channel {
 
 struct fake_id {
     struct rdma_cm_id base;
-    uint16_t port;          /* bound (listener) or resolved (active) port */
+    uint16_t port; /* bound (listener) or resolved (active) port */
     bool listening;
     struct fake_id *active; /* passive side: the connecting id */
     uint32_t active_qpn;    /* passive side: the connecting QP */
@@ -558,7 +558,8 @@ static int fake_destroy_cq(struct ibv_cq *ibcq)
     return 0;
 }
 
-static int fake_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+static int fake_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+                             void **cq_context)
 {
     struct fake_comp_channel *ch = (struct fake_comp_channel *)channel;
     char byte;
@@ -711,8 +712,8 @@ static void fake_destroy_event_channel(struct rdma_event_channel *channel)
 }
 
 /* Queues a CM event for id on its channel (lock held). */
-static void cm_push(struct fake_id *id, enum rdma_cm_event_type type, int status,
-                    const void *data, uint8_t len)
+static void cm_push(struct fake_id *id, enum rdma_cm_event_type type, int status, const void *data,
+                    uint8_t len)
 {
     struct fake_event_channel *ch = (struct fake_event_channel *)id->base.channel;
     struct rdma_cm_event *event = calloc(1, sizeof *event);
