@@ -9,7 +9,9 @@
 #   smc       may use sst, transport, util
 #   sst       may use transport, util
 #   control   may use util                (beside the data path)
-#   transport may use util                (backends: their own folder too)
+#   transport may use util                (a backend: its own folder and the
+#                                          contract, transport/transport.h;
+#                                          nothing else sees a backend's folder)
 #   config    may use util
 #   util      may use util only
 # Public headers (<spindle/...>) may be used everywhere.
@@ -53,6 +55,21 @@ for file in $(find src -name '*.[ch]' | sort); do
         *)
             echo "check-layers: $file includes \"$inc\": $layer may not use $target" >&2
             status=1
+            ;;
+        esac
+        # Backends are plug-ins: the layers above see only the contract
+        # (transport/transport.h), and a backend sees only its own folder.
+        case $inc in
+        transport/transport.h) ;;
+        transport/*)
+            backend=$(echo "$inc" | cut -d/ -f2)
+            case $file in
+            src/transport/"$backend"/*) ;;
+            *)
+                echo "check-layers: $file includes \"$inc\": only the $backend backend may" >&2
+                status=1
+                ;;
+            esac
             ;;
         esac
         case $file in *.h) echo "${file#src/} $inc" >>"$edges" ;; esac
