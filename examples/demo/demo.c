@@ -7,9 +7,6 @@
  *
  *   spindle-demo [--members N] [--messages M]
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,22 +131,33 @@ int main(int argc, char **argv)
     fflush(stdout);
     pid_t pids[16];
     int fds[16][2];
-    for (unsigned i = 0; i < members; i++) {
+    int failed = 0;
+    unsigned started = 0; /* members forked; a failure stops starting more */
+    for (; started < members; started++) {
+        unsigned i = started;
         if (pipe(fds[i]) < 0) {
             perror("pipe");
-            return 1;
+            failed = 1;
+            break;
         }
         pids[i] = fork();
+        if (pids[i] < 0) {
+            perror("fork");
+            close(fds[i][0]);
+            close(fds[i][1]);
+            failed = 1;
+            break;
+        }
         if (pids[i] == 0)
             _exit(run_member(dir, i, members, messages, fds[i][1]));
         close(fds[i][1]);
     }
-    int failed = 0;
-    struct digest digests[16];
-    for (unsigned i = 0; i < members; i++) {
+    struct digest digests[16] = {{0, 0}}; /* compared only when every read succeeded */
+    for (unsigned i = 0; i < started; i++) {
         int status;
-        waitpid(pids[i], &status, 0);
-        failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+        if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0)
+            failed = 1;
         if (read(fds[i][0], &digests[i], sizeof digests[i]) != (ssize_t)sizeof digests[i])
             failed = 1;
         close(fds[i][0]);

@@ -40,10 +40,12 @@ struct ctl_address {
     uint16_t port;
 };
 
-/* One member of a TCP channel; host NULL: absent (gone, or not joined). */
+/* One member of a TCP channel; host NULL: absent (gone, or not joined).
+ * Process-local (it holds a pointer, never sent); fields ordered for no
+ * padding, so initialise by name. */
 struct ctl_member {
-    uint32_t id;
     const char *host;
+    uint32_t id;
     uint16_t port;
 };
 

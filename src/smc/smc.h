@@ -151,7 +151,6 @@ int smc_flush(struct smc_group *group, int timeout_ms);
 
 void smc_group_stats(struct smc_group *group, struct smc_stats *out);
 struct sst_table *smc_group_table(struct smc_group *group);
-uint32_t smc_group_subgroups(const struct smc_group *group);
 
 /*
  * View-change hooks (ragged-edge trim, view/trim.h). smc_group_wedge stops

@@ -295,11 +295,6 @@ struct sst_table *smc_group_table(struct smc_group *group)
     return group->table;
 }
 
-uint32_t smc_group_subgroups(const struct smc_group *group)
-{
-    return group->num_subgroups;
-}
-
 void smc_group_fail(struct smc_group *group, int error)
 {
     int expected = 0;

@@ -9,10 +9,10 @@
  * it to chosen rows' owners with one-sided writes. Other rows are read in
  * local memory.
  *
- * Invariants: every column is monotonic (counters grow, booleans go
- * false->true, arrays are guarded by a counter pushed in a later write).
- * Rows are cache-line aligned; every column is 8-byte aligned, so a counter
- * is one untorn word (T1). Readers use sst_read_u64 (acquire); the owner
+ * Invariants: every column is a counter and only grows; bytes a counter
+ * guards (in the side region) are pushed before it (T2). Rows are
+ * cache-line aligned; every column is 8-byte aligned, so a counter is one
+ * untorn word (T1). Readers use sst_read_u64 (acquire); the owner
  * updates with sst_write_u64 (release).
  *
  * Row layout: the first SST_ROW_HEADER bytes of each row belong to the SST
@@ -56,17 +56,10 @@ struct sst_table;
 
 /* ---- schema ---------------------------------------------------------- */
 
-enum sst_column_kind {
-    SST_COL_COUNTER, /* int64, grows */
-    SST_COL_BOOL,    /* 0 -> 1, one 8-byte word */
-    SST_COL_ARRAY,   /* raw bytes, guarded by a counter column */
-};
-
+/* Every column is a counter: one 8-byte word that only grows. Bytes that
+ * counters guard (the SMC's rings) live in the side region. */
 struct sst_column {
-    enum sst_column_kind kind;
-    uint32_t offset; /* from the start of the row */
-    uint32_t size;   /* bytes, multiple of 8 */
-    int guard;       /* ARRAY: index of its guard counter column, else -1 */
+    uint32_t offset; /* from the start of the row, a multiple of 8 */
 };
 
 struct sst_schema {
@@ -76,12 +69,11 @@ struct sst_schema {
 };
 
 void sst_schema_init(struct sst_schema *schema);
-/* Each add returns the new column's index, or a negative SPINDLE_E* code. */
+/* Adds a counter right after the previous column (counters added one after
+ * another are adjacent words, so a run of them is pushed as one range).
+ * Returns the new column's index, or SPINDLE_EINVAL when the schema already
+ * has SST_MAX_COLUMNS columns. */
 int sst_schema_add_counter(struct sst_schema *schema);
-int sst_schema_add_bool(struct sst_schema *schema);
-/* size rounded up to 8 (64 when cache_align); guard_column must be a counter. */
-int sst_schema_add_array(struct sst_schema *schema, size_t size, int guard_column,
-                         bool cache_align);
 /* Byte offset of a column inside a row. */
 static inline uint32_t sst_column_offset(const struct sst_schema *schema, int column)
 {
@@ -197,17 +189,11 @@ int sst_table_export(struct sst_table *table, struct sst_member_desc *out);
 int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs, int timeout_ms);
 void sst_table_destroy(struct sst_table *table);
 
-uint32_t sst_table_rows(const struct sst_table *table);
 uint32_t sst_table_my_row(const struct sst_table *table);
-const struct sst_schema *sst_table_schema(const struct sst_table *table);
 /* Local copy of a row. */
 uint8_t *sst_row(struct sst_table *table, uint32_t row);
-/* Local mapping and size of this member's side region (NULL and 0 when it
- * has none). */
+/* Local mapping of this member's side region (NULL when it has none). */
 uint8_t *sst_side(struct sst_table *table);
-size_t sst_side_size(const struct sst_table *table);
-/* True once the transport reported row's owner failed. */
-bool sst_row_failed(const struct sst_table *table, uint32_t row);
 
 static inline uint64_t sst_read_u64(struct sst_table *table, uint32_t row, uint32_t offset)
 {
@@ -252,8 +238,5 @@ int sst_push(struct sst_table *table, uint32_t offset, uint32_t length, const ui
  */
 int sst_push_side(struct sst_table *table, uint64_t local_offset, uint32_t length,
                   const uint32_t *rows, const uint64_t *remote_offsets, uint32_t num_rows);
-
-/* Posts every queued push now (used by sst_engine_unlock and by tests). */
-int sst_flush(struct sst_engine *engine);
 
 #endif

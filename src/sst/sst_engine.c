@@ -196,10 +196,3 @@ void sst_unlock_and_post(struct sst_engine *engine)
     }
     free(pending);
 }
-
-int sst_flush(struct sst_engine *engine)
-{
-    pthread_mutex_lock(&engine->lock);
-    sst_unlock_and_post(engine);
-    return 0;
-}

@@ -159,19 +159,9 @@ void sst_table_destroy(struct sst_table *table)
     free(table);
 }
 
-uint32_t sst_table_rows(const struct sst_table *table)
-{
-    return table->num_rows;
-}
-
 uint32_t sst_table_my_row(const struct sst_table *table)
 {
     return table->my_row;
-}
-
-const struct sst_schema *sst_table_schema(const struct sst_table *table)
-{
-    return table->schema;
 }
 
 uint8_t *sst_row(struct sst_table *table, uint32_t row)
@@ -182,16 +172,6 @@ uint8_t *sst_row(struct sst_table *table, uint32_t row)
 uint8_t *sst_side(struct sst_table *table)
 {
     return table->side;
-}
-
-size_t sst_side_size(const struct sst_table *table)
-{
-    return table->side_size;
-}
-
-bool sst_row_failed(const struct sst_table *table, uint32_t row)
-{
-    return row < table->num_rows && atomic_load(&table->failed[row]);
 }
 
 /* True when row's owner is connected and not known to have failed. */

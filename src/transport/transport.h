@@ -113,11 +113,13 @@ enum tp_event_type {
     TP_EVENT_PEER_FAILED = 2, /* peer failed (T4); peer identifies it */
 };
 
+/* Process-local (never on the wire or in shared memory); fields ordered
+ * for no padding, so initialise by name. */
 struct tp_event {
     enum tp_event_type type;
+    int error; /* SPINDLE_E* for PEER_FAILED */
     struct tp_peer *peer;
     uint64_t cookie;
-    int error; /* SPINDLE_E* for PEER_FAILED */
 };
 
 /* Capabilities of a backend (struct tp_attr.caps). */

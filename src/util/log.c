@@ -37,11 +37,6 @@ static int level_now(void)
     return level;
 }
 
-void sp_log_set_level(enum sp_log_level level)
-{
-    atomic_store_explicit(&current_level, (int)level, memory_order_relaxed);
-}
-
 int sp_log_enabled(enum sp_log_level level)
 {
     return (int)level <= level_now();

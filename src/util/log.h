@@ -1,6 +1,6 @@
 /*
  * Minimal leveled logging to stderr. The level comes from
- * SPINDLE_LOG_LEVEL (error, warn, info, debug) or sp_log_set_level().
+ * SPINDLE_LOG_LEVEL (error, warn, info, debug), read at the first log call.
  * Thread-safe: one fprintf per line.
  */
 #ifndef SP_UTIL_LOG_H
@@ -8,7 +8,6 @@
 
 enum sp_log_level { SP_LOG_ERROR = 0, SP_LOG_WARN, SP_LOG_INFO, SP_LOG_DEBUG };
 
-void sp_log_set_level(enum sp_log_level level);
 /* Parses "error|warn|info|debug"; returns 0 or SPINDLE_EINVAL. */
 int sp_log_parse_level(const char *text, enum sp_log_level *out);
 int sp_log_enabled(enum sp_log_level level);

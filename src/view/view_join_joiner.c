@@ -197,7 +197,8 @@ static int open_channel(struct view_membership *m)
     memset(members, 0, sizeof members);
     for (uint32_t r = 0; r < view->num_members; r++) {
         uint32_t id = view->member_ids[r];
-        members[id] = (struct ctl_member){id, m->addresses[id].host, m->addresses[id].port};
+        members[id] = (struct ctl_member){
+            .host = m->addresses[id].host, .id = id, .port = m->addresses[id].port};
     }
     struct ctl_versions versions = view_ctl_versions();
     int rc = ctl_open_tcp_joiner(m->group_name, members, m->config.num_initial, m->config.self,

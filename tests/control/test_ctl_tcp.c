@@ -97,7 +97,8 @@ static void test_three_members_allgather(void **state)
     (void)state;
     struct ctl_member members[3];
     for (uint32_t i = 0; i < 3; i++)
-        members[i] = (struct ctl_member){10 + i, "127.0.0.1", test_free_port()};
+        members[i] =
+            (struct ctl_member){.host = "127.0.0.1", .id = 10 + i, .port = test_free_port()};
     pid_t pids[3];
     for (uint32_t i = 0; i < 3; i++) {
         pids[2 - i] = fork(); /* start the highest first: connects must retry */
@@ -170,7 +171,8 @@ static void run_forged(int mode, const char *expect)
     pid_t pid = fork();
     if (pid == 0)
         _exit(forger_main(port, mode));
-    struct ctl_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", other}};
+    struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = port},
+                                    {.host = "127.0.0.1", .id = 1, .port = other}};
     struct ctl *ctl = NULL;
     assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, 10000, &ctl), 0);
     char mine[16] = "member zero ....", all[32];
@@ -205,7 +207,8 @@ static void test_taken_port_and_absent_member_are_named(void **state)
     socklen_t len = sizeof sin;
     getsockname(fd, (struct sockaddr *)&sin, &len);
     uint16_t taken = ntohs(sin.sin_port);
-    struct ctl_member members[2] = {{0, "127.0.0.1", taken}, {1, "127.0.0.1", test_free_port()}};
+    struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = taken},
+                                    {.host = "127.0.0.1", .id = 1, .port = test_free_port()}};
     struct ctl *ctl = NULL;
     assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, 500, &ctl),
                      SPINDLE_EADDRINUSE);
@@ -266,9 +269,9 @@ static int honest_main(const struct ctl_member *members, uint32_t self, int mode
 
 static void run_hostile(int mode)
 {
-    struct ctl_member members[3] = {{0, "127.0.0.1", test_free_port()},
-                                    {1, "127.0.0.1", test_free_port()},
-                                    {2, "127.0.0.1", 1}};
+    struct ctl_member members[3] = {{.host = "127.0.0.1", .id = 0, .port = test_free_port()},
+                                    {.host = "127.0.0.1", .id = 1, .port = test_free_port()},
+                                    {.host = "127.0.0.1", .id = 2, .port = 1}};
     pid_t pids[2];
     for (uint32_t i = 0; i < 2; i++) {
         pids[i] = fork();
@@ -338,7 +341,8 @@ static void test_other_group_is_refused(void **state)
         drain(fd); /* until the member drops us */
         _exit(0);
     }
-    struct ctl_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", test_free_port()}};
+    struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = port},
+                                    {.host = "127.0.0.1", .id = 1, .port = test_free_port()}};
     struct ctl *ctl = NULL;
     assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, 1500, &ctl),
                      SPINDLE_ETIMEDOUT);
@@ -353,8 +357,8 @@ static void test_other_group_is_refused(void **state)
 static void test_other_build_is_refused_naming_both_versions(void **state)
 {
     (void)state;
-    struct ctl_member members[2] = {{0, "127.0.0.1", test_free_port()},
-                                    {1, "127.0.0.1", test_free_port()}};
+    struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = test_free_port()},
+                                    {.host = "127.0.0.1", .id = 1, .port = test_free_port()}};
     pid_t pid = fork();
     if (pid == 0) {
         struct ctl_versions newer = {versions.table_layout, versions.ring_layout + 1};
@@ -381,7 +385,7 @@ static void test_other_build_is_refused_naming_both_versions(void **state)
 /* Opens a one-member exchange on a free port (the member a joiner asks). */
 static struct ctl *open_single(uint16_t *port)
 {
-    struct ctl_member me = {0, "127.0.0.1", test_free_port()};
+    struct ctl_member me = {.host = "127.0.0.1", .id = 0, .port = test_free_port()};
     struct ctl *ctl = NULL;
     assert_int_equal(ctl_open_tcp("ctl-test", &me, 1, 0, &versions, 5000, &ctl), 0);
     *port = me.port;
@@ -498,7 +502,8 @@ static void test_joiner_slot_exchanges(void **state)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        struct ctl_member members[2] = {{0, "127.0.0.1", port}, {1, "127.0.0.1", joiner_port}};
+        struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = port},
+                                        {.host = "127.0.0.1", .id = 1, .port = joiner_port}};
         struct ctl *mine = NULL;
         if (ctl_open_tcp_joiner("ctl-test", members, 1, 1, &versions, 10000, &mine) != 0)
             _exit(2);

@@ -187,7 +187,7 @@ static void test_rings_are_allocated_only_for_own_subgroups(void **state)
         struct smc_group *group = NULL;
         assert_int_equal(smc_group_create(engine, layouts, 4, 4, row, &options, &group), 0);
         struct sst_table *table = smc_group_table(group);
-        assert_int_equal(sst_side_size(table), expected_side[row]);
+        assert_int_equal(table->side_size, expected_side[row]);
         struct sst_member_desc desc;
         assert_int_equal(smc_group_export(group, &desc), 0);
         /* The table: pinned, remotely writable, only counters per row. */

@@ -11,9 +11,6 @@
  * human summary and, last, one JSON line. Exit status: 0 when every member
  * succeeded, 1 when one failed, 2 on a bad command line.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include <errno.h>
 #include <ftw.h>
 #include <getopt.h>
@@ -92,6 +89,10 @@ static int bad(const char *fmt, const char *value)
 
 static int parse_u64(const char *text, const char *flag, uint64_t min, uint64_t max, uint64_t *out)
 {
+    if (text == NULL) { /* getopt_long gives every required_argument option one */
+        fprintf(stderr, "spindle-bench: %s needs a value\n", flag);
+        return -1;
+    }
     char *end;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
@@ -248,6 +249,8 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
 
 static int parse_word(int opt, const char *arg, struct bench_config *c)
 {
+    if (arg == NULL) /* getopt_long gives every required_argument option one */
+        return bad("%s--senders, --mode and --transport need a value", "");
     switch (opt) {
     case OPT_SENDERS:
         if (strcmp(arg, "all") == 0)
@@ -467,24 +470,11 @@ static int write_pid_file(const struct bench_config *config, uint32_t id, pid_t 
     return 0;
 }
 
-static int run_local(struct bench_config *config)
+/* Forks the n (config->local, at least 1) members, collects their results
+ * and reports them; the bootstrap (directory or member list) is set up by
+ * run_local. */
+static int run_local_members(const struct bench_config *config, uint32_t n)
 {
-    char dir[] = "/tmp/spindle-bench-XXXXXX";
-    if (mkdtemp(dir) == NULL) {
-        perror("spindle-bench: mkdtemp");
-        return 1;
-    }
-    config->bootstrap_dir = dir;
-    snprintf(config->group_name, sizeof config->group_name, "bench-%d", (int)getpid());
-    uint32_t n = config->local;
-    char members[SPINDLE_MAX_MEMBERS * 24] = "";
-    if (config->control_port > 0) {
-        /* TCP bootstrap on loopback: the group then takes joiners. */
-        for (uint32_t i = 0; i < n; i++)
-            snprintf(members + strlen(members), sizeof members - strlen(members), "%s127.0.0.1:%u",
-                     i > 0 ? "," : "", config->control_port + i);
-        config->members = members;
-    }
     pid_t pids[SPINDLE_MAX_MEMBERS];
     int pipes[SPINDLE_MAX_MEMBERS][2];
     fflush(NULL);
@@ -526,11 +516,37 @@ static int run_local(struct bench_config *config)
         if (!results[at].ok)
             failed = 1; /* the member printed why */
     }
-    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
     if (!failed && results != NULL && count > 0)
         bench_report(config, n, results, count);
     free(results);
     return failed ? 1 : 0;
+}
+
+static int run_local(struct bench_config *config)
+{
+    char dir[] = "/tmp/spindle-bench-XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        perror("spindle-bench: mkdtemp");
+        return 1;
+    }
+    uint32_t n = config->local;
+    char members[SPINDLE_MAX_MEMBERS * 24] = "";
+    if (config->control_port > 0) {
+        /* TCP bootstrap on loopback: the group then takes joiners. */
+        for (uint32_t i = 0; i < n; i++)
+            snprintf(members + strlen(members), sizeof members - strlen(members), "%s127.0.0.1:%u",
+                     i > 0 ? "," : "", config->control_port + i);
+        config->members = members;
+    }
+    config->bootstrap_dir = dir;
+    snprintf(config->group_name, sizeof config->group_name, "bench-%d", (int)getpid());
+    int rc = run_local_members(config, n);
+    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    /* Both point into this frame: the caller must not see them. */
+    config->bootstrap_dir = NULL;
+    if (config->members == members)
+        config->members = NULL;
+    return rc;
 }
 
 static int run_member(const struct bench_config *config)

@@ -368,8 +368,10 @@ static void collect(struct member_state *st, spindle_group_t *group, struct benc
     if (st->latency_count > 0) {
         qsort(st->latency_ns, st->latency_count, sizeof *st->latency_ns, cmp_u32);
         result->has_latency = 1;
-        result->p50_us = st->latency_ns[st->latency_count / 2] / 1000.0;
-        result->p99_us = st->latency_ns[(st->latency_count * 99) / 100] / 1000.0;
+        /* Indexes of the percentiles, rounded down on purpose. */
+        uint64_t p50 = st->latency_count / 2, p99 = st->latency_count * 99 / 100;
+        result->p50_us = st->latency_ns[p50] / 1000.0;
+        result->p99_us = st->latency_ns[p99] / 1000.0;
     }
 }
 

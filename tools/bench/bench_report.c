@@ -128,8 +128,8 @@ void bench_report(const struct bench_config *config, uint32_t members,
            config->delay_us, config->delayed_senders, (unsigned long long)config->messages,
            (unsigned long long)t.delivered, t.seconds, msgs_per_s, mb_per_s,
            (unsigned long long)t.writes, (unsigned long long)t.doorbells,
-           mean(t.writes, t.delivered), (unsigned long long)t.nulls, t.post_ns / 1e6, t.p50, t.p99,
-           mean(t.send_m, t.send_b), mean(t.recv_m, t.recv_b), mean(t.deliv_m, t.deliv_b));
+           mean(t.writes, t.delivered), (unsigned long long)t.nulls, (double)t.post_ns / 1e6, t.p50,
+           t.p99, mean(t.send_m, t.send_b), mean(t.recv_m, t.recv_b), mean(t.deliv_m, t.deliv_b));
     print_hist("send_hist", t.send_hist);
     print_hist("receive_hist", t.receive_hist);
     print_hist("delivery_hist", t.delivery_hist);

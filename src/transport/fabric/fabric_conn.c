@@ -12,6 +12,9 @@
 #include "util/error.h"
 #include "util/log.h"
 
+/* Bytes of one connection's receive buffers (msgbuf). */
+#define FAB_MSGBUF_SIZE ((size_t)FAB_RECVS * FAB_MSG_SIZE)
+
 int fab_mr_register(struct fab_ep *ep, struct fab_conn *conn, void *buf, size_t len,
                     uint64_t access, struct fid_mr **mr, void **desc)
 {
@@ -55,16 +58,16 @@ static int fab_alloc_buffers(struct fab_ep *ep, struct fab_conn *conn)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     conn->ring = aligned_alloc(page, FAB_RING_SIZE);
-    conn->msgbuf = aligned_alloc(page, FAB_RECVS * FAB_MSG_SIZE);
+    conn->msgbuf = aligned_alloc(page, FAB_MSGBUF_SIZE);
     if (conn->ring == NULL || conn->msgbuf == NULL)
         return sp_error(SPINDLE_ENOMEM, "fabric: cannot allocate rings for %s", conn->name);
     memset(conn->ring, 0, FAB_RING_SIZE);
-    memset(conn->msgbuf, 0, FAB_RECVS * FAB_MSG_SIZE);
+    memset(conn->msgbuf, 0, FAB_MSGBUF_SIZE);
     uint64_t ring_access = conn->incoming ? FI_REMOTE_WRITE : FI_WRITE;
     int rc = fab_mr_register(ep, conn, conn->ring, FAB_RING_SIZE, ring_access, &conn->ring_mr,
                              &conn->ring_desc);
     if (rc == 0)
-        rc = fab_mr_register(ep, conn, conn->msgbuf, FAB_RECVS * FAB_MSG_SIZE, FI_RECV | FI_SEND,
+        rc = fab_mr_register(ep, conn, conn->msgbuf, FAB_MSGBUF_SIZE, FI_RECV | FI_SEND,
                              &conn->msg_mr, &conn->msg_desc);
     return rc;
 }
@@ -97,7 +100,7 @@ int fab_conn_setup(struct fab_ep *ep, struct fab_conn *conn, struct fi_info *inf
     for (unsigned i = 0; i < FAB_RECVS; i++) {
         struct fab_ctx *ctx = &conn->recv_ctx[i];
         ctx->conn = conn;
-        ctx->buf = conn->msgbuf + i * FAB_MSG_SIZE;
+        ctx->buf = conn->msgbuf + (size_t)i * FAB_MSG_SIZE;
         atomic_store_explicit(&ctx->kind, FAB_CTX_RECV, memory_order_release);
         rc = fab_post_recv(conn, ctx);
         if (rc != 0)
@@ -122,7 +125,7 @@ void fab_conn_teardown(struct fab_conn *conn)
     if (conn->msg_mr != NULL) {
         fi_close(&conn->msg_mr->fid);
         conn->msg_mr = NULL;
-        pinned += FAB_RECVS * FAB_MSG_SIZE;
+        pinned += FAB_MSGBUF_SIZE;
     }
     if (conn->ep != NULL && pinned)
         atomic_fetch_sub(&conn->ep->st_pinned, pinned);

@@ -88,11 +88,18 @@ const struct verbs_api *verbs_api_get(void)
     return atomic_load_explicit(&current_api, memory_order_acquire);
 }
 
+/* The injectable verbs table (verbs_impl.h): the seam through which the unit
+ * tests put a fake device under the backend, so hardware code runs without
+ * a NIC. Only tests install a table; the library always runs on real_api. */
+/* cppcheck-suppress unusedFunction */
 void verbs_api_set(const struct verbs_api *api)
 {
     atomic_store_explicit(&current_api, api != NULL ? api : &real_api, memory_order_release);
 }
 
+/* The other half of that seam: a fake starts from the real table and
+ * replaces the entries it fakes. Used by tests only, as above. */
+/* cppcheck-suppress unusedFunction */
 const struct verbs_api *verbs_api_default(void)
 {
     return &real_api;

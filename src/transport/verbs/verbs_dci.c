@@ -143,7 +143,7 @@ static void vb_wr_save(const struct ibv_send_wr *wr, struct vb_wrsave *out)
         out->length = wr->sg_list->length;
         out->lkey = wr->sg_list->lkey;
         if ((wr->send_flags & IBV_SEND_INLINE) && out->length <= VB_MAX_INLINE) {
-            memmove(out->bytes, (const void *)(uintptr_t)out->local_addr, out->length);
+            memmove(out->bytes, vb_local_addr(out->local_addr), out->length);
             out->inlined = 1;
         }
     }
@@ -157,7 +157,7 @@ int vb_dci_emit(struct vb_ep *ep, unsigned dci, int n)
     ibv_wr_start(qpx);
     for (int i = 0; i < n; i++) {
         const struct ibv_send_wr *wr = &sq->wrs[i];
-        struct vb_wrctx *ctx = (struct vb_wrctx *)(uintptr_t)wr->wr_id;
+        struct vb_wrctx *ctx = vb_wrctx_of(wr->wr_id);
         const struct vb_peer *peer = ctx->peer;
         qpx->wr_id = wr->wr_id;
         qpx->wr_flags = wr->send_flags;
@@ -176,12 +176,12 @@ int vb_dci_emit(struct vb_ep *ep, unsigned dci, int n)
     }
     int rc = ibv_wr_complete(qpx);
     if (rc != 0) {
-        const struct vb_wrctx *first = (const struct vb_wrctx *)(uintptr_t)sq->wrs[0].wr_id;
+        const struct vb_wrctx *first = vb_wrctx_of(sq->wrs[0].wr_id);
         return sp_error(SPINDLE_EIO, "verbs: posting to DCI %u for peer %u failed: %s", dci,
                         first->peer->addr.id, strerror(rc));
     }
     for (int i = 0; i < n; i++) {
-        const struct vb_wrctx *ctx = (const struct vb_wrctx *)(uintptr_t)sq->wrs[i].wr_id;
+        const struct vb_wrctx *ctx = vb_wrctx_of(sq->wrs[i].wr_id);
         ctx->peer->dc_last_seq = ctx->seq_end; /* the switch to RC waits for it */
     }
     uint64_t posted = atomic_load(&sq->posted) + (uint64_t)n;

@@ -176,7 +176,7 @@ static int vb_drain_recv(struct vb_ep *ep)
     int got, total = 0;
     while ((got = ibv_poll_cq(ep->recv_cq, 16, wc)) > 0) {
         for (int i = 0; i < got; i++) {
-            struct vb_wrctx *ctx = (struct vb_wrctx *)(uintptr_t)wc[i].wr_id;
+            struct vb_wrctx *ctx = vb_wrctx_of(wc[i].wr_id);
             if (wc[i].status != IBV_WC_SUCCESS || ctx == NULL)
                 continue; /* flushed: the connection is gone */
             struct vb_incoming *in =
@@ -241,7 +241,7 @@ int vb_peer_failed_event(struct vb_peer *peer, enum ibv_wc_status status, struct
 /* Turns one send completion into at most one event. */
 static int vb_handle_wc(struct vb_ep *ep, const struct ibv_wc *wc, struct tp_event *ev)
 {
-    struct vb_wrctx *ctx = (struct vb_wrctx *)(uintptr_t)wc->wr_id;
+    struct vb_wrctx *ctx = vb_wrctx_of(wc->wr_id);
     struct vb_peer *peer = ctx->peer;
     if (wc->status != IBV_WC_SUCCESS) {
         /* A DCI is shared: only the failed request's peer failed, and the
