@@ -7,14 +7,22 @@
 #   make tsan    the suite under ThreadSanitizer (build-tsan/)
 #   make bench   spindle-bench in build/tools/
 #   make install installs the library, headers, pkg-config and CMake files
+#   make check   static checks (clang-format, layering, clang-tidy, cppcheck)
+#                of the configured build in $(BUILD); non-zero on any finding
+#   make fuzz    every libFuzzer target for FUZZ_SECONDS (60) each, FUZZ_JOBS
+#                (one per core) at a time, built with clang in build-fuzz/;
+#                non-zero on any finding (docs/FUZZING.md)
 
 BUILD   ?= build
 JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WERROR  ?= $(if $(CI),ON,OFF)
 CTEST_FLAGS ?= --output-on-failure
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= $(JOBS)
 
-.PHONY: all deps configure build demo test asan tsan bench install clean
+.PHONY: all deps configure build demo test asan tsan bench install check fuzz clean
 
 all: build
 
@@ -46,5 +54,21 @@ bench: build
 install: build
 	cmake --install $(BUILD)
 
+# Re-running cmake on a configured tree refreshes compile_commands.json (new
+# files) and the generated headers (include/spindle/version.h) that
+# clang-tidy reads; nothing needs to be built.
+check: configure
+	cmake -S . -B $(BUILD) >/dev/null
+	sh scripts/check-static.sh $(BUILD)
+
+# Only the fuzz targets and the library they test: tests and tools would
+# double the build for nothing the stage runs. Configured every time (cheap)
+# so that CC=clang reaches a fresh build-fuzz.
+fuzz: deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DSPINDLE_FUZZ=ON -DSPINDLE_BUILD_TESTS=OFF \
+		-DSPINDLE_BUILD_TOOLS=OFF -DSPINDLE_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	bash scripts/fuzz.sh -j $(FUZZ_JOBS) $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan $(FUZZ_BUILD)

@@ -289,8 +289,13 @@ static int cfg_parse(struct cfg_load *st)
         cfg_apply_env(st);
     if (st->failed)
         return sp_error(SPINDLE_ECONFIG, "%s", st->message);
-    qsort(st->members, st->config->num_members, sizeof *st->members, cfg_by_member_id);
-    qsort(st->subgroups, st->config->num_subgroups, sizeof *st->subgroups, cfg_by_subgroup_index);
+    /* A file without members or subgroups leaves the arrays NULL, and qsort
+     * takes no NULL even for 0 elements (found by tests/fuzz/fuzz_config). */
+    if (st->members != NULL)
+        qsort(st->members, st->config->num_members, sizeof *st->members, cfg_by_member_id);
+    if (st->subgroups != NULL)
+        qsort(st->subgroups, st->config->num_subgroups, sizeof *st->subgroups,
+              cfg_by_subgroup_index);
     int vrc = cfg_validate(st->config, st->path, st->members, st->subgroups, st->message,
                            sizeof st->message);
     if (vrc != 0)
@@ -298,22 +303,13 @@ static int cfg_parse(struct cfg_load *st)
     return 0;
 }
 
-int spindle_config_load(const char *path, struct spindle_config **out)
+int cfg_load_stream(FILE *file, const char *path, struct spindle_config **out)
 {
-    if (path == NULL || out == NULL)
-        return sp_error(SPINDLE_EINVAL, "spindle_config_load: null argument");
-    struct cfg_load st = {.path = path};
-    st.file = fopen(path, "r");
-    if (st.file == NULL)
-        return sp_error(SPINDLE_ENOENT, "cannot open configuration file %s: %s", path,
-                        strerror(errno));
+    struct cfg_load st = {.path = path, .file = file};
     st.config = cfg_new(path);
-    if (st.config == NULL) {
-        fclose(st.file);
+    if (st.config == NULL)
         return sp_error(SPINDLE_ENOMEM, "out of memory loading %s", path);
-    }
     int rc = cfg_parse(&st);
-    fclose(st.file);
     if (cfg_attach(st.config, st.members, st.subgroups) != 0 && rc == 0)
         rc = sp_error(SPINDLE_ENOMEM, "out of memory loading %s", path);
     if (rc != 0) {
@@ -322,6 +318,19 @@ int spindle_config_load(const char *path, struct spindle_config **out)
     }
     *out = st.config;
     return 0;
+}
+
+int spindle_config_load(const char *path, struct spindle_config **out)
+{
+    if (path == NULL || out == NULL)
+        return sp_error(SPINDLE_EINVAL, "spindle_config_load: null argument");
+    FILE *file = fopen(path, "r");
+    if (file == NULL)
+        return sp_error(SPINDLE_ENOENT, "cannot open configuration file %s: %s", path,
+                        strerror(errno));
+    int rc = cfg_load_stream(file, path, out);
+    fclose(file);
+    return rc;
 }
 
 const struct spindle_config_member *spindle_config_member(const struct spindle_config *config,

@@ -1,8 +1,8 @@
 /*
  * Private to src/config: the key table, value parsing and validation
- * behind spindle_config_load (config.c). Owns the storage of a loaded
- * configuration: struct spindle_config is the first member of an owner
- * structure holding every string and array it points to.
+ * behind spindle_config_load (config.c), and that loader on a stream. Owns
+ * the storage of a loaded configuration: struct spindle_config is the first
+ * member of an owner structure holding every string and array it points to.
  *
  * Not thread-safe: cfg_last_problem() is a per-thread message buffer
  * filled by cfg_apply.
@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <spindle/config.h>
 
@@ -55,5 +56,11 @@ int cfg_attach(struct spindle_config *config, struct cfg_member *members,
 /* Cross-reference checks after parsing; 0, or -1 with message filled. */
 int cfg_validate(struct spindle_config *config, const char *path, struct cfg_member *members,
                  struct cfg_subgroup *subgroups, char *message, size_t len);
+
+/* config.c: spindle_config_load on an open stream (the fuzz target feeds
+ * it memory through fmemopen); path only names the source in messages.
+ * Reads file to its end without closing it. Same results as
+ * spindle_config_load: 0 and *out, SPINDLE_ECONFIG, SPINDLE_ENOMEM. */
+int cfg_load_stream(FILE *file, const char *path, struct spindle_config **out);
 
 #endif

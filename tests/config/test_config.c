@@ -114,6 +114,24 @@ static void test_malformed_files_name_file_line_key_value(void **state)
                  ":2: log_level = loud: must be error, warn, info or debug");
 }
 
+/* Regression (tests/fuzz/fuzz_config): a file without members or
+ * subgroups sorted NULL arrays with qsort, undefined behaviour that UBSan
+ * reports (make asan). It loads, with nothing to sort. */
+static void test_file_without_members_or_subgroups_loads(void **state)
+{
+    (void)state;
+    struct spindle_config *c = NULL;
+    assert_int_equal(spindle_config_load(write_ini("[group]\nname = lonely\n"), &c), 0);
+    assert_string_equal(c->group.name, "lonely");
+    assert_int_equal(c->num_members, 0);
+    assert_int_equal(c->num_subgroups, 0);
+    assert_null(spindle_config_member(c, 0));
+    spindle_config_free(c);
+    assert_int_equal(spindle_config_load(write_ini(""), &c), 0);
+    assert_int_equal(c->num_members, 0);
+    spindle_config_free(c);
+}
+
 static void test_missing_file_is_named(void **state)
 {
     (void)state;
@@ -164,6 +182,7 @@ int main(void)
         cmocka_unit_test(test_example_file_parses),
         cmocka_unit_test(test_defaults_apply),
         cmocka_unit_test(test_malformed_files_name_file_line_key_value),
+        cmocka_unit_test(test_file_without_members_or_subgroups_loads),
         cmocka_unit_test(test_missing_file_is_named),
         cmocka_unit_test(test_environment_overrides_the_file),
     };

@@ -47,6 +47,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/wire.h"
 
 #define FAB_FI_VERSION FI_VERSION(1, 17)
 #define FAB_MR_MODES                                                                               \
@@ -54,46 +55,57 @@
 
 /* ---- address descriptor ------------------------------------------------ */
 
-struct fab_addr_wire {
-    uint32_t magic;
-    uint8_t version;
-    uint8_t host_len;
-    uint16_t port;
-    uint32_t id;
-    uint64_t nonce;
-} __attribute__((packed));
-_Static_assert(sizeof(struct fab_addr_wire) == FAB_ADDR_WIRE, "fabric_impl.h states its size");
-
+/* Layout (FAB_ADDR_WIRE bytes, then the host), little-endian through the
+ * wire codec (util/wire.h): u32 magic, u8 version, u8 host length, u16
+ * port, u32 member id, u64 nonce, host bytes (no NUL). */
 int fab_addr_encode(const char *host, uint16_t port, uint64_t nonce, uint32_t id,
                     struct tp_desc *out)
 {
     size_t host_len = strlen(host);
-    if (host_len == 0 || host_len >= FAB_HOST_MAX ||
-        sizeof(struct fab_addr_wire) + host_len > TP_DESC_MAX)
+    if (host_len == 0 || host_len >= FAB_HOST_MAX || FAB_ADDR_WIRE + host_len > TP_DESC_MAX)
         return sp_error(SPINDLE_EINVAL, "fabric: host name '%s' is empty or too long", host);
-    struct fab_addr_wire wire = {FAB_ADDR_MAGIC, 1, (uint8_t)host_len, port, id, nonce};
-    memcpy(out->bytes, &wire, sizeof wire);
-    memcpy(out->bytes + sizeof wire, host, host_len);
-    out->len = (uint32_t)(sizeof wire + host_len);
+    struct wire_writer w;
+    wire_writer_init(&w, out->bytes, sizeof out->bytes);
+    wire_put_u32(&w, FAB_ADDR_MAGIC);
+    wire_put_u8(&w, 1);
+    wire_put_u8(&w, (uint8_t)host_len);
+    wire_put_u16(&w, port);
+    wire_put_u32(&w, id);
+    wire_put_u64(&w, nonce);
+    wire_put_bytes(&w, host, host_len);
+    out->len = (uint32_t)w.pos;
     return 0;
 }
 
 int fab_addr_decode(const struct tp_desc *desc, char *host, size_t host_len, uint16_t *port,
                     uint64_t *nonce, uint32_t *id)
 {
-    struct fab_addr_wire wire;
-    if (desc->len < sizeof wire || desc->len > TP_DESC_MAX)
+    if (desc->len < FAB_ADDR_WIRE || desc->len > TP_DESC_MAX)
         return sp_error(SPINDLE_EINVAL, "fabric: address descriptor of %u bytes is malformed",
                         desc->len);
-    memcpy(&wire, desc->bytes, sizeof wire);
-    if (wire.magic != FAB_ADDR_MAGIC || wire.version != 1 || wire.host_len == 0 ||
-        sizeof wire + wire.host_len != desc->len || wire.host_len >= host_len)
+    struct wire_reader r;
+    wire_reader_init(&r, desc->bytes, desc->len, "fabric address descriptor");
+    uint32_t magic = wire_get_u32(&r, "magic");
+    uint8_t version = wire_get_u8(&r, "version");
+    uint8_t name_len = wire_get_u8(&r, "host length");
+    uint16_t wire_port = wire_get_u16(&r, "port");
+    uint32_t wire_id = wire_get_u32(&r, "member id");
+    uint64_t wire_nonce = wire_get_u64(&r, "nonce");
+    if (magic != FAB_ADDR_MAGIC || version != 1 || name_len == 0 ||
+        FAB_ADDR_WIRE + name_len != desc->len || name_len >= host_len)
         return sp_error(SPINDLE_EINVAL, "fabric: address descriptor is not a fabric address");
-    memcpy(host, desc->bytes + sizeof wire, wire.host_len);
-    host[wire.host_len] = '\0';
-    *port = wire.port;
-    *nonce = wire.nonce;
-    *id = wire.id;
+    /* A NUL would cut the host short of host_len (and re-encode shorter). */
+    const uint8_t *nul = memchr(desc->bytes + FAB_ADDR_WIRE, '\0', name_len);
+    if (nul != NULL)
+        return sp_error(SPINDLE_EPROTO,
+                        "fabric: address descriptor: host of %u bytes holds a NUL byte at "
+                        "offset %zu",
+                        name_len, (size_t)(nul - desc->bytes));
+    memcpy(host, desc->bytes + FAB_ADDR_WIRE, name_len);
+    host[name_len] = '\0';
+    *port = wire_port;
+    *nonce = wire_nonce;
+    *id = wire_id;
     return 0;
 }
 
@@ -193,8 +205,7 @@ static int fab_listen(struct fab_ep *ep)
         rc = fi_pep_bind(ep->pep, &ep->eq->fid, 0);
     if (rc == 0)
         rc = fi_listen(ep->pep);
-    if (rc == -FI_EADDRINUSE || rc == -EADDRINUSE ||
-        (rc != 0 && fab_port_taken(ep->host, ep->port)))
+    if (rc == -FI_EADDRINUSE || (rc != 0 && fab_port_taken(ep->host, ep->port)))
         return sp_error(SPINDLE_EADDRINUSE, "fabric: %s:%u is already in use", ep->host, ep->port);
     if (rc != 0)
         return sp_error(SPINDLE_EIO, "fabric: cannot listen on %s:%u: %s", ep->host, ep->port,
@@ -362,12 +373,43 @@ static int fab_address(struct tp_endpoint *tep, struct tp_desc *out)
 
 /* ---- regions ------------------------------------------------------------ */
 
-struct fab_mr_wire {
-    uint32_t magic;
-    uint32_t pad;
-    uint64_t region;
-    uint64_t length;
-};
+/* Layout (FAB_MR_WIRE bytes), little-endian through the wire codec: u32
+ * magic, u32 zero, u64 region id, u64 length. */
+void fab_region_encode(uint64_t region, uint64_t length, struct tp_desc *out)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, out->bytes, sizeof out->bytes);
+    wire_put_u32(&w, FAB_MR_MAGIC);
+    wire_put_u32(&w, 0);
+    wire_put_u64(&w, region);
+    wire_put_u64(&w, length);
+    out->len = (uint32_t)w.pos;
+}
+
+int fab_region_decode(const struct tp_desc *desc, uint64_t *region, uint64_t *length)
+{
+    if (desc->len != FAB_MR_WIRE)
+        return sp_error(SPINDLE_EINVAL,
+                        "fabric rmr_import: descriptor of %u bytes is not a "
+                        "fabric region",
+                        desc->len);
+    struct wire_reader r;
+    wire_reader_init(&r, desc->bytes, desc->len, "fabric rmr_import: region descriptor");
+    uint32_t magic = wire_get_u32(&r, "magic");
+    size_t pad_at = r.pos;
+    uint32_t pad = wire_get_u32(&r, "pad");
+    uint64_t wire_region = wire_get_u64(&r, "region");
+    uint64_t wire_length = wire_get_u64(&r, "length");
+    if (magic != FAB_MR_MAGIC || wire_region == 0 || wire_length == 0)
+        return sp_error(SPINDLE_EINVAL, "fabric rmr_import: descriptor is not a fabric region");
+    if (pad != 0)
+        return sp_error(SPINDLE_EPROTO,
+                        "fabric rmr_import: region descriptor: pad is 0x%x, not 0, at offset %zu",
+                        pad, pad_at);
+    *region = wire_region;
+    *length = wire_length;
+    return 0;
+}
 
 static int fab_mr_alloc(struct tp_endpoint *tep, size_t length, unsigned flags, void **addr,
                         struct tp_mr **out)
@@ -424,9 +466,7 @@ static int fab_mr_export(struct tp_mr *tmr, struct tp_desc *out)
     if (tmr == NULL || out == NULL)
         return sp_error(SPINDLE_EINVAL, "fabric mr_export: null argument");
     const struct fab_mr *mr = fab_mr_of(tmr);
-    struct fab_mr_wire wire = {FAB_MR_MAGIC, 0, mr->region.id, mr->region.length};
-    memcpy(out->bytes, &wire, sizeof wire);
-    out->len = sizeof wire;
+    fab_region_encode(mr->region.id, mr->region.length, out);
     return 0;
 }
 
@@ -434,21 +474,16 @@ static int fab_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, stru
 {
     if (peer == NULL || desc == NULL || out == NULL)
         return sp_error(SPINDLE_EINVAL, "fabric rmr_import: null argument");
-    struct fab_mr_wire wire;
-    if (desc->len != sizeof wire)
-        return sp_error(SPINDLE_EINVAL,
-                        "fabric rmr_import: descriptor of %u bytes is not a "
-                        "fabric region",
-                        desc->len);
-    memcpy(&wire, desc->bytes, sizeof wire);
-    if (wire.magic != FAB_MR_MAGIC || wire.region == 0 || wire.length == 0)
-        return sp_error(SPINDLE_EINVAL, "fabric rmr_import: descriptor is not a fabric region");
+    uint64_t region, length;
+    int rc = fab_region_decode(desc, &region, &length);
+    if (rc != 0)
+        return rc;
     struct fab_rmr *rmr = calloc(1, sizeof *rmr);
     if (rmr == NULL)
         return sp_error(SPINDLE_ENOMEM, "fabric rmr_import: out of memory");
     rmr->base.ops = &tp_fabric_ops;
-    rmr->region = wire.region;
-    rmr->length = wire.length;
+    rmr->region = region;
+    rmr->length = length;
     *out = &rmr->base;
     return 0;
 }
@@ -541,7 +576,9 @@ static int fab_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr,
         ep->peers = conn;
         pthread_mutex_unlock(&ep->cm_lock);
         struct fab_req_data req = {FAB_REQ_MAGIC, ep->config.self_id, nonce, ep->nonce};
-        int frc = fi_connect(conn->fep, info->dest_addr, &req, sizeof req);
+        uint8_t wire[FAB_REQ_WIRE];
+        fab_req_encode(&req, wire);
+        int frc = fi_connect(conn->fep, info->dest_addr, wire, sizeof wire);
         if (frc != 0) {
             fab_conn_fail(conn, SPINDLE_EUNREACH, fi_strerror(-frc));
             rc = sp_error(SPINDLE_EUNREACH, "fabric peer %s is unreachable: %s", conn->name,

@@ -138,7 +138,9 @@ void fab_conn_teardown(struct fab_conn *conn)
 int fab_send_msg(struct fab_conn *conn, uint32_t kind, uint64_t value)
 {
     struct fab_msg msg = {FAB_MSG_MAGIC, kind, value};
-    ssize_t rc = fi_inject(conn->fep, &msg, sizeof msg, 0);
+    uint8_t wire[FAB_MSG_WIRE];
+    fab_msg_encode(&msg, wire);
+    ssize_t rc = fi_inject(conn->fep, wire, sizeof wire, 0);
     if (rc == -FI_EAGAIN)
         return SPINDLE_EAGAIN;
     if (rc != 0)
@@ -160,12 +162,16 @@ void fab_handle_connreq(struct fab_ep *ep, struct fi_eq_cm_entry *entry, size_t 
 {
     struct fab_req_data req;
     size_t data_len = len > sizeof *entry ? len - sizeof *entry : 0;
-    if (data_len < sizeof req) {
+    if (data_len < FAB_REQ_WIRE) {
         fab_reject(ep, entry->info, "request carries no spindle handshake");
         return;
     }
-    memcpy(&req, entry->data, sizeof req);
-    if (req.magic != FAB_REQ_MAGIC || req.dst_nonce != ep->nonce) {
+    /* Providers may pad private data: the request is its first bytes. */
+    if (fab_req_decode(entry->data, FAB_REQ_WIRE, &req) != 0) {
+        fab_reject(ep, entry->info, spindle_errmsg());
+        return;
+    }
+    if (req.dst_nonce != ep->nonce) {
         fab_reject(ep, entry->info, "request is for another endpoint (stale address?)");
         return;
     }
@@ -184,12 +190,14 @@ void fab_handle_connreq(struct fab_ep *ep, struct fi_eq_cm_entry *entry, size_t 
     uint32_t index = ep->num_incoming;
     ep->incoming[ep->num_incoming++] = conn;
     int rc = fab_conn_setup(ep, conn, entry->info, 1);
-    struct fab_acc_data acc = {FAB_ACC_MAGIC, index, 0, 0, FAB_RING_SIZE, 0};
+    struct fab_acc_data acc = {FAB_ACC_MAGIC, index, 0, 0, FAB_RING_SIZE};
     if (rc == 0) {
         if (ep->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
             acc.ring_addr = (uint64_t)(uintptr_t)conn->ring;
         acc.ring_key = fi_mr_key(conn->ring_mr);
-        rc = fi_accept(conn->fep, &acc, sizeof acc);
+        uint8_t wire[FAB_ACC_WIRE];
+        fab_acc_encode(&acc, wire);
+        rc = fi_accept(conn->fep, wire, sizeof wire);
         if (rc != 0)
             rc = sp_error(SPINDLE_EIO, "fi_accept: %s", fi_strerror(-rc));
     }

@@ -95,7 +95,8 @@ static void fab_conn_fail_at(struct fab_conn *conn, int error, const char *why,
                why);
     if (!conn->incoming && state == FAB_CONN_CONNECTED) {
         if (atomic_exchange(&conn->failure_reported, 1) == 0) {
-            struct tp_event ev = {TP_EVENT_PEER_FAILED, &conn->base, 0, SPINDLE_EPEERFAILED};
+            struct tp_event ev = {
+                .type = TP_EVENT_PEER_FAILED, .peer = &conn->base, .error = SPINDLE_EPEERFAILED};
             fab_event_push(ep, &ev);
         }
     }
@@ -140,24 +141,44 @@ static uint64_t fab_rec_size(uint32_t length)
     return (FAB_REC_HDR + (uint64_t)length + FAB_REC_ALIGN - 1) / FAB_REC_ALIGN * FAB_REC_ALIGN;
 }
 
+int fab_rec_read(const uint8_t *ring, uint64_t off, uint64_t applied, struct fab_rec_hdr *hdr)
+{
+    if (off > FAB_RING_SIZE - FAB_REC_HDR)
+        return sp_error(SPINDLE_EPROTO, "record offset %" PRIu64 " outside the ring", off);
+    memcpy(hdr, ring + off, sizeof *hdr);
+    uint64_t size = fab_rec_size(hdr->length);
+    /* The next record starts where the last one ended, or at the ring's
+     * start when it would not fit before the end (the writer skips). */
+    int in_order =
+        hdr->start == applied || (hdr->start % FAB_RING_SIZE == 0 && hdr->start > applied &&
+                                  hdr->start - applied < FAB_RING_SIZE);
+    if (hdr->magic != FAB_REC_MAGIC || hdr->start % FAB_RING_SIZE != off || !in_order ||
+        hdr->end != hdr->start + size || off + size > FAB_RING_SIZE)
+        return sp_error(SPINDLE_EPROTO,
+                        "record at %" PRIu64 " is malformed or out of order (start %" PRIu64
+                        ", applied %" PRIu64 ")",
+                        off, hdr->start, applied);
+    return 0;
+}
+
+int fab_rec_fits(const struct fab_rec_hdr *hdr, const struct fab_region *region)
+{
+    if (region == NULL || hdr->offset > region->length ||
+        hdr->length > region->length - hdr->offset)
+        return sp_error(SPINDLE_EPROTO,
+                        "write to region %" PRIu64 " at %" PRIu64 "+%u is out of bounds",
+                        hdr->region, hdr->offset, hdr->length);
+    return 0;
+}
+
 /* Applies the record at ring offset off of an incoming connection. Returns
  * 0, or an error after which the connection is failed. */
 static int fab_apply_record(struct fab_ep *ep, struct fab_conn *conn, uint64_t off)
 {
     struct fab_rec_hdr hdr;
-    if (off + FAB_REC_HDR > FAB_RING_SIZE)
-        return sp_error(SPINDLE_EPROTO, "record offset %" PRIu64 " outside the ring", off);
-    memcpy(&hdr, conn->ring + off, sizeof hdr);
-    uint64_t size = fab_rec_size(hdr.length);
-    int in_order = hdr.start == conn->applied ||
-                   (hdr.start % FAB_RING_SIZE == 0 && hdr.start > conn->applied &&
-                    hdr.start - conn->applied < FAB_RING_SIZE);
-    if (hdr.magic != FAB_REC_MAGIC || hdr.start % FAB_RING_SIZE != off || !in_order ||
-        hdr.end != hdr.start + size || off + size > FAB_RING_SIZE)
-        return sp_error(SPINDLE_EPROTO,
-                        "record at %" PRIu64 " is malformed or out of order (start %" PRIu64
-                        ", applied %" PRIu64 ")",
-                        off, hdr.start, conn->applied);
+    int rc = fab_rec_read(conn->ring, off, conn->applied, &hdr);
+    if (rc != 0)
+        return rc;
     pthread_mutex_lock(&ep->region_lock);
     struct fab_region *region = fab_region_find(ep, hdr.region);
     if (region == NULL && hdr.region != 0 && hdr.region < ep->next_region) {
@@ -167,11 +188,10 @@ static int fab_apply_record(struct fab_ep *ep, struct fab_conn *conn, uint64_t o
         conn->applied = hdr.end;
         return 0;
     }
-    if (region == NULL || hdr.offset > region->length || hdr.length > region->length - hdr.offset) {
+    rc = fab_rec_fits(&hdr, region);
+    if (rc != 0) {
         pthread_mutex_unlock(&ep->region_lock);
-        return sp_error(SPINDLE_EPROTO,
-                        "write to region %" PRIu64 " at %" PRIu64 "+%u is out of bounds",
-                        hdr.region, hdr.offset, hdr.length);
+        return rc;
     }
     fab_apply_copy((uint8_t *)region->addr + hdr.offset, conn->ring + off + FAB_REC_HDR,
                    hdr.length);
@@ -183,13 +203,8 @@ static int fab_apply_record(struct fab_ep *ep, struct fab_conn *conn, uint64_t o
 static void fab_handle_msg(struct fab_ep *ep, struct fab_conn *conn, const void *buf, size_t len)
 {
     struct fab_msg msg;
-    if (len < sizeof msg) {
-        fab_conn_fail(conn, SPINDLE_EPROTO, "short control message");
-        return;
-    }
-    memcpy(&msg, buf, sizeof msg);
-    if (msg.magic != FAB_MSG_MAGIC) {
-        fab_conn_fail(conn, SPINDLE_EPROTO, "malformed control message");
+    if (fab_msg_decode(buf, len, &msg) != 0) {
+        fab_conn_fail(conn, SPINDLE_EPROTO, spindle_errmsg());
         return;
     }
     if (msg.kind == FAB_MSG_CREDIT && !conn->incoming) {
@@ -245,7 +260,8 @@ static int fab_handle_completion(struct fab_ep *ep, const struct fi_cq_data_entr
         atomic_fetch_add(&conn->ops_completed, 1);
         atomic_store(&conn->last_progress_ns, sp_now_ns());
         if (ctx->signaled) {
-            struct tp_event ev = {TP_EVENT_WRITE_DONE, &conn->base, ctx->cookie, 0};
+            struct tp_event ev = {
+                .type = TP_EVENT_WRITE_DONE, .peer = &conn->base, .cookie = ctx->cookie};
             fab_event_push(ep, &ev);
         }
     } else if (kind == FAB_CTX_RECV) {
@@ -324,13 +340,13 @@ static void fab_handle_connected(struct fab_ep *ep, struct fab_conn *conn,
 {
     if (!conn->incoming) {
         struct fab_acc_data acc;
-        if (len < sizeof *entry + sizeof acc) {
+        if (len < sizeof *entry + FAB_ACC_WIRE) {
             fab_conn_fail(conn, SPINDLE_EPROTO, "accept carried no landing ring");
             return;
         }
-        memcpy(&acc, entry->data, sizeof acc);
-        if (acc.magic != FAB_ACC_MAGIC || acc.ring_size != FAB_RING_SIZE) {
-            fab_conn_fail(conn, SPINDLE_EPROTO, "accept carried a malformed landing ring");
+        /* Providers may pad private data: the accept is its first bytes. */
+        if (fab_acc_decode(entry->data, FAB_ACC_WIRE, &acc) != 0) {
+            fab_conn_fail(conn, SPINDLE_EPROTO, spindle_errmsg());
             return;
         }
         conn->remote_conn_index = acc.conn_index;

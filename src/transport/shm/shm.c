@@ -41,30 +41,15 @@
 #include "transport/shm/shm_impl.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/wire.h"
 
-#define SHM_MAGIC        0x53504e53484d3031ull /* "SPNSHM01" */
-#define SHM_VERSION      1u
-#define SHM_KIND_ADDRESS 1u
-#define SHM_KIND_REGION  2u
-#define SHM_CHECK_NS     (5ull * 1000 * 1000)
+#define SHM_CHECK_NS (5ull * 1000 * 1000)
 
 struct shm_control {
     uint32_t doorbell_seq; /* futex word */
     uint32_t sleeping;
     uint64_t nonce;
 };
-
-/* What travels in a tp_desc. */
-struct shm_wire {
-    uint64_t magic;
-    uint32_t version;
-    uint32_t kind;
-    int32_t pid;
-    int32_t fd;
-    uint64_t length;
-    uint64_t nonce;
-};
-_Static_assert(sizeof(struct shm_wire) == SHM_DESC_LEN, "shm_attr.c states the descriptor size");
 
 struct shm_mr {
     struct tp_mr base;
@@ -152,22 +137,48 @@ static int memfd_map(const char *name, size_t length, int *fd_out, void **addr_o
     return 0;
 }
 
+/* Field by field through the wire codec (util/wire.h), little-endian: u64
+ * magic, u32 version, u32 kind, i32 pid, i32 fd, u64 length, u64 nonce. */
+void shm_desc_encode(const struct shm_wire *wire, struct tp_desc *out)
+{
+    memset(out, 0, sizeof *out);
+    struct wire_writer w;
+    wire_writer_init(&w, out->bytes, sizeof out->bytes);
+    wire_put_u64(&w, wire->magic);
+    wire_put_u32(&w, wire->version);
+    wire_put_u32(&w, wire->kind);
+    wire_put_u32(&w, (uint32_t)wire->pid);
+    wire_put_u32(&w, (uint32_t)wire->fd);
+    wire_put_u64(&w, wire->length);
+    wire_put_u64(&w, wire->nonce);
+    out->len = (uint32_t)w.pos;
+}
+
 static int desc_encode(struct tp_desc *out, uint32_t kind, int fd, uint64_t length, uint64_t nonce)
 {
     struct shm_wire wire = {SHM_MAGIC, SHM_VERSION, kind, (int32_t)getpid(), fd, length, nonce};
-    memset(out, 0, sizeof *out);
-    out->len = sizeof wire;
-    memcpy(out->bytes, &wire, sizeof wire);
+    shm_desc_encode(&wire, out);
     return 0;
 }
 
-static int desc_decode(const struct tp_desc *desc, uint32_t kind, struct shm_wire *wire)
+int shm_desc_decode(const struct tp_desc *desc, uint32_t kind, struct shm_wire *wire)
 {
     static const char *kinds[] = {"", "address", "region"};
+    if (kind != SHM_KIND_ADDRESS && kind != SHM_KIND_REGION)
+        return sp_error(SPINDLE_EINVAL, "shm: descriptor kind %u is neither address nor region",
+                        kind);
     if (desc == NULL || desc->len != sizeof *wire)
         return sp_error(SPINDLE_EINVAL, "shm: %s descriptor has length %u, expected %zu",
                         kinds[kind], desc == NULL ? 0u : desc->len, sizeof *wire);
-    memcpy(wire, desc->bytes, sizeof *wire);
+    struct wire_reader r;
+    wire_reader_init(&r, desc->bytes, desc->len, "shm descriptor");
+    wire->magic = wire_get_u64(&r, "magic");
+    wire->version = wire_get_u32(&r, "version");
+    wire->kind = wire_get_u32(&r, "kind");
+    wire->pid = wire_get_i32(&r, "pid");
+    wire->fd = wire_get_i32(&r, "fd");
+    wire->length = wire_get_u64(&r, "length");
+    wire->nonce = wire_get_u64(&r, "nonce");
     if (wire->magic != SHM_MAGIC || wire->version != SHM_VERSION)
         return sp_error(SPINDLE_EPROTO,
                         "shm: %s descriptor is not a shm descriptor "
@@ -322,7 +333,7 @@ static int shm_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr,
 {
     struct shm_endpoint *ep = shm_ep(tep);
     struct shm_wire wire;
-    int rc = desc_decode(peer_addr, SHM_KIND_ADDRESS, &wire);
+    int rc = shm_desc_decode(peer_addr, SHM_KIND_ADDRESS, &wire);
     if (rc != 0)
         return rc;
     int pidfd = (int)syscall(SYS_pidfd_open, wire.pid, 0);
@@ -365,7 +376,7 @@ static int shm_rmr_import(struct tp_peer *tpeer, const struct tp_desc *desc, str
 {
     struct shm_peer *peer = shm_peer(tpeer);
     struct shm_wire wire;
-    int rc = desc_decode(desc, SHM_KIND_REGION, &wire);
+    int rc = shm_desc_decode(desc, SHM_KIND_REGION, &wire);
     if (rc != 0)
         return rc;
     if (wire.pid != peer->pid)

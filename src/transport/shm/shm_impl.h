@@ -1,9 +1,12 @@
 /*
  * Private to the shared-memory backend: the limits its attribute table
- * (shm_attr.c) states and shm.c enforces.
+ * (shm_attr.c) states and shm.c enforces, and the descriptor codec, which
+ * shm.c uses and the fuzz target tests/fuzz/fuzz_shm_desc.c drives.
  */
 #ifndef SP_TRANSPORT_SHM_IMPL_H
 #define SP_TRANSPORT_SHM_IMPL_H
+
+#include <stdint.h>
 
 #include "transport/transport.h"
 
@@ -11,5 +14,32 @@
 #define SHM_EVENTS_MAX    256u /* queued completions and failure reports */
 #define SHM_FAILURE_SLOTS 64u  /* of which completions leave this many to failures */
 #define SHM_DEFAULT_MS    1000 /* failure_timeout_ms when none is configured */
+
+#define SHM_MAGIC        0x53504e53484d3031ull /* "SPNSHM01" */
+#define SHM_VERSION      1u
+#define SHM_KIND_ADDRESS 1u /* an endpoint's control page */
+#define SHM_KIND_REGION  2u /* a registered region */
+
+/* What travels in a tp_desc, in host byte order: both ends share the host.
+ * The peer maps /proc/<pid>/fd/<fd>; nonce tells a reused fd from ours. */
+struct shm_wire {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t kind;
+    int32_t pid;
+    int32_t fd;
+    uint64_t length;
+    uint64_t nonce;
+};
+_Static_assert(sizeof(struct shm_wire) == SHM_DESC_LEN, "shm_attr.c states the descriptor size");
+
+/* Writes wire as a descriptor of SHM_DESC_LEN bytes. Never fails. */
+void shm_desc_encode(const struct shm_wire *wire, struct tp_desc *out);
+/* Parses a peer's descriptor of the given kind into *wire without acting on
+ * it (pure). 0; SPINDLE_EINVAL for a kind other than SHM_KIND_ADDRESS or
+ * SHM_KIND_REGION or a descriptor that is NULL or not SHM_DESC_LEN bytes;
+ * SPINDLE_EPROTO for another magic, version or kind, a pid <= 0, an fd < 0
+ * or a length of 0. An accepted descriptor re-encodes to the same bytes. */
+int shm_desc_decode(const struct tp_desc *desc, uint32_t kind, struct shm_wire *wire);
 
 #endif

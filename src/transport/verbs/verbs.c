@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,74 +25,81 @@
 #include "transport/verbs/verbs_impl.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/wire.h"
 
 #define VB_PAGE 4096u
 
 /* ---- address descriptor ------------------------------------------------ */
 
-struct vb_addr_wire {
-    uint32_t magic;
-    uint8_t version;
-    uint8_t host_len;
-    uint16_t port;
-    uint32_t id;
-    uint8_t has_dct;
-    uint8_t port_num;
-    uint16_t lid;
-    uint64_t nonce;
-    uint32_t dctn;
-    uint32_t pad;
-    uint64_t dc_key;
-    uint8_t gid[16];
-} __attribute__((packed));
-_Static_assert(sizeof(struct vb_addr_wire) == VB_ADDR_WIRE, "verbs_impl.h states its size");
-
+/* Layout (VB_ADDR_WIRE bytes, then the host), little-endian through the
+ * wire codec (util/wire.h): u32 magic, u8 version, u8 host length, u16
+ * port, u32 member id, u8 has_dct, u8 port number, u16 LID, u64 nonce,
+ * u32 DCT number, u32 zero, u64 DC key, 16 GID bytes, host bytes (no NUL). */
 int vb_addr_encode(const struct vb_addr *addr, struct tp_desc *out)
 {
     size_t host_len = strlen(addr->host);
     if (host_len == 0 || host_len >= VB_HOST_MAX)
         return sp_error(SPINDLE_EINVAL, "verbs: host '%s' is empty or too long", addr->host);
-    struct vb_addr_wire wire = {
-        .magic = VB_ADDR_MAGIC,
-        .version = 1,
-        .host_len = (uint8_t)host_len,
-        .port = addr->port,
-        .id = addr->id,
-        .has_dct = addr->has_dct,
-        .port_num = addr->port_num,
-        .lid = addr->lid,
-        .nonce = addr->nonce,
-        .dctn = addr->dctn,
-        .dc_key = addr->dc_key,
-    };
-    memcpy(wire.gid, addr->gid, sizeof wire.gid);
-    memcpy(out->bytes, &wire, sizeof wire);
-    memcpy(out->bytes + sizeof wire, addr->host, host_len);
-    out->len = (uint32_t)(sizeof wire + host_len);
+    struct wire_writer w;
+    wire_writer_init(&w, out->bytes, sizeof out->bytes);
+    wire_put_u32(&w, VB_ADDR_MAGIC);
+    wire_put_u8(&w, 1);
+    wire_put_u8(&w, (uint8_t)host_len);
+    wire_put_u16(&w, addr->port);
+    wire_put_u32(&w, addr->id);
+    wire_put_u8(&w, addr->has_dct);
+    wire_put_u8(&w, addr->port_num);
+    wire_put_u16(&w, addr->lid);
+    wire_put_u64(&w, addr->nonce);
+    wire_put_u32(&w, addr->dctn);
+    wire_put_u32(&w, 0);
+    wire_put_u64(&w, addr->dc_key);
+    wire_put_bytes(&w, addr->gid, sizeof addr->gid);
+    wire_put_bytes(&w, addr->host, host_len);
+    out->len = (uint32_t)w.pos;
     return 0;
 }
 
 int vb_addr_decode(const struct tp_desc *desc, struct vb_addr *out)
 {
-    struct vb_addr_wire wire;
-    if (desc->len < sizeof wire || desc->len > TP_DESC_MAX)
+    if (desc->len < VB_ADDR_WIRE || desc->len > TP_DESC_MAX)
         return sp_error(SPINDLE_EINVAL, "verbs: address descriptor of %u bytes is malformed",
                         desc->len);
-    memcpy(&wire, desc->bytes, sizeof wire);
-    if (wire.magic != VB_ADDR_MAGIC || wire.version != 1 || wire.host_len == 0 ||
-        wire.host_len >= VB_HOST_MAX || sizeof wire + wire.host_len != desc->len)
+    struct vb_addr addr;
+    memset(&addr, 0, sizeof addr);
+    struct wire_reader r;
+    wire_reader_init(&r, desc->bytes, desc->len, "verbs address descriptor");
+    uint32_t magic = wire_get_u32(&r, "magic");
+    uint8_t version = wire_get_u8(&r, "version");
+    uint8_t host_len = wire_get_u8(&r, "host length");
+    addr.port = wire_get_u16(&r, "port");
+    addr.id = wire_get_u32(&r, "member id");
+    addr.has_dct = wire_get_u8(&r, "has_dct");
+    addr.port_num = wire_get_u8(&r, "port number");
+    addr.lid = wire_get_u16(&r, "LID");
+    addr.nonce = wire_get_u64(&r, "nonce");
+    addr.dctn = wire_get_u32(&r, "DCT number");
+    size_t pad_at = r.pos;
+    uint32_t pad = wire_get_u32(&r, "pad");
+    addr.dc_key = wire_get_u64(&r, "DC key");
+    memcpy(addr.gid, desc->bytes + r.pos, sizeof addr.gid);
+    if (magic != VB_ADDR_MAGIC || version != 1 || host_len == 0 || host_len >= VB_HOST_MAX ||
+        VB_ADDR_WIRE + host_len != desc->len)
         return sp_error(SPINDLE_EINVAL, "verbs: descriptor is not a verbs address");
-    memset(out, 0, sizeof *out);
-    memcpy(out->host, desc->bytes + sizeof wire, wire.host_len);
-    out->port = wire.port;
-    out->id = wire.id;
-    out->nonce = wire.nonce;
-    out->has_dct = wire.has_dct;
-    out->port_num = wire.port_num;
-    out->lid = wire.lid;
-    out->dctn = wire.dctn;
-    out->dc_key = wire.dc_key;
-    memcpy(out->gid, wire.gid, sizeof out->gid);
+    /* What the encoder writes and nothing else: pad is zero, and the host
+     * holds no NUL (which would cut it short of host_len). */
+    if (pad != 0)
+        return sp_error(SPINDLE_EPROTO,
+                        "verbs: address descriptor: pad is 0x%x, not 0, at offset %zu", pad,
+                        pad_at);
+    const uint8_t *nul = memchr(desc->bytes + VB_ADDR_WIRE, '\0', host_len);
+    if (nul != NULL)
+        return sp_error(SPINDLE_EPROTO,
+                        "verbs: address descriptor: host of %u bytes holds a NUL byte at "
+                        "offset %zu",
+                        host_len, (size_t)(nul - desc->bytes));
+    memcpy(addr.host, desc->bytes + VB_ADDR_WIRE, host_len);
+    *out = addr;
     return 0;
 }
 
@@ -311,12 +319,37 @@ static int vb_address(struct tp_endpoint *tep, struct tp_desc *out)
 
 /* ---- regions ----------------------------------------------------------- */
 
-struct vb_mr_wire {
-    uint32_t magic;
-    uint32_t rkey;
-    uint64_t addr;
-    uint64_t length;
-};
+/* Layout (VB_MR_WIRE bytes), little-endian through the wire codec: u32
+ * magic, u32 rkey, u64 address, u64 length. */
+void vb_region_encode(const struct vb_region *region, struct tp_desc *out)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, out->bytes, sizeof out->bytes);
+    wire_put_u32(&w, VB_MR_MAGIC);
+    wire_put_u32(&w, region->rkey);
+    wire_put_u64(&w, region->addr);
+    wire_put_u64(&w, region->length);
+    out->len = (uint32_t)w.pos;
+}
+
+int vb_region_decode(const struct tp_desc *desc, struct vb_region *out)
+{
+    if (desc->len != VB_MR_WIRE)
+        return sp_error(SPINDLE_EINVAL, "verbs: region descriptor of %u bytes is malformed",
+                        desc->len);
+    struct wire_reader r;
+    wire_reader_init(&r, desc->bytes, desc->len, "verbs region descriptor");
+    uint32_t magic = wire_get_u32(&r, "magic");
+    struct vb_region region;
+    region.rkey = wire_get_u32(&r, "rkey");
+    region.addr = wire_get_u64(&r, "address");
+    region.length = wire_get_u64(&r, "length");
+    if (magic != VB_MR_MAGIC)
+        return sp_error(SPINDLE_EINVAL, "verbs: descriptor (magic 0x%x) is not a verbs region",
+                        magic);
+    *out = region;
+    return 0;
+}
 
 static int vb_mr_alloc(struct tp_endpoint *tep, size_t length, unsigned flags, void **addr,
                        struct tp_mr **out)
@@ -388,27 +421,22 @@ static void vb_mr_free(struct tp_endpoint *tep, struct tp_mr *tmr)
 static int vb_mr_export(struct tp_mr *tmr, struct tp_desc *out)
 {
     struct vb_mr *mr = (struct vb_mr *)tmr;
-    struct vb_mr_wire wire = {VB_MR_MAGIC, mr->mr->rkey, (uintptr_t)mr->addr, mr->length};
-    memcpy(out->bytes, &wire, sizeof wire);
-    out->len = sizeof wire;
+    struct vb_region region = {(uintptr_t)mr->addr, mr->length, mr->mr->rkey};
+    vb_region_encode(&region, out);
     return 0;
 }
 
 static int vb_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, struct tp_rmr **out)
 {
-    struct vb_mr_wire wire;
-    if (desc->len != sizeof wire)
-        return sp_error(SPINDLE_EINVAL, "verbs: region descriptor of %u bytes is malformed",
-                        desc->len);
-    memcpy(&wire, desc->bytes, sizeof wire);
-    if (wire.magic != VB_MR_MAGIC)
-        return sp_error(SPINDLE_EINVAL, "verbs: descriptor (magic 0x%x) is not a verbs region",
-                        wire.magic);
+    struct vb_region region;
+    int rc = vb_region_decode(desc, &region);
+    if (rc != 0)
+        return rc;
     struct vb_rmr *rmr = malloc(sizeof *rmr);
     if (rmr == NULL)
         return sp_error(SPINDLE_ENOMEM, "verbs: out of memory for a remote region");
     *rmr = (struct vb_rmr){
-        .base = {&tp_verbs_ops}, .addr = wire.addr, .length = wire.length, .rkey = wire.rkey};
+        .base = {&tp_verbs_ops}, .addr = region.addr, .length = region.length, .rkey = region.rkey};
     *out = &rmr->base;
     return 0;
 }
@@ -419,6 +447,16 @@ static void vb_rmr_release(struct tp_peer *peer, struct tp_rmr *rmr)
 }
 
 /* ---- peers ------------------------------------------------------------- */
+
+/* Continues FNV-1a hash over the 8 bytes of value, least significant first
+ * (the bytes of a uint64_t in memory on the little-endian hosts verbs runs
+ * on, so pinning is unchanged from hashing the bytes in place). */
+static uint64_t vb_fnv1a_u64(uint64_t hash, uint64_t value)
+{
+    for (unsigned i = 0; i < 8; i++)
+        hash = (hash ^ ((value >> (8 * i)) & 0xffu)) * 1099511628211ull;
+    return hash;
+}
 
 static int vb_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr, int timeout_ms,
                       struct tp_peer **out)
@@ -437,10 +475,8 @@ static int vb_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr, 
         return rc;
     }
     /* FNV-1a of the peer's nonce and id pins it to one DCI. */
-    peer->hash = 1469598103934665603ull;
-    uint64_t key[2] = {peer->addr.nonce, peer->addr.id};
-    for (size_t i = 0; i < sizeof key; i++)
-        peer->hash = (peer->hash ^ ((const uint8_t *)key)[i]) * 1099511628211ull;
+    peer->hash =
+        vb_fnv1a_u64(vb_fnv1a_u64(1469598103934665603ull, peer->addr.nonce), peer->addr.id);
     if (ep->dct_enabled && peer->addr.has_dct)
         rc = vb_dct_peer_init(ep, peer);
     else

@@ -29,12 +29,35 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/wire.h"
 
 struct vb_cm_private {
     uint32_t id;
-    uint32_t pad;
     uint64_t nonce;
 };
+
+/* The private data both sides send (VB_CM_WIRE bytes), in the wire codec:
+ * u32 member id, u32 zero, u64 endpoint nonce. */
+void vb_cm_encode(uint32_t id, uint64_t nonce, uint8_t out[VB_CM_WIRE])
+{
+    struct wire_writer w;
+    wire_writer_init(&w, out, VB_CM_WIRE);
+    wire_put_u32(&w, id);
+    wire_put_zero(&w, 4);
+    wire_put_u64(&w, nonce);
+}
+
+int vb_cm_decode(const uint8_t *buf, size_t len, uint32_t *id, uint64_t *nonce)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "verbs connection private data");
+    if (len != VB_CM_WIRE)
+        wire_fail(&r, "%zu bytes, not %u", len, VB_CM_WIRE);
+    *id = wire_get_u32(&r, "member id");
+    wire_get_zero(&r, 4, "pad");
+    *nonce = wire_get_u64(&r, "nonce");
+    return wire_finish(&r);
+}
 
 /* QP access: remote writes only. Whatever else the CM offers (remote read,
  * atomics) is not needed, and relaxed ordering would break T1/T2. */
@@ -148,8 +171,9 @@ static void vb_accept(struct vb_ep *ep, struct rdma_cm_id *id)
     if (rc == 0)
         rc = vb_qp_to(id, in->qp, IBV_QPS_RTS);
     if (rc == 0) {
-        struct vb_cm_private priv = {.id = ep->self_id, .nonce = ep->nonce};
-        struct rdma_conn_param param = {.private_data = &priv,
+        uint8_t priv[VB_CM_WIRE];
+        vb_cm_encode(ep->self_id, ep->nonce, priv);
+        struct rdma_conn_param param = {.private_data = priv,
                                         .private_data_len = sizeof priv,
                                         .qp_num = in->qp->qp_num,
                                         .responder_resources = 1,
@@ -312,10 +336,13 @@ static int vb_cm_wait(struct vb_peer *peer, enum rdma_cm_event_type want, uint64
                             peer->addr.id, peer->addr.host, peer->addr.port, strerror(errno));
         enum rdma_cm_event_type got = event->event;
         int status = event->status;
+        /* IB CM pads private data: the reply is its first VB_CM_WIRE bytes. */
         int have_reply = event->param.conn.private_data != NULL &&
-                         event->param.conn.private_data_len >= sizeof *reply;
-        if (got == want && reply != NULL && have_reply)
-            memcpy(reply, event->param.conn.private_data, sizeof *reply);
+                         event->param.conn.private_data_len >= VB_CM_WIRE;
+        if (got == want && reply != NULL && have_reply &&
+            vb_cm_decode(event->param.conn.private_data, VB_CM_WIRE, &reply->id, &reply->nonce) !=
+                0)
+            have_reply = 0;
         api->rdma_ack_cm_event(event);
         if (got != want)
             return vb_cm_error(peer, got, status, want);
@@ -378,8 +405,9 @@ int vb_rc_connect(struct vb_ep *ep, struct vb_peer *peer, int timeout_ms)
     if (rc == 0)
         rc = vb_qp_to(peer->id, sq->qp, IBV_QPS_INIT);
     if (rc == 0) {
-        struct vb_cm_private priv = {.id = ep->self_id, .nonce = ep->nonce};
-        struct rdma_conn_param param = {.private_data = &priv,
+        uint8_t priv[VB_CM_WIRE];
+        vb_cm_encode(ep->self_id, ep->nonce, priv);
+        struct rdma_conn_param param = {.private_data = priv,
                                         .private_data_len = sizeof priv,
                                         .qp_num = sq->qp->qp_num,
                                         .responder_resources = 1,

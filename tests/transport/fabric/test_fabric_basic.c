@@ -85,6 +85,30 @@ static void test_unreachable_peers_are_named(void **state)
     tp_close(ep);
 }
 
+/* Regression (tests/fuzz/fuzz_fab_addr, fuzz_fab_region): descriptors a
+ * peer could send that decode to something the encoder would not write. A
+ * NUL inside the host cut it short; a nonzero pad was ignored. Both are
+ * refused, naming the offset. */
+static void test_descriptors_the_encoder_cannot_write_are_refused(void **state)
+{
+    (void)state;
+    struct tp_desc desc;
+    char host[FAB_HOST_MAX];
+    uint16_t port;
+    uint64_t nonce, region, length;
+    uint32_t id;
+    assert_int_equal(fab_addr_encode("127.0.0.1", 7000, 42, 7, &desc), 0);
+    desc.bytes[FAB_ADDR_WIRE + 3] = '\0'; /* "127\0.0.1" */
+    assert_int_equal(fab_addr_decode(&desc, host, sizeof host, &port, &nonce, &id), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "NUL byte at offset 23"));
+
+    fab_region_encode(3, 4096, &desc);
+    assert_int_equal(fab_region_decode(&desc, &region, &length), 0);
+    desc.bytes[4] = 0x30; /* the pad after the magic */
+    assert_int_equal(fab_region_decode(&desc, &region, &length), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "pad is 0x30, not 0, at offset 4"));
+}
+
 struct pair {
     struct tp_endpoint *a, *b;
     struct tp_peer *a_to_b;
@@ -266,6 +290,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unknown_provider_names_it_and_lists_found),
         cmocka_unit_test(test_ephemeral_port_is_reported_and_port_in_use_named),
         cmocka_unit_test(test_unreachable_peers_are_named),
+        cmocka_unit_test(test_descriptors_the_encoder_cannot_write_are_refused),
         cmocka_unit_test(test_writes_land_in_order_and_complete),
         cmocka_unit_test(test_out_of_bounds_writes_are_refused),
         cmocka_unit_test(test_batch_larger_than_a_ring_lands_in_order),

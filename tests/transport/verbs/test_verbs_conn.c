@@ -20,7 +20,10 @@
  *     and inline size and moved INIT -> RTR -> RTS, and a failed creation
  *     falls back to RC queue pairs with nothing left behind;
  *   - a whole endpoint opens on the fake device (DCT, DCIs, listener),
- *     advertises its DCT in its address, and closes without leaks.
+ *     advertises its DCT in its address, and closes without leaks;
+ *   - an address descriptor the encoder cannot write (a NUL in the host, a
+ *     nonzero pad) is refused naming the offset, and a region descriptor
+ *     round-trips.
  */
 #include <errno.h>
 #include <semaphore.h>
@@ -917,6 +920,36 @@ static void test_open_and_close_on_a_fake_device(void **state)
 }
 #endif
 
+/* Regression (tests/fuzz/fuzz_vb_addr): a peer's address descriptor with a
+ * NUL inside the host (which cut it short) or a nonzero pad (which was
+ * ignored) decoded to an address that re-encodes to other bytes. */
+static void test_descriptors_the_encoder_cannot_write_are_refused(void **state)
+{
+    (void)state;
+    struct vb_addr addr = {.port = 7471, .id = 8, .nonce = 5, .port_num = 1}, back;
+    snprintf(addr.host, sizeof addr.host, "10.0.0.2");
+    struct tp_desc desc;
+    assert_int_equal(vb_addr_encode(&addr, &desc), 0);
+    assert_int_equal(vb_addr_decode(&desc, &back), 0);
+    desc.bytes[VB_ADDR_WIRE + 2] = '\0'; /* "10\0.0.2" */
+    assert_int_equal(vb_addr_decode(&desc, &back), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "NUL byte at offset 58"));
+    assert_int_equal(vb_addr_encode(&addr, &desc), 0);
+    desc.bytes[28] = 1; /* the pad after the DCT number */
+    assert_int_equal(vb_addr_decode(&desc, &back), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "pad is 0x1, not 0, at offset 28"));
+
+    struct vb_region region = {0x7f0000001000ull, 4096, 0xabcd}, region_back;
+    vb_region_encode(&region, &desc);
+    assert_int_equal(desc.len, VB_MR_WIRE);
+    assert_int_equal(vb_region_decode(&desc, &region_back), 0);
+    assert_int_equal(region_back.addr, region.addr);
+    assert_int_equal(region_back.length, 4096);
+    assert_int_equal(region_back.rkey, 0xabcd);
+    desc.len--;
+    assert_int_equal(vb_region_decode(&desc, &region_back), SPINDLE_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -939,6 +972,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_listener_accepts_with_a_receive_qp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listener_rejects_when_the_qp_cannot_be_set_up, setup,
                                         teardown),
+        cmocka_unit_test(test_descriptors_the_encoder_cannot_write_are_refused),
 #ifdef SPINDLE_HAVE_MLX5DV
         cmocka_unit_test_setup_teardown(test_dct_and_dci_pool_creation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_dci_creation_falls_back_to_rc, setup, teardown),

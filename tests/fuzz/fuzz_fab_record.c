@@ -1,0 +1,65 @@
+/*
+ * libFuzzer target: fab_rec_read and fab_rec_fits
+ * (src/transport/fabric/fabric_progress.c), the checks the libfabric
+ * progress thread makes on a record a peer wrote into its landing ring
+ * before copying the record's payload into a local region. The input
+ * (fuzz_common.h, FUZZ_REC_PREFIX) gives the ring slot from the completion
+ * data, the ring position applied so far, the target region's length, then
+ * the ring bytes at that slot. There is no encoder to round-trip through;
+ * instead an accepted record must be the next one in ring order and lie
+ * inside the ring, and a record that fits must lie inside its region, which
+ * is what makes the copy safe. Refusals must be SPINDLE_EPROTO.
+ */
+#include "fuzz_common.h"
+#include "transport/fabric/fabric_impl.h"
+
+static uint8_t ring[FAB_RING_SIZE];
+
+static uint64_t record_size(uint32_t length)
+{
+    return (FAB_REC_HDR + (uint64_t)length + FAB_REC_ALIGN - 1) / FAB_REC_ALIGN * FAB_REC_ALIGN;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < FUZZ_REC_PREFIX)
+        return 0;
+    /* The completion data carries 16 bits of slot (fab_handle_completion). */
+    uint64_t off = fuzz_get_le(data, 2) * FAB_REC_ALIGN;
+    /* applied is the progress thread's own count of ring bytes, from 0: it
+     * stays far below 2^62 (a century at 1 TB/s), so start + size cannot
+     * wrap. */
+    uint64_t applied = fuzz_get_le(data + 2, 8) & ((1ull << 62) - 1);
+    struct fab_region region = {.id = 1, .length = fuzz_get_le(data + 10, 8)};
+    const uint8_t *landed = data + FUZZ_REC_PREFIX;
+    size_t landed_len = size - FUZZ_REC_PREFIX;
+    size_t room = off < FAB_RING_SIZE ? FAB_RING_SIZE - off : 0;
+    size_t copied = landed_len < room ? landed_len : room;
+    if (copied > FAB_REC_HDR)
+        copied = FAB_REC_HDR; /* only the header is read */
+    if (copied > 0)
+        memcpy(ring + off, landed, copied);
+
+    struct fab_rec_hdr hdr;
+    memset(&hdr, 0, sizeof hdr);
+    int rc = fab_rec_read(ring, off, applied, &hdr);
+    if (rc != 0) {
+        FUZZ_CHECK(rc == SPINDLE_EPROTO);
+    } else {
+        uint64_t rec = record_size(hdr.length);
+        FUZZ_CHECK(off + rec <= FAB_RING_SIZE);
+        FUZZ_CHECK(hdr.start % FAB_RING_SIZE == off);
+        FUZZ_CHECK(hdr.end - hdr.start == rec && hdr.end > hdr.start);
+        FUZZ_CHECK(hdr.start >= applied && hdr.start - applied < FAB_RING_SIZE);
+        region.id = hdr.region;
+        rc = fab_rec_fits(&hdr, &region);
+        if (rc == 0)
+            FUZZ_CHECK(hdr.offset <= region.length && hdr.length <= region.length - hdr.offset);
+        else
+            FUZZ_CHECK(rc == SPINDLE_EPROTO);
+        FUZZ_CHECK(fab_rec_fits(&hdr, NULL) == SPINDLE_EPROTO);
+    }
+    if (copied > 0)
+        memset(ring + off, 0, copied);
+    return 0;
+}

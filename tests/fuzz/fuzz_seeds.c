@@ -1,0 +1,310 @@
+/*
+ * Writes the seed corpora of the fuzz targets (tests/fuzz), one folder per
+ * target under the directory given, at build time: valid messages built
+ * with the library's own encoders (the view messages from
+ * tests/view/view_wire_samples.h, shared with the unit tests), so no binary
+ * corpus lives in the repository. Every wire seed must be accepted by its
+ * decoder, or this program fails and with it the build: a seed the decoder
+ * refuses would start the fuzzer in the wrong place.
+ *
+ * Usage: fuzz_seeds OUT_DIR EXAMPLE_INI
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "control/ctl_wire.h"
+#include "fuzz_common.h"
+#include "transport/shm/shm_impl.h"
+#include "view/view_wire_samples.h"
+#ifdef SPINDLE_HAVE_FABRIC
+#include "transport/fabric/fabric_impl.h"
+#endif
+#ifdef SPINDLE_HAVE_VERBS
+#include "transport/verbs/verbs_impl.h"
+#endif
+
+static const char *out_dir;
+static uint8_t buf[VIEW_WIRE_JOIN_VIEW_SIZE + 4096];
+
+static void make_dir(const char *path)
+{
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "fuzz_seeds: cannot create %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+}
+
+static void write_seed(const char *target, const char *name, const void *data, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", out_dir, target);
+    make_dir(path);
+    snprintf(path, sizeof path, "%s/%s/%s", out_dir, target, name);
+    FILE *file = fopen(path, "wb");
+    if (file == NULL || fwrite(data, 1, len, file) != len || fclose(file) != 0) {
+        fprintf(stderr, "fuzz_seeds: cannot write %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+}
+
+/* Fails the build when a decoder refuses its own encoder's output. */
+static void require(int rc, const char *target, const char *name)
+{
+    if (rc != 0) {
+        fprintf(stderr, "fuzz_seeds: %s seed %s is refused: %s\n", target, name, spindle_errmsg());
+        exit(1);
+    }
+}
+
+static void control_seeds(void)
+{
+    uint8_t hello_bytes[CTL_HELLO_SIZE], frame_bytes[CTL_FRAME_SIZE];
+    struct ctl_hello hello = {2, 3, ctl_group_hash("orders"), {1, 1}}, hello_out;
+    ctl_wire_encode_hello(&hello, hello_bytes);
+    require(ctl_wire_decode_hello(hello_bytes, sizeof hello_bytes, &hello_out), "hello", "member");
+    write_seed("fuzz_ctl_hello", "member", hello_bytes, sizeof hello_bytes);
+    hello = (struct ctl_hello){CTL_JOIN_FROM, 0, 0, {1, 1}};
+    ctl_wire_encode_hello(&hello, hello_bytes);
+    write_seed("fuzz_ctl_hello", "joiner", hello_bytes, sizeof hello_bytes);
+
+    struct ctl_frame frame = {0x20000011u, 4, 1234, 0xdeadbeefu}, frame_out;
+    ctl_wire_encode_frame(&frame, frame_bytes);
+    require(ctl_wire_decode_frame(frame_bytes, sizeof frame_bytes, &frame_out), "frame", "blob");
+    write_seed("fuzz_ctl_frame", "blob", frame_bytes, sizeof frame_bytes);
+    frame = (struct ctl_frame){1, 0, CTL_BLOB_MAX, 0};
+    ctl_wire_encode_frame(&frame, frame_bytes);
+    write_seed("fuzz_ctl_frame", "largest", frame_bytes, sizeof frame_bytes);
+}
+
+static void view_seeds(void)
+{
+    static struct sst_member_desc desc;
+    size_t len = sample_desc(buf, sizeof buf);
+    require(view_wire_decode_desc(buf, len, &desc), "desc", "sample");
+    write_seed("fuzz_view_desc", "sample", buf, len);
+
+    uint64_t view_id;
+    len = sample_ready(buf, sizeof buf);
+    require(view_wire_decode_ready(buf, len, &view_id), "ready", "sample");
+    write_seed("fuzz_view_ready", "sample", buf, len);
+
+    static uint64_t counts[SAMPLE_BLOB_SUBGROUPS * SST_MAX_ROWS];
+    struct view_blob blob = {.counts = counts};
+    len = sample_blob(buf, sizeof buf);
+    require(view_wire_decode_blob(buf, len, SAMPLE_BLOB_SUBGROUPS, &blob), "blob", "sample");
+    write_seed("fuzz_view_blob", "two-subgroups", buf, len);
+    blob.num_subgroups = 1; /* the same blob of a one-subgroup group, admitting member 3 */
+    blob.joiner = 3;
+    len = view_wire_encode_blob(&blob, buf, sizeof buf);
+    require(view_wire_decode_blob(buf, len, 1, &blob), "blob", "joiner");
+    write_seed("fuzz_view_blob", "one-subgroup-joiner", buf, len);
+
+    struct view_commit commit;
+    len = sample_commit(buf, sizeof buf);
+    require(view_wire_decode_commit(buf, len, &commit), "commit", "sample");
+    write_seed("fuzz_view_commit", "sample", buf, len);
+
+    static struct view_join_request request;
+    len = sample_join_request(buf, sizeof buf);
+    require(view_wire_decode_join_request(buf, len, &request), "join request", "sample");
+    write_seed("fuzz_view_join_request", "sample", buf, len);
+
+    static struct view_join_offer offer;
+    static struct smc_layout layouts[VIEW_JOIN_MAX_SUBGROUPS];
+    static const char *const kinds[] = {"admit", "redirect", "refuse"};
+    for (uint32_t kind = VIEW_OFFER_ADMIT; kind <= VIEW_OFFER_REFUSE; kind++) {
+        len = sample_join_offer(kind, buf, sizeof buf);
+        offer.layouts = layouts;
+        require(view_wire_decode_join_offer(buf, len, &offer), "join offer", kinds[kind]);
+        write_seed("fuzz_view_join_offer", kinds[kind], buf, len);
+    }
+
+    struct view_join_desc join_desc;
+    len = sample_join_desc(buf, sizeof buf);
+    require(view_wire_decode_join_desc(buf, len, &join_desc), "join desc", "sample");
+    write_seed("fuzz_view_join_desc", "sample", buf, len);
+
+    static struct view_join_announce announce;
+    len = sample_join_announce(buf, sizeof buf);
+    require(view_wire_decode_join_announce(buf, len, &announce), "join announce", "sample");
+    write_seed("fuzz_view_join_announce", "sample", buf, len);
+
+    static struct view_join_view join_view;
+    for (int dropped = 0; dropped < 2; dropped++) {
+        len = sample_join_view(dropped, buf, sizeof buf);
+        require(view_wire_decode_join_view(buf, len, &join_view), "join view", "sample");
+        write_seed("fuzz_view_join_view", dropped ? "dropped" : "admitted", buf, len);
+    }
+}
+
+static void shm_seeds(void)
+{
+    struct tp_desc desc;
+    struct shm_wire wire = {SHM_MAGIC, SHM_VERSION, SHM_KIND_ADDRESS, 4242, 7, 16, 0x1234567890ull};
+    shm_desc_encode(&wire, &desc);
+    require(shm_desc_decode(&desc, SHM_KIND_ADDRESS, &wire), "shm", "address");
+    write_seed("fuzz_shm_desc", "address", desc.bytes, desc.len);
+    wire = (struct shm_wire){SHM_MAGIC, SHM_VERSION, SHM_KIND_REGION, 4242, 9, 1u << 20, 0};
+    shm_desc_encode(&wire, &desc);
+    require(shm_desc_decode(&desc, SHM_KIND_REGION, &wire), "shm", "region");
+    write_seed("fuzz_shm_desc", "region", desc.bytes, desc.len);
+}
+
+#ifdef SPINDLE_HAVE_FABRIC
+static void fabric_record_seed(const char *name, uint64_t slot, uint64_t applied,
+                               uint64_t region_length, uint64_t start, uint32_t length)
+{
+    uint8_t input[FUZZ_REC_PREFIX + FAB_REC_HDR];
+    fuzz_put_le(input, slot, 2);
+    fuzz_put_le(input + 2, applied, 8);
+    fuzz_put_le(input + 10, region_length, 8);
+    /* As fab_post_writes builds it. */
+    uint64_t size =
+        (FAB_REC_HDR + (uint64_t)length + FAB_REC_ALIGN - 1) / FAB_REC_ALIGN * FAB_REC_ALIGN;
+    struct fab_rec_hdr hdr = {.magic = FAB_REC_MAGIC,
+                              .length = length,
+                              .start = start,
+                              .end = start + size,
+                              .region = 1,
+                              .offset = region_length - length};
+    memcpy(input + FUZZ_REC_PREFIX, &hdr, sizeof hdr);
+    static uint8_t ring[FAB_RING_SIZE];
+    memcpy(ring + slot * FAB_REC_ALIGN, &hdr, sizeof hdr);
+    struct fab_rec_hdr back;
+    require(fab_rec_read(ring, slot * FAB_REC_ALIGN, applied, &back), "fab record", name);
+    struct fab_region region = {.id = 1, .length = region_length};
+    require(fab_rec_fits(&back, &region), "fab record", name);
+    memset(ring + slot * FAB_REC_ALIGN, 0, sizeof hdr);
+    write_seed("fuzz_fab_record", name, input, sizeof input);
+}
+
+static void fabric_seeds(void)
+{
+    struct tp_desc desc;
+    char host[FAB_HOST_MAX];
+    uint16_t port;
+    uint64_t nonce, region, length;
+    uint32_t id;
+    if (fab_addr_encode("127.0.0.1", 7010, 0x5eed5eedull, 2, &desc) != 0)
+        require(-1, "fab addr", "loopback");
+    require(fab_addr_decode(&desc, host, sizeof host, &port, &nonce, &id), "fab addr", "loopback");
+    write_seed("fuzz_fab_addr", "loopback", desc.bytes, desc.len);
+    if (fab_addr_encode("member-3.cluster.example", 7013, 1, 3, &desc) != 0)
+        require(-1, "fab addr", "name");
+    write_seed("fuzz_fab_addr", "name", desc.bytes, desc.len);
+
+    fab_region_encode(3, 1u << 20, &desc);
+    require(fab_region_decode(&desc, &region, &length), "fab region", "sample");
+    write_seed("fuzz_fab_region", "sample", desc.bytes, desc.len);
+
+    uint8_t msg[FAB_MSG_WIRE];
+    static const uint32_t kinds[] = {FAB_MSG_CREDIT, FAB_MSG_DOORBELL, FAB_MSG_BYE};
+    static const char *const kind_names[] = {"credit", "doorbell", "bye"};
+    for (int k = 0; k < 3; k++) {
+        struct fab_msg m = {FAB_MSG_MAGIC, kinds[k], kinds[k] == FAB_MSG_CREDIT ? 4096 : 0};
+        fab_msg_encode(&m, msg);
+        require(fab_msg_decode(msg, sizeof msg, &m), "fab msg", kind_names[k]);
+        write_seed("fuzz_fab_msg", kind_names[k], msg, sizeof msg);
+    }
+    uint8_t req_wire[FAB_REQ_WIRE];
+    struct fab_req_data req = {FAB_REQ_MAGIC, 2, 0x1111, 0x2222};
+    fab_req_encode(&req, req_wire);
+    require(fab_req_decode(req_wire, sizeof req_wire, &req), "fab req", "sample");
+    write_seed("fuzz_fab_req", "sample", req_wire, sizeof req_wire);
+    uint8_t acc_wire[FAB_ACC_WIRE];
+    struct fab_acc_data acc = {FAB_ACC_MAGIC, 3, 0x7f0000000000ull, 0x42, FAB_RING_SIZE};
+    fab_acc_encode(&acc, acc_wire);
+    require(fab_acc_decode(acc_wire, sizeof acc_wire, &acc), "fab acc", "sample");
+    write_seed("fuzz_fab_acc", "sample", acc_wire, sizeof acc_wire);
+
+    fabric_record_seed("first", 0, 0, 4096, 0, 100);
+    fabric_record_seed("middle", 5, 5 * FAB_REC_ALIGN, 4096, 5 * FAB_REC_ALIGN, 8);
+    /* The writer skipped the ring's tail: the next record starts a lap. */
+    fabric_record_seed("lap", 0, FAB_RING_SIZE - 2 * FAB_REC_ALIGN, 64, FAB_RING_SIZE, 64);
+}
+#endif
+
+#ifdef SPINDLE_HAVE_VERBS
+static void verbs_seeds(void)
+{
+    struct tp_desc desc;
+    struct vb_addr addr = {.port = 7020, .id = 1, .nonce = 77, .port_num = 1, .lid = 5};
+    snprintf(addr.host, sizeof addr.host, "10.0.0.2");
+    for (int i = 0; i < 16; i++)
+        addr.gid[i] = (uint8_t)(0xfe + i);
+    if (vb_addr_encode(&addr, &desc) != 0)
+        require(-1, "vb addr", "rc");
+    require(vb_addr_decode(&desc, &addr), "vb addr", "rc");
+    write_seed("fuzz_vb_addr", "rc", desc.bytes, desc.len);
+    addr.has_dct = 1;
+    addr.dctn = 0x1234;
+    addr.dc_key = VB_DC_KEY;
+    if (vb_addr_encode(&addr, &desc) != 0)
+        require(-1, "vb addr", "dct");
+    write_seed("fuzz_vb_addr", "dct", desc.bytes, desc.len);
+
+    struct vb_region region = {0x7f0000001000ull, 1u << 20, 0xabcd};
+    vb_region_encode(&region, &desc);
+    require(vb_region_decode(&desc, &region), "vb region", "sample");
+    write_seed("fuzz_vb_region", "sample", desc.bytes, desc.len);
+
+    uint8_t cm[VB_CM_WIRE];
+    uint32_t cm_id;
+    uint64_t cm_nonce;
+    vb_cm_encode(4, 0xfeedull, cm);
+    require(vb_cm_decode(cm, sizeof cm, &cm_id, &cm_nonce), "vb cm", "sample");
+    write_seed("fuzz_vb_cm", "sample", cm, sizeof cm);
+}
+#endif
+
+/* Small files that reach every section kind, the list syntax, comments and
+ * a few refusals; the example file is copied beside them. */
+static void config_seeds(const char *example)
+{
+    static const char *const texts[][2] = {
+        {"minimal", "[member.4]\n[subgroup.0]\nmembers = 4\n"},
+        {"every-key", "[group]\nname = g\ntransport = shm\nprovider = sockets\ndevice = mlx5_0\n"
+                      "failure_timeout_ms = 100\nlog_level = debug\n[member.0]\nhost = h0\n"
+                      "port = 0\n[member.1]\nport = 65535\n[subgroup.1]\nmembers = 1 0\n"
+                      "senders = 1\nwindow_size = 100000\nmax_payload = 16777216\n"
+                      "mode = unordered\n[bench]\nmessages = 1\nmessage_size = 1\n"
+                      "duration_ms = 0\n"},
+        {"refused", "[group]\ntransport = carrier-pigeon\n"},
+        {"duplicate", "[member.0]\nport = 1\nport = 2\n"},
+        {"undefined-member", "[member.0]\n[subgroup.0]\nmembers = 0, 1\n"},
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        write_seed("fuzz_config", texts[i][0], texts[i][1], strlen(texts[i][1]));
+    FILE *file = fopen(example, "rb");
+    if (file == NULL) {
+        fprintf(stderr, "fuzz_seeds: cannot open %s: %s\n", example, strerror(errno));
+        exit(1);
+    }
+    size_t len = fread(buf, 1, sizeof buf, file);
+    fclose(file);
+    write_seed("fuzz_config", "cluster.ini", buf, len);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: fuzz_seeds OUT_DIR EXAMPLE_INI\n");
+        return 2;
+    }
+    out_dir = argv[1];
+    make_dir(out_dir);
+    control_seeds();
+    view_seeds();
+    shm_seeds();
+#ifdef SPINDLE_HAVE_FABRIC
+    fabric_seeds();
+#endif
+#ifdef SPINDLE_HAVE_VERBS
+    verbs_seeds();
+#endif
+    config_seeds(argv[2]);
+    return 0;
+}
