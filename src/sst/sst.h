@@ -45,6 +45,12 @@
  * rules); members of builds with different versions refuse each other
  * (the control channel's hello carries it). Bump on any change. */
 #define SST_LAYOUT_VERSION 1u
+/* Rows, ring slots and the libfabric backend's record headers travel by
+ * one-sided writes in the host's byte order, read in place by peers; the
+ * wire codec (util/wire.h) is little-endian, so is every host libspindle
+ * builds on, and members of one group therefore agree. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "libspindle's one-sided data path assumes a little-endian host");
 
 #define SST_CACHE_LINE  64
 #define SST_ROW_HEADER  64
@@ -174,6 +180,10 @@ void sst_desc_encode(struct wire_writer *w, const struct sst_member_desc *desc);
  * fails the reader (SPINDLE_EPROTO naming the field). */
 void sst_desc_decode(struct wire_reader *r, struct sst_member_desc *desc);
 
+/* Creates this member's table of num_rows rows, my_row being its own, and
+ * registers it with the engine's transport. SPINDLE_EINVAL for num_rows
+ * 0 or above SST_MAX_ROWS, or my_row not below num_rows; SPINDLE_ENOMEM; otherwise the
+ * transport's mr_alloc error. */
 int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema, uint32_t num_rows,
                      uint32_t my_row, struct sst_table **out);
 /*
@@ -183,9 +193,14 @@ int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema,
  * after connect; otherwise the transport's mr_alloc error.
  */
 int sst_table_set_side_region(struct sst_table *table, size_t size, unsigned flags);
+/* Fills out with this member's descriptors; the transport's failure from
+ * tp_address or tp_mr_export.  */
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out);
 /* Connects to every other row's owner; descs[i] is row i's descriptor
- * (descs[my_row] is ignored). */
+ * (descs[my_row] is ignored). Stops at the first row that fails with the
+ * transport's failure from tp_connect or tp_mr_import (SPINDLE_EUNREACH,
+ * SPINDLE_ETIMEDOUT, SPINDLE_EPROTO for a descriptor it refuses); rows
+ * connected before it stay connected. */
 int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs, int timeout_ms);
 void sst_table_destroy(struct sst_table *table);
 

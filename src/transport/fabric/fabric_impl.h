@@ -53,6 +53,10 @@
 #define FAB_HOST_MAX        128u
 #define FAB_ADDR_WIRE       20u /* fixed part of an address descriptor, before the host */
 #define FAB_DESC_MAX        (FAB_ADDR_WIRE + FAB_HOST_MAX - 1u) /* longest descriptor */
+#define FAB_MR_WIRE         24u /* a region descriptor: magic, pad, region id, length */
+#define FAB_MSG_WIRE        16u /* a control message: magic, kind, value */
+#define FAB_REQ_WIRE        24u /* connection request data: magic, id, two nonces */
+#define FAB_ACC_WIRE        32u /* accept data: magic, index, ring address, key, size, pad */
 #define FAB_DEFAULT_FAIL_MS 5000
 
 #define FAB_ADDR_MAGIC 0x53504641u /* "SPFA" */
@@ -105,7 +109,6 @@ struct fab_acc_data {
     uint64_t ring_addr;
     uint64_t ring_key;
     uint32_t ring_size;
-    uint32_t pad;
 };
 
 struct fab_ep;
@@ -262,12 +265,21 @@ static inline struct fab_rmr *fab_rmr_of(struct tp_rmr *rmr)
 }
 
 /* fabric_conn.c */
+/* Creates conn's endpoint from info, binds it to ep's queues, allocates
+ * its rings and posts its receives. SPINDLE_EIO naming the libfabric call
+ * that failed; SPINDLE_ENOMEM for the rings. */
 int fab_conn_setup(struct fab_ep *ep, struct fab_conn *conn, struct fi_info *info, int incoming);
 void fab_conn_teardown(struct fab_conn *conn);
+/* Registers len bytes at buf for conn (bound to its endpoint when the
+ * provider wants FI_MR_ENDPOINT). SPINDLE_EIO naming the size and peer. */
 int fab_mr_register(struct fab_ep *ep, struct fab_conn *conn, void *buf, size_t len,
                     uint64_t access, struct fid_mr **mr, void **desc);
+/* Sends one control message (fabric_wire.c) with fi_inject.
+ * SPINDLE_EAGAIN, without a message, when the send queue is full (retry);
+ * SPINDLE_EPEERFAILED when the provider refuses it. */
 int fab_send_msg(struct fab_conn *conn, uint32_t kind, uint64_t value);
 void fab_handle_connreq(struct fab_ep *ep, struct fi_eq_cm_entry *entry, size_t len);
+/* Posts ctx's receive buffer again. SPINDLE_EIO naming the peer. */
 int fab_repost_recv(struct fab_conn *conn, struct fab_ctx *ctx);
 
 /* fabric_progress.c */
@@ -276,7 +288,9 @@ void fab_conn_fail(struct fab_conn *conn, int error, const char *why);
 void fab_event_push(struct fab_ep *ep, const struct tp_event *ev);
 void fab_bell_ring(struct fab_ep *ep);
 
-/* fabric_post.c */
+/* fabric_post.c: the post_writes, doorbell_ring and doorbell_wait entries
+ * of the table, with the failure values of tp_post_writes,
+ * tp_doorbell_ring and tp_doorbell_wait (transport/transport.h). */
 int fab_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigned count,
                     unsigned flags, uint64_t cookie);
 int fab_doorbell_ring(struct tp_peer *peer);
@@ -284,10 +298,53 @@ void fab_doorbell_ring_self(struct tp_endpoint *tep);
 uint64_t fab_doorbell_arm(struct tp_endpoint *tep);
 int fab_doorbell_wait(struct tp_endpoint *tep, uint64_t token, int timeout_ms);
 
-/* fabric.c: address descriptor codec (exposed for tests) */
+/* fabric.c: address descriptor codec, pure (exposed for tests and
+ * tests/fuzz). The encoder returns SPINDLE_EINVAL for a host that is empty
+ * or FAB_HOST_MAX bytes or longer. The decoder returns 0 with the host
+ * (NUL-terminated in host_len bytes), port, nonce and member id;
+ * SPINDLE_EINVAL for a descriptor of another size, magic or version, an
+ * empty host or one that does not fit host_len; SPINDLE_EPROTO for a host
+ * holding a NUL byte. An accepted descriptor re-encodes to the same bytes. */
 int fab_addr_encode(const char *host, uint16_t port, uint64_t nonce, uint32_t id,
                     struct tp_desc *out);
 int fab_addr_decode(const struct tp_desc *desc, char *host, size_t host_len, uint16_t *port,
                     uint64_t *nonce, uint32_t *id);
+
+/* fabric.c: region descriptor codec, pure (exposed for tests/fuzz). The
+ * encoder never fails. The decoder returns 0 with the region id and length;
+ * SPINDLE_EINVAL for a descriptor that is not FAB_MR_WIRE bytes, has
+ * another magic, or names region 0 or a length of 0; SPINDLE_EPROTO for a
+ * nonzero pad. An accepted descriptor re-encodes to the same bytes. */
+void fab_region_encode(uint64_t region, uint64_t length, struct tp_desc *out);
+int fab_region_decode(const struct tp_desc *desc, uint64_t *region, uint64_t *length);
+
+/* fabric_progress.c: the checks of a record a peer wrote into a landing
+ * ring, pure (exposed for tests/fuzz). fab_rec_read copies the header at
+ * ring offset off (ring holds FAB_RING_SIZE bytes) and checks that it is
+ * the next record of a ring applied up to position applied: 0 and *hdr, or
+ * SPINDLE_EPROTO when off leaves no room for a header, or the magic, start,
+ * end or size is not that of the next record inside the ring.
+ * fab_rec_fits returns 0 when the record's payload lies inside region, or
+ * SPINDLE_EPROTO naming region, offset and length (region NULL: unknown). */
+int fab_rec_read(const uint8_t *ring, uint64_t off, uint64_t applied, struct fab_rec_hdr *hdr);
+int fab_rec_fits(const struct fab_rec_hdr *hdr, const struct fab_region *region);
+
+/*
+ * fabric_wire.c: the backend's own messages between peers, through the
+ * wire codec (util/wire.h, little-endian): a control message (credits,
+ * doorbell, goodbye) of FAB_MSG_WIRE bytes, the connection request's
+ * private data (FAB_REQ_WIRE) and the accept's (FAB_ACC_WIRE). Encoders
+ * never fail. Decoders take exactly their size (callers cut what a
+ * provider pads private data with) and return 0, or SPINDLE_EPROTO naming
+ * the field, its offset and value: another length or magic, an unknown
+ * message kind, nonzero padding, a ring of another size. An accepted
+ * message re-encodes to the same bytes (tests/fuzz/fuzz_fab_ctl.c).
+ */
+void fab_msg_encode(const struct fab_msg *msg, uint8_t out[FAB_MSG_WIRE]);
+int fab_msg_decode(const uint8_t *buf, size_t len, struct fab_msg *out);
+void fab_req_encode(const struct fab_req_data *req, uint8_t out[FAB_REQ_WIRE]);
+int fab_req_decode(const uint8_t *buf, size_t len, struct fab_req_data *out);
+void fab_acc_encode(const struct fab_acc_data *acc, uint8_t out[FAB_ACC_WIRE]);
+int fab_acc_decode(const uint8_t *buf, size_t len, struct fab_acc_data *out);
 
 #endif

@@ -211,6 +211,20 @@ static int fab_wait_credits(struct fab_conn *conn, uint64_t end, uint32_t ops)
     return 0;
 }
 
+/* 0 when conn can take writes; SPINDLE_EPEERFAILED with the reason it
+ * failed, or SPINDLE_EINVAL when it is not connected (yet or any more);
+ * what names the operation in the message. */
+static int fab_conn_usable(struct fab_conn *conn, const char *what)
+{
+    int state = atomic_load(&conn->state);
+    if (state == FAB_CONN_FAILED)
+        return sp_error(SPINDLE_EPEERFAILED, "fabric peer %s (member %u) failed: %s", conn->name,
+                        conn->remote_id, conn->why);
+    if (state != FAB_CONN_CONNECTED)
+        return sp_error(SPINDLE_EINVAL, "fabric %s: peer %s is not connected", what, conn->name);
+    return 0;
+}
+
 /* A batch is posted in parts of at most one ring (and the provider's
  * operation limit), in order, so posting order (T2) holds across parts.
  * The first part is all-or-nothing: SPINDLE_EAGAIN with nothing posted when
@@ -221,15 +235,12 @@ int fab_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigne
     if (peer == NULL || (writes == NULL && count > 0))
         return sp_error(SPINDLE_EINVAL, "fabric post: null argument");
     struct fab_conn *conn = fab_conn_of(peer);
-    int state = atomic_load(&conn->state);
-    if (state == FAB_CONN_FAILED)
-        return sp_error(SPINDLE_EPEERFAILED, "fabric peer %s (member %u) failed: %s", conn->name,
-                        conn->remote_id, conn->why);
-    if (state != FAB_CONN_CONNECTED)
-        return sp_error(SPINDLE_EINVAL, "fabric post: peer %s is not connected", conn->name);
+    int rc = fab_conn_usable(conn, "post");
+    if (rc != 0)
+        return rc;
     if (count == 0)
         return 0;
-    int rc = fab_check(writes, count);
+    rc = fab_check(writes, count);
     if (rc != 0)
         return rc;
     struct fab_cursor from = {0, 0}, to;
@@ -283,17 +294,14 @@ int fab_doorbell_ring(struct tp_peer *peer)
     if (peer == NULL)
         return sp_error(SPINDLE_EINVAL, "fabric doorbell_ring: null peer");
     struct fab_conn *conn = fab_conn_of(peer);
-    int state = atomic_load(&conn->state);
-    if (state == FAB_CONN_FAILED)
-        return sp_error(SPINDLE_EPEERFAILED, "fabric peer %s (member %u) failed: %s", conn->name,
-                        conn->remote_id, conn->why);
-    if (state != FAB_CONN_CONNECTED)
-        return sp_error(SPINDLE_EINVAL, "fabric doorbell: peer %s is not connected", conn->name);
+    int rc = fab_conn_usable(conn, "doorbell");
+    if (rc != 0)
+        return rc;
     if (conn->ops_posted != conn->rung_at) {
         conn->rung_at = conn->ops_posted;
         return 0;
     }
-    int rc = fab_send_msg(conn, FAB_MSG_DOORBELL, 0);
+    rc = fab_send_msg(conn, FAB_MSG_DOORBELL, 0);
     if (rc == SPINDLE_EAGAIN)
         return sp_error(SPINDLE_EAGAIN, "fabric doorbell: send queue to %s is full", conn->name);
     if (rc != 0) {

@@ -61,7 +61,9 @@
 #define VB_HOST_MAX        64u
 #define VB_ADDR_WIRE       56u /* fixed part of an address descriptor, before the host */
 #define VB_DESC_MAX        (VB_ADDR_WIRE + VB_HOST_MAX - 1u) /* longest descriptor */
-#define VB_DCI_POOL        4u                                /* DC initiators per endpoint */
+#define VB_CM_WIRE         16u   /* connection private data: id, pad, nonce */
+#define VB_MR_WIRE         24u   /* a region descriptor: magic, rkey, address, length */
+#define VB_DCI_POOL        4u    /* DC initiators per endpoint */
 #define VB_DCT_HOT_WRITES  4096u /* writes before a peer gets its own RC QP */
 #define VB_DEFAULT_TIMEOUT 5000
 #define VB_DC_KEY          0x5350494e444c45ull /* DC access key shared by all members */
@@ -170,6 +172,22 @@ struct vb_wrctx {
     struct vb_wrsave req; /* DCI only: the request, for re-posting */
 };
 
+/* Verbs carries pointers as uint64_t: a work request's wr_id is the address
+ * of its vb_wrctx (set by the poster, returned in the completion), and an
+ * ibv_sge.addr is a local buffer address. These turn them back, so the
+ * integer-to-pointer round trip is written in these two places only. It is
+ * the idiom the verbs API is built on; an index into a table instead would
+ * add a load and a bounds check to every completion. */
+static inline struct vb_wrctx *vb_wrctx_of(uint64_t wr_id)
+{
+    return (struct vb_wrctx *)(uintptr_t)wr_id; /* NOLINT(performance-no-int-to-ptr) */
+}
+
+static inline const void *vb_local_addr(uint64_t addr)
+{
+    return (const void *)(uintptr_t)addr; /* NOLINT(performance-no-int-to-ptr) */
+}
+
 /* vb_sq.broken */
 enum vb_sq_state {
     VB_SQ_OK = 0,
@@ -203,6 +221,13 @@ struct vb_mr {
 
 struct vb_rmr {
     struct tp_rmr base;
+    uint64_t addr;
+    uint64_t length;
+    uint32_t rkey;
+};
+
+/* Decoded region descriptor: where the peer's region lives and its key. */
+struct vb_region {
     uint64_t addr;
     uint64_t length;
     uint32_t rkey;
@@ -308,7 +333,9 @@ struct vb_ep {
 
 extern const struct tp_ops tp_verbs_ops;
 
-/* verbs_post.c */
+/* verbs_post.c: the post_writes, poll, doorbell_ring and doorbell_wait
+ * entries of the table, with the failure values of tp_post_writes, tp_poll,
+ * tp_doorbell_ring and tp_doorbell_wait (transport/transport.h). */
 int vb_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigned count,
                    unsigned flags, uint64_t cookie);
 int vb_poll(struct tp_endpoint *ep, struct tp_event *events, int max);
@@ -320,7 +347,8 @@ int vb_doorbell_wait(struct tp_endpoint *ep, uint64_t token, int timeout_ms);
  * of WRs or a negative code. Shared by the RC and DC paths. */
 int vb_build_chain(struct vb_peer *peer, struct vb_sq *sq, const struct tp_write *writes,
                    unsigned count, unsigned flags, uint64_t cookie);
-/* Posts receives for doorbells on an incoming QP. */
+/* Posts receives for doorbells on an incoming QP. SPINDLE_EIO with
+ * ibv_post_recv's reason. */
 int vb_post_recvs(struct vb_incoming *in, unsigned n);
 void vb_stats_add(struct vb_ep *ep, uint64_t writes, uint64_t bytes, uint64_t signaled);
 /* Marks peer failed where no error completion will report it (a chain cut
@@ -329,20 +357,42 @@ void vb_stats_add(struct vb_ep *ep, uint64_t writes, uint64_t bytes, uint64_t si
 int vb_peer_fail(struct vb_peer *peer, const char *why);
 
 /* verbs_conn.c */
+/* Starts the RDMA CM listener and its thread. SPINDLE_EADDRINUSE for a
+ * port in use; SPINDLE_EIO naming the call that failed. */
 int vb_listen_start(struct vb_ep *ep);
 void vb_listen_stop(struct vb_ep *ep);
-/* Connects an RC QP to the peer's listener; fills peer->sq and peer->id. */
+/* Connects an RC QP to the peer's listener; fills peer->sq and peer->id.
+ * SPINDLE_EUNREACH naming the peer when it cannot be resolved, routed or
+ * connected before timeout_ms; SPINDLE_EIO for a local verbs failure. */
 int vb_rc_connect(struct vb_ep *ep, struct vb_peer *peer, int timeout_ms);
 void vb_rc_destroy(struct vb_ep *ep, struct vb_peer *peer);
-/* Creates an RC QP on ep's PD/CQs with SQ accounting (also used by tests). */
+/* Creates an RC QP on ep's PD/CQs with SQ accounting (also used by tests).
+ * SPINDLE_ENOMEM; SPINDLE_EIO when ibv_create_qp fails. */
 int vb_sq_create_rc(struct vb_ep *ep, struct vb_sq **out);
 void vb_sq_destroy(struct vb_sq *sq);
 /* "RESET", "INIT", "RTR", ... for error messages. */
 const char *vb_qp_state_name(enum ibv_qp_state state);
 
-/* verbs.c */
+/* verbs.c: address descriptor codec, pure (exposed for tests/fuzz). The
+ * encoder returns SPINDLE_EINVAL for a host that is empty or VB_HOST_MAX
+ * bytes or longer. The decoder returns 0 and *out; SPINDLE_EINVAL for a
+ * descriptor of another size, magic or version, or an empty or too long
+ * host; SPINDLE_EPROTO for a nonzero pad or a host holding a NUL byte. An
+ * accepted descriptor re-encodes to the same bytes. */
 int vb_addr_encode(const struct vb_addr *addr, struct tp_desc *out);
 int vb_addr_decode(const struct tp_desc *desc, struct vb_addr *out);
+/* Region descriptor codec, pure (exposed for tests/fuzz). The encoder
+ * never fails. The decoder returns 0 and *out, or SPINDLE_EINVAL for a
+ * descriptor that is not VB_MR_WIRE bytes or has another magic. */
+void vb_region_encode(const struct vb_region *region, struct tp_desc *out);
+int vb_region_decode(const struct tp_desc *desc, struct vb_region *out);
+/* verbs_conn.c: the private data of rdma_connect and rdma_accept (member
+ * id and endpoint nonce), pure (exposed for tests/fuzz). The encoder never
+ * fails; the decoder takes exactly VB_CM_WIRE bytes (callers cut IB CM's
+ * padding) and returns 0, or SPINDLE_EPROTO naming another length or a
+ * nonzero pad. An accepted message re-encodes to the same bytes. */
+void vb_cm_encode(uint32_t id, uint64_t nonce, uint8_t out[VB_CM_WIRE]);
+int vb_cm_decode(const uint8_t *buf, size_t len, uint32_t *id, uint64_t *nonce);
 
 /* Marks peer failed after an error completion with status and fills ev with
  * its TP_EVENT_PEER_FAILED; returns 1, or 0 when it was reported before. */
@@ -373,13 +423,19 @@ int vb_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, const ch
  * when DC is not available. Returns 0 also when DC is simply absent. */
 int vb_dct_open(struct vb_ep *ep, int use_dct);
 void vb_dct_close(struct vb_ep *ep);
-/* Prepares a peer for the DC path (address handle, DCI). */
+/* Prepares a peer for the DC path (address handle, DCI). SPINDLE_EUNREACH
+ * when no address handle to the peer can be made; SPINDLE_ENOTSUP without
+ * SPINDLE_HAVE_MLX5DV. */
 int vb_dct_peer_init(struct vb_ep *ep, struct vb_peer *peer);
 void vb_dct_peer_fini(struct vb_peer *peer);
-/* Posts a batch through the peer's DCI. */
+/* Posts a batch through the peer's DCI (or its RC QP once it switched),
+ * with the failure values of tp_post_writes; SPINDLE_ENOTSUP without
+ * SPINDLE_HAVE_MLX5DV. */
 int vb_dct_post(struct vb_peer *peer, const struct tp_write *writes, unsigned count, unsigned flags,
                 uint64_t cookie);
-/* Rings a DC peer's doorbell (zero-length write with immediate to its DCT). */
+/* Rings a DC peer's doorbell (zero-length write with immediate to its
+ * DCT), with the failure values of tp_doorbell_ring; SPINDLE_ENOTSUP
+ * without SPINDLE_HAVE_MLX5DV. */
 int vb_dct_ring(struct vb_peer *peer);
 
 /* Internal post flag: signal the last request without reporting it. */
