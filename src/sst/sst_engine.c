@@ -15,8 +15,9 @@
 #include "util/error.h"
 #include "util/log.h"
 
-#define EAGAIN_LIMIT_NS (5ull * 1000 * 1000 * 1000)
-#define BATCH_MAX       256
+#define BATCH_MAX      256
+#define REAP_EVENTS    16
+#define WAKE_POLLER_NS 1000000ull /* ring our own doorbell this often while stuck */
 
 void sst_stat_add(uint64_t *counter, uint64_t amount)
 {
@@ -50,6 +51,10 @@ int sst_engine_create(const struct tp_config *tp_config, const struct sst_engine
         free(engine);
         return rc;
     }
+    int timeout_ms = tp_config != NULL && tp_config->failure_timeout_ms > 0
+                         ? tp_config->failure_timeout_ms
+                         : tp_attr(engine->endpoint)->default_timeout_ms;
+    engine->give_up_ns = (uint64_t)(timeout_ms > 0 ? timeout_ms : 5000) * 1000000ull;
     pthread_mutex_init(&engine->lock, NULL);
     pthread_mutex_init(&engine->post_lock, NULL);
     engine->next_predicate_id = 1;
@@ -110,14 +115,75 @@ void sst_engine_on_failure(struct sst_engine *engine, sst_failure_fn fn, void *c
 
 /* ---- posting --------------------------------------------------------- */
 
+static struct sst_stuck *stuck_find(struct sst_engine *engine, const struct tp_peer *peer)
+{
+    for (uint32_t i = 0; i < engine->num_stuck; i++) {
+        if (engine->stuck[i].peer == peer)
+            return &engine->stuck[i];
+    }
+    return NULL;
+}
+
+/* Records peer as stuck (post_lock held) and wakes the predicate thread to
+ * report it. The list holds at most one entry per connected peer; were it
+ * ever full, the entry is dropped and the transport's own failure report
+ * (or the next stall) remains. */
+static void stuck_add(struct sst_engine *engine, struct tp_peer *peer, int error)
+{
+    if (stuck_find(engine, peer) != NULL)
+        return;
+    if (engine->num_stuck == SST_STUCK_MAX) {
+        SP_LOG_WARNING("sst", "stuck-peer list full; a failure is left to the transport");
+        return;
+    }
+    engine->stuck[engine->num_stuck++] = (struct sst_stuck){peer, error, false};
+    atomic_store(&engine->stuck_unreported, true);
+    tp_doorbell_ring_self(engine->endpoint);
+}
+
+/* While a post waits for room: on the predicate thread, reap completions
+ * (they free send-queue slots) and keep any failure for the thread to
+ * report; elsewhere, wake the predicate thread so that it polls. */
+static void reap_while_stuck(struct sst_engine *engine, uint64_t *last_wake)
+{
+    if (sst_on_predicate_thread(engine)) {
+        struct tp_event events[REAP_EVENTS];
+        int n = tp_poll(engine->endpoint, events, REAP_EVENTS);
+        for (int i = 0; i < n; i++) {
+            if (events[i].type == TP_EVENT_PEER_FAILED)
+                stuck_add(engine, events[i].peer, events[i].error);
+        }
+        return;
+    }
+    uint64_t now = sp_now_ns();
+    if (now - *last_wake >= WAKE_POLLER_NS) {
+        *last_wake = now;
+        tp_doorbell_ring_self(engine->endpoint);
+    }
+}
+
+/* Posts one batch to one peer; post_lock held. A full send queue or
+ * exhausted credits are waited out (reaping meanwhile) for at most
+ * give_up_ns; then the peer is failed rather than the batch dropped, and
+ * nothing more is posted to it: a later guard must never reach a peer that
+ * missed the data it guards. */
 static void post_batch(struct sst_engine *engine, struct tp_peer *peer, struct tp_write *writes,
                        unsigned count, bool ring)
 {
-    uint64_t start = sp_now_ns();
+    if (stuck_find(engine, peer) != NULL)
+        return;
+    uint64_t start = sp_now_ns(), last_wake = 0;
     int rc;
     while ((rc = tp_post_writes(peer, writes, count, 0, 0)) == SPINDLE_EAGAIN) {
-        if (sp_now_ns() - start > EAGAIN_LIMIT_NS)
+        if (sp_now_ns() - start > engine->give_up_ns) {
+            SP_LOG_WARNING("sst",
+                           "no room to post %u writes to a peer for %llu ms (send queue or "
+                           "credits full): failing that peer",
+                           count, (unsigned long long)(engine->give_up_ns / 1000000));
+            stuck_add(engine, peer, SPINDLE_ETIMEDOUT);
             break;
+        }
+        reap_while_stuck(engine, &last_wake);
         sched_yield();
     }
     if (rc == 0) {
@@ -126,10 +192,39 @@ static void post_batch(struct sst_engine *engine, struct tp_peer *peer, struct t
         sst_stat_add(&engine->stats.doorbells, 1);
         if (ring && (tp_attr(engine->endpoint)->caps & TP_CAP_CHEAP_DOORBELL) != 0)
             (void)tp_doorbell_ring(peer);
-    } else if (rc != SPINDLE_EPEERFAILED) {
+    } else if (rc != SPINDLE_EPEERFAILED && rc != SPINDLE_EAGAIN) {
         SP_LOG_WARNING("sst", "posting %u writes failed: %s", count, spindle_errmsg());
     }
     sst_stat_add(&engine->stats.post_ns, sp_now_ns() - start);
+}
+
+void sst_report_stuck(struct sst_engine *engine)
+{
+    if (!atomic_exchange(&engine->stuck_unreported, false))
+        return;
+    struct sst_stuck found[SST_STUCK_MAX];
+    uint32_t n = 0;
+    pthread_mutex_lock(&engine->post_lock);
+    for (uint32_t i = 0; i < engine->num_stuck; i++) {
+        if (!engine->stuck[i].reported) {
+            engine->stuck[i].reported = true;
+            found[n++] = engine->stuck[i];
+        }
+    }
+    pthread_mutex_unlock(&engine->post_lock);
+    /* Outside post_lock: the failure callback may queue pushes. */
+    for (uint32_t i = 0; i < n; i++)
+        sst_peer_failed(engine, found[i].peer, found[i].error);
+}
+
+void sst_stuck_forget(struct sst_engine *engine, const struct tp_peer *peer)
+{
+    for (uint32_t i = 0; i < engine->num_stuck; i++) {
+        if (engine->stuck[i].peer == peer) {
+            engine->stuck[i] = engine->stuck[--engine->num_stuck];
+            return;
+        }
+    }
 }
 
 /* Posts the queue grouped per peer, preserving order within each peer:

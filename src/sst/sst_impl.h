@@ -24,6 +24,16 @@ struct sst_peer_ref {
     bool failed;
 };
 
+/* A peer that posting gave up on, or whose failure posting reaped from the
+ * transport: nothing more is posted to it, and the predicate thread
+ * reports it through sst_peer_failed (post_lock). */
+struct sst_stuck {
+    struct tp_peer *peer;
+    int error;
+    bool reported;
+};
+#define SST_STUCK_MAX (2 * SST_MAX_ROWS)
+
 struct sst_pending {
     uint32_t peer;          /* index into engine->peers */
     struct tp_peer *target; /* resolved, so posting needs no lock */
@@ -81,6 +91,13 @@ struct sst_engine {
 
     sst_failure_fn on_failure;
     void *on_failure_ctx;
+
+    /* Posting that makes no progress this long fails the peer: the
+     * transport's failure timeout (tp_config, or its default). */
+    uint64_t give_up_ns;
+    struct sst_stuck stuck[SST_STUCK_MAX]; /* post_lock */
+    uint32_t num_stuck;                    /* post_lock */
+    atomic_bool stuck_unreported;
     struct sst_engine_stats stats; /* updated with atomic adds */
 };
 
@@ -103,6 +120,14 @@ int sst_peer_get(struct sst_engine *engine, const struct tp_desc *address, int t
 void sst_peer_put(struct sst_engine *engine, uint32_t index);
 /* Marks rows owned by a failed peer and calls the failure callback. Lock held. */
 void sst_peer_failed(struct sst_engine *engine, struct tp_peer *peer, int error);
+/* Reports the peers posting gave up on (struct sst_stuck) that are not
+ * reported yet, through sst_peer_failed. Lock held, post_lock not held. */
+void sst_report_stuck(struct sst_engine *engine);
+/* Forgets peer in the stuck list (it is being disconnected). Lock and
+ * post_lock held. */
+void sst_stuck_forget(struct sst_engine *engine, const struct tp_peer *peer);
+/* True on the engine's predicate thread (the one thread that polls). */
+bool sst_on_predicate_thread(const struct sst_engine *engine);
 /* Pushes the row header (heartbeat, sleep counter) of every table, without
  * ringing anyone. Lock held. */
 void sst_push_headers(struct sst_engine *engine);

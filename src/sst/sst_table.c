@@ -338,6 +338,7 @@ void sst_peer_put(struct sst_engine *engine, uint32_t index)
             engine->pending[kept++] = engine->pending[i];
     }
     engine->num_pending = kept;
+    sst_stuck_forget(engine, ref->peer);
     tp_disconnect(engine->endpoint, ref->peer);
     ref->peer = NULL;
 }

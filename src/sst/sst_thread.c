@@ -116,6 +116,11 @@ static void check_departures(struct sst_engine *engine)
     }
 }
 
+bool sst_on_predicate_thread(const struct sst_engine *engine)
+{
+    return current_engine == engine;
+}
+
 static void poll_transport(struct sst_engine *engine)
 {
     struct tp_event events[EVENTS_MAX];
@@ -191,6 +196,7 @@ static void *predicate_thread(void *arg)
         pthread_mutex_lock(&engine->lock);
         uint32_t fired = run_predicates(engine);
         poll_transport(engine);
+        sst_report_stuck(engine);
         check_departures(engine);
         uint64_t now = sp_now_ns();
         if (now - last_heartbeat >= heartbeat_ns) {

@@ -214,7 +214,9 @@ int tp_open(const struct tp_config *config, struct tp_endpoint **out);
 
 /* ---- endpoint ---------------------------------------------------------- */
 
-/* Closes peers, regions and the endpoint. Never fails. */
+/* Closes peers, local regions and the endpoint. Regions imported from
+ * peers are not released: release them first (tp_rmr_release). Never
+ * fails. */
 static inline void tp_close(struct tp_endpoint *ep)
 {
     ep->ops->close(ep);

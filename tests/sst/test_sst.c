@@ -626,6 +626,132 @@ static void test_killed_member_is_reported_to_survivors(void **state)
     }
 }
 
+/* ---- a peer that never takes writes is failed, not silently skipped ----- */
+
+#define STUCK_TIMEOUT_MS 300
+
+static const struct tp_ops *stuck_real_ops;
+static struct tp_ops stuck_ops;
+static struct sst_engine *stuck_engine;
+static unsigned stuck_calls;       /* post_writes calls to the stuck peer */
+static unsigned stuck_calls_after; /* ... made after posting gave up on it */
+static uint64_t stuck_first_ns;    /* first refused post */
+static int stuck_error;            /* error of the row 1 report */
+static uint64_t stuck_reported_ns; /* when row 1 was reported */
+
+/* The shim's post_writes: the peer's queue never has room. Called with
+ * post_lock held, so reading the engine's stuck list is safe. */
+static int stuck_post(struct tp_peer *peer, const struct tp_write *writes, unsigned count,
+                      unsigned flags, uint64_t cookie)
+{
+    (void)writes;
+    (void)count;
+    (void)flags;
+    (void)cookie;
+    if (stuck_calls++ == 0)
+        stuck_first_ns = sp_now_ns();
+    for (uint32_t i = 0; i < stuck_engine->num_stuck; i++) {
+        if (stuck_engine->stuck[i].peer == peer)
+            stuck_calls_after++;
+    }
+    return SPINDLE_EAGAIN;
+}
+
+static void stuck_on_failure(void *ctx, struct sst_table *table, uint32_t row, int error)
+{
+    (void)ctx;
+    (void)table;
+    rows_failed |= 1ull << row;
+    if (row == 1) {
+        stuck_error = error;
+        stuck_reported_ns = sp_now_ns();
+    }
+}
+
+static int stuck_member(uint32_t index, uint32_t count)
+{
+    struct member m;
+    int rc = member_join(&m, index, count, STUCK_TIMEOUT_MS);
+    if (rc != 0)
+        return rc;
+    if ((rc = member_barrier(&m, 2)) != 0)
+        return rc;
+    if (index == 0) {
+        /* Row 1's connection stops taking writes: swap its table for the
+         * shim's under post_lock, where every post reads it. */
+        stuck_engine = m.engine;
+        pthread_mutex_lock(&m.engine->post_lock);
+        struct tp_peer *peer = m.engine->peers[m.table->peer_of_row[1]].peer;
+        stuck_real_ops = peer->ops;
+        stuck_ops = *peer->ops;
+        stuck_ops.post_writes = stuck_post;
+        peer->ops = &stuck_ops;
+        pthread_mutex_unlock(&m.engine->post_lock);
+        /* This push waits for room until posting gives up; meanwhile the
+         * predicate thread queues heartbeats to row 1 behind it. */
+        sst_engine_lock(m.engine);
+        sst_write_u64(m.table, off(&m, m.counter), 1);
+        sst_push(m.table, off(&m, m.counter), 8, NULL, 0);
+        sst_engine_unlock(m.engine);
+        uint64_t deadline = sp_now_ns() + 10ull * 1000000000ull;
+        bool reported = false;
+        while (!reported && sp_now_ns() < deadline) {
+            sst_engine_lock(m.engine);
+            reported = (rows_failed & 2) != 0;
+            sst_engine_unlock(m.engine);
+            struct timespec nap = {0, 1000000};
+            nanosleep(&nap, NULL);
+        }
+        /* More pushes and heartbeats: none may reach the failed peer. */
+        for (uint64_t v = 2; v <= 50; v++) {
+            sst_engine_lock(m.engine);
+            sst_write_u64(m.table, off(&m, m.counter), v);
+            sst_push(m.table, off(&m, m.counter), 8, NULL, 0);
+            sst_engine_unlock(m.engine);
+        }
+        struct timespec beats = {0, 3 * 100 * 1000000L}; /* three heartbeat periods */
+        nanosleep(&beats, NULL);
+        pthread_mutex_lock(&m.engine->post_lock);
+        unsigned calls = stuck_calls, after = stuck_calls_after;
+        uint64_t first_ns = stuck_first_ns;
+        pthread_mutex_unlock(&m.engine->post_lock);
+        sst_engine_lock(m.engine);
+        uint64_t failed = rows_failed;
+        int error = stuck_error;
+        uint64_t waited_ms = (stuck_reported_ns - first_ns) / 1000000;
+        sst_engine_unlock(m.engine);
+        if (!reported || failed != 2 || error != SPINDLE_ETIMEDOUT || calls == 0 || after != 0 ||
+            waited_ms < STUCK_TIMEOUT_MS) {
+            print_message("stuck: reported %d rows 0x%llx error %d calls %u after %u waited %llu "
+                          "ms\n",
+                          reported, (unsigned long long)failed, error, calls, after,
+                          (unsigned long long)waited_ms);
+            return 50;
+        }
+        /* The real table again, so that leaving disconnects normally. */
+        pthread_mutex_lock(&m.engine->post_lock);
+        m.engine->peers[m.table->peer_of_row[1]].peer->ops = stuck_real_ops;
+        pthread_mutex_unlock(&m.engine->post_lock);
+    }
+    rc = member_barrier(&m, 3);
+    member_leave(&m);
+    return rc;
+}
+
+/* Posting to a peer whose queue stays full gives up after the failure
+ * timeout and fails that peer (SPINDLE_ETIMEDOUT through the failure
+ * upcall) instead of dropping the batch; nothing queued behind it, and
+ * nothing pushed later, is posted to it: a guard must never reach a peer
+ * that missed the data it guards. */
+static void test_peer_that_takes_no_writes_is_failed(void **state)
+{
+    (void)state;
+    join_on_failure = stuck_on_failure;
+    int failed = run_members(stuck_member, 2, NULL);
+    join_on_failure = NULL;
+    assert_int_equal(failed, 0);
+}
+
 static void test_bad_schema_and_pushes_are_rejected(void **state)
 {
     (void)state;
@@ -664,6 +790,7 @@ int main(void)
         cmocka_unit_test(test_side_pushes_land_at_the_owners_offset_before_their_guard),
         cmocka_unit_test(test_idle_group_sleeps_and_push_wakes_it),
         cmocka_unit_test(test_killed_member_is_reported_to_survivors),
+        cmocka_unit_test(test_peer_that_takes_no_writes_is_failed),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     char cleanup[128];

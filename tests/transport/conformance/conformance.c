@@ -255,13 +255,22 @@ static int link_open(struct tp_endpoint *ep, int index, struct link *l)
 {
     if (!await(&shared->ready[index], 1))
         return 4;
-    if (tp_connect(ep, &shared->address[index], 10000, &l->peer) != 0 ||
+    if (tp_connect(ep, &shared->address[index], 30000, &l->peer) != 0 ||
         tp_rmr_import(l->peer, &shared->region1[index], &l->rmr1) != 0 ||
         tp_rmr_import(l->peer, &shared->region2[index], &l->rmr2) != 0) {
         fprintf(stderr, "conformance: connecting to member %d: %s\n", index, spindle_errmsg());
         return 5;
     }
     return 0;
+}
+
+/* Releases what link_open made: imported regions go back before the peer
+ * is disconnected (tp_close does not release them). */
+static void link_close(struct tp_endpoint *ep, struct link *l)
+{
+    tp_rmr_release(l->peer, l->rmr1);
+    tp_rmr_release(l->peer, l->rmr2);
+    tp_disconnect(ep, l->peer);
 }
 
 /* Polls until n WRITE_DONE events arrived (counting into *done); false
@@ -352,6 +361,7 @@ static int t1_t2_writer(int index)
         return 7;
     store(&shared->writer_end, 1);
     await(&shared->release, 1);
+    link_close(ep, &l);
     tp_mr_free(ep, mr);
     tp_close(ep);
     return 0;
@@ -503,6 +513,7 @@ static int t3_writer(int index)
             return 7;
     }
     await(&shared->release, 1);
+    link_close(ep, &l);
     tp_mr_free(ep, mr);
     tp_close(ep);
     return 0;
@@ -555,6 +566,7 @@ static int doorbell_ringer(int index)
         store(&shared->rung, round);
     }
     await(&shared->release, 1);
+    link_close(ep, &l);
     tp_close(ep);
     return 0;
 }
@@ -673,6 +685,8 @@ static void test_t4_killed_peer_is_reported_once_and_alone(void **state)
     assert_int_equal(tp_peer_state(to_c.peer), 0);
     assert_true(done_c > 0);
     store(&shared->release, 1);
+    link_close(ep, &to_b);
+    link_close(ep, &to_c);
     tp_mr_free(ep, mr);
     tp_close(ep);
     assert_int_equal(join(&c), 0);
@@ -710,6 +724,7 @@ static void test_bad_descriptors_and_ranges_are_refused(void **state)
     assert_int_equal(post(t.ep, self.peer, &last, 1, TP_POST_SIGNALED, 1, &done), 0);
     assert_true(reap(t.ep, &done, 1));
     assert_true(await(&t.mem1[REGION / 8 - 1], 77));
+    link_close(t.ep, &self);
     tp_mr_free(t.ep, mr);
     target_close(&t);
 }
