@@ -18,7 +18,13 @@
  * until the callback returns.
  *
  * Threads: one application thread at a time may hold an open reservation on
- * a subgroup (different subgroups may be used from different threads).
+ * a subgroup (different subgroups may be used from different threads). A
+ * reservation belongs to the thread that made it, which commits it. A view
+ * change waits for open reservations to be committed, so while a thread
+ * holds one, its other calls into the same group (reserve or send on
+ * another subgroup, flush) do not wait for a view change: they return
+ * SPINDLE_EAGAIN naming the reservation to commit first. One thread may
+ * hold up to 16 open reservations on a group, on up to 4 groups.
  * spindle_group_stats, spindle_flush and spindle_barrier may be called from
  * any application thread. No libspindle group function may be called from
  * inside the delivery callback (it runs with the predicate lock held).
@@ -186,7 +192,9 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
  * full (every slot still holds a message some member has not delivered),
  * unless flags has SPINDLE_RESERVE_NONBLOCK, then returns SPINDLE_EAGAIN.
  * Errors: SPINDLE_EINVAL (unknown subgroup, a reservation already open on
- * it), SPINDLE_EPERM (this member is not a sender of subgroup),
+ * it, too many open on this thread), SPINDLE_EPERM (this member is not a
+ * sender of subgroup), SPINDLE_EAGAIN (also: a view change waits for a
+ * reservation this thread holds on another subgroup),
  * SPINDLE_EMSGSIZE (size above max_payload; both are named),
  * SPINDLE_ESHUTDOWN, SPINDLE_EPEERFAILED.
  */
@@ -194,7 +202,8 @@ SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_
                                 unsigned flags, void **slot);
 
 /* Marks the reserved message of subgroup ready to send. SPINDLE_EINVAL when
- * no reservation is open on that subgroup. */
+ * the calling thread holds no open reservation on that subgroup (nothing
+ * changes then). */
 SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup);
 
 /* Convenience: reserve, copy size bytes from data, commit. Same errors as

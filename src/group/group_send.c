@@ -9,18 +9,94 @@
 #include "group/group_impl.h"
 #include "util/error.h"
 
-/* The read side of smc_lock is held from a successful reserve to its
- * commit, so a view change never retires the multicast under an open slot. */
+/*
+ * A reservation belongs to the thread that made it. The thread's first
+ * open reservation on a group takes the read side of its smc_lock and its
+ * last commit releases it, so a view change never retires the multicast
+ * under an open slot. While it holds one, the thread's other calls into
+ * that group neither take the lock again nor wait for a view change: the
+ * change waits for this very thread, so they return SPINDLE_EAGAIN naming
+ * the reservation to commit first.
+ */
+#define HELD_GROUPS    4  /* groups with open reservations, per thread */
+#define HELD_SUBGROUPS 16 /* open reservations on one group, per thread */
+
+struct held {
+    spindle_group_t *group; /* NULL: a free record */
+    uint32_t count;
+    uint32_t subgroups[HELD_SUBGROUPS];
+};
+
+static _Thread_local struct held held[HELD_GROUPS];
+
+static struct held *held_find(const spindle_group_t *group)
+{
+    for (int i = 0; i < HELD_GROUPS; i++) {
+        if (held[i].group == group)
+            return &held[i];
+    }
+    return NULL;
+}
+
+static int held_index(const struct held *h, uint32_t subgroup)
+{
+    for (uint32_t i = 0; h != NULL && i < h->count; i++) {
+        if (h->subgroups[i] == subgroup)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* rc from a call made while this thread holds h's reservations: when a
+ * view change is what failed it, SPINDLE_EAGAIN naming what to commit. */
+static int held_error(spindle_group_t *group, const struct held *h, const char *call, int rc)
+{
+    if ((rc != SPINDLE_ESHUTDOWN && rc != SPINDLE_EPEERFAILED) ||
+        !view_change_pending(&group->membership))
+        return rc;
+    return sp_error(SPINDLE_EAGAIN,
+                    "%s: a view change is under way and waits for the reservation this thread "
+                    "holds on subgroup %u: commit it, then retry",
+                    call, h->subgroups[0]);
+}
+
+/* A reservation by a thread that already holds one on this group. */
+static int reserve_nested(spindle_group_t *group, struct held *h, uint32_t subgroup, size_t size,
+                          unsigned flags, void **slot)
+{
+    if (h->count == HELD_SUBGROUPS)
+        return sp_error(SPINDLE_EINVAL,
+                        "reserve: this thread already holds %d open reservations on the group, "
+                        "the most one thread may",
+                        HELD_SUBGROUPS);
+    int rc = smc_reserve(view_held(&group->membership), subgroup, size, flags, slot);
+    if (rc != 0)
+        return held_error(group, h, "reserve", rc);
+    h->subgroups[h->count++] = subgroup;
+    return 0;
+}
+
 SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_t size,
                                 unsigned flags, void **slot)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
+    struct held *h = held_find(group);
+    if (h != NULL)
+        return reserve_nested(group, h, subgroup, size, flags, slot);
+    h = held_find(NULL);
+    if (h == NULL)
+        return sp_error(SPINDLE_EINVAL,
+                        "reserve: this thread already holds open reservations on %d groups, "
+                        "the most one thread may",
+                        HELD_GROUPS);
     for (;;) {
         struct smc_group *smc = view_acquire(&group->membership);
         int rc = smc_reserve(smc, subgroup, size, flags, slot);
-        if (rc == 0)
+        if (rc == 0) {
+            *h = (struct held){.group = group, .count = 1, .subgroups = {subgroup}};
             return 0;
+        }
         view_release(&group->membership);
         rc = view_after_error(&group->membership, smc, rc);
         if (rc != 1)
@@ -32,11 +108,21 @@ SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
-    /* The lock is still held from the reservation. */
-    int rc = smc_commit(group->membership.current->smc, subgroup);
-    if (rc != SPINDLE_EINVAL)
+    struct held *h = held_find(group);
+    int index = held_index(h, subgroup);
+    if (index < 0)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u has no open reservation on this thread",
+                        subgroup);
+    /* The read side of smc_lock is held from the reservation. */
+    int rc = smc_commit(view_held(&group->membership), subgroup);
+    if (rc != 0)
+        return rc;
+    h->subgroups[index] = h->subgroups[--h->count];
+    if (h->count == 0) {
+        h->group = NULL;
         view_release(&group->membership);
-    return rc;
+    }
+    return 0;
 }
 
 SPINDLE_API int spindle_send(spindle_group_t *group, uint32_t subgroup, const void *data,
@@ -57,6 +143,11 @@ SPINDLE_API int spindle_flush(spindle_group_t *group, int timeout_ms)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
+    struct held *h = held_find(group);
+    if (h != NULL) {
+        int rc = smc_flush(view_held(&group->membership), timeout_ms);
+        return rc == 0 ? 0 : held_error(group, h, "flush", rc);
+    }
     for (;;) {
         struct smc_group *smc = view_acquire(&group->membership);
         int rc = smc_flush(smc, timeout_ms);

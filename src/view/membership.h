@@ -144,6 +144,12 @@ void view_membership_destroy(struct view_membership *m);
  * view_release (NULL before the first view). */
 struct smc_group *view_acquire(struct view_membership *m);
 void view_release(struct view_membership *m);
+/* The current multicast, for a thread that already holds the read side of
+ * smc_lock (an open reservation): takes nothing. */
+struct smc_group *view_held(struct view_membership *m);
+/* True while a view change is wanted or under way and the member has not
+ * stopped: a thread holding smc_lock's read side must not wait for it. */
+bool view_change_pending(struct view_membership *m);
 /*
  * Called by an application thread whose smc call on `used` failed with rc:
  * waits while a view change is in progress and returns 1 when the call

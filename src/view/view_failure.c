@@ -125,6 +125,15 @@ bool view_quiet(struct view_membership *m)
     return quiet;
 }
 
+bool view_change_pending(struct view_membership *m)
+{
+    pthread_mutex_lock(&m->lock);
+    bool pending = (m->suspected != 0 || m->changing) && !m->closing && !m->stop &&
+                   m->terminal == 0 && m->config.tolerate_failures;
+    pthread_mutex_unlock(&m->lock);
+    return pending;
+}
+
 int view_status(struct view_membership *m)
 {
     pthread_mutex_lock(&m->lock);

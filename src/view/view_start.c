@@ -127,6 +127,11 @@ void view_release(struct view_membership *m)
     pthread_rwlock_unlock(&m->smc_lock);
 }
 
+struct smc_group *view_held(struct view_membership *m)
+{
+    return m->current != NULL ? m->current->smc : NULL;
+}
+
 uint32_t view_size(const struct view_membership *m)
 {
     return __atomic_load_n(&m->num_members, __ATOMIC_ACQUIRE);

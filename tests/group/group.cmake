@@ -2,3 +2,7 @@
 # the send path in one process, statistics.
 spindle_add_test(test_group_api SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_group_api.c
                  TIMEOUT 60 LABELS group)
+# Reservations belong to their thread, also across a view change (real
+# processes on shm, one of them killed).
+spindle_add_test(test_reservations SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_reservations.c
+                 TIMEOUT 120 LABELS group)
