@@ -35,7 +35,8 @@ enum spindle_error {
     SPINDLE_EPROTO = -15,     /* a peer sent something malformed */
     SPINDLE_EUNREACH = -16,   /* a peer could not be reached */
     SPINDLE_EMINORITY = -17,  /* this member is cut off in a minority partition */
-    SPINDLE_ERROR_MIN = -17
+    SPINDLE_EREMOVED = -18,   /* the others removed this member (suspected it failed) */
+    SPINDLE_ERROR_MIN = -18
 };
 
 /* Short, static description of an error code; never NULL. */

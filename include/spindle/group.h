@@ -224,8 +224,10 @@ SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms);
 SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats *out);
 
 /* 0 while this member takes part in the group. Once it has stopped on its
- * own (tolerate_failures: cut off in a minority, SPINDLE_EMINORITY, or a
- * view change that could not complete), the error that stopped it, with
+ * own (tolerate_failures: cut off in a minority, SPINDLE_EMINORITY; removed
+ * by the others, who suspected it of failure while it was stopped or hung,
+ * SPINDLE_EREMOVED; or a view change that could not complete), the error
+ * that stopped it, with
  * spindle_errmsg() saying why; its sends fail with the same error. */
 SPINDLE_API int spindle_group_status(spindle_group_t *group);
 

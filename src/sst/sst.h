@@ -16,7 +16,18 @@
  * updates with sst_write_u64 (release).
  *
  * Row layout: the first SST_ROW_HEADER bytes of each row belong to the SST
- * itself (heartbeat and sleep announcement); schema columns follow.
+ * itself (heartbeat, sleep announcement, departure and removal notices);
+ * schema columns follow.
+ *
+ * Liveness: the predicate thread bumps this member's heartbeat every
+ * max_sleep_ms and watches every other connected row's. A row whose
+ * heartbeat has not moved for the stall timeout (the transport's failure
+ * timeout, at least three heartbeat periods; four times that while the
+ * row has never beaten in this table, its owner may still be setting up) is reported
+ * through the failure callback with SPINDLE_ETIMEDOUT: a stopped, swapped
+ * out or hung process, or one stuck in a delivery upcall. When this
+ * member's own thread was not running for half the stall timeout, nobody's
+ * silence is judged: every watch starts again.
  *
  * Side region: a table may own one more region besides its rows, of a size
  * each member chooses for itself (0: none) and laid out by the layer above
@@ -44,7 +55,7 @@
 /* Version of the row layout (row header, column placement, side region
  * rules); members of builds with different versions refuse each other
  * (the control channel's hello carries it). Bump on any change. */
-#define SST_LAYOUT_VERSION 1u
+#define SST_LAYOUT_VERSION 2u
 /* Rows, ring slots and the libfabric backend's record headers travel by
  * one-sided writes in the host's byte order, read in place by peers; the
  * wire codec (util/wire.h) is little-endian, so is every host libspindle
@@ -129,9 +140,13 @@ void sst_engine_unlock(struct sst_engine *engine);
 void sst_engine_wake(struct sst_engine *engine);
 
 /* Called on the predicate thread (lock held) when the transport reports a
- * peer failed, with the transport's error, or when a peer announced that it
- * left (sst_engine_announce_leave), with SPINDLE_ESHUTDOWN; row is that
- * member's row in table. Called once per table and row. */
+ * peer failed, with the transport's error; when a peer announced that it
+ * left (sst_engine_announce_leave), with SPINDLE_ESHUTDOWN; when a row's
+ * heartbeat stalled or posting to its owner could make no progress, with
+ * SPINDLE_ETIMEDOUT; row is that member's row in table. Called once per
+ * table and row. When another row announced that this member was removed
+ * (sst_table_announce_removed), called once per table with this member's
+ * own row and SPINDLE_EREMOVED. */
 typedef void (*sst_failure_fn)(void *ctx, struct sst_table *table, uint32_t row, int error);
 void sst_engine_on_failure(struct sst_engine *engine, sst_failure_fn fn, void *ctx);
 /* Marks this member's row as left in every table and pushes the row
@@ -203,6 +218,13 @@ int sst_table_export(struct sst_table *table, struct sst_member_desc *out);
  * connected before it stay connected. */
 int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs, int timeout_ms);
 void sst_table_destroy(struct sst_table *table);
+
+/* Writes rows (a mask of rows of table that the next view drops) into this
+ * member's row header and posts it to every connected row, those of failed
+ * owners included (best effort: a dropped member that is in fact alive, a
+ * stopped process that resumes, learns from it that it was removed; see
+ * sst_failure_fn). Lock not held; posted when it returns. */
+void sst_table_announce_removed(struct sst_table *table, uint64_t rows);
 
 uint32_t sst_table_my_row(const struct sst_table *table);
 /* Local copy of a row. */

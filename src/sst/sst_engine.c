@@ -55,6 +55,8 @@ int sst_engine_create(const struct tp_config *tp_config, const struct sst_engine
                          ? tp_config->failure_timeout_ms
                          : tp_attr(engine->endpoint)->default_timeout_ms;
     engine->give_up_ns = (uint64_t)(timeout_ms > 0 ? timeout_ms : 5000) * 1000000ull;
+    uint64_t beats_ns = 3ull * (uint64_t)engine->options.max_sleep_ms * 1000000ull;
+    engine->stall_ns = engine->give_up_ns > beats_ns ? engine->give_up_ns : beats_ns;
     pthread_mutex_init(&engine->lock, NULL);
     pthread_mutex_init(&engine->post_lock, NULL);
     engine->next_predicate_id = 1;

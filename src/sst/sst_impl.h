@@ -16,6 +16,8 @@
 #define SST_HEADER_HEARTBEAT 0
 #define SST_HEADER_SLEEP     8
 #define SST_HEADER_LEFT      16 /* non-zero: the member left the group on purpose */
+#define SST_HEADER_REMOVED   24 /* rows the owner's next view dropped (a mask) */
+#define SST_STALL_GRACE      4  /* times the stall timeout before a row's first beat */
 
 struct sst_peer_ref {
     struct tp_desc address;
@@ -65,6 +67,13 @@ struct sst_table {
     struct tp_rmr *rmr[SST_MAX_ROWS];
     struct tp_rmr *side_rmr[SST_MAX_ROWS]; /* NULL: that owner has no side region */
     atomic_bool failed[SST_MAX_ROWS];
+    /* Heartbeat watch (predicate thread, lock held): the last value read
+     * from each row, when it last changed (0: not watched yet), and
+     * whether it has changed since the watch started. */
+    uint64_t beat_seen[SST_MAX_ROWS];
+    uint64_t beat_at_ns[SST_MAX_ROWS];
+    bool beat_moved[SST_MAX_ROWS];
+    bool removed_reported; /* this member's removal was reported */
     struct sst_table *next;
 };
 
@@ -95,6 +104,10 @@ struct sst_engine {
     /* Posting that makes no progress this long fails the peer: the
      * transport's failure timeout (tp_config, or its default). */
     uint64_t give_up_ns;
+    /* A row whose heartbeat stands still this long is reported; 0: never
+     * (the failure timeout, at least three heartbeat periods). */
+    uint64_t stall_ns;
+    uint64_t watched_ns;                   /* the last heartbeat watch (predicate thread) */
     struct sst_stuck stuck[SST_STUCK_MAX]; /* post_lock */
     uint32_t num_stuck;                    /* post_lock */
     atomic_bool stuck_unreported;

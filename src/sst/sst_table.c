@@ -218,6 +218,29 @@ int sst_queue_write(struct sst_table *table, uint32_t row, uint32_t offset, uint
                    ring);
 }
 
+void sst_table_announce_removed(struct sst_table *table, uint64_t rows)
+{
+    struct sst_engine *engine = table->engine;
+    pthread_mutex_lock(&engine->lock);
+    sst_write_u64(table, SST_HEADER_REMOVED, rows);
+    uint32_t row_size = table->schema->row_size;
+    for (uint32_t row = 0; row < table->num_rows; row++) {
+        int32_t peer = table->peer_of_row[row];
+        /* Suspected rows too (table->failed): a suspicion may be wrong,
+         * and exactly those owners need the notice. */
+        if (row == table->my_row || peer < 0 || engine->peers[peer].failed)
+            continue;
+        (void)enqueue(table, row,
+                      (struct tp_write){.local = sst_row(table, table->my_row),
+                                        .local_mr = table->mr,
+                                        .remote = table->rmr[row],
+                                        .remote_offset = (uint64_t)table->my_row * row_size,
+                                        .length = SST_ROW_HEADER},
+                      true);
+    }
+    sst_unlock_and_post(engine);
+}
+
 int sst_push_side(struct sst_table *table, uint64_t local_offset, uint32_t length,
                   const uint32_t *rows, const uint64_t *remote_offsets, uint32_t num_rows)
 {

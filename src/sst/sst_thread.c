@@ -10,6 +10,7 @@
 #include "sst/sst_impl.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/log.h"
 
 #define BACKOFF_PAUSE_NS 50000 /* one back-off nap */
 #define EVENTS_MAX       16
@@ -121,6 +122,60 @@ bool sst_on_predicate_thread(const struct sst_engine *engine)
     return current_engine == engine;
 }
 
+/* Reports rows whose heartbeat stood still for the stall timeout, once
+ * each (sst.h, "Liveness"); lock held. */
+static void check_stalls(struct sst_engine *engine, uint64_t now)
+{
+    bool restart = engine->watched_ns != 0 && now - engine->watched_ns > engine->stall_ns / 2;
+    engine->watched_ns = now;
+    for (struct sst_table *table = engine->tables; table != NULL; table = table->next) {
+        for (uint32_t row = 0; row < table->num_rows; row++) {
+            if (row == table->my_row || table->peer_of_row[row] < 0 ||
+                atomic_load(&table->failed[row]))
+                continue;
+            uint64_t beat = sst_read_u64(table, row, SST_HEADER_HEARTBEAT);
+            bool first = table->beat_at_ns[row] == 0;
+            if (first || restart || beat != table->beat_seen[row]) {
+                /* A row that has beaten in this table is set up. */
+                table->beat_moved[row] |= beat != 0;
+                table->beat_seen[row] = beat;
+                table->beat_at_ns[row] = now;
+                continue;
+            }
+            uint64_t limit =
+                table->beat_moved[row] ? engine->stall_ns : SST_STALL_GRACE * engine->stall_ns;
+            if (now - table->beat_at_ns[row] < limit)
+                continue;
+            atomic_store(&table->failed[row], true);
+            SP_LOG_WARNING("sst", "row %u: heartbeat stood still for %llu ms: suspected", row,
+                           (unsigned long long)((now - table->beat_at_ns[row]) / 1000000));
+            if (engine->on_failure != NULL)
+                engine->on_failure(engine->on_failure_ctx, table, row, SPINDLE_ETIMEDOUT);
+        }
+    }
+}
+
+/* Reports, once per table, that another row announced this member removed
+ * (sst_table_announce_removed); lock held. */
+static void check_removed(struct sst_engine *engine)
+{
+    for (struct sst_table *table = engine->tables; table != NULL; table = table->next) {
+        if (table->removed_reported)
+            continue;
+        for (uint32_t row = 0; row < table->num_rows; row++) {
+            if (row == table->my_row ||
+                ((sst_read_u64(table, row, SST_HEADER_REMOVED) >> table->my_row) & 1) == 0)
+                continue;
+            table->removed_reported = true;
+            SP_LOG_WARNING("sst", "row %u announced that this member (row %u) was removed", row,
+                           table->my_row);
+            if (engine->on_failure != NULL)
+                engine->on_failure(engine->on_failure_ctx, table, table->my_row, SPINDLE_EREMOVED);
+            break;
+        }
+    }
+}
+
 static void poll_transport(struct sst_engine *engine)
 {
     struct tp_event events[EVENTS_MAX];
@@ -202,6 +257,8 @@ static void *predicate_thread(void *arg)
         if (now - last_heartbeat >= heartbeat_ns) {
             last_heartbeat = now;
             bump_header(engine, SST_HEADER_HEARTBEAT);
+            check_stalls(engine, now);
+            check_removed(engine);
         }
         sst_unlock_and_post(engine);
         if (fired > 0) {

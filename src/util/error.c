@@ -69,6 +69,8 @@ SPINDLE_API const char *spindle_strerror(int code)
         return "peer unreachable";
     case SPINDLE_EMINORITY:
         return "member is in a minority partition";
+    case SPINDLE_EREMOVED:
+        return "member was removed from the group";
     default:
         return "unknown error";
     }

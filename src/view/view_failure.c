@@ -17,12 +17,40 @@
 #include "util/log.h"
 #include "view/view_impl.h"
 
+/* The others installed a view without this member (it was suspected: a
+ * stopped or hung process that resumed, a partition that healed). It
+ * stops for good: its calls return SPINDLE_EREMOVED saying so, and it
+ * delivers nothing more. Engine lock held (predicate thread). */
+static void removed(struct view_membership *m, struct view_epoch *epoch)
+{
+    unsigned long long view = (unsigned long long)epoch->view.id;
+    pthread_mutex_lock(&m->lock);
+    bool stops = !m->stop && m->terminal == 0; /* not after leave or another end */
+    if (stops) {
+        m->terminal = SPINDLE_EREMOVED;
+        snprintf(m->terminal_msg, sizeof m->terminal_msg,
+                 "removed from the group: the other members of view %llu installed the next "
+                 "view without it (they suspected it failed: it was stopped, hung or cut off "
+                 "for longer than the failure timeout of %d ms)",
+                 view, m->config.failure_timeout_ms);
+        sp_log(SP_LOG_ERROR, "view", "view %llu: %s", view, m->terminal_msg);
+        pthread_cond_broadcast(&m->cond);
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (stops)
+        smc_group_fail(epoch->smc, SPINDLE_EREMOVED);
+}
+
 void view_on_failure(void *ctx, struct sst_table *table, uint32_t row, int error)
 {
     struct view_membership *m = ctx;
     struct view_epoch *epoch = __atomic_load_n(&m->current, __ATOMIC_ACQUIRE);
     if (epoch == NULL || table != smc_group_table(epoch->smc) || row >= SST_MAX_ROWS)
         return;
+    if (error == SPINDLE_EREMOVED) {
+        removed(m, epoch);
+        return;
+    }
     if (!m->config.tolerate_failures) {
         smc_group_fail(epoch->smc, error < 0 ? error : SPINDLE_EPEERFAILED);
         return;
@@ -103,7 +131,7 @@ void view_deadline_in(struct timespec *ts, int ms)
 /* Waits on cond while a change runs. Lock held. */
 static void wait_change_locked(struct view_membership *m)
 {
-    while (m->changing) {
+    while (m->changing && m->terminal == 0) {
         struct timespec ts;
         view_deadline_in(&ts, 1000);
         pthread_cond_timedwait(&m->cond, &m->lock, &ts);
@@ -146,6 +174,8 @@ int view_status(struct view_membership *m)
 
 int view_after_error(struct view_membership *m, struct smc_group *used, int rc)
 {
+    if (rc == SPINDLE_EREMOVED)
+        return view_status(m);
     if (!m->config.tolerate_failures || (rc != SPINDLE_ESHUTDOWN && rc != SPINDLE_EPEERFAILED))
         return rc;
     pthread_mutex_lock(&m->lock);

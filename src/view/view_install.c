@@ -211,6 +211,10 @@ static void install(struct view_membership *m, struct view_next *next)
         m->next_id = joiner + 1;
     m->joiner.active = false;
     pthread_mutex_unlock(&m->lock);
+    /* A removed member that is in fact alive (stopped, hung, cut off)
+     * learns from the old table that it was removed, before it goes. */
+    if (next->how.removed != 0)
+        sst_table_announce_removed(smc_group_table(old->smc), next->how.removed);
     view_epoch_free(old);
     next->epoch = NULL;
     next_free(next);

@@ -68,7 +68,7 @@ static void *membership_main(void *arg)
 {
     struct view_membership *m = arg;
     pthread_mutex_lock(&m->lock);
-    while (!m->stop) {
+    while (!m->stop && m->terminal == 0) {
         /* In the shutdown barrier departures are the others finishing, but
          * a joiner the leader admitted before it got there still joins:
          * the barrier then restarts in the new view, with the joiner. */
@@ -86,7 +86,7 @@ static void *membership_main(void *arg)
             smc_group_wedge(m->current->smc);
         }
         pthread_mutex_lock(&m->lock);
-        if (rc < 0) {
+        if (rc < 0 && m->terminal == 0) { /* a removal notice may have come first */
             m->terminal = rc;
             snprintf(m->terminal_msg, sizeof m->terminal_msg, "%s", why);
         }

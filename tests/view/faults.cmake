@@ -5,22 +5,22 @@ add_test(NAME faults_checker
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/faults_checker.sh $<TARGET_FILE:check_traces>)
 set_tests_properties(faults_checker PROPERTIES LABELS "view;faults" TIMEOUT 60)
 
-# Randomized kill -9 runs of spindle-bench --tolerate-failures (faults.sh):
-# 20 runs per kind, fewer under the sanitizers, which slow every member
-# several times over.
+# Randomized kill -9 and SIGSTOP runs of spindle-bench --tolerate-failures
+# (faults.sh): 20 runs per kind, fewer under the sanitizers, which slow
+# every member several times over.
 if(SPINDLE_TSAN OR SPINDLE_ASAN)
   set(SPINDLE_FAULT_RUNS 4)
 else()
   set(SPINDLE_FAULT_RUNS 20)
 endif()
-foreach(kind_name a:one_member b:two_members c:leader)
+foreach(kind_name a:kill_one_member b:kill_two_members c:kill_leader s:stop_member)
   string(REPLACE ":" ";" kind_pair ${kind_name})
   list(GET kind_pair 0 kind)
   list(GET kind_pair 1 name)
-  add_test(NAME faults_kill_${name}
+  add_test(NAME faults_${name}
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/faults.sh $<TARGET_FILE:spindle-bench>
                    $<TARGET_FILE:check_traces> ${SPINDLE_FAULT_RUNS} 3000 ${kind})
-  set_tests_properties(faults_kill_${name} PROPERTIES LABELS "view;faults" TIMEOUT 300)
+  set_tests_properties(faults_${name} PROPERTIES LABELS "view;faults" TIMEOUT 300)
 endforeach()
 
 # Joins under load (join.sh): one joiner, two joiners (the second
@@ -55,7 +55,7 @@ if(SPINDLE_FABRIC_FOUND)
   endif()
   add_test(NAME faults_kill_fabric_tcp
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/faults.sh $<TARGET_FILE:spindle-bench>
-                   $<TARGET_FILE:check_traces> ${SPINDLE_FAULT_FABRIC_RUNS} 3000 abc)
+                   $<TARGET_FILE:check_traces> ${SPINDLE_FAULT_FABRIC_RUNS} 3000 abcs)
   set_tests_properties(faults_kill_fabric_tcp PROPERTIES
     LABELS "view;faults;fabric" TIMEOUT 300
     ENVIRONMENT "SPINDLE_FAULT_BENCH_ARGS=--transport fabric --provider tcp")

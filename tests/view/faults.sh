@@ -4,7 +4,10 @@
 # guarantees:
 #   a) one random non-leader member of 4 killed,
 #   b) two random members of 5 killed at once (the survivors keep a majority),
-#   c) the leader (member 0) of 4 killed.
+#   c) the leader (member 0) of 4 killed,
+#   s) one random member of 4 stopped with SIGSTOP (a hung process): found by
+#      its silent heartbeat (--failure-timeout-ms 1000) and removed like a
+#      killed one; the launcher kills it once the others are done.
 # Each run starts the bench with --trace, waits (bounded, polling trace
 # sizes) until every member has delivered traffic plus a random extra amount,
 # kills the chosen members by the pids the launcher wrote, waits (bounded) for
@@ -13,7 +16,7 @@
 # members print. Message size and window are drawn at random too.
 #
 # Usage: faults.sh SPINDLE_BENCH CHECK_TRACES [RUNS_PER_KIND [MESSAGES [KINDS]]]
-#   KINDS: any of a, b, c (default abc).
+#   KINDS: any of a, b, c, s (default abc).
 # Environment: SPINDLE_FAULT_SEED  seed of the run (printed when not given),
 #              SPINDLE_FAULT_KEEP  keep the directory of a failed run,
 #              SPINDLE_FAULT_BENCH_ARGS  extra spindle-bench arguments (for
@@ -150,12 +153,16 @@ run_once() {
     expected=$((members * MESSAGES * LINE_BYTES))
     # Kill somewhere between the first flushed trace block and half-way.
     want=$((1 + expected * (RANDOM % 500) / 1000))
+    signal=KILL landed="killed by signal 9" extra=""
+    if [ "$kind" = s ]; then
+        signal=STOP landed="stopped by signal 19" extra="--failure-timeout-ms 1000"
+    fi
     # shellcheck disable=SC2086
     "$BENCH" ${SPINDLE_FAULT_BENCH_ARGS:-} --local "$members" --tolerate-failures --trace "$RUN_DIR" \
-        --messages "$MESSAGES" --msg-size "$size" --window "$window" --timeout 50 \
+        --messages "$MESSAGES" --msg-size "$size" --window "$window" --timeout 50 $extra \
         >"$RUN_DIR/out" 2>&1 &
     LAUNCHER=$!
-    what="run $RUN_NUMBER ($kind): $members members, size $size, window $window, kill {$targets}"
+    what="run $RUN_NUMBER ($kind): $members members, size $size, window $window, SIG$signal {$targets}"
     if ! wait_for_traffic "$members" "$want"; then
         wait_for_launcher
         fail "$what: spindle-bench ended (exit $LAUNCH_RC) before the kill at $want trace bytes"
@@ -163,11 +170,11 @@ run_once() {
     pids=""
     for t in $targets; do pids="$pids $(cat "$RUN_DIR/member-$t.pid")"; done
     # shellcheck disable=SC2086
-    kill -9 $pids 2>/dev/null
+    kill -"$signal" $pids 2>/dev/null
     wait_for_launcher
     late=0
     for t in $targets; do
-        grep -q "member $t killed by signal 9" "$RUN_DIR/out" || late=$((late + 1))
+        grep -q "member $t $landed" "$RUN_DIR/out" || late=$((late + 1))
     done
     if [ "$late" -gt 0 ]; then
         [ "$LAUNCH_RC" -eq 0 ] || fail "$what: spindle-bench exited $LAUNCH_RC"
@@ -203,6 +210,7 @@ kind_runs() {
             run_once b 5 "$first" "$second"
             ;;
         c) run_once c 4 0 ;;
+        s) run_once s 4 $((RANDOM % 4)) ;;
         esac
         case $? in
         0) done_runs=$((done_runs + 1)) ;;
@@ -228,11 +236,11 @@ summary() {
 
 RUN_NUMBER=0
 declare -A labels=([a]="(a) one non-leader of 4 killed" [b]="(b) two of 5 killed at once"
-    [c]="(c) leader of 4 killed")
-for kind in a b c; do
+    [c]="(c) leader of 4 killed" [s]="(s) one of 4 stopped (SIGSTOP)")
+for kind in a b c s; do
     case $KINDS in *$kind*) kind_runs $kind ;; esac
 done
-for kind in a b c; do
+for kind in a b c s; do
     case $KINDS in *$kind*) summary $kind "${labels[$kind]}" ;; esac
 done
 echo "faults: seed $SEED, $RUN_NUMBER runs, all passed"

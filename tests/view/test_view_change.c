@@ -9,7 +9,11 @@
  *     sender order, across the views (resends included);
  *   - the killed sender's delivered messages are a gap-free prefix;
  *   - the view upcall named view 1 without the killed member.
- * and the majority rule: a lone survivor of three stops with
+ * A member stopped with SIGSTOP is found by its silent heartbeat and
+ * removed like a killed one; once the others are done, SIGCONT lets it
+ * run again, and its next call must fail with SPINDLE_EREMOVED saying
+ * that it was removed.
+ * And the majority rule: a lone survivor of three stops with
  * SPINDLE_EMINORITY instead of installing a view. A graceful leave is
  * checked the same way: the leaver's messages must all be delivered, by
  * every member that stays, before the view without it. A layout function
@@ -147,6 +151,7 @@ struct scenario {
     bool move; /* a second subgroup that the layout function moves */
     uint32_t members;
     uint32_t dead_mask;
+    uint32_t stop_mask;  /* these members are stopped (SIGSTOP), resumed at the end */
     uint32_t leave_mask; /* these members leave gracefully after sending */
     const char *dir;
     int progress_fd; /* victims write one byte here once streaming */
@@ -192,11 +197,24 @@ static int member_main(const struct scenario *s, uint32_t self)
     if (c.records == NULL || create_group(s, self, &c, &group) != 0)
         return 10;
     int rc = 0;
+    uint32_t victims = s->dead_mask | s->stop_mask;
     for (uint64_t i = 0; i < MESSAGES && rc == 0; i++) {
         uint64_t payload[2] = {i, self};
         rc = spindle_send(group, 0, payload, sizeof payload, 0);
-        if (i == MESSAGES / 4 && ((s->dead_mask >> self) & 1) && write(s->progress_fd, "x", 1) != 1)
+        if (i == MESSAGES / 4 && ((victims >> self) & 1) && write(s->progress_fd, "x", 1) != 1)
             return 11;
+    }
+    if ((s->stop_mask >> self) & 1) {
+        /* Resumed after the others removed it: a send or the flush after
+         * them says so. */
+        if (rc == 0)
+            rc = spindle_flush(group, 30000);
+        int removed =
+            rc == SPINDLE_EREMOVED && strstr(spindle_errmsg(), "removed from the group") != NULL;
+        if (!removed)
+            fprintf(stderr, "stopped member %u: %d (%s)\n", self, rc, spindle_errmsg());
+        spindle_group_destroy(group);
+        return removed ? 0 : 20;
     }
     if (((s->dead_mask >> self) & 1) ||
         s->members < 2 * (uint32_t)__builtin_popcount(s->dead_mask) + 1) {
@@ -213,7 +231,7 @@ static int member_main(const struct scenario *s, uint32_t self)
         spindle_group_destroy(group);
         return rc == 0 && after == SPINDLE_ESHUTDOWN ? 0 : 18;
     }
-    if (rc != 0 || !wait_complete(&c, s->members, s->dead_mask, s->dead_mask | s->leave_mask, 30))
+    if (rc != 0 || !wait_complete(&c, s->members, victims, victims | s->leave_mask, 30))
         return 14;
     if (s->move) {
         /* In view 1 every survivor is in subgroup 1, member 0 its sender. */
@@ -296,14 +314,14 @@ static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask, ui
 
 /* Forks the members, kills the victims once they stream, returns the
  * survivors' exit statuses checked. */
-static void run(uint32_t members, uint32_t dead_mask, uint32_t leave_mask, int expect_logs,
-                bool move)
+static void run_stopping(uint32_t members, uint32_t dead_mask, uint32_t stop_mask,
+                         uint32_t leave_mask, int expect_logs, bool move)
 {
     char dir[] = "/tmp/spindle-view-test-XXXXXX";
     assert_non_null(mkdtemp(dir));
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    struct scenario s = {move, members, dead_mask, leave_mask, dir, fds[1], {-1, -1}};
+    struct scenario s = {move, members, dead_mask, stop_mask, leave_mask, dir, fds[1], {-1, -1}};
     assert_int_equal(pipe(s.release), 0);
     pid_t pids[MAX_MEMBERS];
     for (uint32_t i = 0; i < members; i++) {
@@ -316,13 +334,16 @@ static void run(uint32_t members, uint32_t dead_mask, uint32_t leave_mask, int e
     }
     close(fds[1]);
     close(s.release[0]);
-    for (int v = 0; v < __builtin_popcount(dead_mask); v++) {
+    for (int v = 0; v < __builtin_popcount(dead_mask | stop_mask); v++) {
         char byte;
         assert_int_equal(read(fds[0], &byte, 1), 1);
     }
-    for (uint32_t i = 0; i < members; i++)
+    for (uint32_t i = 0; i < members; i++) {
         if ((dead_mask >> i) & 1)
             kill(pids[i], SIGKILL);
+        if ((stop_mask >> i) & 1)
+            kill(pids[i], SIGSTOP);
+    }
     close(fds[0]);
     /* Members that stay first (they end only after the view without the
      * leavers), then release and reap the leavers. */
@@ -330,7 +351,7 @@ static void run(uint32_t members, uint32_t dead_mask, uint32_t leave_mask, int e
         uint32_t i = k % members;
         if (k == members)
             close(s.release[1]);
-        if ((k < members) == (((leave_mask >> i) & 1) != 0))
+        if ((k < members) == (((leave_mask >> i) & 1) != 0) || ((stop_mask >> i) & 1))
             continue;
         int status = 0;
         assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
@@ -341,11 +362,28 @@ static void run(uint32_t members, uint32_t dead_mask, uint32_t leave_mask, int e
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
             fail_msg("member %u: status %d", i, status);
     }
+    /* The others are done: the stopped members run again and must learn
+     * that they were removed. */
+    for (uint32_t i = 0; i < members; i++) {
+        if (((stop_mask >> i) & 1) == 0)
+            continue;
+        kill(pids[i], SIGCONT);
+        int status = 0;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fail_msg("stopped member %u: status 0x%x", i, status);
+    }
     if (expect_logs)
-        check_logs(dir, members, dead_mask, leave_mask);
+        check_logs(dir, members, dead_mask | stop_mask, leave_mask);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
+}
+
+static void run(uint32_t members, uint32_t dead_mask, uint32_t leave_mask, int expect_logs,
+                bool move)
+{
+    run_stopping(members, dead_mask, 0, leave_mask, expect_logs, move);
 }
 
 static void test_kill_one_of_four(void **state)
@@ -372,6 +410,12 @@ static void test_graceful_leave(void **state)
     run(4, 0, 1u << 3, 1, false);
 }
 
+static void test_stopped_member_is_removed_and_told_on_resume(void **state)
+{
+    (void)state;
+    run_stopping(4, 0, 1u << 3, 0, 1, false);
+}
+
 static void test_layout_function_moves_a_subgroup(void **state)
 {
     (void)state;
@@ -385,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_kill_leader_of_three),
         cmocka_unit_test(test_minority_stops),
         cmocka_unit_test(test_graceful_leave),
+        cmocka_unit_test(test_stopped_member_is_removed_and_told_on_resume),
         cmocka_unit_test(test_layout_function_moves_a_subgroup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

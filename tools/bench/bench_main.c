@@ -75,6 +75,8 @@ static const char usage[] =
     "                         bytes, --msg-size >= 8); --local writes DIR/member-<id>.pid\n"
     "                         and a survivor writes DIR/member-<id>.end (a joiner adds\n"
     "                         \"joined <view>\")\n"
+    "  --failure-timeout-ms MS  a member silent this long is suspected and removed\n"
+    "                         (default 5000; also for --local; overrides --config)\n"
     "  --timeout SECONDS      give up when deliveries take longer (default 120), or when\n"
     "                         members are missing for longer (at most 60)\n"
     "  --help                 this text\n";
@@ -131,6 +133,7 @@ enum {
     OPT_CONFIG,
     OPT_CONTROL_PORT,
     OPT_RATE,
+    OPT_FAILURE_TIMEOUT,
     OPT_JOIN,
     OPT_LISTEN,
     OPT_HELP
@@ -162,6 +165,7 @@ static const struct option long_options[] = {
     {"config", required_argument, 0, OPT_CONFIG},
     {"control-port", required_argument, 0, OPT_CONTROL_PORT},
     {"rate", required_argument, 0, OPT_RATE},
+    {"failure-timeout-ms", required_argument, 0, OPT_FAILURE_TIMEOUT},
     {"join", required_argument, 0, OPT_JOIN},
     {"listen", required_argument, 0, OPT_LISTEN},
     {"help", no_argument, 0, OPT_HELP},
@@ -231,6 +235,11 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
         if (parse_u64(arg, "--timeout", 1, 86400, &v) < 0)
             return -1;
         c->timeout_s = (uint32_t)v;
+        return 0;
+    case OPT_FAILURE_TIMEOUT:
+        if (parse_u64(arg, "--failure-timeout-ms", 1, 3600000, &v) < 0)
+            return -1;
+        c->failure_timeout_ms = (int)v;
         return 0;
     case OPT_RATE:
         if (parse_u64(arg, "--rate", 1, 100000000, &v) < 0)
@@ -416,20 +425,37 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
-/* Waits for every child; kills the rest once the deadline passes. */
+/* Waits for every child; kills the rest once the deadline passes. With
+ * killed (--tolerate-failures), a member killed with SIGKILL or stopped
+ * from outside (SIGSTOP) is the experiment: it is marked in killed, and a
+ * stopped one is killed once every other member is done. */
 static int reap_children(const pid_t *pids, uint32_t n, uint64_t deadline_ns, bool *killed)
 {
     int failed = 0;
-    uint32_t left = n;
+    uint32_t left = n, stopped = 0;
     int done[SPINDLE_MAX_MEMBERS] = {0};
+    bool is_stopped[SPINDLE_MAX_MEMBERS] = {false};
     while (left > 0) {
         for (uint32_t i = 0; i < n; i++) {
             int status;
-            if (done[i] || waitpid(pids[i], &status, WNOHANG) != pids[i])
+            if (done[i] || waitpid(pids[i], &status,
+                                   killed != NULL ? WNOHANG | WUNTRACED : WNOHANG) != pids[i])
                 continue;
+            if (killed != NULL && WIFSTOPPED(status)) {
+                if (!is_stopped[i]) {
+                    printf("member %u stopped by signal %d\n", i, WSTOPSIG(status));
+                    is_stopped[i] = true;
+                    killed[i] = true;
+                    stopped++;
+                }
+                continue;
+            }
             done[i] = 1;
             left--;
-            if (killed != NULL && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+            if (is_stopped[i]) {
+                is_stopped[i] = false; /* reaped after the kill below */
+                stopped--;
+            } else if (killed != NULL && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
                 /* --tolerate-failures: a killed member is the experiment. */
                 printf("member %u killed by signal %d\n", i, WTERMSIG(status));
                 killed[i] = true;
@@ -439,6 +465,12 @@ static int reap_children(const pid_t *pids, uint32_t n, uint64_t deadline_ns, bo
                         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
                 failed = 1;
             }
+        }
+        /* Only stopped members remain: the others are done with them. */
+        if (left > 0 && left == stopped) {
+            for (uint32_t i = 0; i < n; i++)
+                if (is_stopped[i])
+                    kill(pids[i], SIGKILL);
         }
         if (left > 0 && bench_now_ns() > deadline_ns) {
             for (uint32_t i = 0; i < n; i++)
