@@ -227,6 +227,9 @@ void sst_table_destroy(struct sst_table *table);
 void sst_table_announce_removed(struct sst_table *table, uint64_t rows);
 
 uint32_t sst_table_my_row(const struct sst_table *table);
+/* True once row was reported through the failure callback (set before the
+ * callback runs). Any thread. */
+bool sst_row_failed(struct sst_table *table, uint32_t row);
 /* Local copy of a row. */
 uint8_t *sst_row(struct sst_table *table, uint32_t row);
 /* Local mapping of this member's side region (NULL when it has none). */

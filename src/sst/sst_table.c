@@ -169,6 +169,11 @@ uint8_t *sst_row(struct sst_table *table, uint32_t row)
     return table->base + (size_t)row * table->schema->row_size;
 }
 
+bool sst_row_failed(struct sst_table *table, uint32_t row)
+{
+    return row < table->num_rows && atomic_load(&table->failed[row]);
+}
+
 uint8_t *sst_side(struct sst_table *table)
 {
     return table->side;

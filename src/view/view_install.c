@@ -202,6 +202,13 @@ static void install(struct view_membership *m, struct view_next *next)
     for (uint32_t r = 0; r < old->view.num_members; r++)
         if (((m->suspected & ~next->how.removed) >> r) & 1)
             carried |= 1ull << next->how.new_rank[r];
+    /* Reports on the next table before it became current were dropped
+     * (view_on_failure takes only the current table's); the SST marks a
+     * row failed before it reports it, so they are all found here. */
+    struct sst_table *table = smc_group_table(next->epoch->smc);
+    for (uint32_t r = 0; r < next->epoch->view.num_members; r++)
+        if (r != next->epoch->view.my_rank && sst_row_failed(table, r))
+            carried |= 1ull << r;
     m->suspected = carried;
     __atomic_store_n(&m->view_id, next->epoch->view.id, __ATOMIC_RELEASE);
     __atomic_store_n(&m->num_members, next->epoch->view.num_members, __ATOMIC_RELEASE);
