@@ -96,6 +96,23 @@ static void fab_plan(struct fab_conn *conn, const struct tp_write *writes, unsig
     *to = at;
 }
 
+/* Copies a write's source into the landing record. The source is the
+ * owner's live memory (an SST row): another thread may update it, one
+ * atomic word at a time, while this post copies it, so aligned words are
+ * read atomically (as a NIC reads them whole); the rest is plain bytes. */
+static void fab_copy_source(uint8_t *dst, const uint8_t *src, size_t length)
+{
+    if (((uintptr_t)src & 7) != 0) {
+        memcpy(dst, src, length);
+        return;
+    }
+    for (; length >= 8; length -= 8, src += 8, dst += 8) {
+        uint64_t word = __atomic_load_n((const uint64_t *)(const void *)src, __ATOMIC_RELAXED);
+        memcpy(dst, &word, 8);
+    }
+    memcpy(dst, src, length);
+}
+
 /* 1 when the planned batch fits the credits and operation slots. */
 static int fab_fits(struct fab_conn *conn, uint64_t end, uint32_t ops)
 {
@@ -120,8 +137,8 @@ static int fab_post_record(struct fab_conn *conn, const struct tp_write *w, uint
                               .offset = off};
     memcpy(conn->ring + ring_off, &hdr, sizeof hdr);
     if (chunk > 0)
-        memcpy(conn->ring + ring_off + FAB_REC_HDR,
-               (const uint8_t *)w->local + (off - w->remote_offset), chunk);
+        fab_copy_source(conn->ring + ring_off + FAB_REC_HDR,
+                        (const uint8_t *)w->local + (off - w->remote_offset), chunk);
 
     struct fab_ctx *ctx = &conn->ops[conn->ops_posted % FAB_OPS_MAX];
     ctx->conn = conn;
