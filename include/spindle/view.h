@@ -67,14 +67,19 @@ struct spindle_subgroup_layout {
 
 /*
  * Layout function: maps each new view to its subgroups. It is called at
- * every member for every view after the first (with the same view, the
- * same function must give the same answer everywhere); subgroups[] arrives
- * filled with the default, which it may change: every subgroup keeps its
- * members and senders that are still in the view, and a joiner becomes a
- * member (a receiver, not a sender) of every subgroup. Window size,
- * payload size and mode are fixed at creation. Returns 0, or a negative
- * SPINDLE_E* code, which stops the member.
+ * every member for every view after the first, with the same arguments at
+ * every member: view->my_rank is SPINDLE_RANK_ANY and detected_ns and
+ * installed_ns are 0, so that it cannot answer differently at different
+ * members; it must be a function of its arguments alone, as it may be
+ * called more than once for one view id (a change that starts again under
+ * a larger set of failed members, a leader admitting a joiner).
+ * subgroups[] arrives filled with the default, which it may change: every
+ * subgroup keeps its members and senders that are still in the view, and a
+ * joiner becomes a member (a receiver, not a sender) of every subgroup.
+ * Window size, payload size and mode are fixed at creation. Returns 0, or
+ * a negative SPINDLE_E* code, which stops the member.
  */
+#define SPINDLE_RANK_ANY 0xffffffffu
 typedef int (*spindle_layout_fn)(void *ctx, const struct spindle_view_info *view,
                                  uint32_t num_subgroups, struct spindle_subgroup_layout *subgroups);
 

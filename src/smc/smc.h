@@ -133,8 +133,11 @@ int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts
  * transport's export error. */
 int smc_group_export(struct smc_group *group, struct sst_member_desc *out);
 /* Connects the table to every other member (descs indexed by row). The
- * transport's connect or import error, naming the peer. */
-int smc_group_connect(struct smc_group *group, const struct sst_member_desc *descs, int timeout_ms);
+ * transport's connect or import error, naming the peer; with failed set,
+ * rows that cannot be connected are marked failed instead
+ * (sst_table_connect). */
+int smc_group_connect(struct smc_group *group, const struct sst_member_desc *descs, int timeout_ms,
+                      uint64_t *failed);
 /* Registers the predicate. SPINDLE_ENOMEM. */
 int smc_group_start(struct smc_group *group);
 /* Removes the predicate and fails waiting senders with SPINDLE_ESHUTDOWN. */

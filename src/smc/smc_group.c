@@ -241,9 +241,10 @@ int smc_group_export(struct smc_group *group, struct sst_member_desc *out)
     return sst_table_export(group->table, out);
 }
 
-int smc_group_connect(struct smc_group *group, const struct sst_member_desc *descs, int timeout_ms)
+int smc_group_connect(struct smc_group *group, const struct sst_member_desc *descs, int timeout_ms,
+                      uint64_t *failed)
 {
-    return sst_table_connect(group->table, descs, timeout_ms);
+    return sst_table_connect(group->table, descs, timeout_ms, failed);
 }
 
 int smc_group_start(struct smc_group *group)

@@ -211,12 +211,18 @@ int sst_table_set_side_region(struct sst_table *table, size_t size, unsigned fla
 /* Fills out with this member's descriptors; the transport's failure from
  * tp_address or tp_mr_export.  */
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out);
-/* Connects to every other row's owner; descs[i] is row i's descriptor
- * (descs[my_row] is ignored). Stops at the first row that fails with the
- * transport's failure from tp_connect or tp_mr_import (SPINDLE_EUNREACH,
- * SPINDLE_ETIMEDOUT, SPINDLE_EPROTO for a descriptor it refuses); rows
- * connected before it stay connected. */
-int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs, int timeout_ms);
+/*
+ * Connects to every other row's owner; descs[i] is row i's descriptor
+ * (descs[my_row] is ignored). With failed NULL, stops at the first row
+ * that fails with the transport's failure from tp_connect or tp_mr_import
+ * (SPINDLE_EUNREACH, SPINDLE_ETIMEDOUT, SPINDLE_EPROTO for a descriptor it
+ * refuses) or SPINDLE_EPEERFAILED for a peer already known to have
+ * failed; rows connected before it stay connected. With failed set, such
+ * a row is instead marked failed (sst_row_failed), its bit set in *failed,
+ * and the others are still connected; only SPINDLE_ENOMEM stops it.
+ */
+int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs, int timeout_ms,
+                      uint64_t *failed);
 void sst_table_destroy(struct sst_table *table);
 
 /* Writes rows (a mask of rows of table that the next view drops) into this

@@ -4,6 +4,7 @@
 
 #include "sst/sst_impl.h"
 #include "util/error.h"
+#include "util/log.h"
 
 static uint32_t padded_row_size(const struct sst_schema *schema)
 {
@@ -92,26 +93,47 @@ static int import_regions(struct sst_table *table, uint32_t row, struct tp_peer 
     return rc;
 }
 
-int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs, int timeout_ms)
+/* Connects one row. Lock held. */
+static int connect_row(struct sst_table *table, uint32_t row, const struct sst_member_desc *desc,
+                       int timeout_ms)
+{
+    struct sst_engine *engine = table->engine;
+    uint32_t index;
+    int rc = sst_peer_get(engine, &desc->address, timeout_ms, &index);
+    if (rc != 0)
+        return rc;
+    if (engine->peers[index].failed)
+        rc = sp_error(SPINDLE_EPEERFAILED, "sst: the member of row %u already failed", row);
+    else
+        rc = import_regions(table, row, engine->peers[index].peer, desc);
+    if (rc != 0) {
+        pthread_mutex_lock(&engine->post_lock);
+        sst_peer_put(engine, index);
+        pthread_mutex_unlock(&engine->post_lock);
+        return rc;
+    }
+    table->peer_of_row[row] = (int32_t)index;
+    return 0;
+}
+
+int sst_table_connect(struct sst_table *table, const struct sst_member_desc *descs, int timeout_ms,
+                      uint64_t *failed)
 {
     struct sst_engine *engine = table->engine;
     int rc = 0;
+    if (failed != NULL)
+        *failed = 0;
     pthread_mutex_lock(&engine->lock);
     for (uint32_t row = 0; row < table->num_rows && rc == 0; row++) {
         if (row == table->my_row || table->peer_of_row[row] >= 0)
             continue;
-        uint32_t index;
-        rc = sst_peer_get(engine, &descs[row].address, timeout_ms, &index);
-        if (rc != 0)
-            break;
-        rc = import_regions(table, row, engine->peers[index].peer, &descs[row]);
-        if (rc != 0) {
-            pthread_mutex_lock(&engine->post_lock);
-            sst_peer_put(engine, index);
-            pthread_mutex_unlock(&engine->post_lock);
-            break;
-        }
-        table->peer_of_row[row] = (int32_t)index;
+        rc = connect_row(table, row, &descs[row], timeout_ms);
+        if (rc == 0 || failed == NULL || rc == SPINDLE_ENOMEM)
+            continue;
+        SP_LOG_WARNING("sst", "row %u: not connected, marked failed: %s", row, spindle_errmsg());
+        atomic_store(&table->failed[row], true);
+        *failed |= 1ull << row;
+        rc = 0;
     }
     pthread_mutex_unlock(&engine->lock);
     return rc;

@@ -93,7 +93,13 @@ struct view_membership {
     struct view_joiner joiner;
     uint64_t detected_ns;
     bool changing;
-    bool closing; /* in the shutdown barrier: departures are expected */
+    bool closing; /* in spindle_group_shutdown: members that reached its
+                     barrier may go at any moment */
+    /* The barrier this member waits at (closing: a member that published
+     * its ready there and then went is finishing, not failed). */
+    bool in_barrier;
+    uint64_t barrier_view;
+    uint32_t barrier_tag;
     bool stop;
     int terminal;
     char terminal_msg[256]; /* why the member stopped */

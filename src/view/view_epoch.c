@@ -73,9 +73,9 @@ void view_epoch_free(struct view_epoch *epoch)
 }
 
 int view_epoch_connect(struct view_membership *m, struct view_epoch *epoch,
-                       const struct sst_member_desc *descs)
+                       const struct sst_member_desc *descs, uint64_t *failed)
 {
-    return smc_group_connect(epoch->smc, descs, m->config.bootstrap_timeout_ms);
+    return smc_group_connect(epoch->smc, descs, m->config.bootstrap_timeout_ms, failed);
 }
 
 int view_open_engine(struct view_membership *m)

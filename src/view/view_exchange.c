@@ -5,12 +5,40 @@
  * counts per subgroup), then commits.
  *
  * Suspicion spreads through the blobs: a survivor adopts any row another
- * suspects and starts again under the larger set (a later blob of the same
- * tag replaces the earlier one at every receiver). When every survivor's
- * latest blob names exactly its own set, it commits: it publishes that it
- * holds all blobs of the set and waits for every survivor's commitment. A
- * committed member never abandons the set, so two survivors can never
- * install different views of the same number.
+ * suspects and starts again under the larger set S (a later blob of the
+ * same tag replaces the earlier one at every receiver). A member's set
+ * only grows. When every survivor's latest blob names exactly its set, and
+ * it suspects nobody beyond it, it commits: it publishes that it holds all
+ * blobs of S. It installs the view of S when
+ *   (I1) every survivor of S committed S, or
+ *   (I2) it is locked on S and so is every survivor of S it does not
+ *        suspect, those being a majority of the previous view.
+ * A committed member that is not locked leaves S (for a larger set) only
+ * when a survivor of S names rows beyond S; a locked one never leaves S.
+ * It locks once it holds the commitment of a majority and of every
+ * survivor it does not suspect (the others failed after their blob), or
+ * once another survivor locked.
+ *
+ * Why two members never install different views of the same number.
+ * First, a survivor Y whose blob or commitment names rows beyond S never
+ * commits S afterwards (its set only grows); if Y had committed S before,
+ * it left S because of an earlier such survivor, and the first of that
+ * chain never committed S. So once any member left S, (I1) cannot hold
+ * for S. Now suppose S and T != S are both installed. By (I1) the
+ * survivors of a set are a majority of the previous view (majority rule);
+ * by (I2) the locked members are one. Two majorities share a member X. If
+ * both were installed by (I1), X committed to both, so it left one of
+ * them: contradiction. If S was installed by (I2), X is locked on S and
+ * never left it; T is then a smaller set X committed to and left
+ * ((I1) for T impossible) or one it is locked on too (impossible: one
+ * lock). Members of one set hold the same blobs (they committed to them),
+ * so they compute the same trim.
+ *
+ * A failure inside the change is folded into it (a survivor that has not
+ * committed suspects the failed one and the others follow it) or, when
+ * every live survivor had already committed, handled by the next change:
+ * the failed member is a member of the installed view and is suspected
+ * there at once (view_install.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +46,7 @@
 
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "view/view_impl.h"
 
 int view_gather(struct view_membership *m, uint64_t from, uint64_t view, uint32_t tag, void *all,
@@ -165,10 +194,13 @@ static int exchange_blobs(struct view_membership *m, struct view_next *next)
             return bad;
         if (union_mask != next->how.removed)
             view_adopt_suspicion(m, union_mask);
-        if (rc == 0 && all_same)
+        /* Suspicion is checked first: a member that commits to a set it
+         * already knows too small makes the others wait for it. */
+        bool grew = view_suspicion_grew(m, next->how.removed);
+        if (rc == 0 && all_same && !grew)
             return 0; /* every survivor's latest blob names exactly this set */
         rc = 0;
-        if (view_suspicion_grew(m, next->how.removed))
+        if (grew)
             return sp_error(SPINDLE_ETIMEDOUT,
                             "view %llu: more members suspected during the exchange",
                             (unsigned long long)view);
@@ -183,36 +215,199 @@ static int exchange_blobs(struct view_membership *m, struct view_next *next)
     return rc;
 }
 
-/* Publishes this member's commitment and checks every survivor's. */
+/* What this member has seen of the other survivors in the commit step. */
+struct commit_seen {
+    uint64_t committed; /* their latest commitment names this set */
+    uint64_t locked;    /* their lock names this set */
+    uint64_t moved;     /* rows (previous view) beyond this set that one names */
+};
+
+/* Scratch space for reading the others' commitments, locks and blobs. */
+struct commit_scratch {
+    uint8_t *commits, *locks, *blobs;
+    uint64_t *counts;
+};
+
+static void scratch_free(struct commit_scratch *s)
+{
+    free(s->commits);
+    free(s->locks);
+    free(s->blobs);
+    free(s->counts);
+}
+
+static int scratch_alloc(struct commit_scratch *s, const struct view_next *next, uint32_t subgroups)
+{
+    s->commits = calloc(SPINDLE_MAX_MEMBERS, VIEW_WIRE_COMMIT_SIZE);
+    s->locks = calloc(SPINDLE_MAX_MEMBERS, VIEW_WIRE_COMMIT_SIZE);
+    s->blobs = calloc(SPINDLE_MAX_MEMBERS, next->blob_size);
+    s->counts = calloc((size_t)SST_MAX_ROWS * (subgroups + 1u), 8);
+    if (s->commits == NULL || s->locks == NULL || s->blobs == NULL || s->counts == NULL) {
+        scratch_free(s);
+        return sp_error(SPINDLE_ENOMEM, "no memory for commitments");
+    }
+    return 0;
+}
+
+/* Reads one survivor's commitment or lock: *same when it names this set;
+ * otherwise adds the rows it names beyond it to *moved. One that names a
+ * smaller set is from a survivor that has not caught up (or is locked on
+ * it): neither. */
+static int read_commit(const uint8_t *buf, const struct view_commit *mine, uint32_t id,
+                       const char *what, bool *same, uint64_t *moved)
+{
+    struct view_commit c;
+    if (view_wire_decode_commit(buf, VIEW_WIRE_COMMIT_SIZE, &c) < 0)
+        return sp_error(SPINDLE_EPROTO, "member %u sent a malformed %s: %s", id, what,
+                        spindle_errmsg());
+    if (c.view_id != mine->view_id)
+        return sp_error(SPINDLE_EPROTO, "member %u sent a %s for view %llu, not %llu", id, what,
+                        (unsigned long long)c.view_id, (unsigned long long)mine->view_id);
+    *same = c.suspected == mine->suspected && c.joiner == mine->joiner;
+    *moved |= c.suspected & ~mine->suspected;
+    return 0;
+}
+
+/* Collects what the others in `others` published in the commit step. */
+static int look(struct view_membership *m, const struct view_next *next,
+                const struct view_commit *mine, uint64_t others, struct commit_scratch *s,
+                struct commit_seen *seen)
+{
+    uint64_t view = mine->view_id;
+    uint64_t have_commit = 0, have_lock = 0, have_blob = 0;
+    memset(seen, 0, sizeof *seen);
+    (void)ctl_collect(m->ctl, view_change_tag(view, STEP_COMMIT), others, s->commits,
+                      VIEW_WIRE_COMMIT_SIZE, 20, &have_commit);
+    (void)ctl_collect(m->ctl, view_change_tag(view, STEP_LOCK), others, s->locks,
+                      VIEW_WIRE_COMMIT_SIZE, 0, &have_lock);
+    (void)ctl_collect(m->ctl, view_change_tag(view, STEP_BLOB), others, s->blobs, next->blob_size,
+                      0, &have_blob);
+    uint32_t subgroups = m->current->view.num_subgroups;
+    for (uint32_t id = 0; id < SPINDLE_MAX_MEMBERS; id++) {
+        if (((others >> id) & 1) == 0)
+            continue;
+        bool same = false;
+        int rc = 0;
+        if ((have_commit >> id) & 1) {
+            rc = read_commit(s->commits + (size_t)id * VIEW_WIRE_COMMIT_SIZE, mine, id,
+                             "commitment", &same, &seen->moved);
+            seen->committed |= same ? 1ull << id : 0;
+        }
+        if (rc == 0 && ((have_lock >> id) & 1)) {
+            rc = read_commit(s->locks + (size_t)id * VIEW_WIRE_COMMIT_SIZE, mine, id, "lock", &same,
+                             &seen->moved);
+            seen->locked |= same ? 1ull << id : 0;
+            seen->committed |= same ? 1ull << id : 0;
+        }
+        /* A survivor that has not committed shows a larger set only in
+         * its latest blob. */
+        struct view_blob b = {.counts = s->counts};
+        if (rc == 0 && ((have_blob >> id) & 1)) {
+            if (view_wire_decode_blob(s->blobs + (size_t)id * next->blob_size, next->blob_size,
+                                      subgroups, &b) < 0)
+                rc = sp_error(SPINDLE_EPROTO, "member %u sent a malformed view blob: %s", id,
+                              spindle_errmsg());
+            else
+                seen->moved |= b.view_id == view ? b.suspected & ~mine->suspected : 0;
+        }
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static view_commit_hook_fn before_commit;
+
+/* Called only by tests (its purpose): */
+// cppcheck-suppress unusedFunction
+void view_test_before_commit(view_commit_hook_fn fn)
+{
+    before_commit = fn;
+}
+
+static bool majority_of(const struct view *previous, uint64_t ids)
+{
+    return 2u * (uint32_t)__builtin_popcountll(ids) > previous->num_members;
+}
+
+/*
+ * The commit step (see the top of this file). Publishes this member's
+ * commitment to next's set S and waits until it may install:
+ *  - every other survivor committed S; or
+ *  - it is locked on S and every survivor it does not suspect is locked
+ *    on S, those being a majority of the previous view.
+ * Before it is locked, a survivor that names rows beyond S proves that S
+ * can never be installed (that survivor never commits S), so this member
+ * adopts them and the change starts again (SPINDLE_ETIMEDOUT). It locks on
+ * S (publishes a lock, and from then on never leaves S) once it has the
+ * commitment of a majority and of every survivor it does not suspect, or
+ * once another survivor locked. SPINDLE_EMINORITY at the deadline when not
+ * locked, SPINDLE_EUNREACH when locked (final), SPINDLE_EPROTO for a
+ * malformed or inconsistent message.
+ */
 static int commit(struct view_membership *m, struct view_next *next)
 {
+    const struct view *previous = &m->current->view;
     uint64_t view = next->epoch->view.id;
-    uint32_t tag = view_change_tag(view, STEP_COMMIT);
+    uint64_t self = 1ull << m->config.self;
+    uint64_t others = next->how.survivors & ~self; /* the joiner does not commit */
     struct view_commit mine = {view, next->how.removed, next->how.joiner};
     uint8_t encoded[VIEW_WIRE_COMMIT_SIZE];
     view_wire_encode_commit(&mine, encoded, sizeof encoded);
-    uint8_t *all = calloc(SPINDLE_MAX_MEMBERS, VIEW_WIRE_COMMIT_SIZE);
-    if (all == NULL)
-        return sp_error(SPINDLE_ENOMEM, "no memory for commitments");
-    uint64_t others = next->how.survivors & ~(1ull << m->config.self);
-    int rc = ctl_publish(m->ctl, tag, encoded, sizeof encoded, next->how.survivors);
-    if (rc == 0)
-        rc = view_gather(m, others, view, tag, all, VIEW_WIRE_COMMIT_SIZE, "commitment");
-    for (uint32_t id = 0; id < SPINDLE_MAX_MEMBERS && rc == 0; id++) {
-        if (((others >> id) & 1) == 0)
-            continue; /* the joiner does not commit */
-        struct view_commit c;
-        if (view_wire_decode_commit(all + (size_t)id * VIEW_WIRE_COMMIT_SIZE, VIEW_WIRE_COMMIT_SIZE,
-                                    &c) < 0)
-            rc = sp_error(SPINDLE_EPROTO, "member %u sent a malformed commitment: %s", id,
-                          spindle_errmsg());
-        else if (c.view_id != view || c.suspected != mine.suspected || c.joiner != mine.joiner)
-            rc = sp_error(SPINDLE_EPROTO, "member %u committed to view %llu without rows %llx", id,
-                          (unsigned long long)c.view_id, (unsigned long long)c.suspected);
+    struct commit_scratch scratch;
+    int rc = scratch_alloc(&scratch, next, previous->num_subgroups);
+    if (rc < 0)
+        return rc;
+    if (before_commit != NULL)
+        before_commit(m, next);
+    rc = ctl_publish(m->ctl, view_change_tag(view, STEP_COMMIT), encoded, sizeof encoded,
+                     next->how.survivors);
+    bool locked = false;
+    uint64_t deadline =
+        sp_now_ns() + EXCHANGE_TIMEOUTS * 1000000ull * (uint64_t)m->config.failure_timeout_ms;
+    while (rc == 0) {
+        struct commit_seen seen;
+        rc = look(m, next, &mine, others, &scratch, &seen);
+        if (rc < 0)
+            break;
+        uint64_t waived = view_suspected_ids(m) & others;
+        bool all = seen.committed == others;
+        bool lock =
+            all || seen.locked != 0 ||
+            ((seen.committed | waived) == others && majority_of(previous, seen.committed | self));
+        if (!locked && !lock && seen.moved != 0) {
+            view_adopt_suspicion(m, seen.moved);
+            rc = sp_error(SPINDLE_ETIMEDOUT,
+                          "view %llu: a survivor suspects rows %llx beyond this member's set",
+                          (unsigned long long)view, (unsigned long long)seen.moved);
+            break;
+        }
+        if (!locked && lock) {
+            rc = ctl_publish(m->ctl, view_change_tag(view, STEP_LOCK), encoded, sizeof encoded,
+                             next->how.survivors);
+            locked = rc == 0;
+        }
+        if (rc < 0 || all)
+            break;
+        if (locked && (seen.locked | waived) == others &&
+            majority_of(previous, seen.locked | self)) {
+            sp_log(SP_LOG_WARN, "view",
+                   "view %llu: installing without the commitment of suspected members %llx; "
+                   "the next view change removes them",
+                   (unsigned long long)view, (unsigned long long)(others & ~seen.committed));
+            break;
+        }
+        if (sp_now_ns() >= deadline)
+            rc =
+                sp_error(locked ? SPINDLE_EUNREACH : SPINDLE_EMINORITY,
+                         "view %llu: the survivors did not complete the commitment within %d ms "
+                         "(committed %llx, locked %llx of %llx)",
+                         (unsigned long long)view, EXCHANGE_TIMEOUTS * m->config.failure_timeout_ms,
+                         (unsigned long long)seen.committed, (unsigned long long)seen.locked,
+                         (unsigned long long)others);
     }
-    free(all);
-    /* A commitment that cannot complete is final: stop (never abandon). */
-    return rc == SPINDLE_ETIMEDOUT ? sp_error(SPINDLE_EUNREACH, "%s", spindle_errmsg()) : rc;
+    scratch_free(&scratch);
+    return rc;
 }
 
 /*

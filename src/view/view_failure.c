@@ -58,17 +58,16 @@ void view_on_failure(void *ctx, struct sst_table *table, uint32_t row, int error
     uint32_t id = epoch->view.member_ids[row];
     unsigned long long view = (unsigned long long)epoch->view.id;
     pthread_mutex_lock(&m->lock);
-    if (m->closing) {
-        sp_log(SP_LOG_DEBUG, "view", "view %llu: member %u (row %u) went away during shutdown",
-               view, id, row);
-        pthread_mutex_unlock(&m->lock);
-        return;
-    }
     if ((m->suspected & (1ull << row)) == 0) {
         if (m->suspected == 0)
             m->detected_ns = sp_now_ns();
         m->suspected |= 1ull << row;
-        if (error == SPINDLE_ESHUTDOWN)
+        /* In shutdown too: the membership thread tells a member that
+         * finished (it reached the shutdown barrier) from one that failed. */
+        if (m->closing)
+            sp_log(SP_LOG_DEBUG, "view", "view %llu: member %u (row %u) went away during shutdown",
+                   view, id, row);
+        else if (error == SPINDLE_ESHUTDOWN)
             sp_log(SP_LOG_INFO, "view", "view %llu: member %u (row %u) left the group", view, id,
                    row);
         else
@@ -99,6 +98,19 @@ void view_suspect(struct view_membership *m, uint32_t rank)
         m->detected_ns = sp_now_ns();
     m->suspected |= 1ull << rank;
     pthread_mutex_unlock(&m->lock);
+}
+
+uint64_t view_suspected_ids(struct view_membership *m)
+{
+    pthread_mutex_lock(&m->lock);
+    uint64_t ranks = m->suspected;
+    pthread_mutex_unlock(&m->lock);
+    const struct view *view = &m->current->view;
+    uint64_t ids = 0;
+    for (uint32_t rank = 0; rank < view->num_members; rank++)
+        if ((ranks >> rank) & 1)
+            ids |= 1ull << view->member_ids[rank];
+    return ids;
 }
 
 bool view_suspicion_grew(struct view_membership *m, uint64_t mask)
@@ -136,6 +148,16 @@ static void wait_change_locked(struct view_membership *m)
         view_deadline_in(&ts, 1000);
         pthread_cond_timedwait(&m->cond, &m->lock, &ts);
     }
+}
+
+void view_wait_change_for(struct view_membership *m, int ms)
+{
+    struct timespec ts;
+    view_deadline_in(&ts, ms);
+    pthread_mutex_lock(&m->lock);
+    if (m->terminal == 0 && !m->stop)
+        pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+    pthread_mutex_unlock(&m->lock);
 }
 
 void view_wait_change(struct view_membership *m)

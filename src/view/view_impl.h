@@ -36,9 +36,9 @@ static inline uint32_t view_barrier_tag(uint64_t view, uint32_t number)
     return VIEW_TAG_BARRIER_BASE + (((uint32_t)view & 0x3fffu) << 16) + (number & 0xffffu);
 }
 /* The change to view v: the survivors' blobs, their commitment to one
- * suspected set, and readiness in the new view. */
+ * suspected set, their lock on it, and readiness in the new view. */
 #define VIEW_TAG_CHANGE_BASE 0x20000000u
-enum { STEP_BLOB = 0, STEP_COMMIT = 1, STEP_READY = 2 };
+enum { STEP_BLOB = 0, STEP_COMMIT = 1, STEP_READY = 2, STEP_LOCK = 3 };
 static inline uint32_t view_change_tag(uint64_t view, uint32_t step)
 {
     return VIEW_TAG_CHANGE_BASE + (((uint32_t)view & 0x7ffffffu) << 2) + step;
@@ -78,9 +78,11 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
 void view_epoch_free(struct view_epoch *epoch);
 /* Connects the epoch's table to every row (descs by rank), within the
  * bootstrap timeout. The transport's connect or import error, naming the
- * peer (SPINDLE_EUNREACH, SPINDLE_ETIMEDOUT, SPINDLE_EPROTO). */
+ * peer (SPINDLE_EUNREACH, SPINDLE_ETIMEDOUT, SPINDLE_EPROTO); with failed
+ * set, rows that cannot be connected are marked failed in the table and
+ * set in *failed instead (only SPINDLE_ENOMEM is returned). */
 int view_epoch_connect(struct view_membership *m, struct view_epoch *epoch,
-                       const struct sst_member_desc *descs);
+                       const struct sst_member_desc *descs, uint64_t *failed);
 /* Opens m's engine for config.transport with the member id and group
  * name; installs the failure callback. The engine's error. */
 int view_open_engine(struct view_membership *m);
@@ -93,10 +95,16 @@ void view_on_failure(void *ctx, struct sst_table *table, uint32_t row, int error
 void view_adopt_suspicion(struct view_membership *m, uint64_t ranks);
 /* Marks rank suspected (a joiner that never started). */
 void view_suspect(struct view_membership *m, uint32_t rank);
+/* The member ids of the current view's suspected rows (membership
+ * thread: the current view does not change under it). */
+uint64_t view_suspected_ids(struct view_membership *m);
 /* True when the suspected set is no longer `mask`. */
 bool view_suspicion_grew(struct view_membership *m, uint64_t mask);
 /* Stops sending in the current view and wakes sleeping peers. */
 void view_wedge(struct view_membership *m);
+/* Waits up to ms for news of the membership (a failure reported, a view
+ * change begun or ended), whichever comes first. */
+void view_wait_change_for(struct view_membership *m, int ms);
 /* Returns once no view change is in progress. */
 void view_wait_change(struct view_membership *m);
 /* ts = now (CLOCK_REALTIME) + ms, for pthread_cond_timedwait. */
@@ -124,13 +132,23 @@ int view_gather_ready(struct view_membership *m, uint64_t from, uint64_t view, u
                       int timeout_ms, const char *what);
 /*
  * Publishes this member's blob for next and gathers every survivor's,
- * adopting suspicion they name, then commits. SPINDLE_ETIMEDOUT when the
- * suspected set grew (try again under it), SPINDLE_EMINORITY when the
- * survivors did not meet in time, SPINDLE_EUNREACH when a commitment could
- * not complete (final), SPINDLE_EPROTO naming a member whose blob or
- * commitment is malformed or disagrees.
+ * adopting suspicion they name, then commits (view_exchange.c has the
+ * protocol). SPINDLE_ETIMEDOUT when the suspected set grew or a survivor
+ * went on to a larger set (try again under it), SPINDLE_EMINORITY when the
+ * survivors did not meet in time, SPINDLE_EUNREACH when this member locked
+ * on the set and the others did not follow in time (final), SPINDLE_EPROTO
+ * naming a member whose blob or commitment is malformed or disagrees.
  */
 int view_exchange(struct view_membership *m, struct view_next *next);
+/*
+ * Test hook: fn is called by the membership thread of this process right
+ * before it publishes its commitment to next's set (every survivor's blob
+ * names that set). Tests use it to fail a member at exactly that step,
+ * which random timing rarely hits. NULL (the default) turns it off; set it
+ * before creating a group.
+ */
+typedef void (*view_commit_hook_fn)(struct view_membership *m, const struct view_next *next);
+void view_test_before_commit(view_commit_hook_fn fn);
 /* The decoded blob of the survivor at rank `rank` of the next view. */
 const struct view_blob *view_blob_of(const struct view_next *next, uint32_t rank);
 

@@ -11,7 +11,10 @@
  *     blob over the group's control channel to the other survivors
  *     (view_exchange.c).
  *  3. Suspicion spreads through the blobs; when every survivor names the
- *     same set, each commits to it (view_exchange.c).
+ *     same set, each commits to it, and installs once all committed or a
+ *     majority locked on it (view_exchange.c). A member that failed after
+ *     its blob is then a member of the next view, marked failed when its
+ *     table cannot be connected, and removed by the next change.
  *  4. Each survivor computes the trim itself (trim_compute is deterministic
  *     over identical inputs), delivers exactly up to it, connects the next
  *     table (reusing connections to survivors), retires the old view,
@@ -29,8 +32,8 @@
  * survivor's frozen counts and commitment, and every member computes the
  * same trim from the same counts, so there is no leader whose failure needs
  * handling: a failure during the exchange restarts it under the larger
- * set. The cost is liveness in one narrow race: if a member commits to a
- * set just as another abandons it for a larger one, both wait out the
+ * set or is left to the next change. The cost is liveness under
+ * asymmetric suspicion (view_exchange.c): members may then wait out the
  * deadline and stop (never diverge).
  */
 #include <stdlib.h>
@@ -257,9 +260,17 @@ static int prepare(struct view_membership *m, struct view_next *next, struct res
         rc = view_join_send_view(m, view->id, view->num_members, descs);
     /* Connect the next view's table while the old one still holds its
      * peers: connections to survivors are reused rather than torn down and
-     * rebuilt, which a peer would take for a failure. */
+     * rebuilt, which a peer would take for a failure. A member that
+     * cannot be connected (it failed after the others committed) is marked
+     * failed in the next table: install() makes it a suspicion there, and
+     * the next change removes it. */
+    uint64_t unconnected = 0;
     if (rc == 0)
-        rc = view_epoch_connect(m, next->epoch, descs);
+        rc = view_epoch_connect(m, next->epoch, descs, &unconnected);
+    if (rc == 0 && unconnected != 0)
+        sp_log(SP_LOG_WARN, "view",
+               "view %llu: rows %llx of the next view failed before it started",
+               (unsigned long long)view->id, (unsigned long long)unconnected);
     if (rc == 0) {
         /* The write side waits out any reservation still open on the old
          * view: a message committed there after the wedge is not in the
@@ -273,6 +284,28 @@ static int prepare(struct view_membership *m, struct view_next *next, struct res
     return rc;
 }
 
+/* Gathers the survivors' ready messages, except from those suspected in
+ * the new view meanwhile (the next change removes them). */
+static int gather_survivors(struct view_membership *m, uint64_t survivors, uint64_t view,
+                            uint32_t tag)
+{
+    uint64_t deadline =
+        sp_now_ns() + EXCHANGE_TIMEOUTS * 1000000ull * (uint64_t)m->config.failure_timeout_ms;
+    for (;;) {
+        uint64_t from = survivors & ~view_suspected_ids(m);
+        int rc = view_gather_ready(m, from, view, tag, 20, "start of the view");
+        /* A connection found broken is a failure about to be reported. */
+        if (rc == 0 || (rc != SPINDLE_ETIMEDOUT && rc != SPINDLE_EUNREACH))
+            return rc;
+        if (sp_now_ns() >= deadline)
+            return sp_error(SPINDLE_ETIMEDOUT,
+                            "view %llu: the survivors did not complete the start of the view "
+                            "within %d ms (%s)",
+                            (unsigned long long)view,
+                            EXCHANGE_TIMEOUTS * m->config.failure_timeout_ms, spindle_errmsg());
+    }
+}
+
 /* Meets the survivors (and the joiner) at the start of the new view. */
 static int meet(struct view_membership *m, uint64_t survivors, uint32_t joiner)
 {
@@ -281,7 +314,7 @@ static int meet(struct view_membership *m, uint64_t survivors, uint32_t joiner)
     uint64_t to = survivors | (joiner != VIEW_NO_JOINER ? 1ull << joiner : 0);
     int rc = view_publish_ready(m, view, tag, to);
     if (rc == 0)
-        rc = view_gather_ready(m, survivors, view, tag, -1, "start of the view");
+        rc = gather_survivors(m, survivors, view, tag);
     if (rc == 0 && joiner != VIEW_NO_JOINER &&
         view_gather_ready(m, 1ull << joiner, view, tag, -1, "joiner's start") < 0) {
         /* A joiner lost on its way in is a failure in the new view, not a

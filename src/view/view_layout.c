@@ -39,8 +39,10 @@ static int apply_layout_fn(const struct view_transition *how, spindle_layout_fn 
         user[g].num_senders = l->num_senders;
         memcpy(user[g].senders, l->senders, l->num_senders * sizeof(uint32_t));
     }
+    /* What every member sees alike: not its own rank, not its clock. */
     struct spindle_view_info info;
     view_describe(next, how, &info);
+    info.my_rank = SPINDLE_RANK_ANY;
     int rc = layout(layout_ctx, &info, count, user);
     if (rc < 0)
         rc = sp_error(rc, "the layout function refused view %llu (%s)",

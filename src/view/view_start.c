@@ -50,7 +50,7 @@ static int connect_members(struct view_membership *m, uint32_t num_members)
             rc = sp_error(SPINDLE_EPROTO, "member %u sent a malformed table descriptor: %s", i,
                           spindle_errmsg());
     if (rc == 0)
-        rc = view_epoch_connect(m, m->current, descs);
+        rc = view_epoch_connect(m, m->current, descs, NULL);
     free(all);
     free(descs);
     return rc;
@@ -149,6 +149,11 @@ static int barrier_once(struct view_membership *m, uint64_t deadline)
     uint64_t view = m->current->view.id, members = view_member_mask(&m->current->view);
     uint32_t tag = view_barrier_tag(view, __atomic_fetch_add(&m->barriers, 1, __ATOMIC_RELAXED));
     pthread_rwlock_unlock(&m->smc_lock);
+    pthread_mutex_lock(&m->lock);
+    m->in_barrier = true;
+    m->barrier_view = view;
+    m->barrier_tag = tag;
+    pthread_mutex_unlock(&m->lock);
     int rc = view_publish_ready(m, view, tag, members);
     while (rc == 0) {
         uint64_t now = sp_now_ns();
@@ -156,8 +161,15 @@ static int barrier_once(struct view_membership *m, uint64_t deadline)
         rc = view_gather_ready(m, members, view, tag, ms < 50 ? ms : 50, "barrier");
         if (rc == 0 || ms == 0 || __atomic_load_n(&m->view_id, __ATOMIC_ACQUIRE) != view)
             break;
+        /* A member's connection is gone (the channel says so at once): wait
+         * for the view change that removes it rather than spin. */
+        if (rc == SPINDLE_EUNREACH)
+            view_wait_change_for(m, 50);
         rc = 0;
     }
+    pthread_mutex_lock(&m->lock);
+    m->in_barrier = false;
+    pthread_mutex_unlock(&m->lock);
     if (rc == 0 || __atomic_load_n(&m->view_id, __ATOMIC_ACQUIRE) == view)
         return rc;
     return 1;

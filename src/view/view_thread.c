@@ -3,6 +3,12 @@
  * group that takes them; woken by a failure report or a joiner, it runs a
  * view change, retrying under a larger suspected set while the set grows.
  * A change that fails stops the member for good (view_status).
+ *
+ * In spindle_group_shutdown a member still takes part in view changes:
+ * a member that went away after publishing its ready at the shutdown
+ * barrier is finishing (every member's barrier completes with that ready),
+ * but one that went away before it failed, and the barrier can only
+ * complete in a view without it.
  */
 #include <stdio.h>
 
@@ -46,6 +52,22 @@ static int view_change(struct view_membership *m)
     return rc;
 }
 
+/* True when every suspected member is one that reached this member's
+ * shutdown barrier (it is finishing, no view change is needed). Lock held;
+ * dropped while the control channel is read. */
+static bool only_finishing(struct view_membership *m)
+{
+    if (!m->closing || !m->in_barrier || m->barrier_view != m->current->view.id)
+        return false;
+    uint32_t tag = m->barrier_tag;
+    uint64_t view = m->barrier_view;
+    pthread_mutex_unlock(&m->lock);
+    uint64_t ids = view_suspected_ids(m);
+    int rc = view_gather_ready(m, ids, view, tag, 0, "barrier");
+    pthread_mutex_lock(&m->lock);
+    return rc == 0;
+}
+
 /* Idle step: waits for a failure or a joiner, polling for joins. Lock
  * held; returns with it held. */
 static void idle(struct view_membership *m)
@@ -72,7 +94,7 @@ static void *membership_main(void *arg)
         /* In the shutdown barrier departures are the others finishing, but
          * a joiner the leader admitted before it got there still joins:
          * the barrier then restarts in the new view, with the joiner. */
-        if (!m->joiner.active && (m->suspected == 0 || m->closing)) {
+        if (!m->joiner.active && (m->suspected == 0 || only_finishing(m))) {
             idle(m);
             continue;
         }

@@ -49,7 +49,7 @@ static void test_wedge_then_trim_hooks(void **state)
     struct sst_member_desc desc;
     memset(&desc, 0, sizeof desc);
     assert_int_equal(smc_group_export(group, &desc), 0);
-    assert_int_equal(smc_group_connect(group, &desc, 1000), 0);
+    assert_int_equal(smc_group_connect(group, &desc, 1000, NULL), 0);
     assert_int_equal(smc_group_start(group), 0);
     assert_int_equal(sst_engine_start(engine), 0);
 

@@ -86,7 +86,7 @@ static int member_join(struct member *m, uint32_t index, uint32_t count, int tim
     if (ctl_open_dir(dir, index, count, &(struct ctl_versions){1, 1}, &m->ctl) != 0 ||
         sst_table_export(m->table, &mine) != 0 ||
         ctl_allgather(m->ctl, 1, &mine, sizeof mine, all, 10000) != 0 ||
-        sst_table_connect(m->table, all, 5000) != 0 || sst_engine_start(m->engine) != 0)
+        sst_table_connect(m->table, all, 5000, NULL) != 0 || sst_engine_start(m->engine) != 0)
         return 12;
     return 0;
 }
@@ -330,7 +330,7 @@ static void test_side_region_is_optional_and_checked(void **state)
     assert_true(descs[0].side.len > 0);
     assert_int_equal(descs[1].side.len, 0);
     for (uint32_t row = 0; row < 2; row++)
-        assert_int_equal(sst_table_connect(tables[row], descs, 1000), 0);
+        assert_int_equal(sst_table_connect(tables[row], descs, 1000, NULL), 0);
     assert_int_equal(sst_table_set_side_region(tables[1], 64, 0), SPINDLE_EINVAL);
 
     uint32_t other = 1;

@@ -13,7 +13,8 @@ if(SPINDLE_TSAN OR SPINDLE_ASAN)
 else()
   set(SPINDLE_FAULT_RUNS 20)
 endif()
-foreach(kind_name a:kill_one_member b:kill_two_members c:kill_leader s:stop_member)
+foreach(kind_name a:kill_one_member b:kill_two_members c:kill_leader
+        d:kill_second_during_change s:stop_member)
   string(REPLACE ":" ";" kind_pair ${kind_name})
   list(GET kind_pair 0 kind)
   list(GET kind_pair 1 name)
@@ -55,7 +56,7 @@ if(SPINDLE_FABRIC_FOUND)
   endif()
   add_test(NAME faults_kill_fabric_tcp
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/faults.sh $<TARGET_FILE:spindle-bench>
-                   $<TARGET_FILE:check_traces> ${SPINDLE_FAULT_FABRIC_RUNS} 3000 abcs)
+                   $<TARGET_FILE:check_traces> ${SPINDLE_FAULT_FABRIC_RUNS} 3000 abcds)
   set_tests_properties(faults_kill_fabric_tcp PROPERTIES
     LABELS "view;faults;fabric" TIMEOUT 300
     ENVIRONMENT "SPINDLE_FAULT_BENCH_ARGS=--transport fabric --provider tcp")

@@ -5,6 +5,9 @@
 #   a) one random non-leader member of 4 killed,
 #   b) two random members of 5 killed at once (the survivors keep a majority),
 #   c) the leader (member 0) of 4 killed,
+#   d) two random members of 5 killed one after the other, the second 0 to
+#      50 ms after the first (half of the runs: 0 to 10 ms), a second failure
+#      inside the first view change,
 #   s) one random member of 4 stopped with SIGSTOP (a hung process): found by
 #      its silent heartbeat (--failure-timeout-ms 1000) and removed like a
 #      killed one; the launcher kills it once the others are done.
@@ -16,7 +19,7 @@
 # members print. Message size and window are drawn at random too.
 #
 # Usage: faults.sh SPINDLE_BENCH CHECK_TRACES [RUNS_PER_KIND [MESSAGES [KINDS]]]
-#   KINDS: any of a, b, c, s (default abc).
+#   KINDS: any of a, b, c, d, s (default abc).
 # Environment: SPINDLE_FAULT_SEED  seed of the run (printed when not given),
 #              SPINDLE_FAULT_KEEP  keep the directory of a failed run,
 #              SPINDLE_FAULT_BENCH_ARGS  extra spindle-bench arguments (for
@@ -169,8 +172,19 @@ run_once() {
     fi
     pids=""
     for t in $targets; do pids="$pids $(cat "$RUN_DIR/member-$t.pid")"; done
-    # shellcheck disable=SC2086
-    kill -"$signal" $pids 2>/dev/null
+    if [ "$kind" = d ]; then
+        # The second kill lands a random 0-50 ms after the first: inside the
+        # view change the first one started, at a random step of it.
+        # shellcheck disable=SC2086
+        set -- $pids
+        kill -"$signal" "$1" 2>/dev/null
+        sleep "$(printf '0.%03d' "$DELAY_MS")"
+        kill -"$signal" "$2" 2>/dev/null
+        what="$what, second kill after $DELAY_MS ms"
+    else
+        # shellcheck disable=SC2086
+        kill -"$signal" $pids 2>/dev/null
+    fi
     wait_for_launcher
     late=0
     for t in $targets; do
@@ -190,6 +204,10 @@ run_once() {
     ms=$(view_change_ms)
     [ -n "$ms" ] || fail "$what: no member printed 'view change: ... ms after failure detected'"
     echo "$ms" >>"$WORK/times-$kind"
+    # Changes a failed member entered after every live survivor had
+    # committed (installed under locks, removed by the next change).
+    locked=$(grep -c "installing without the commitment" "$RUN_DIR/out")
+    [ "$locked" -eq 0 ] || what="$what, $locked installs under locks"
     echo "ok: $what at >= $want trace bytes: view change ${ms} ms; ${verdict#check_traces: }"
     rm -rf "$RUN_DIR"
     RUN_DIR=""
@@ -210,6 +228,14 @@ kind_runs() {
             run_once b 5 "$first" "$second"
             ;;
         c) run_once c 4 0 ;;
+        d)
+            first=$((RANDOM % 5))
+            second=$(((first + 1 + RANDOM % 4) % 5))
+            # Half of the runs within 10 ms: a change over loopback takes
+            # about that long, and the step hit inside it matters most.
+            DELAY_MS=$((RANDOM % 2 ? RANDOM % 51 : RANDOM % 11))
+            run_once d 5 "$first" "$second"
+            ;;
         s) run_once s 4 $((RANDOM % 4)) ;;
         esac
         case $? in
@@ -236,11 +262,12 @@ summary() {
 
 RUN_NUMBER=0
 declare -A labels=([a]="(a) one non-leader of 4 killed" [b]="(b) two of 5 killed at once"
-    [c]="(c) leader of 4 killed" [s]="(s) one of 4 stopped (SIGSTOP)")
-for kind in a b c s; do
+    [c]="(c) leader of 4 killed" [d]="(d) two of 5, second 0-50 ms later"
+    [s]="(s) one of 4 stopped (SIGSTOP)")
+for kind in a b c d s; do
     case $KINDS in *$kind*) kind_runs $kind ;; esac
 done
-for kind in a b c s; do
+for kind in a b c d s; do
     case $KINDS in *$kind*) summary $kind "${labels[$kind]}" ;; esac
 done
 echo "faults: seed $SEED, $RUN_NUMBER runs, all passed"

@@ -13,6 +13,13 @@
  * removed like a killed one; once the others are done, SIGCONT lets it
  * run again, and its next call must fail with SPINDLE_EREMOVED saying
  * that it was removed.
+ * A member that fails inside the view change, after every survivor's blob
+ * is out but before its own commitment, while the others have committed
+ * (a test hook kills it at exactly that step): the others install view 1
+ * with it, find it failed there and remove it in view 2.
+ * A member that is already in spindle_group_shutdown (flushed, waiting at
+ * its barrier) when another is killed takes part in the view change: the
+ * others finish in view 1, and its shutdown completes in view 1 with them.
  * And the majority rule: a lone survivor of three stops with
  * SPINDLE_EMINORITY instead of installing a view. A graceful leave is
  * checked the same way: the leaver's messages must all be delivered, by
@@ -38,6 +45,9 @@
 #include <unistd.h>
 
 #include <spindle/spindle.h>
+
+#include "control/ctl.h"
+#include "view/view_impl.h"
 
 #define MAX_MEMBERS 8
 #define MESSAGES    1500
@@ -136,8 +146,10 @@ static int move_subgroup(void *ctx, const struct spindle_view_info *view, uint32
 {
     struct child *c = ctx;
     __atomic_add_fetch(&c->layout_calls, 1, __ATOMIC_RELAXED);
-    if (view->view_id != 1 || view->num_members != 3 || view->num_left != 1 || view->left[0] != 2 ||
-        num_subgroups != 2 || subgroups[0].num_members != 3 || subgroups[1].num_members != 2)
+    if (view->view_id != 1 || view->num_members != 3 || view->my_rank != SPINDLE_RANK_ANY ||
+        view->detected_ns != 0 || view->installed_ns != 0 || view->num_left != 1 ||
+        view->left[0] != 2 || num_subgroups != 2 || subgroups[0].num_members != 3 ||
+        subgroups[1].num_members != 2)
         __atomic_store_n(&c->layout_mismatch, 1, __ATOMIC_RELAXED);
     subgroups[1].num_members = view->num_members;
     for (uint32_t r = 0; r < view->num_members; r++)
@@ -148,7 +160,13 @@ static int move_subgroup(void *ctx, const struct spindle_view_info *view, uint32
 }
 
 struct scenario {
-    bool move; /* a second subgroup that the layout function moves */
+    bool move;               /* a second subgroup that the layout function moves */
+    uint32_t self_kill_mask; /* these members kill themselves before their
+                                commitment in the first view change */
+    uint32_t early_mask;     /* these members are in spindle_group_shutdown
+                                when the victims are killed */
+    int go[2];               /* with early_mask: the others wait half-way
+                                until EOF here (the kill has landed) */
     uint32_t members;
     uint32_t dead_mask;
     uint32_t stop_mask;  /* these members are stopped (SIGSTOP), resumed at the end */
@@ -185,6 +203,27 @@ static int create_group(const struct scenario *s, uint32_t self, struct child *c
     return spindle_group_create(&o, sg, s->move ? 2 : 1, group);
 }
 
+/* Test hook of a self_kill member: its blob is out (every survivor's blob
+ * names the set); it waits until every other survivor has committed, so
+ * that none of them can follow it to a larger set, and dies without
+ * committing. */
+static void die_before_commit(struct view_membership *m, const struct view_next *next)
+{
+    uint64_t others = next->how.survivors & ~(1ull << m->config.self);
+    uint32_t tag = view_change_tag(next->epoch->view.id, STEP_COMMIT);
+    static uint8_t all[SPINDLE_MAX_MEMBERS * VIEW_WIRE_COMMIT_SIZE];
+    uint64_t have = 0;
+    for (int round = 0; round < 1500 && have != others; round++)
+        (void)ctl_collect(m->ctl, tag, others, all, VIEW_WIRE_COMMIT_SIZE, 20, &have);
+    raise(SIGKILL);
+}
+
+/* Members that leave the group in the scenario, one way or another. */
+static uint32_t gone_of(const struct scenario *s)
+{
+    return s->dead_mask | s->stop_mask | s->self_kill_mask | s->leave_mask;
+}
+
 /* Child body; returns the exit status. */
 static int member_main(const struct scenario *s, uint32_t self)
 {
@@ -194,15 +233,44 @@ static int member_main(const struct scenario *s, uint32_t self)
     pthread_cond_init(&c.cond, NULL);
     c.records = calloc((size_t)s->members * MESSAGES * 2, sizeof *c.records);
     spindle_group_t *group = NULL;
+    if ((s->self_kill_mask >> self) & 1)
+        view_test_before_commit(die_before_commit);
     if (c.records == NULL || create_group(s, self, &c, &group) != 0)
         return 10;
     int rc = 0;
     uint32_t victims = s->dead_mask | s->stop_mask;
+    uint32_t failed = victims | s->self_kill_mask;
+    bool early = (s->early_mask >> self) & 1;
+    if (s->early_mask != 0)
+        close(s->go[1]); /* EOF on go once the parent closes its end */
     for (uint64_t i = 0; i < MESSAGES && rc == 0; i++) {
         uint64_t payload[2] = {i, self};
         rc = spindle_send(group, 0, payload, sizeof payload, 0);
         if (i == MESSAGES / 4 && ((victims >> self) & 1) && write(s->progress_fd, "x", 1) != 1)
             return 11;
+        if (i == MESSAGES / 2 && s->early_mask != 0 && !early) {
+            char byte;
+            while (read(s->go[0], &byte, 1) > 0)
+                ;
+        }
+    }
+    if (early) {
+        /* Every own message is stable: tell the parent, then shut down
+         * while the others still stream (they wait for the kill). */
+        if (rc == 0)
+            rc = spindle_flush(group, 30000);
+        if (rc == 0 && write(s->progress_fd, "s", 1) != 1)
+            return 11;
+        if (rc == 0)
+            rc = spindle_group_shutdown(group, 60000);
+        if (rc != 0)
+            fprintf(stderr, "member %u: shutdown: %d (%s)\n", self, rc, spindle_errmsg());
+        pthread_mutex_lock(&c.lock);
+        uint32_t gone = (uint32_t)__builtin_popcount(failed);
+        bool in_next = c.view_id == 1 && c.view_members == s->members - gone;
+        pthread_mutex_unlock(&c.lock);
+        spindle_group_destroy(group);
+        return rc == 0 && in_next && !c.bad ? 0 : 21;
     }
     if ((s->stop_mask >> self) & 1) {
         /* Resumed after the others removed it: a send or the flush after
@@ -231,7 +299,7 @@ static int member_main(const struct scenario *s, uint32_t self)
         spindle_group_destroy(group);
         return rc == 0 && after == SPINDLE_ESHUTDOWN ? 0 : 18;
     }
-    if (rc != 0 || !wait_complete(&c, s->members, victims, victims | s->leave_mask, 30))
+    if (rc != 0 || !wait_complete(&c, s->members, failed, failed | s->leave_mask, 30))
         return 14;
     if (s->move) {
         /* In view 1 every survivor is in subgroup 1, member 0 its sender. */
@@ -261,7 +329,10 @@ static int member_main(const struct scenario *s, uint32_t self)
     if (f == NULL || fwrite(c.records, sizeof *c.records, c.count, f) != c.count || c.bad)
         return 16;
     fclose(f);
-    return c.view_id == 1 && c.view_members == s->members - 1 ? 0 : 17;
+    /* A member that failed inside the first change is removed by a second. */
+    uint64_t final_view = s->self_kill_mask != 0 ? 2 : 1;
+    uint32_t gone = (uint32_t)__builtin_popcount(gone_of(s));
+    return c.view_id == final_view && c.view_members == s->members - gone ? 0 : 17;
 }
 
 static struct record *load_log(const char *dir, uint32_t id, size_t *count)
@@ -278,7 +349,8 @@ static struct record *load_log(const char *dir, uint32_t id, size_t *count)
 }
 
 /* Virtual synchrony over the survivors' logs (see the file header). */
-static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask, uint32_t leave_mask)
+static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask, uint32_t leave_mask,
+                       uint64_t final_view)
 {
     struct record *logs[MAX_MEMBERS] = {0};
     size_t counts[MAX_MEMBERS] = {0};
@@ -298,8 +370,8 @@ static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask, ui
     uint64_t next[MAX_MEMBERS] = {0}, in_view1 = 0;
     for (size_t i = 0; i < counts[first]; i++) {
         const struct record *r = &logs[first][i];
-        assert_true(r->view_id <= 1);
-        in_view1 += r->view_id == 1;
+        assert_true(r->view_id <= final_view);
+        in_view1 += r->view_id >= 1;
         assert_int_equal(r->app_index, next[r->sender]); /* once each, in order */
         next[r->sender]++;
     }
@@ -312,29 +384,34 @@ static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask, ui
         free(logs[m]);
 }
 
-/* Forks the members, kills the victims once they stream, returns the
- * survivors' exit statuses checked. */
-static void run_stopping(uint32_t members, uint32_t dead_mask, uint32_t stop_mask,
-                         uint32_t leave_mask, int expect_logs, bool move)
+/* Forks the members of s, kills the victims once they stream, checks the
+ * survivors' exit statuses and (expect_logs) their logs. */
+static void run_scenario(struct scenario *s, int expect_logs)
 {
     char dir[] = "/tmp/spindle-view-test-XXXXXX";
     assert_non_null(mkdtemp(dir));
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    struct scenario s = {move, members, dead_mask, stop_mask, leave_mask, dir, fds[1], {-1, -1}};
-    assert_int_equal(pipe(s.release), 0);
+    uint32_t members = s->members, dead_mask = s->dead_mask, stop_mask = s->stop_mask;
+    uint32_t leave_mask = s->leave_mask, self_kill_mask = s->self_kill_mask;
+    s->dir = dir;
+    s->progress_fd = fds[1];
+    assert_int_equal(pipe(s->release), 0);
+    if (s->early_mask != 0)
+        assert_int_equal(pipe(s->go), 0);
     pid_t pids[MAX_MEMBERS];
     for (uint32_t i = 0; i < members; i++) {
         pids[i] = fork();
         assert_true(pids[i] >= 0);
         if (pids[i] == 0) {
             alarm(90);
-            _exit(member_main(&s, i));
+            _exit(member_main(s, i));
         }
     }
     close(fds[1]);
-    close(s.release[0]);
-    for (int v = 0; v < __builtin_popcount(dead_mask | stop_mask); v++) {
+    close(s->release[0]);
+    int signals = __builtin_popcount(dead_mask | stop_mask) + __builtin_popcount(s->early_mask);
+    for (int v = 0; v < signals; v++) {
         char byte;
         assert_int_equal(read(fds[0], &byte, 1), 1);
     }
@@ -344,19 +421,24 @@ static void run_stopping(uint32_t members, uint32_t dead_mask, uint32_t stop_mas
         if ((stop_mask >> i) & 1)
             kill(pids[i], SIGSTOP);
     }
+    if (s->early_mask != 0) {
+        close(s->go[0]);
+        close(s->go[1]); /* the others go on sending, now in view 1 */
+    }
     close(fds[0]);
     /* Members that stay first (they end only after the view without the
      * leavers), then release and reap the leavers. */
     for (uint32_t k = 0; k < 2 * members; k++) {
         uint32_t i = k % members;
         if (k == members)
-            close(s.release[1]);
+            close(s->release[1]);
         if ((k < members) == (((leave_mask >> i) & 1) != 0) || ((stop_mask >> i) & 1))
             continue;
         int status = 0;
         assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-        if ((dead_mask >> i) & 1) {
-            assert_true(WIFSIGNALED(status));
+        if (((dead_mask | self_kill_mask) >> i) & 1) {
+            if (!WIFSIGNALED(status))
+                fail_msg("member %u: status 0x%x, not killed", i, status);
             continue;
         }
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -373,11 +455,27 @@ static void run_stopping(uint32_t members, uint32_t dead_mask, uint32_t stop_mas
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
             fail_msg("stopped member %u: status 0x%x", i, status);
     }
+    /* Members in shutdown early keep no log; all their messages must be
+     * delivered, as a leaver's. */
     if (expect_logs)
-        check_logs(dir, members, dead_mask | stop_mask, leave_mask);
+        check_logs(dir, members, dead_mask | stop_mask | self_kill_mask, leave_mask | s->early_mask,
+                   self_kill_mask != 0 ? 2 : 1);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
+}
+
+static void run_stopping(uint32_t members, uint32_t dead_mask, uint32_t stop_mask,
+                         uint32_t leave_mask, int expect_logs, bool move)
+{
+    struct scenario s = {.move = move,
+                         .members = members,
+                         .dead_mask = dead_mask,
+                         .stop_mask = stop_mask,
+                         .leave_mask = leave_mask,
+                         .release = {-1, -1},
+                         .go = {-1, -1}};
+    run_scenario(&s, expect_logs);
 }
 
 static void run(uint32_t members, uint32_t dead_mask, uint32_t leave_mask, int expect_logs,
@@ -416,6 +514,31 @@ static void test_stopped_member_is_removed_and_told_on_resume(void **state)
     run_stopping(4, 0, 1u << 3, 0, 1, false);
 }
 
+static void test_member_failing_before_its_commitment_leaves_in_the_next_view(void **state)
+{
+    (void)state;
+    /* Five members: member 4 is killed, member 3 dies inside the change to
+     * view 1 once the others (0, 1, 2: a majority of five) committed. */
+    struct scenario s = {.members = 5,
+                         .dead_mask = 1u << 4,
+                         .self_kill_mask = 1u << 3,
+                         .release = {-1, -1},
+                         .go = {-1, -1}};
+    run_scenario(&s, 1);
+}
+
+static void test_member_in_shutdown_takes_part_in_a_view_change(void **state)
+{
+    (void)state;
+    /* Member 0 is in its shutdown barrier when member 3 is killed. */
+    struct scenario s = {.members = 4,
+                         .dead_mask = 1u << 3,
+                         .early_mask = 1u << 0,
+                         .release = {-1, -1},
+                         .go = {-1, -1}};
+    run_scenario(&s, 1);
+}
+
 static void test_layout_function_moves_a_subgroup(void **state)
 {
     (void)state;
@@ -430,6 +553,8 @@ int main(void)
         cmocka_unit_test(test_minority_stops),
         cmocka_unit_test(test_graceful_leave),
         cmocka_unit_test(test_stopped_member_is_removed_and_told_on_resume),
+        cmocka_unit_test(test_member_failing_before_its_commitment_leaves_in_the_next_view),
+        cmocka_unit_test(test_member_in_shutdown_takes_part_in_a_view_change),
         cmocka_unit_test(test_layout_function_moves_a_subgroup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
