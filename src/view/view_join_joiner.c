@@ -201,8 +201,14 @@ static int open_channel(struct view_membership *m)
             .host = m->addresses[id].host, .id = id, .port = m->addresses[id].port};
     }
     struct ctl_versions versions = view_ctl_versions();
+    /* A member that does not answer within two failure timeouts is taken
+     * to have failed or hung (the others will remove it): rather than
+     * wait out the whole bootstrap timeout on it, ask again. */
+    int timeout_ms = m->config.bootstrap_timeout_ms;
+    if (timeout_ms > 2 * m->config.failure_timeout_ms)
+        timeout_ms = 2 * m->config.failure_timeout_ms;
     int rc = ctl_open_tcp_joiner(m->group_name, members, m->config.num_initial, m->config.self,
-                                 &versions, m->config.bootstrap_timeout_ms, &m->ctl);
+                                 &versions, timeout_ms, &m->ctl);
     /* A member that cannot be reached may have failed: ask again. */
     if (rc == SPINDLE_EUNREACH || rc == SPINDLE_ETIMEDOUT)
         rc = sp_error(SPINDLE_EAGAIN, "%s", spindle_errmsg());
@@ -237,7 +243,7 @@ static int start_view(struct view_membership *m, const struct view_join_view *jv
                           (unsigned long long)view->id, spindle_strerror(rc));
     }
     if (rc == 0)
-        rc = view_epoch_connect(m, m->current, jv->descs);
+        rc = view_epoch_connect(m, m->current, jv->descs, NULL);
     if (rc == 0)
         rc = smc_group_start(m->current->smc);
     if (rc == 0)

@@ -4,7 +4,7 @@
  * killed (or cut off) part-way through a run.
  *
  *   check_traces DIR --messages M --members N [--killed LIST] [--subgroups K]
- *                [--msg-size S]
+ *                [--msg-size S] [--initial I]
  *
  * Input (in DIR, for every member id 0..N-1):
  *   member-<id>.trace  one line per delivered message:
@@ -42,7 +42,10 @@
  * (subgroup, sender), exactly the messages that an initial survivor
  * delivered in the views from its first one on: its first app_index is
  * the count that survivor delivered before (so nothing of its views is
- * missed and nothing of an earlier view is delivered to it).
+ * missed and nothing of an earlier view is delivered to it). With
+ * --initial I, members I..N-1 joined later: one that was killed (no .end
+ * to say when it joined) is checked as a joiner of the first view in its
+ * trace.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -96,6 +99,7 @@ struct checker {
     uint32_t members, subgroups;
     long long msg_size; /* -1: not checked */
     bool killed_list[MAX_MEMBERS];
+    uint32_t initial; /* members from this id on joined later */
     struct member *member;
     struct seen *seen;
     uint64_t checked;
@@ -112,7 +116,7 @@ static _Noreturn void usage_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputs("\nusage: check_traces DIR --messages M --members N [--killed ID,ID,...] "
-          "[--subgroups K] [--msg-size S]\n",
+          "[--subgroups K] [--msg-size S] [--initial I]\n",
           stderr);
     exit(2);
 }
@@ -355,6 +359,11 @@ static void check_file(struct member *m)
     m->next_index = calloc((size_t)g.subgroups * g.members, sizeof *m->next_index);
     if (m->next_index == NULL)
         fail_at(m->trace_path, 0, "out of memory");
+    if (!m->joiner && m->killed && m->id >= g.initial && m->count > 0) {
+        /* A joiner killed before it could say when it joined. */
+        m->joiner = true;
+        m->joined_view = m->records[0].view;
+    }
     if (m->joiner) {
         /* It starts, per subgroup and sender, where the group was when it
          * joined: after what the reference delivered in earlier views. */
@@ -659,6 +668,8 @@ static void parse_args(int argc, char **argv)
             g.msg_size = (long long)parse_number(arg, value, 0, UINT32_MAX);
         else if (strcmp(arg, "--killed") == 0 && value != NULL)
             parse_killed(value);
+        else if (strcmp(arg, "--initial") == 0)
+            g.initial = (uint32_t)parse_number(arg, value, 1, MAX_MEMBERS);
         else if (arg[0] != '-' && g.dir == NULL) {
             g.dir = arg;
             continue;
@@ -668,6 +679,8 @@ static void parse_args(int argc, char **argv)
     }
     if (g.dir == NULL || g.messages == 0 || g.members == 0)
         usage_error("DIR, --messages and --members are required");
+    if (g.initial == 0 || g.initial > g.members)
+        g.initial = g.members;
     for (uint32_t id = g.members; id < MAX_MEMBERS; id++)
         if (g.killed_list[id])
             usage_error("--killed lists member %u, but there are only %u members", id, g.members);

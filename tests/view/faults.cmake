@@ -25,8 +25,9 @@ foreach(kind_name a:kill_one_member b:kill_two_members c:kill_leader
 endforeach()
 
 # Joins under load (join.sh): one joiner, two joiners (the second
-# redirected to the leader), a joiner followed by a kill -9; 3 runs per
-# kind, 1 under the sanitizers.
+# redirected to the leader), a joiner followed by a kill -9, a joiner killed
+# or stopped during its admission followed by one that gets in, three
+# joiners at once; 3 runs per kind, 1 under the sanitizers.
 if(SPINDLE_TSAN OR SPINDLE_ASAN)
   set(SPINDLE_JOIN_RUNS 1)
 else()
@@ -34,12 +35,12 @@ else()
 endif()
 add_test(NAME join_under_load
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/join.sh $<TARGET_FILE:spindle-bench>
-                 $<TARGET_FILE:check_traces> ${SPINDLE_JOIN_RUNS} abc)
+                 $<TARGET_FILE:check_traces> ${SPINDLE_JOIN_RUNS} abckm)
 set_tests_properties(join_under_load PROPERTIES LABELS "view;faults;join" TIMEOUT 400)
 if(SPINDLE_FABRIC_FOUND)
   add_test(NAME join_under_load_fabric_tcp
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/join.sh $<TARGET_FILE:spindle-bench>
-                   $<TARGET_FILE:check_traces> 1 abc)
+                   $<TARGET_FILE:check_traces> 1 abckm)
   set_tests_properties(join_under_load_fabric_tcp PROPERTIES
     LABELS "view;faults;join;fabric" TIMEOUT 400
     ENVIRONMENT "SPINDLE_JOIN_BENCH_ARGS=--transport fabric --provider tcp")
