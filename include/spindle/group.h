@@ -75,7 +75,11 @@ struct spindle_subgroup_config {
     uint32_t window_size; /* ring slots per sender, 1..SPINDLE_MAX_WINDOW */
     uint32_t max_payload; /* bytes per message, 1..SPINDLE_MAX_PAYLOAD */
     /* SPINDLE_MODE_ATOMIC: total order, delivered when stable at every member;
-     * SPINDLE_MODE_UNORDERED: delivered on receipt, per-sender FIFO only. */
+     * virtual synchrony across view changes (docs/VIEWS.md).
+     * SPINDLE_MODE_UNORDERED: delivered on receipt, per-sender FIFO only;
+     * a view change does no ragged-edge cleanup for it: messages in flight
+     * when a member fails (a surviving sender's too) may reach some
+     * survivors and not others, and are not sent again. */
     enum spindle_delivery_mode mode;
 };
 
@@ -165,6 +169,15 @@ struct spindle_stats {
     uint64_t receive_batch_count, receive_batch_messages;
     uint64_t delivery_batch_count, delivery_batch_messages;
     uint64_t pinned_bytes; /* bytes this member's transport keeps pinned (0 on shm) */
+    /* Back-pressure: a member that delivers (atomic) or receives
+     * (unordered) too slowly keeps every sender's window full, and senders
+     * wait for it. window_full counts this member's reserves that found a
+     * window full (blocking or not), window_full_ns the time they waited
+     * for a slot, window_holder the member id that held the last full
+     * window (the first one found behind), -1 when none did. */
+    uint64_t window_full;
+    uint64_t window_full_ns;
+    int32_t window_holder;
 };
 
 /* Flags of spindle_reserve. */

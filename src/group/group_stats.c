@@ -29,6 +29,8 @@ static void fill_stats(const struct smc_stats *smc, const struct sst_engine_stat
     out->receive_batch_messages = smc->receive_batch_messages;
     out->delivery_batch_count = smc->delivery_batch_count;
     out->delivery_batch_messages = smc->delivery_batch_messages;
+    out->window_full = smc->window_full;
+    out->window_full_ns = smc->window_full_ns;
 }
 
 SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats *out)
@@ -38,15 +40,21 @@ SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats
     memset(out, 0, sizeof *out);
     struct smc_stats smc;
     memset(&smc, 0, sizeof smc);
+    smc.window_holder_row = -1;
+    int32_t holder = -1;
     struct smc_group *current = view_acquire(&group->membership);
-    if (current != NULL)
+    if (current != NULL) {
         smc_group_stats(current, &smc);
+        /* Rows of the current view name member ids through it. */
+        holder = view_member_of_row(&group->membership, smc.window_holder_row);
+    }
     view_release(&group->membership);
     struct sst_engine_stats engine;
     memset(&engine, 0, sizeof engine);
     if (group->membership.engine != NULL)
         sst_engine_stats(group->membership.engine, &engine);
     fill_stats(&smc, &engine, out);
+    out->window_holder = holder;
     return 0;
 }
 

@@ -102,6 +102,11 @@ struct smc_stats {
     uint64_t send_batch_count, send_batch_messages;
     uint64_t receive_batch_count, receive_batch_messages;
     uint64_t delivery_batch_count, delivery_batch_messages;
+    /* Back-pressure: reserves that found the window full, the time they
+     * waited for a slot, and the row of the member that held the last
+     * full window (the first one found behind; -1: none yet). */
+    uint64_t window_full, window_full_ns;
+    int32_t window_holder_row;
 };
 
 /*

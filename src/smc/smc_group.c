@@ -213,6 +213,7 @@ int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts
     group->num_rows = num_rows;
     group->my_row = my_row;
     group->num_subgroups = num_subgroups;
+    group->window_holder_row = -1;
     pthread_mutex_init(&group->wait_lock, NULL);
     /* Waiters compute deadlines on CLOCK_MONOTONIC. */
     pthread_condattr_t attr;
@@ -289,6 +290,9 @@ void smc_group_stats(struct smc_group *group, struct smc_stats *out)
     sst_engine_lock(group->engine);
     *out = group->stats;
     sst_engine_unlock(group->engine);
+    out->window_full = __atomic_load_n(&group->window_full, __ATOMIC_RELAXED);
+    out->window_full_ns = __atomic_load_n(&group->window_full_ns, __ATOMIC_RELAXED);
+    out->window_holder_row = __atomic_load_n(&group->window_holder_row, __ATOMIC_RELAXED);
 }
 
 struct sst_table *smc_group_table(struct smc_group *group)

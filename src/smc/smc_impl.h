@@ -87,6 +87,10 @@ struct smc_group {
     int flush_waiters; /* atomic */
 
     struct smc_stats stats; /* predicate thread / commit under the engine lock */
+    /* Back-pressure counters of smc_stats, kept by application threads
+     * (atomics): reserves that met a full window, time waited, holder. */
+    uint64_t window_full, window_full_ns;
+    int32_t window_holder_row;
 };
 
 /* Local copy of the ring of sender_rank in sub (this member must be a

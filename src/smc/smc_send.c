@@ -11,12 +11,15 @@
 #include "util/clock.h"
 #include "util/error.h"
 
-bool smc_slot_free(struct smc_group *group, const struct smc_subgroup *sub)
+/* The row of the first member that still holds the slot the next commit
+ * would reuse (it has not delivered, or for unordered received, the
+ * message there), or -1 when the slot is free. */
+static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *sub)
 {
     uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
     uint32_t window = sub->layout.window_size;
     if (committed < window)
-        return true;
+        return -1;
     uint64_t position = sub->slot_position[committed % window];
     bool atomic = sub->layout.mode == SPINDLE_MODE_ATOMIC;
     /* Atomic: the old message is sequence position * S + rank; a member has
@@ -28,8 +31,24 @@ bool smc_slot_free(struct smc_group *group, const struct smc_subgroup *sub)
         atomic ? sub->delivered_offset : sub->received_offset + 8u * (uint32_t)sub->my_sender_rank;
     for (uint32_t i = 0; i < sub->layout.num_members; i++)
         if (sst_read_u64(group->table, sub->layout.members[i], offset) <= need)
-            return false;
-    return true;
+            return (int32_t)sub->layout.members[i];
+    return -1;
+}
+
+bool smc_slot_free(struct smc_group *group, const struct smc_subgroup *sub)
+{
+    return slot_holder(group, sub) < 0;
+}
+
+/* Counts a reserve that met a full window (held by row) and how long it
+ * waited. Atomics, not the engine lock: the member holding the window may
+ * be this one, its predicate thread stuck in a slow delivery upcall. */
+static void count_full_window(struct smc_group *group, int32_t row, uint64_t waited_ns)
+{
+    __atomic_add_fetch(&group->window_full, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&group->window_full_ns, waited_ns, __ATOMIC_RELAXED);
+    if (row >= 0)
+        __atomic_store_n(&group->window_holder_row, row, __ATOMIC_RELAXED);
 }
 
 static int group_state_error(struct smc_group *group)
@@ -105,12 +124,17 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
         return rc;
     if (__atomic_exchange_n(&sub->reserve_open, 1, __ATOMIC_ACQ_REL) != 0)
         return sp_error(SPINDLE_EINVAL, "subgroup %u already has an open reservation", subgroup);
-    if (!smc_slot_free(group, sub)) {
+    int32_t holder = slot_holder(group, sub);
+    if (holder >= 0) {
+        uint64_t began = sp_now_ns();
+        count_full_window(group, holder, 0);
         if (flags & SPINDLE_RESERVE_NONBLOCK)
             rc = sp_error(SPINDLE_EAGAIN, "subgroup %u: all %u slots of the window are in use",
                           subgroup, sub->layout.window_size);
-        else
+        else {
             rc = wait_for_slot(group, sub);
+            count_full_window(group, -1, sp_now_ns() - began);
+        }
         if (rc < 0) {
             __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
             return rc;

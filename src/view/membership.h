@@ -150,6 +150,9 @@ void view_membership_destroy(struct view_membership *m);
  * view_release (NULL before the first view). */
 struct smc_group *view_acquire(struct view_membership *m);
 void view_release(struct view_membership *m);
+/* The member id of row in the current view, or -1 for a row outside it
+ * (read side of smc_lock held: view_acquire). */
+int32_t view_member_of_row(const struct view_membership *m, int32_t row);
 /* The current multicast, for a thread that already holds the read side of
  * smc_lock (an open reservation): takes nothing. */
 struct smc_group *view_held(struct view_membership *m);

@@ -75,7 +75,15 @@ void view_epoch_free(struct view_epoch *epoch)
 int view_epoch_connect(struct view_membership *m, struct view_epoch *epoch,
                        const struct sst_member_desc *descs, uint64_t *failed)
 {
-    return smc_group_connect(epoch->smc, descs, m->config.bootstrap_timeout_ms, failed);
+    /* In a view change (failed set) the engine lock is held across a
+     * connect to a new member (a joiner), which stops this member's
+     * heartbeat meanwhile: a connect that could outlast half the failure
+     * timeout would make the others suspect this member. A joiner that
+     * does not answer that fast is taken as failed instead. */
+    int timeout_ms = m->config.bootstrap_timeout_ms;
+    if (failed != NULL && timeout_ms > m->config.failure_timeout_ms / 2)
+        timeout_ms = m->config.failure_timeout_ms / 2 > 0 ? m->config.failure_timeout_ms / 2 : 1;
+    return smc_group_connect(epoch->smc, descs, timeout_ms, failed);
 }
 
 int view_open_engine(struct view_membership *m)

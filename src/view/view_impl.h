@@ -79,7 +79,8 @@ void view_epoch_free(struct view_epoch *epoch);
 /* Connects the epoch's table to every row (descs by rank), within the
  * bootstrap timeout. The transport's connect or import error, naming the
  * peer (SPINDLE_EUNREACH, SPINDLE_ETIMEDOUT, SPINDLE_EPROTO); with failed
- * set, rows that cannot be connected are marked failed in the table and
+ * set (a view change), each new connection gets half the failure timeout,
+ * and rows that cannot be connected are marked failed in the table and
  * set in *failed instead (only SPINDLE_ENOMEM is returned). */
 int view_epoch_connect(struct view_membership *m, struct view_epoch *epoch,
                        const struct sst_member_desc *descs, uint64_t *failed);

@@ -127,6 +127,13 @@ void view_release(struct view_membership *m)
     pthread_rwlock_unlock(&m->smc_lock);
 }
 
+int32_t view_member_of_row(const struct view_membership *m, int32_t row)
+{
+    if (m->current == NULL || row < 0 || (uint32_t)row >= m->current->view.num_members)
+        return -1;
+    return (int32_t)m->current->view.member_ids[row];
+}
+
 struct smc_group *view_held(struct view_membership *m)
 {
     return m->current != NULL ? m->current->smc : NULL;

@@ -1,7 +1,8 @@
 /*
  * Public group API in one process (a one-member group): parameter
  * validation names the bad value, role and size errors, in-place
- * send/deliver round trip, non-blocking reserve, statistics.
+ * send/deliver round trip, non-blocking reserve, statistics, and the
+ * back-pressure statistics of a member whose delivery upcall blocks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <pthread.h>
 
 #include <spindle/spindle.h>
 
@@ -199,6 +201,61 @@ static void test_nonblocking_reserve_reports_a_full_window(void **state)
     cleanup_dir();
 }
 
+/* A delivery upcall that blocks until released. */
+struct gate {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool open;
+};
+
+static void gated_deliver(void *ctx, const struct spindle_message *m, size_t n)
+{
+    (void)m;
+    (void)n;
+    struct gate *gate = ctx;
+    pthread_mutex_lock(&gate->lock);
+    while (!gate->open)
+        pthread_cond_wait(&gate->cond, &gate->lock);
+    pthread_mutex_unlock(&gate->lock);
+}
+
+static void test_a_full_window_is_counted_with_the_member_holding_it(void **state)
+{
+    (void)state;
+    struct spindle_group_options o;
+    struct sink unused = {0};
+    options_for(&o, &unused);
+    struct gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    o.deliver = gated_deliver;
+    o.deliver_ctx = &gate;
+    struct spindle_subgroup_config sg = one_subgroup(); /* window 4 */
+    spindle_group_t *g;
+    assert_int_equal(spindle_group_create(&o, &sg, 1, &g), 0);
+    struct spindle_stats st;
+    assert_int_equal(spindle_group_stats(g, &st), 0);
+    assert_int_equal(st.window_full, 0);
+    assert_int_equal(st.window_holder, -1);
+    /* Four messages fill the window; the upcall holds the first batch, so
+     * none is delivered and the fifth finds the window full, at once (no
+     * wait) and without blocking on the stuck upcall. */
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(spindle_send(g, 0, "hello", 5, 0), 0);
+    void *slot;
+    assert_int_equal(spindle_reserve(g, 0, 5, SPINDLE_RESERVE_NONBLOCK, &slot), SPINDLE_EAGAIN);
+    pthread_mutex_lock(&gate.lock);
+    gate.open = true;
+    pthread_cond_broadcast(&gate.cond);
+    pthread_mutex_unlock(&gate.lock);
+    assert_int_equal(spindle_flush(g, 10000), 0);
+    assert_int_equal(spindle_group_stats(g, &st), 0);
+    assert_int_equal(st.window_full, 1);
+    assert_int_equal(st.window_full_ns, 0);
+    assert_int_equal(st.window_holder, 0); /* this member, behind on delivery */
+    assert_int_equal(spindle_group_shutdown(g, 5000), 0);
+    spindle_group_destroy(g);
+    cleanup_dir();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_send_errors_name_size_role_and_subgroup),
         cmocka_unit_test(test_in_place_messages_are_delivered_in_order),
         cmocka_unit_test(test_nonblocking_reserve_reports_a_full_window),
+        cmocka_unit_test(test_a_full_window_is_counted_with_the_member_holding_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
