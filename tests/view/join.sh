@@ -8,7 +8,7 @@
 #      (which redirects it), after the first is in,
 #   c) one joiner, then a member (not the leader) is killed with -9: the
 #      joiner goes through the failure's view change like the others,
-#   k) a joiner is killed with -9 or stopped with SIGSTOP a random 0-600 ms
+#   k) a joiner is killed with -9 or stopped with SIGSTOP a random 0-1200 ms
 #      after it started (half of the runs: 150-450 ms; before it asks,
 #      anywhere in its admission, or just after it): the
 #      members drop it or remove it and finish (--failure-timeout-ms 1000);
@@ -159,9 +159,11 @@ check_joined() {
 # during its admission, then one that gets in.
 run_dying_joiner() {
     # Half of the runs 150-450 ms after its start: a process takes about
-    # 250 ms to start and ask, and a join over loopback tens of
-    # milliseconds more; its steps matter most.
-    local signal=KILL delay=$((RANDOM % 2 ? RANDOM % 601 : 150 + RANDOM % 301)) victim
+    # 250 ms to start and ask over shm, and a join tens of milliseconds
+    # more; the other half 0-1200 ms, which reaches the admission and the
+    # first view of a libfabric joiner (its transport takes about 400 ms
+    # to open).
+    local signal=KILL delay=$((RANDOM % 2 ? RANDOM % 1201 : 150 + RANDOM % 301)) victim
     [ $((RANDOM % 2)) -eq 0 ] || signal=STOP
     # shellcheck disable=SC2086
     "$BENCH" ${SPINDLE_JOIN_BENCH_ARGS:-} --join "127.0.0.1:$PORT" \
