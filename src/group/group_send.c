@@ -92,13 +92,14 @@ SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_
                         HELD_GROUPS);
     for (;;) {
         struct smc_group *smc = view_acquire(&group->membership);
+        uint64_t view = view_current_id(&group->membership);
         int rc = smc_reserve(smc, subgroup, size, flags, slot);
         if (rc == 0) {
             *h = (struct held){.group = group, .count = 1, .subgroups = {subgroup}};
             return 0;
         }
         view_release(&group->membership);
-        rc = view_after_error(&group->membership, smc, rc);
+        rc = view_after_error(&group->membership, view, rc);
         if (rc != 1)
             return rc;
     }
@@ -150,11 +151,12 @@ SPINDLE_API int spindle_flush(spindle_group_t *group, int timeout_ms)
     }
     for (;;) {
         struct smc_group *smc = view_acquire(&group->membership);
+        uint64_t view = view_current_id(&group->membership);
         int rc = smc_flush(smc, timeout_ms);
         view_release(&group->membership);
         if (rc == 0)
             return 0;
-        rc = view_after_error(&group->membership, smc, rc);
+        rc = view_after_error(&group->membership, view, rc);
         if (rc != 1)
             return rc;
     }

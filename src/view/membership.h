@@ -159,13 +159,16 @@ struct smc_group *view_held(struct view_membership *m);
 /* True while a view change is wanted or under way and the member has not
  * stopped: a thread holding smc_lock's read side must not wait for it. */
 bool view_change_pending(struct view_membership *m);
+/* The current view's id (stable while the read side of smc_lock is held). */
+uint64_t view_current_id(const struct view_membership *m);
 /*
- * Called by an application thread whose smc call on `used` failed with rc:
- * waits while a view change is in progress and returns 1 when the call
- * should be retried on the new view, else the error to report (rc, or the
- * terminal error such as SPINDLE_EMINORITY with its reason).
+ * Called by an application thread whose smc call in view used_view (its
+ * view_current_id under view_acquire) failed with rc: waits while a view
+ * change is in progress and returns 1 when the call should be retried on
+ * the new view, else the error to report (rc, or the terminal error such
+ * as SPINDLE_EMINORITY with its reason).
  */
-int view_after_error(struct view_membership *m, struct smc_group *used, int rc);
+int view_after_error(struct view_membership *m, uint64_t used_view, int rc);
 /* 0 while the member takes part; the terminal error (with its reason in
  * the message) once it stopped. */
 int view_status(struct view_membership *m);

@@ -194,7 +194,12 @@ int view_status(struct view_membership *m)
     return terminal == 0 ? 0 : sp_error(terminal, "this member stopped: %s", why);
 }
 
-int view_after_error(struct view_membership *m, struct smc_group *used, int rc)
+uint64_t view_current_id(const struct view_membership *m)
+{
+    return __atomic_load_n(&m->view_id, __ATOMIC_ACQUIRE);
+}
+
+int view_after_error(struct view_membership *m, uint64_t used_view, int rc)
 {
     if (rc == SPINDLE_EREMOVED)
         return view_status(m);
@@ -206,8 +211,10 @@ int view_after_error(struct view_membership *m, struct smc_group *used, int rc)
     pthread_mutex_unlock(&m->lock);
     if (terminal != 0)
         return view_status(m);
-    struct view_epoch *epoch = __atomic_load_n(&m->current, __ATOMIC_ACQUIRE);
-    if (epoch != NULL && epoch->smc != used)
+    /* By view id, not by multicast: the next view's multicast may be
+     * allocated where a retired one was (a caller that slept through a
+     * whole view would take the new one for the one that failed it). */
+    if (view_current_id(m) != used_view)
         return 1;
     return rc;
 }

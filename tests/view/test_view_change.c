@@ -299,8 +299,12 @@ static int member_main(const struct scenario *s, uint32_t self)
         spindle_group_destroy(group);
         return rc == 0 && after == SPINDLE_ESHUTDOWN ? 0 : 18;
     }
-    if (rc != 0 || !wait_complete(&c, s->members, failed, failed | s->leave_mask, 30))
+    if (rc != 0 || !wait_complete(&c, s->members, failed, failed | s->leave_mask, 30)) {
+        fprintf(stderr, "member %u: sending: %d (%s), view %llu of %u members\n", self, rc,
+                rc != 0 ? spindle_errmsg() : "incomplete", (unsigned long long)c.view_id,
+                c.view_members);
         return 14;
+    }
     if (s->move) {
         /* In view 1 every survivor is in subgroup 1, member 0 its sender. */
         for (uint64_t i = 0; i < MOVED_MESSAGES && rc == 0 && self == 0; i++)
