@@ -33,7 +33,10 @@
  *
  * Positions: a sender's stream is a sequence of positions 0, 1, 2, ...;
  * each holds an application message (in the ring) or a null. A slot header
- * is ((position + 1) << 24 | length); sent_num is pushed in a later write
+ * is (1 << 63 | (position + 1 mod 2^39) << 24 | length): the top bit marks
+ * a written slot, and the position is read relative to the one a receiver
+ * expects (smc_header_distance), so streams longer than 2^39 positions go
+ * on across the wrap; sent_num is pushed in a later write
  * than the slots it covers (T2), so a receiver that sees sent_num > p reads
  * slot headers that are current for every application message below p: the
  * position is an application message iff the next expected slot's header
@@ -64,7 +67,7 @@
 /* Version of the ring and column layout above (slot headers, positions,
  * side-region placement); carried in the control channel's hello so that
  * members of incompatible builds refuse each other. Bump on any change. */
-#define SMC_LAYOUT_VERSION 1u
+#define SMC_LAYOUT_VERSION 2u
 
 #define SMC_HEADER_SIZE   8u
 #define SMC_LENGTH_BITS   24u

@@ -155,8 +155,8 @@ static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub
         uint32_t index = (uint32_t)(sender->recv_app % window);
         uint8_t *slot = ring + (size_t)index * sub->slot_size;
         uint64_t header = __atomic_load_n((uint64_t *)(void *)slot, __ATOMIC_ACQUIRE);
-        uint64_t named = header >> SMC_LENGTH_BITS; /* position + 1, 0 = never written */
-        if (named == sender->recv_position + 1) {
+        uint64_t distance = smc_header_distance(header, sender->recv_position);
+        if (distance == 0) {
             sender->app_position[index] = sender->recv_position;
             if (sub->layout.mode == SPINDLE_MODE_UNORDERED) {
                 struct spindle_message *msg = &sub->batch[(*batched)++];
@@ -173,7 +173,8 @@ static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub
         } else {
             /* The next application message sits later (or is not yet
              * published): everything before it is null (Spindle 3.3). */
-            uint64_t next_app = named > sender->recv_position + 1 ? named - 1 : sent;
+            uint64_t next_app =
+                distance != SMC_HEADER_OLDER ? sender->recv_position + distance : sent;
             sender->recv_position = next_app < sent ? next_app : sent;
         }
         if (!group->options.batching)

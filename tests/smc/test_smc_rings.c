@@ -139,6 +139,37 @@ static void no_delivery(void *ctx, const struct spindle_message *messages, size_
 
 /* ---- tests --------------------------------------------------------------- */
 
+/* A receiver decides from a slot header whether the position it expects
+ * holds a message, lies before a later one (nulls), or is not yet written;
+ * positions wrap at 2^39 in the header and the decision must not change
+ * there. Checked around 0, around the wrap and several laps on, and for a
+ * slot never written at every position (a sender silent for months). */
+static void test_slot_headers_name_positions_across_the_40_bit_wrap(void **state)
+{
+    (void)state;
+    const uint64_t lap = 1ull << SMC_POSITION_BITS;
+    const uint64_t expected[] = {
+        0,   1,       5,       lap / 2 - 3, lap - 3,      lap - 2,         lap - 1,
+        lap, lap + 1, lap + 6, 3 * lap - 1, 3 * lap + 17, (1ull << 62) + 5};
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+        uint64_t next = expected[i];
+        assert_int_equal(smc_header_distance(smc_header(next, 100), next), 0);
+        assert_int_equal(smc_header_distance(smc_header(next + 1, 8), next), 1);
+        assert_int_equal(smc_header_distance(smc_header(next + 4, 8), next), 4);
+        assert_int_equal(smc_header_distance(smc_header(next + 1000000, 0), next), 1000000);
+        if (next >= 1)
+            assert_true(smc_header_distance(smc_header(next - 1, 8), next) == SMC_HEADER_OLDER);
+        if (next >= 64)
+            assert_true(smc_header_distance(smc_header(next - 64, 8), next) == SMC_HEADER_OLDER);
+    }
+    /* A slot never written names nothing: its positions are nulls. */
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
+        assert_true(smc_header_distance(0, expected[i]) == SMC_HEADER_OLDER);
+    /* The length bits never leak into the position. */
+    assert_int_equal(smc_header_distance(smc_header(lap - 1, (1u << SMC_LENGTH_BITS) - 1), lap - 1),
+                     0);
+}
+
 static void test_ring_layout_is_the_same_function_everywhere(void **state)
 {
     (void)state;
@@ -272,6 +303,7 @@ static void test_group_stats_report_the_transports_pinned_bytes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slot_headers_name_positions_across_the_40_bit_wrap),
         cmocka_unit_test(test_ring_layout_is_the_same_function_everywhere),
         cmocka_unit_test(test_rings_are_allocated_only_for_own_subgroups),
         cmocka_unit_test(test_pinned_bytes_follow_the_transport),
