@@ -359,11 +359,6 @@ static void check_file(struct member *m)
     m->next_index = calloc((size_t)g.subgroups * g.members, sizeof *m->next_index);
     if (m->next_index == NULL)
         fail_at(m->trace_path, 0, "out of memory");
-    if (!m->joiner && m->killed && m->id >= g.initial && m->count > 0) {
-        /* A joiner killed before it could say when it joined. */
-        m->joiner = true;
-        m->joined_view = m->records[0].view;
-    }
     if (m->joiner) {
         /* It starts, per subgroup and sender, where the group was when it
          * joined: after what the reference delivered in earlier views. */
@@ -408,6 +403,11 @@ static void classify(void)
         m->survivor = m->has_end && !m->killed;
         if (!m->survivor && !m->killed)
             fail_at(m->end_path, 0, "missing: member %u was not killed but did not finish", id);
+        if (!m->joiner && m->killed && id >= g.initial && m->count > 0) {
+            /* A joiner killed before it could say when it joined. */
+            m->joiner = true;
+            m->joined_view = m->records[0].view;
+        }
     }
 }
 

@@ -213,6 +213,19 @@ mutate out-of-range
 edit "$d/member-0.trace" '{ print } END { print "1 0 0 6 10 00000006" }'
 expect_reject "an index beyond --messages" "index 6 out of range" "$d" $ARGS
 
+# A joiner (member 4) killed during its first view: with --initial 4 it is
+# checked from where the group was when it joined; without, as a member
+# that missed everything before; one that skipped its first message is a gap.
+JOINER_ARGS="--messages $M --members 5 --killed 3,4 --msg-size 10"
+mutate killed-joiner
+rounds 1 0 3 5 0 1 2 | head -n 4 >"$d/member-4.trace"
+expect_ok "a joiner killed in its first view (--initial)" "$d" $JOINER_ARGS --initial 4
+expect_reject "a killed joiner taken for an initial member" "gap" "$d" $JOINER_ARGS
+mutate killed-joiner-gap
+rounds 1 0 4 5 0 1 2 | head -n 2 >"$d/member-4.trace"
+expect_reject "a killed joiner that missed its first view's first message" "gap" "$d" \
+    $JOINER_ARGS --initial 4
+
 mutate usage
 cases=$((cases + 1))
 set +e
