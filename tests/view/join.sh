@@ -155,6 +155,21 @@ check_joined() {
         --msg-size "$size" $([ -n "$gone" ] && echo --killed "$gone") 2>&1) || fail "$what: $VERDICT"
 }
 
+# await_joined FILE PID NAME: waits until the joiner PID (output in FILE)
+# is in; fails if it ends first; returns 2 (after stopping the run) when
+# the members finished without it. Uses run_once's launcher and what.
+await_joined() {
+    until grep -q "joined as member" "$1" 2>/dev/null; do
+        kill -0 "$2" 2>/dev/null || fail "$what: $3 ended without getting in"
+        if ! kill -0 "$launcher" 2>/dev/null; then
+            stop_run
+            echo "note: $what: the stream ended before $3 got in; not counted"
+            return 2
+        fi
+        sleep 0.02
+    done
+}
+
 # Kind k, called by run_once with its locals: a joiner killed or stopped
 # during its admission, then one that gets in.
 run_dying_joiner() {
@@ -179,16 +194,7 @@ run_dying_joiner() {
         --listen "127.0.0.1:$((PORT + 11))" "${common[@]}" >"$RUN_DIR/joiner-1.out" 2>&1 &
     j1=$!
     PIDS+=("$j1")
-    # Until the second joiner is in, or the members finished without it.
-    until grep -q "joined as member" "$RUN_DIR/joiner-1.out" 2>/dev/null; do
-        kill -0 "$j1" 2>/dev/null || fail "$what: the second joiner ended without getting in"
-        if ! kill -0 "$launcher" 2>/dev/null; then
-            stop_run
-            echo "note: $what: the stream ended before the second joiner got in; not counted"
-            return 2
-        fi
-        sleep 0.02
-    done
+    await_joined "$RUN_DIR/joiner-1.out" "$j1" "the second joiner" || return 2
     wait_pid "$launcher"
     [ "$RC" -eq 0 ] || fail "$what: the members' launcher exited $RC"
     wait_pid "$j1"
@@ -221,15 +227,7 @@ run_three_joiners() {
         PIDS+=($!)
     done
     for k in 0 1 2; do
-        until grep -q "joined as member" "$RUN_DIR/joiner-m$k.out" 2>/dev/null; do
-            kill -0 "${pids[k]}" 2>/dev/null || fail "$what: joiner m$k ended without getting in"
-            if ! kill -0 "$launcher" 2>/dev/null; then
-                stop_run
-                echo "note: $what: the stream ended before joiner m$k got in; not counted"
-                return 2
-            fi
-            sleep 0.02
-        done
+        await_joined "$RUN_DIR/joiner-m$k.out" "${pids[k]}" "joiner m$k" || return 2
     done
     wait_pid "$launcher"
     [ "$RC" -eq 0 ] || fail "$what: the members' launcher exited $RC"
