@@ -159,8 +159,10 @@ const struct view_blob *view_blob_of(const struct view_next *next, uint32_t rank
  * SPINDLE_ETIMEDOUT when the survivors did not all meet (retry with the
  * then-current mask); any other error stops the member. */
 int view_try_change(struct view_membership *m, uint64_t mask, uint32_t joiner);
-/* Reports the installed current view to the application. */
-void view_report(struct view_membership *m, const struct view_transition *how);
+/* Reports the installed current view to the application; detected_ns:
+ * when the failure that began the change was detected (0: none). */
+void view_report(struct view_membership *m, const struct view_transition *how,
+                 uint64_t detected_ns);
 
 /* ---- view_thread.c --------------------------------------------------- */
 

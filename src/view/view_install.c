@@ -180,11 +180,11 @@ static int resend_all(struct smc_group *smc, const struct resend *list, size_t c
     return 0;
 }
 
-void view_report(struct view_membership *m, const struct view_transition *how)
+void view_report(struct view_membership *m, const struct view_transition *how, uint64_t detected_ns)
 {
     struct spindle_view_info info;
     view_describe(&m->current->view, how, &info);
-    info.detected_ns = m->detected_ns;
+    info.detected_ns = detected_ns;
     info.installed_ns = sp_now_ns();
     sp_log(SP_LOG_INFO, "view", "view %llu installed: %u members, %u left, %u joined",
            (unsigned long long)info.view_id, info.num_members, info.num_left, info.num_joined);
@@ -193,12 +193,15 @@ void view_report(struct view_membership *m, const struct view_transition *how)
 }
 
 /* Swaps the next view in and retires the old one. Called with the write
- * side of smc_lock held, which the caller keeps until its resends are in. */
-static void install(struct view_membership *m, struct view_next *next)
+ * side of smc_lock held, which the caller keeps until its resends are in.
+ * Returns when the failure that began this change was detected (read under
+ * the lock: a report in the new view may set it again at once). */
+static uint64_t install(struct view_membership *m, struct view_next *next)
 {
     struct view_epoch *old = m->current;
     smc_group_stop(old->smc);
     pthread_mutex_lock(&m->lock);
+    uint64_t detected_ns = m->detected_ns;
     __atomic_store_n(&m->current, next->epoch, __ATOMIC_RELEASE);
     /* Suspicions that arrived during the change carry over, renumbered. */
     uint64_t carried = 0;
@@ -228,6 +231,7 @@ static void install(struct view_membership *m, struct view_next *next)
     view_epoch_free(old);
     next->epoch = NULL;
     next_free(next);
+    return detected_ns;
 }
 
 /* The next view's descriptors by rank: the survivors' from their blobs,
@@ -340,7 +344,7 @@ int view_try_change(struct view_membership *m, uint64_t mask, uint32_t joiner)
         return rc;
     }
     struct view_transition how = next.how;
-    install(m, &next);
+    uint64_t detected_ns = install(m, &next);
     rc = smc_group_start(m->current->smc);
     if (rc == 0)
         rc = meet(m, how.survivors, joiner);
@@ -355,6 +359,6 @@ int view_try_change(struct view_membership *m, uint64_t mask, uint32_t joiner)
     if (rc == SPINDLE_ETIMEDOUT) /* installed: no retry under another set */
         rc = sp_error(SPINDLE_EUNREACH, "%s", spindle_errmsg());
     if (rc == 0)
-        view_report(m, &how);
+        view_report(m, &how, detected_ns);
     return rc;
 }

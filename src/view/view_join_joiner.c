@@ -306,7 +306,7 @@ static int join_attempt(struct view_membership *m, const struct spindle_subgroup
     struct view_transition how;
     memset(&how, 0, sizeof how);
     how.joiner = m->config.self;
-    view_report(m, &how);
+    view_report(m, &how, 0);
     return 0;
 }
 
