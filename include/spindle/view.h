@@ -22,7 +22,10 @@
 extern "C" {
 #endif
 
-/* Largest number of members in one group (member ids are 0..63). */
+/* Largest number of members in one view (member ids are 0..63). A joiner
+ * gets an id that no member of the view holds: the id of a member that
+ * failed or left may be given again, so an id in `joined` is a new member
+ * whatever the id meant before. */
 #define SPINDLE_MAX_MEMBERS 64u
 
 /* A newly installed view, as the view_changed upcall reports it. Arrays

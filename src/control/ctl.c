@@ -82,6 +82,18 @@ void ctl_add_member(struct ctl *ctl, uint32_t id, const char *host, uint16_t por
         ctl->vt->add_member(ctl, id, host, port);
 }
 
+void ctl_remove_member(struct ctl *ctl, uint32_t id)
+{
+    if (ctl != NULL && ctl->vt->remove_member != NULL)
+        ctl->vt->remove_member(ctl, id);
+}
+
+void ctl_expect_member(struct ctl *ctl, uint32_t id, uint64_t admission)
+{
+    if (ctl != NULL && ctl->vt->expect_member != NULL)
+        ctl->vt->expect_member(ctl, id, admission);
+}
+
 int ctl_collect_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t length,
                     int timeout_ms)
 {

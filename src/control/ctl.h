@@ -13,7 +13,8 @@
  * builds refuse each other naming both versions.
  *
  * Members are named by member id (a slot: the initial members 0..n-1, then
- * joiners; ids are never reused); masks have bit i for member i.
+ * joiners, which may take the id of a member that is gone); masks have bit
+ * i for member i.
  *
  * Threads: ctl_allgather is used by one thread at a time (set-up);
  * ctl_publish, ctl_collect and ctl_collect_one may run on several threads
@@ -82,14 +83,16 @@ int ctl_open_tcp(const char *group_name, const struct ctl_member *members, uint3
                  uint32_t self, const struct ctl_versions *versions, int timeout_ms,
                  struct ctl **out);
 /*
- * A joiner given slot self (>= num_initial) opens its TCP exchange:
- * members[0..self] lists the current members (NULL host: absent) and its
+ * A joiner given slot self by the admission `admission` (non-zero; later
+ * admissions are larger) opens its TCP exchange: members[] has
+ * CTL_MAX_MEMBERS entries, the current members (NULL host: absent) and its
  * own address; it connects to each, and from then on publish/collect reach
- * it like any member. Errors as ctl_open_tcp.
+ * it like any member. A member takes the connection in place of an earlier
+ * holder of the id with a smaller admission. Errors as ctl_open_tcp.
  */
 int ctl_open_tcp_joiner(const char *group_name, const struct ctl_member *members,
-                        uint32_t num_initial, uint32_t self, const struct ctl_versions *versions,
-                        int timeout_ms, struct ctl **out);
+                        uint32_t num_initial, uint32_t self, uint64_t admission,
+                        const struct ctl_versions *versions, int timeout_ms, struct ctl **out);
 /* Flushes what is queued (for at most a second) and frees the channel.
  * Safe on NULL. */
 void ctl_close(struct ctl *ctl);
@@ -139,6 +142,14 @@ int ctl_collect_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, siz
  * refused) and answers it once with ctl_join_answer, which closes that
  * connection (SPINDLE_EINVAL when none is pending, SPINDLE_EUNREACH when
  * the joiner went away). ctl_add_member records a joiner's address.
+ * ctl_remove_member forgets a member that left the group (a view without
+ * it was installed): its connection is closed and what it sent is dropped;
+ * collecting from it fails as from a member that is gone, until a later
+ * holder of its id connects (a joiner with a larger admission).
+ * ctl_expect_member prepares slot id for the joiner of `admission` (the
+ * leader, right after offering it the id): an earlier holder's connection
+ * and blobs are dropped, collecting from id waits for the joiner, and only
+ * a hello of this admission or a larger one takes the slot.
  */
 #define CTL_JOIN_REQUEST_MAX 8192u
 int ctl_join_ask(const char *group_name, const struct ctl_versions *versions, const char *host,
@@ -147,5 +158,7 @@ int ctl_join_ask(const char *group_name, const struct ctl_versions *versions, co
 int ctl_join_poll(struct ctl *ctl, int timeout_ms, void *request, size_t capacity, size_t *length);
 int ctl_join_answer(struct ctl *ctl, const void *reply, size_t length);
 void ctl_add_member(struct ctl *ctl, uint32_t id, const char *host, uint16_t port);
+void ctl_remove_member(struct ctl *ctl, uint32_t id);
+void ctl_expect_member(struct ctl *ctl, uint32_t id, uint64_t admission);
 
 #endif

@@ -226,7 +226,7 @@ int ctl_open_dir(const char *dir, uint32_t self_index, uint32_t num_members,
     ctl->num_members = num_members;
     ctl->versions = *versions;
     ctl->checked = 1ull << self_index;
-    struct ctl_hello hello = {self_index, num_members, 0, *versions};
+    struct ctl_hello hello = {self_index, num_members, 0, *versions, 0};
     uint8_t bytes[CTL_HELLO_SIZE];
     ctl_wire_encode_hello(&hello, bytes);
     int rc = write_blob(ctl, CTL_DIR_HELLO_TAG, bytes, sizeof bytes);

@@ -22,6 +22,8 @@ struct ctl_vtable {
                      size_t *length);
     int (*join_answer)(struct ctl *ctl, const void *reply, size_t length);
     void (*add_member)(struct ctl *ctl, uint32_t id, const char *host, uint16_t port);
+    void (*remove_member)(struct ctl *ctl, uint32_t id);
+    void (*expect_member)(struct ctl *ctl, uint32_t id, uint64_t admission);
     int (*collect_one)(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t length,
                        int timeout_ms);
 };

@@ -13,8 +13,10 @@
  * (ctl_tcp_setup) runs before the channel is shared, without the lock.
  *
  * Invariants: peers[j].fd is -1 for self, for slots never connected and
- * once a connection is dropped (error and why then say what happened); a
- * slot that was ever used is never connected again.
+ * once a connection is dropped (error and why then say what happened). A
+ * slot that was used is connected again only by a later holder of its id,
+ * one whose hello names a larger admission (control/ctl_wire.h): that
+ * connection replaces the slot's, mailbox and queue included.
  */
 #ifndef SP_CONTROL_CTL_TCP_IMPL_H
 #define SP_CONTROL_CTL_TCP_IMPL_H
@@ -43,7 +45,9 @@ struct ctl_msg {
  * and its mailbox. */
 struct ctl_peer {
     int fd;
-    bool used; /* a connection was ever set up in this slot */
+    bool used;          /* a connection was set up in this slot */
+    uint64_t admission; /* the slot's holder's (its hello's); a late hello
+                           must name a larger one */
     uint8_t *out;
     size_t out_len, out_sent, out_cap;
     uint8_t hdr_bytes[CTL_FRAME_SIZE];
@@ -58,8 +62,10 @@ struct ctl_peer {
 
 struct ctl_tcp {
     struct ctl base;
-    uint32_t num_members, self; /* num_members: the initial members (slots above join) */
+    uint32_t num_members, self; /* num_members: the initial members */
     uint32_t group;             /* ctl_group_hash of the group name, checked in every hello */
+    uint64_t admission;         /* this member's, in its hellos (0: an initial member) */
+    bool joiner;                /* dials every member; accepts nobody during set-up */
     struct ctl_versions versions;
     int *fds;               /* per slot during set-up; -1 for self */
     struct ctl_peer *peers; /* [CTL_MAX_MEMBERS] */
@@ -107,6 +113,10 @@ void ctl_tune(int fd, bool nonblock);
 
 /* Drops member j's connection, remembering why. Lock held. */
 void ctl_drop(struct ctl_tcp *ctl, uint32_t j, int error, const char *why);
+/* Empties slot j for a new holder of its id: closes its connection and
+ * frees its queue, partial frame and mailbox (used and admission are
+ * cleared too: the caller sets them). Lock held. */
+void ctl_reset_slot(struct ctl_tcp *ctl, uint32_t j);
 /* Writes queued bytes to member j without blocking. Lock held. */
 void ctl_write(struct ctl_tcp *ctl, uint32_t j);
 /* One round of progress on every connection and the listener: waits up to
@@ -145,5 +155,7 @@ int ctl_tcp_join_poll(struct ctl *base, int timeout_ms, void *request, size_t ca
                       size_t *length);
 int ctl_tcp_join_answer(struct ctl *base, const void *reply, size_t length);
 void ctl_tcp_add_member(struct ctl *base, uint32_t id, const char *host, uint16_t port);
+void ctl_tcp_remove_member(struct ctl *base, uint32_t id);
+void ctl_tcp_expect_member(struct ctl *base, uint32_t id, uint64_t admission);
 
 #endif

@@ -4,10 +4,14 @@
  * hello from CTL_JOIN_FROM and one request frame; the member keeps it
  * pending (one at a time) until the membership layer answers with one
  * frame, then closes it. A joiner that was given a member id connects to
- * every current member like a higher-indexed member (hello from its id,
- * which must be a slot at or above the initial member count that was never
- * used), and from then on is a member of the framed exchange like any
- * other. Slots are never reused: a dropped connection's slot stays dropped.
+ * every current member (hello from its id and its admission), and from
+ * then on is a member of the framed exchange like any other. An id may be
+ * given again once its holder is gone: a hello with a larger admission
+ * than the slot's holder replaces it (connection, queue and mailbox), a
+ * hello with the same or a smaller one is refused, so a stale process
+ * (a joiner that was dropped, then resumed) cannot take a newer holder's
+ * place, and the members that started the group (admission 0) never
+ * connect late.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +39,14 @@ static const char *ctl_late_refusal(const struct ctl_tcp *ctl, const struct ctl_
         return ctl->join_fd >= 0 ? "a join request while another one is pending" : NULL;
     if (hello->num_members != ctl->num_members)
         return "another member count";
-    if (hello->from < ctl->num_members || hello->from >= CTL_MAX_MEMBERS ||
-        hello->from <= ctl->self)
+    if (hello->from >= CTL_MAX_MEMBERS || hello->from == ctl->self || hello->admission == 0)
         return "a member index it may not connect as";
-    if (ctl->peers[hello->from].used)
-        return "a member index already used";
+    const struct ctl_peer *p = &ctl->peers[hello->from];
+    if (hello->admission <= p->admission) {
+        snprintf(why, cap, "member index %u of admission %llu, held by admission %llu", hello->from,
+                 (unsigned long long)hello->admission, (unsigned long long)p->admission);
+        return why;
+    }
     return NULL;
 }
 
@@ -75,9 +82,14 @@ void ctl_accept_late(struct ctl_tcp *ctl)
     }
     ctl_tune(fd, true);
     struct ctl_peer *p = &ctl->peers[hello.from];
+    if (p->used)
+        SP_LOG_INFO_("control", "member %u: slot %u passes from admission %llu to %llu", ctl->self,
+                     hello.from, (unsigned long long)p->admission,
+                     (unsigned long long)hello.admission);
+    ctl_reset_slot(ctl, hello.from);
     p->fd = fd;
     p->used = true;
-    p->error = 0;
+    p->admission = hello.admission;
     SP_LOG_INFO_("control", "member %u: joiner %u connected", ctl->self, hello.from);
 }
 
@@ -91,7 +103,7 @@ int ctl_join_ask(const char *group_name, const struct ctl_versions *versions, co
                         "control: join request of %zu bytes (at most %u) or no host", length,
                         CTL_JOIN_REQUEST_MAX);
     uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 30000) * 1000000ull;
-    struct ctl_hello hello = {CTL_JOIN_FROM, 0, ctl_group_hash(group_name), *versions}, answer;
+    struct ctl_hello hello = {CTL_JOIN_FROM, 0, ctl_group_hash(group_name), *versions, 0}, answer;
     int fd = -1;
     int rc = ctl_dial("the join contact", host, port, &hello, versions, deadline, &fd, &answer);
     if (rc != 0)
@@ -163,6 +175,38 @@ void ctl_tcp_add_member(struct ctl *base, uint32_t id, const char *host, uint16_
         free((char *)ctl->members[id].host);
         ctl->members[id].host = copy;
         ctl->members[id].port = port;
+    }
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+void ctl_tcp_remove_member(struct ctl *base, uint32_t id)
+{
+    struct ctl_tcp *ctl = (struct ctl_tcp *)base;
+    if (id >= CTL_MAX_MEMBERS || id == ctl->self)
+        return;
+    pthread_mutex_lock(&ctl->lock);
+    struct ctl_peer *p = &ctl->peers[id];
+    /* Still used, with its admission: only a later holder connects. */
+    bool used = p->used;
+    uint64_t admission = p->admission;
+    ctl_reset_slot(ctl, id);
+    p->used = used;
+    p->admission = admission;
+    p->error = SPINDLE_EUNREACH;
+    snprintf(p->why, sizeof p->why, "it left the group");
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+void ctl_tcp_expect_member(struct ctl *base, uint32_t id, uint64_t admission)
+{
+    struct ctl_tcp *ctl = (struct ctl_tcp *)base;
+    if (id >= CTL_MAX_MEMBERS || id == ctl->self || admission == 0)
+        return;
+    pthread_mutex_lock(&ctl->lock);
+    struct ctl_peer *p = &ctl->peers[id];
+    if (p->admission < admission) {
+        ctl_reset_slot(ctl, id);
+        p->admission = admission - 1;
     }
     pthread_mutex_unlock(&ctl->lock);
 }

@@ -105,6 +105,19 @@ void ctl_drop(struct ctl_tcp *ctl, uint32_t j, int error, const char *why)
     p->body = NULL;
 }
 
+void ctl_reset_slot(struct ctl_tcp *ctl, uint32_t j)
+{
+    struct ctl_peer *p = &ctl->peers[j];
+    if (p->fd >= 0)
+        close(p->fd);
+    free(p->out);
+    free(p->body);
+    for (uint32_t i = 0; i < p->box_len; i++)
+        free(p->box[i].data);
+    memset(p, 0, sizeof *p);
+    p->fd = -1;
+}
+
 /* Stores a complete frame's blob as member j's latest for its tag. */
 static void ctl_store(struct ctl_tcp *ctl, uint32_t j)
 {

@@ -100,7 +100,7 @@ void ctl_tune(int fd, bool nonblock)
 
 struct ctl_hello ctl_tcp_hello(const struct ctl_tcp *ctl, uint32_t from)
 {
-    struct ctl_hello hello = {from, ctl->num_members, ctl->group, ctl->versions};
+    struct ctl_hello hello = {from, ctl->num_members, ctl->group, ctl->versions, ctl->admission};
     return hello;
 }
 
@@ -175,7 +175,8 @@ int ctl_dial(const char *who, const char *host, uint16_t port, const struct ctl_
                     last_err ? strerror(last_err) : "timed out");
 }
 
-/* Connects to a lower-indexed member, retrying while it is not yet up. */
+/* Connects to member j (a lower-indexed one, or any for a joiner),
+ * retrying while it is not yet up. */
 static int ctl_connect(struct ctl_tcp *ctl, uint32_t j, uint64_t deadline)
 {
     const struct ctl_member *m = &ctl->members[j];
@@ -190,6 +191,8 @@ static int ctl_connect(struct ctl_tcp *ctl, uint32_t j, uint64_t deadline)
         rc = sp_error(SPINDLE_EUNREACH, "control: %s at %s:%u answered as slot %u, not %u", who,
                       m->host, m->port, answer.from, j);
     }
+    if (rc == 0)
+        ctl->peers[j].admission = answer.admission;
     return rc;
 }
 
@@ -245,7 +248,8 @@ static int ctl_accept_one(struct ctl_tcp *ctl, int listen_fd, uint64_t deadline)
 
 static int ctl_accept_all(struct ctl_tcp *ctl, int listen_fd, uint64_t deadline)
 {
-    uint32_t missing = ctl->self < ctl->num_members ? ctl->num_members - 1 - ctl->self : 0;
+    uint32_t missing =
+        !ctl->joiner && ctl->self < ctl->num_members ? ctl->num_members - 1 - ctl->self : 0;
     while (missing > 0) {
         struct pollfd pfd = {listen_fd, POLLIN, 0};
         int ms = ctl_remaining_ms(deadline);
@@ -313,8 +317,11 @@ static int ctl_tcp_setup(struct ctl_tcp *ctl, int timeout_ms)
     uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 30000) * 1000000ull;
     int listen_fd = -1;
     int rc = ctl_listen(&ctl->members[ctl->self], &listen_fd);
-    for (uint32_t j = 0; rc == 0 && j < ctl->self; j++)
-        if (ctl->members[j].host != NULL)
+    /* Members dial the lower slots; a joiner dials every member (its id
+     * may be a reused one, below theirs) and waits for nobody. */
+    uint32_t dial_below = ctl->joiner ? CTL_MAX_MEMBERS : ctl->self;
+    for (uint32_t j = 0; rc == 0 && j < dial_below; j++)
+        if (j != ctl->self && ctl->members[j].host != NULL)
             rc = ctl_connect(ctl, j, deadline);
     if (rc == 0)
         rc = ctl_accept_all(ctl, listen_fd, deadline);
@@ -344,6 +351,8 @@ static const struct ctl_vtable ctl_tcp_vtable = {
     .join_poll = ctl_tcp_join_poll,
     .join_answer = ctl_tcp_join_answer,
     .add_member = ctl_tcp_add_member,
+    .remove_member = ctl_tcp_remove_member,
+    .expect_member = ctl_tcp_expect_member,
     .collect_one = ctl_tcp_collect_one,
 };
 
@@ -368,11 +377,12 @@ static struct ctl_tcp *ctl_tcp_alloc(void)
 }
 
 /* Opens the exchange for slot self: members[] has `slots` entries, those
- * with a NULL host are absent (gone, or not yet joined); the first
- * num_initial entries are the members that started the group. */
+ * with a NULL host are absent (gone, or not yet joined); num_initial
+ * members started the group. admission is 0 for those, a joiner's own
+ * otherwise. */
 static int ctl_tcp_open(const char *group_name, const struct ctl_member *members, uint32_t slots,
-                        uint32_t num_initial, uint32_t self, const struct ctl_versions *versions,
-                        int timeout_ms, struct ctl **out)
+                        uint32_t num_initial, uint32_t self, uint64_t admission,
+                        const struct ctl_versions *versions, int timeout_ms, struct ctl **out)
 {
     struct ctl_tcp *ctl = ctl_tcp_alloc();
     if (ctl == NULL)
@@ -380,6 +390,8 @@ static int ctl_tcp_open(const char *group_name, const struct ctl_member *members
     ctl->base.vt = &ctl_tcp_vtable;
     ctl->num_members = num_initial;
     ctl->self = self;
+    ctl->admission = admission;
+    ctl->joiner = admission != 0;
     ctl->group = ctl_group_hash(group_name);
     ctl->versions = *versions;
     ctl->listen_fd = -1;
@@ -419,23 +431,22 @@ int ctl_open_tcp(const char *group_name, const struct ctl_member *members, uint3
         if (members[j].host == NULL || members[j].host[0] == '\0' || members[j].port == 0)
             return sp_error(SPINDLE_EINVAL, "control: member %u needs a host and a non-zero port",
                             members[j].id);
-    return ctl_tcp_open(group_name, members, num_members, num_members, self, versions, timeout_ms,
-                        out);
+    return ctl_tcp_open(group_name, members, num_members, num_members, self, 0, versions,
+                        timeout_ms, out);
 }
 
 int ctl_open_tcp_joiner(const char *group_name, const struct ctl_member *members,
-                        uint32_t num_initial, uint32_t self, const struct ctl_versions *versions,
-                        int timeout_ms, struct ctl **out)
+                        uint32_t num_initial, uint32_t self, uint64_t admission,
+                        const struct ctl_versions *versions, int timeout_ms, struct ctl **out)
 {
     if (members == NULL || out == NULL || versions == NULL || num_initial == 0 ||
-        self < num_initial || self >= CTL_MAX_MEMBERS)
+        self >= CTL_MAX_MEMBERS || admission == 0)
         return sp_error(SPINDLE_EINVAL,
-                        "control: a joiner's slot %u must be at least the %u initial members and "
-                        "below %u",
-                        self, num_initial, CTL_MAX_MEMBERS);
+                        "control: a joiner's slot %u must be below %u, with a non-zero admission",
+                        self, CTL_MAX_MEMBERS);
     const struct ctl_member *me = &members[self];
     if (me->host == NULL || me->host[0] == '\0' || me->port == 0)
         return sp_error(SPINDLE_EINVAL, "control: a joiner needs its own host and a non-zero port");
-    return ctl_tcp_open(group_name, members, self + 1, num_initial, self, versions, timeout_ms,
-                        out);
+    return ctl_tcp_open(group_name, members, CTL_MAX_MEMBERS, num_initial, self, admission,
+                        versions, timeout_ms, out);
 }

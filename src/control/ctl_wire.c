@@ -18,6 +18,7 @@ void ctl_wire_encode_hello(const struct ctl_hello *hello, uint8_t out[CTL_HELLO_
     wire_put_u32(&w, hello->group);
     wire_put_u32(&w, hello->versions.table_layout);
     wire_put_u32(&w, hello->versions.ring_layout);
+    wire_put_u64(&w, hello->admission);
     wire_put_zero(&w, 4);
 }
 
@@ -37,6 +38,7 @@ int ctl_wire_decode_hello(const uint8_t *buf, size_t len, struct ctl_hello *out)
     out->group = wire_get_u32(&r, "group");
     out->versions.table_layout = wire_get_u32(&r, "table layout version");
     out->versions.ring_layout = wire_get_u32(&r, "ring layout version");
+    out->admission = wire_get_u64(&r, "admission");
     wire_get_zero(&r, 4, "reserved");
     return wire_finish(&r);
 }

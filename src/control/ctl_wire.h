@@ -12,6 +12,10 @@
  *   u32 group         crc32c of the group name (0: any group, join only)
  *   u32 table_layout  the sender's SST layout version
  *   u32 ring_layout   the sender's ring layout version
+ *   u64 admission     the admission that gave the sender its member id:
+ *                     0 for the members that started the group; a joiner's
+ *                     grows over the group's life (view_join_leader.c), so
+ *                     a later holder of a reused id replaces an earlier one
  *   u32 reserved      0
  *
  * frame header (CTL_FRAME_SIZE bytes), before every blob:
@@ -32,7 +36,7 @@
 #define CTL_WIRE_HELLO  0x4301u
 #define CTL_WIRE_FRAME  0x4302u
 #define CTL_HELLO_MAGIC 0x484f5053u /* "SPOH" */
-#define CTL_HELLO_SIZE  32u
+#define CTL_HELLO_SIZE  40u
 #define CTL_FRAME_SIZE  20u
 /* Hello "from" of a join request connection. */
 #define CTL_JOIN_FROM 0xffffffffu
@@ -42,6 +46,7 @@ struct ctl_hello {
     uint32_t num_members;
     uint32_t group;
     struct ctl_versions versions;
+    uint64_t admission;
 };
 
 struct ctl_frame {

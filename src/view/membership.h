@@ -10,14 +10,16 @@
  * reservation keeps it until its commit). The membership thread
  * (tolerate_failures) swaps the current epoch under the write side.
  * `lock`/`cond` protect suspected, changing, closing, stop, terminal, the
- * joiner and next_id; the engine's failure callback (predicate thread,
+ * joiner and last_admission; the engine's failure callback (predicate thread,
  * engine lock held) only sets bits in suspected and signals cond, because
  * wedging takes the engine lock.
  *
  * Invariants: current->view.member_ids[r] is the member id of SST row r;
- * current->view.layouts hold its subgroups in ranks; member ids only grow
- * (next_id) and are never reused; a non-zero terminal error is permanent
- * (the member left the group, e.g. in a minority).
+ * current->view.layouts hold its subgroups in ranks; the ids of one view
+ * are distinct, and a joiner may get the id of a member that is gone (a
+ * later holder of an id has a larger admission, view_join_leader.c); a
+ * non-zero terminal error is permanent (the member left the group, e.g. in
+ * a minority).
  */
 #ifndef SP_VIEW_MEMBERSHIP_H
 #define SP_VIEW_MEMBERSHIP_H
@@ -87,9 +89,10 @@ struct view_membership {
     pthread_rwlock_t smc_lock;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    uint64_t suspected; /* ranks of the current view reported failed */
-    bool joinable;      /* TCP bootstrap and tolerate_failures: joins are taken */
-    uint32_t next_id;   /* member id the next joiner gets */
+    uint64_t suspected;      /* ranks of the current view reported failed */
+    bool joinable;           /* TCP bootstrap and tolerate_failures: joins are taken */
+    uint64_t admission;      /* this member's: 0 if it started the group */
+    uint64_t last_admission; /* the last one this member gave as leader */
     struct view_joiner joiner;
     uint64_t detected_ns;
     bool changing;

@@ -219,15 +219,16 @@ static uint64_t install(struct view_membership *m, struct view_next *next)
     __atomic_store_n(&m->view_id, next->epoch->view.id, __ATOMIC_RELEASE);
     __atomic_store_n(&m->num_members, next->epoch->view.num_members, __ATOMIC_RELEASE);
     m->barriers = 0;
-    uint32_t joiner = next->how.joiner;
-    if (joiner != VIEW_NO_JOINER && joiner >= m->next_id)
-        m->next_id = joiner + 1;
     m->joiner.active = false;
     pthread_mutex_unlock(&m->lock);
     /* A removed member that is in fact alive (stopped, hung, cut off)
      * learns from the old table that it was removed, before it goes. */
     if (next->how.removed != 0)
         sst_table_announce_removed(smc_group_table(old->smc), next->how.removed);
+    /* Their ids may go to later joiners (view_join_leader.c). */
+    for (uint32_t r = 0; r < old->view.num_members; r++)
+        if ((next->how.removed >> r) & 1)
+            ctl_remove_member(m->ctl, old->view.member_ids[r]);
     view_epoch_free(old);
     next->epoch = NULL;
     next_free(next);

@@ -173,7 +173,7 @@ static int adopt_offer(struct view_membership *m, const struct view_join_offer *
     m->addresses[offer->id] = *self;
     /* The transport listens where the control channel does. */
     m->config.transport.host = m->addresses[offer->id].host;
-    m->next_id = offer->id + 1;
+    m->admission = offer->admission;
     struct view view;
     int rc = view_init_first(&view, offer->num_rows, offer->my_row, offer->layouts,
                              offer->num_subgroups);
@@ -208,7 +208,7 @@ static int open_channel(struct view_membership *m)
     if (timeout_ms > 2 * m->config.failure_timeout_ms)
         timeout_ms = 2 * m->config.failure_timeout_ms;
     int rc = ctl_open_tcp_joiner(m->group_name, members, m->config.num_initial, m->config.self,
-                                 &versions, timeout_ms, &m->ctl);
+                                 m->admission, &versions, timeout_ms, &m->ctl);
     /* A member that cannot be reached may have failed: ask again. */
     if (rc == SPINDLE_EUNREACH || rc == SPINDLE_ETIMEDOUT)
         rc = sp_error(SPINDLE_EAGAIN, "%s", spindle_errmsg());
@@ -222,6 +222,7 @@ static int send_desc(struct view_membership *m, uint32_t leader)
     memset(&desc, 0, sizeof desc);
     desc.view_id = m->current->view.id;
     desc.id = m->config.self;
+    desc.admission = m->admission;
     int rc = smc_group_export(m->current->smc, &desc.desc);
     uint8_t bytes[VIEW_WIRE_JOIN_DESC_SIZE];
     view_wire_encode_join_desc(&desc, bytes, sizeof bytes);

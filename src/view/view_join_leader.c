@@ -7,9 +7,13 @@
  *     to any member. A member that is not the leader (rank 0 of its view)
  *     answers with the leader's address; J asks there.
  *  2. The leader, on its membership thread while no view change runs,
- *     gives J the next unused member id and an offer: the group name, v+1,
- *     the members of v+1 (those of v, then J), their control addresses and
- *     the subgroup layouts of v+1.
+ *     gives J the lowest member id that no member of v holds, an admission
+ *     number and an offer: the group name, v+1, the members of v+1 (those
+ *     of v, then J), their control addresses and the subgroup layouts of
+ *     v+1. Admissions grow over the group's life (next_admission), so when
+ *     an id passes from a member that is gone to J, J's connections replace
+ *     the earlier holder's at every member (control/ctl_tcp_join.c), and
+ *     nothing a stale holder still sends is taken for J's.
  *  3. J opens its engine and its table of v+1, connects its control channel
  *     to every member (as a new slot) and sends the leader its table
  *     descriptor (JOIN_DESC).
@@ -68,7 +72,7 @@ static void refuse(struct view_membership *m, int error, const char *why)
 }
 
 /* Builds and sends the leader's offer for joiner id. */
-static int offer_admission(struct view_membership *m, uint32_t id,
+static int offer_admission(struct view_membership *m, uint32_t id, uint64_t admission,
                            const struct view_join_request *req)
 {
     const struct view *current = &m->current->view;
@@ -90,6 +94,7 @@ static int offer_admission(struct view_membership *m, uint32_t id,
     offer->kind = VIEW_OFFER_ADMIT;
     snprintf(offer->group_name, sizeof offer->group_name, "%s", m->group_name);
     offer->id = id;
+    offer->admission = admission;
     offer->num_initial = m->config.num_initial;
     offer->num_rows = next.num_members;
     offer->my_row = next.num_members - 1;
@@ -110,7 +115,7 @@ static int offer_admission(struct view_membership *m, uint32_t id,
 
 /* Waits for the joiner's table descriptor (it first connects to every
  * member), giving up when a failure needs a view change. */
-static int await_desc(struct view_membership *m, uint32_t id, uint64_t view,
+static int await_desc(struct view_membership *m, uint32_t id, uint64_t view, uint64_t admission,
                       struct view_join_desc *desc)
 {
     /* Connecting to every member takes the joiner a few polls of theirs;
@@ -128,7 +133,14 @@ static int await_desc(struct view_membership *m, uint32_t id, uint64_t view,
             if (desc->view_id != view || desc->id != id)
                 return sp_error(SPINDLE_EPROTO, "joiner %u sent a descriptor for view %llu as %u",
                                 id, (unsigned long long)desc->view_id, desc->id);
-            return 0;
+            /* An earlier holder of the id (a joiner dropped before, then
+             * resumed) is not this joiner: wait for this one to replace it. */
+            if (desc->admission == admission)
+                return 0;
+            sp_log(SP_LOG_WARN, "join",
+                   "ignoring a descriptor of admission %llu for joiner %u (admission %llu)",
+                   (unsigned long long)desc->admission, id, (unsigned long long)admission);
+            rc = SPINDLE_ETIMEDOUT;
         }
         if (rc != SPINDLE_ETIMEDOUT)
             return rc;
@@ -151,8 +163,6 @@ static void set_joiner(struct view_membership *m, uint32_t id, uint64_t view,
     m->joiner.view_id = view;
     m->joiner.address = *address;
     m->joiner.desc = *desc;
-    if (id >= m->next_id)
-        m->next_id = id + 1;
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -176,28 +186,65 @@ static void send_drop(struct view_membership *m, uint32_t id, uint64_t view, int
     free(drop);
 }
 
+/* The lowest member id that no member of view holds (a member that failed
+ * or left gives its id up with the view that removes it), or
+ * SPINDLE_MAX_MEMBERS when the view is full. */
+static uint32_t free_id(const struct view *view)
+{
+    uint64_t taken = view_member_mask(view);
+    uint32_t id = 0;
+    while (id < SPINDLE_MAX_MEMBERS && ((taken >> id) & 1) != 0)
+        id++;
+    return id;
+}
+
+/* Bits of an admission number that count the attempts into one view. */
+#define ADMISSION_ATTEMPT_BITS 16
+
+/*
+ * The admission number of a join into view: view << 16 plus the attempts
+ * this leader made into it before, so admissions only grow over the
+ * group's life (a new leader admits into a later view than its
+ * predecessor could). 0, or SPINDLE_EAGAIN when 2^16 attempts into one
+ * view were dropped.
+ */
+static int next_admission(struct view_membership *m, uint64_t view, uint64_t *out)
+{
+    uint64_t first = view << ADMISSION_ATTEMPT_BITS;
+    pthread_mutex_lock(&m->lock);
+    uint64_t admission = m->last_admission >= first ? m->last_admission + 1 : first;
+    bool spent = (admission >> ADMISSION_ATTEMPT_BITS) != view;
+    if (!spent)
+        m->last_admission = admission;
+    pthread_mutex_unlock(&m->lock);
+    if (spent)
+        return sp_error(SPINDLE_EAGAIN, "too many joins into view %llu were dropped",
+                        (unsigned long long)view);
+    *out = admission;
+    return 0;
+}
+
 /* The leader admits the joiner behind a valid request. */
 static bool admit(struct view_membership *m, const struct view_join_request *req)
 {
-    uint32_t id = m->next_id;
     uint64_t view = m->current->view.id + 1;
-    if (id >= SPINDLE_MAX_MEMBERS) {
-        refuse(m, SPINDLE_EINVAL, "all member ids of this group are used (ids are not reused)");
+    uint32_t id = free_id(&m->current->view);
+    if (id >= SPINDLE_MAX_MEMBERS || m->current->view.num_members >= SST_MAX_ROWS) {
+        char why[VIEW_WHY_MAX];
+        snprintf(why, sizeof why, "the view is full (%u members)", m->current->view.num_members);
+        refuse(m, SPINDLE_EINVAL, why);
         return false;
     }
-    if (m->current->view.num_members >= SST_MAX_ROWS) {
-        refuse(m, SPINDLE_EINVAL, "the view is full");
+    uint64_t admission = 0;
+    if (next_admission(m, view, &admission) < 0) {
+        refuse(m, SPINDLE_EAGAIN, spindle_errmsg());
         return false;
     }
-    if (offer_admission(m, id, req) < 0)
+    if (offer_admission(m, id, admission, req) < 0)
         return false;
-    /* The id is spent even if the joiner never comes back: it may have
-     * connected to some members already, which never reuse a slot. */
-    pthread_mutex_lock(&m->lock);
-    m->next_id = id + 1;
-    pthread_mutex_unlock(&m->lock);
+    ctl_expect_member(m->ctl, id, admission);
     struct view_join_desc desc;
-    int rc = await_desc(m, id, view, &desc);
+    int rc = await_desc(m, id, view, admission, &desc);
     if (rc < 0) {
         sp_log(SP_LOG_WARN, "join", "joiner %u at %s:%u was not admitted: %s", id,
                req->address.host, req->address.port, spindle_errmsg());
@@ -293,7 +340,7 @@ static bool take_announcement(struct view_membership *m)
         return false;
     struct view_join_announce a;
     if (view_wire_decode_join_announce(bytes, sizeof bytes, &a) < 0 || a.view_id != view ||
-        a.id < m->config.num_initial) {
+        a.id >= SPINDLE_MAX_MEMBERS || view_rank_of(&m->current->view, a.id) >= 0) {
         sp_log(SP_LOG_WARN, "join", "ignoring a malformed join announcement from member %u",
                leader);
         return false;

@@ -21,7 +21,6 @@ void view_membership_init(struct view_membership *m, const struct view_config *c
 {
     memset(m, 0, sizeof *m);
     m->config = *config;
-    m->next_id = config->num_initial;
     pthread_rwlock_init(&m->smc_lock, NULL);
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->cond, NULL);

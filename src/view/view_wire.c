@@ -254,6 +254,7 @@ size_t view_wire_encode_join_offer(const struct view_join_offer *offer, uint8_t 
         wire_put_u32(&w, offer->my_row);
         wire_put_u32(&w, offer->num_subgroups);
         wire_put_u64(&w, offer->view_id);
+        wire_put_u64(&w, offer->admission);
         for (uint32_t row = 0; row < offer->num_rows && row < SST_MAX_ROWS; row++) {
             wire_put_u32(&w, offer->member_ids[row]);
             put_address(&w, &offer->addresses[row]);
@@ -274,14 +275,16 @@ static void get_admission(struct wire_reader *r, struct view_join_offer *out)
     out->my_row = wire_get_u32(r, "joiner row");
     out->num_subgroups = wire_get_u32(r, "subgroup count");
     out->view_id = wire_get_u64(r, "view id");
+    out->admission = wire_get_u64(r, "admission");
     if (r->rc < 0)
         return;
     if (out->num_rows == 0 || out->num_rows > SST_MAX_ROWS || out->my_row != out->num_rows - 1 ||
-        out->num_initial == 0 || out->id < out->num_initial || out->id >= SST_MAX_ROWS) {
+        out->num_initial == 0 || out->id >= SST_MAX_ROWS || out->admission == 0) {
         wire_fail(r,
-                  "an offer of id %u (initial members %u) at row %u of %u rows is not a "
-                  "joiner's place",
-                  out->id, out->num_initial, out->my_row, out->num_rows);
+                  "an offer of id %u (initial members %u, admission %llu) at row %u of %u rows "
+                  "is not a joiner's place",
+                  out->id, out->num_initial, (unsigned long long)out->admission, out->my_row,
+                  out->num_rows);
         return;
     }
     if (out->num_subgroups == 0 || out->num_subgroups > VIEW_JOIN_MAX_SUBGROUPS) {
@@ -341,6 +344,7 @@ size_t view_wire_encode_join_desc(const struct view_join_desc *desc, uint8_t *bu
     wire_put_header(&w, VIEW_WIRE_JOIN_DESC);
     wire_put_u64(&w, desc->view_id);
     wire_put_u32(&w, desc->id);
+    wire_put_u64(&w, desc->admission);
     sst_desc_encode(&w, &desc->desc);
     return finish_encode(&w);
 }
@@ -352,6 +356,7 @@ int view_wire_decode_join_desc(const uint8_t *buf, size_t len, struct view_join_
     wire_get_header(&r, VIEW_WIRE_JOIN_DESC);
     out->view_id = wire_get_u64(&r, "view id");
     out->id = wire_get_u32(&r, "member id");
+    out->admission = wire_get_u64(&r, "admission");
     sst_desc_decode(&r, &out->desc);
     return wire_finish(&r);
 }

@@ -58,7 +58,7 @@ enum view_wire_type {
 #define VIEW_WIRE_DESC_SIZE      (WIRE_HEADER_SIZE + SST_DESC_WIRE_SIZE)
 #define VIEW_WIRE_READY_SIZE     (WIRE_HEADER_SIZE + 8u)
 #define VIEW_WIRE_COMMIT_SIZE    (WIRE_HEADER_SIZE + 24u)
-#define VIEW_WIRE_JOIN_DESC_SIZE (WIRE_HEADER_SIZE + 12u + SST_DESC_WIRE_SIZE)
+#define VIEW_WIRE_JOIN_DESC_SIZE (WIRE_HEADER_SIZE + 20u + SST_DESC_WIRE_SIZE)
 #define VIEW_WIRE_JOIN_ANNOUNCE_SIZE                                                               \
     (WIRE_HEADER_SIZE + 12u + VIEW_WIRE_ADDRESS_SIZE + SST_DESC_WIRE_SIZE)
 #define VIEW_WIRE_JOIN_VIEW_SIZE                                                                   \
@@ -107,6 +107,7 @@ struct view_join_offer {
     char group_name[VIEW_NAME_MAX];
     uint32_t id, num_initial, num_rows, my_row, num_subgroups;
     uint64_t view_id;
+    uint64_t admission; /* non-zero; the joiner's hellos carry it */
     uint32_t member_ids[SST_MAX_ROWS];
     struct ctl_address addresses[SST_MAX_ROWS]; /* by row */
     struct smc_layout *layouts;
@@ -115,6 +116,7 @@ struct view_join_offer {
 struct view_join_desc {
     uint64_t view_id;
     uint32_t id;
+    uint64_t admission; /* the offer's */
     struct sst_member_desc desc;
 };
 

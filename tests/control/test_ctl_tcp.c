@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -38,11 +39,17 @@ static const struct ctl_versions versions = {7, 9};
 
 /* Forging: a hello or frame header through the channel's own encoder,
  * optionally spoiled afterwards by the caller. */
+static void forge_hello_of(uint8_t out[CTL_HELLO_SIZE], uint32_t from, uint32_t num_members,
+                           const char *group, uint64_t admission)
+{
+    struct ctl_hello h = {from, num_members, ctl_group_hash(group), versions, admission};
+    ctl_wire_encode_hello(&h, out);
+}
+
 static void forge_hello(uint8_t out[CTL_HELLO_SIZE], uint32_t from, uint32_t num_members,
                         const char *group)
 {
-    struct ctl_hello h = {from, num_members, ctl_group_hash(group), versions};
-    ctl_wire_encode_hello(&h, out);
+    forge_hello_of(out, from, num_members, group, 0);
 }
 
 static void forge_frame(uint8_t out[CTL_FRAME_SIZE], uint32_t tag, uint32_t from, uint32_t length,
@@ -454,7 +461,7 @@ static void hostile_joiner(uint16_t port)
         if (mode == 6)
             spoil_u32(h, 24, versions.ring_layout + 1); /* another build's rings */
         if (mode == 7)
-            h[2] = 2; /* another wire version */
+            h[2] ^= 0x40; /* another wire version */
         (void)!write(fd, h, sizeof h);
         (void)!write(fd, f, sizeof f);
         (void)!write(fd, "0123456789abcdef", 16);
@@ -491,47 +498,122 @@ static void test_hostile_join_requests_are_dropped(void **state)
     ctl_close(ctl);
 }
 
-/* A joiner given slot 1 connects to member 0 and exchanges blobs both ways;
- * a second connection claiming the same slot is refused. */
-static void test_joiner_slot_exchanges(void **state)
+/* A child process that joins member 0 (at port) in slot 1 with the given
+ * admission, publishes `mine` under tag 9, expects "member" under tag 10
+ * and exits 0 (or 2/3 naming the step that failed). */
+static pid_t run_joiner(uint16_t port, uint64_t admission, const char *mine)
 {
-    (void)state;
-    uint16_t port;
-    struct ctl *ctl = open_single(&port);
     uint16_t joiner_port = test_free_port();
     pid_t pid = fork();
     assert_true(pid >= 0);
-    if (pid == 0) {
-        struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = port},
-                                        {.host = "127.0.0.1", .id = 1, .port = joiner_port}};
-        struct ctl *mine = NULL;
-        if (ctl_open_tcp_joiner("ctl-test", members, 1, 1, &versions, 10000, &mine) != 0)
-            _exit(2);
-        char blob[8] = "joiner", got[2 * 8];
-        if (ctl_publish(mine, 9, blob, sizeof blob, 0x1) != 0 ||
-            ctl_collect(mine, 10, 0x1, got, sizeof blob, 10000, NULL) != 0 ||
-            strcmp(got, "member") != 0)
-            _exit(3);
-        ctl_close(mine);
-        _exit(0);
-    }
-    char got[2 * 8], blob[8] = "member";
-    assert_int_equal(ctl_collect(ctl, 9, 0x2, got, 8, 10000, NULL), 0);
-    assert_string_equal(got + 8, "joiner");
-    assert_int_equal(ctl_publish(ctl, 10, blob, sizeof blob, 0x2), 0);
+    if (pid != 0)
+        return pid;
+    struct ctl_member members[CTL_MAX_MEMBERS];
+    memset(members, 0, sizeof members);
+    members[0] = (struct ctl_member){.host = "127.0.0.1", .id = 0, .port = port};
+    members[1] = (struct ctl_member){.host = "127.0.0.1", .id = 1, .port = joiner_port};
+    struct ctl *ctl = NULL;
+    if (ctl_open_tcp_joiner("ctl-test", members, 1, 1, admission, &versions, 10000, &ctl) != 0)
+        _exit(2);
+    char blob[8] = {0}, got[2 * 8];
+    snprintf(blob, sizeof blob, "%s", mine);
+    if (ctl_publish(ctl, 9, blob, sizeof blob, 0x1) != 0 ||
+        ctl_collect(ctl, 10, 0x1, got, sizeof blob, 10000, NULL) != 0 || strcmp(got, "member") != 0)
+        _exit(3);
+    ctl_close(ctl);
+    _exit(0);
+}
+
+static void expect_exit_0(pid_t pid)
+{
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
-    /* Slot 1 was used: a new connection claiming it is dropped. */
+}
+
+/* Opens a connection claiming slot 1 with the given admission. */
+static int claim_slot_1(uint16_t port, uint64_t admission)
+{
     int fd = dial(port);
     uint8_t h[CTL_HELLO_SIZE];
-    forge_hello(h, 1, 1, "ctl-test");
+    forge_hello_of(h, 1, 1, "ctl-test", admission);
     assert_int_equal(write(fd, h, sizeof h), (ssize_t)sizeof h);
+    return fd;
+}
+
+/* Runs ctl's progress (through ctl_join_poll: no join request comes) until
+ * the member closed fd, a connection it should refuse; fails the test when
+ * it is still open after 5 s. */
+static void expect_refused(struct ctl *ctl, int fd)
+{
+    for (int round = 0; round < 250; round++) {
+        char request[16], bytes[64];
+        size_t length = 0;
+        assert_int_equal(ctl_join_poll(ctl, 20, request, sizeof request, &length), 0);
+        struct pollfd pfd = {fd, POLLIN, 0};
+        while (poll(&pfd, 1, 0) == 1) {
+            ssize_t n = read(fd, bytes, sizeof bytes); /* its answering hello, then EOF */
+            if (n <= 0) {
+                close(fd);
+                return;
+            }
+        }
+    }
+    fail_msg("the member kept a connection it should have refused");
+}
+
+/* A joiner given slot 1 connects to member 0 and exchanges blobs both ways;
+ * a connection claiming the slot with the same admission is refused; a
+ * later holder of the id (a larger admission) takes the slot over, with
+ * nothing of the earlier holder's left in it, and the earlier admission
+ * cannot take it back. */
+static void test_joiner_slot_exchanges_and_passes_on(void **state)
+{
+    (void)state;
+    uint16_t port;
+    struct ctl *ctl = open_single(&port);
+    pid_t pid = run_joiner(port, 5, "first");
+    char got[2 * 8], blob[8] = "member";
+    assert_int_equal(ctl_collect(ctl, 9, 0x2, got, 8, 10000, NULL), 0);
+    assert_string_equal(got + 8, "first");
+    assert_int_equal(ctl_publish(ctl, 10, blob, sizeof blob, 0x2), 0);
+    expect_exit_0(pid);
+    /* The same admission again is a stale or forged holder: dropped. */
+    expect_refused(ctl, claim_slot_1(port, 5));
     uint64_t have = 0;
     assert_int_equal(ctl_collect(ctl, 11, 0x2, got, 8, 300, &have), SPINDLE_EUNREACH);
     assert_non_null(strstr(spindle_errmsg(), "member 1 is gone"));
-    close(fd);
+    /* The member learns that member 1 left: what it sent is dropped. */
+    ctl_remove_member(ctl, 1);
+    assert_int_equal(ctl_collect(ctl, 9, 0x2, got, 8, 300, &have), SPINDLE_EUNREACH);
+    assert_non_null(strstr(spindle_errmsg(), "left the group"));
+    /* A later admission takes the id over: the member expects it (a
+     * collect then waits for it instead of failing at once). */
+    ctl_expect_member(ctl, 1, 6);
+    pid = run_joiner(port, 6, "second");
+    assert_int_equal(ctl_collect(ctl, 9, 0x2, got, 8, 10000, NULL), 0);
+    assert_string_equal(got + 8, "second");
+    assert_int_equal(ctl_publish(ctl, 10, blob, sizeof blob, 0x2), 0);
+    expect_exit_0(pid);
+    /* The earlier admission cannot take it back. */
+    expect_refused(ctl, claim_slot_1(port, 5));
+    expect_refused(ctl, claim_slot_1(port, 0)); /* a member that started the group */
+    /* A third holder replaces the second without the member being told the
+     * second left: its connection, not the second's blob, is what counts. */
+    pid = run_joiner(port, 7, "third");
+    for (int round = 0;; round++) {
+        assert_true(round < 1000); /* 20 s */
+        assert_int_equal(ctl_collect(ctl, 9, 0x2, got, 8, 10000, NULL), 0);
+        if (strcmp(got + 8, "third") == 0)
+            break;
+        assert_string_equal(got + 8, "second"); /* until the third connected */
+        char request[16];
+        size_t length = 0;
+        assert_int_equal(ctl_join_poll(ctl, 20, request, sizeof request, &length), 0);
+    }
+    assert_int_equal(ctl_publish(ctl, 10, blob, sizeof blob, 0x2), 0);
+    expect_exit_0(pid);
     ctl_close(ctl);
 }
 
@@ -549,7 +631,7 @@ int main(void)
         cmocka_unit_test(test_other_build_is_refused_naming_both_versions),
         cmocka_unit_test(test_join_request_round_trip),
         cmocka_unit_test(test_hostile_join_requests_are_dropped),
-        cmocka_unit_test(test_joiner_slot_exchanges),
+        cmocka_unit_test(test_joiner_slot_exchanges_and_passes_on),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

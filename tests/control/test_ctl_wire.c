@@ -44,7 +44,7 @@ static void test_hello_and_frame_round_trip_and_refuse_damage(void **state)
 {
     (void)state;
     uint8_t hello_bytes[CTL_HELLO_SIZE], frame_bytes[CTL_FRAME_SIZE];
-    struct ctl_hello hello = {3, 5, ctl_group_hash("orders"), {1, 2}};
+    struct ctl_hello hello = {3, 5, ctl_group_hash("orders"), {1, 2}, 0x123456789abcull};
     ctl_wire_encode_hello(&hello, hello_bytes);
     check_codec(rt_hello, hello_bytes, sizeof hello_bytes);
     struct ctl_hello back;
@@ -53,6 +53,7 @@ static void test_hello_and_frame_round_trip_and_refuse_damage(void **state)
     assert_int_equal(back.num_members, 5);
     assert_int_equal(back.group, ctl_group_hash("orders"));
     assert_int_equal(back.versions.ring_layout, 2);
+    assert_true(back.admission == 0x123456789abcull);
     struct ctl_frame frame = {0x20000011u, 4, 1234, 0xdeadbeefu};
     ctl_wire_encode_frame(&frame, frame_bytes);
     check_codec(rt_frame, frame_bytes, sizeof frame_bytes);
@@ -62,7 +63,7 @@ static void test_foreign_hello_and_oversized_frame_are_refused(void **state)
 {
     (void)state;
     uint8_t bytes[CTL_HELLO_SIZE];
-    struct ctl_hello hello = {1, 2, 3, {1, 1}}, out;
+    struct ctl_hello hello = {1, 2, 3, {1, 1}, 0}, out;
     ctl_wire_encode_hello(&hello, bytes);
     bytes[4] ^= 0x55; /* magic */
     assert_int_equal(ctl_wire_decode_hello(bytes, sizeof bytes, &out), SPINDLE_EPROTO);
@@ -83,7 +84,7 @@ static void test_other_layouts_are_named_with_both_versions(void **state)
 {
     (void)state;
     struct ctl_versions mine = {1, 1};
-    struct ctl_hello peer = {2, 3, 0, {1, 1}};
+    struct ctl_hello peer = {2, 3, 0, {1, 1}, 0};
     assert_int_equal(ctl_hello_compatible(&peer, &mine, "member 2"), 0);
     peer.versions.table_layout = 4;
     assert_int_equal(ctl_hello_compatible(&peer, &mine, "member 2"), SPINDLE_EPROTO);

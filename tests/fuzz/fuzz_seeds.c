@@ -62,11 +62,11 @@ static void require(int rc, const char *target, const char *name)
 static void control_seeds(void)
 {
     uint8_t hello_bytes[CTL_HELLO_SIZE], frame_bytes[CTL_FRAME_SIZE];
-    struct ctl_hello hello = {2, 3, ctl_group_hash("orders"), {1, 1}}, hello_out;
+    struct ctl_hello hello = {2, 3, ctl_group_hash("orders"), {1, 1}, 0}, hello_out;
     ctl_wire_encode_hello(&hello, hello_bytes);
     require(ctl_wire_decode_hello(hello_bytes, sizeof hello_bytes, &hello_out), "hello", "member");
     write_seed("fuzz_ctl_hello", "member", hello_bytes, sizeof hello_bytes);
-    hello = (struct ctl_hello){CTL_JOIN_FROM, 0, 0, {1, 1}};
+    hello = (struct ctl_hello){CTL_JOIN_FROM, 0, 0, {1, 1}, 0};
     ctl_wire_encode_hello(&hello, hello_bytes);
     write_seed("fuzz_ctl_hello", "joiner", hello_bytes, sizeof hello_bytes);
 

@@ -1,6 +1,7 @@
 /*
- * A join that meets the group's shutdown, with real processes over shm and
- * a loopback TCP bootstrap: members 1 and 2 have entered
+ * Joins with real processes over shm and a loopback TCP bootstrap.
+ *
+ * A join that meets the group's shutdown: members 1 and 2 have entered
  * spindle_group_shutdown (they are in its barrier) when a process asks to
  * join; member 0, the leader, has not, so it admits the joiner. Members in
  * the barrier must take part in the join's view change, the barrier must
@@ -8,6 +9,11 @@
  * joiner's included, must succeed. The state handed over is checked too:
  * the joiner must load exactly the leader's delivery count as of its first
  * view, which is every message sent (all were flushed before the join).
+ *
+ * Ids given again: more processes join (and leave) one running group than
+ * there are member ids; each gets an id no member of its view holds, ids
+ * of departed joiners are given again (below the id of a joiner still in
+ * the group too), and every join and leave succeeds.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -196,10 +202,155 @@ static void test_join_while_members_shut_down(void **state)
     }
 }
 
+#define REUSE_JOINS 70 /* more than the 64 member ids */
+
+/* An initial member of the reuse test: in the group until its byte on
+ * `stop` comes, then shuts down. */
+static int staying_member(const char *members, uint32_t self, int stop)
+{
+    struct app app = {0};
+    struct spindle_group_options o;
+    options(&o, &app, members);
+    o.self = self;
+    o.num_members = MEMBERS;
+    o.state_save = NULL;
+    struct spindle_subgroup_config sg = {everyone, MEMBERS, everyone,           MEMBERS,
+                                         16,       64,      SPINDLE_MODE_ATOMIC};
+    spindle_group_t *g = NULL;
+    if (spindle_group_create(&o, &sg, 1, &g) != 0) {
+        fprintf(stderr, "member %u: %s\n", self, spindle_errmsg());
+        return 2;
+    }
+    char byte;
+    if (read(stop, &byte, 1) != 1)
+        return 3;
+    int rc = spindle_group_shutdown(g, 30000);
+    spindle_group_destroy(g);
+    if (rc != 0) {
+        fprintf(stderr, "member %u: shutdown: %s\n", self, spindle_errmsg());
+        return 4;
+    }
+    return 0;
+}
+
+/* A joiner of the reuse test: joins, reports its id on `report`, leaves
+ * when its byte on `leave` comes. */
+static int passing_joiner(const char *contact, const char *self, int report, int leave)
+{
+    struct app app = {0};
+    struct spindle_group_options o;
+    options(&o, &app, self);
+    o.join = contact;
+    o.state_save = NULL;
+    o.state_load = NULL;
+    struct spindle_subgroup_config sg = {everyone, 1, everyone, 0, 16, 64, SPINDLE_MODE_ATOMIC};
+    spindle_group_t *g = NULL;
+    if (spindle_group_create(&o, &sg, 1, &g) != 0) {
+        fprintf(stderr, "joiner at %s: %s\n", self, spindle_errmsg());
+        return 20;
+    }
+    int32_t id = spindle_group_self(g);
+    char byte;
+    if (write(report, &id, sizeof id) != (ssize_t)sizeof id || read(leave, &byte, 1) != 1)
+        return 21;
+    int rc = spindle_group_leave(g, 30000);
+    spindle_group_destroy(g);
+    if (rc != 0) {
+        fprintf(stderr, "joiner %d: leave: %s\n", id, spindle_errmsg());
+        return 22;
+    }
+    return 0;
+}
+
+static void expect_exit_0(pid_t pid, const char *who, int index)
+{
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("%s %d: status %d", who, index, status);
+}
+
+static void test_ids_of_departed_joiners_are_given_again(void **state)
+{
+    (void)state;
+    char members[128], contact[32];
+    uint16_t ports[MEMBERS];
+    for (int i = 0; i < MEMBERS; i++)
+        ports[i] = test_free_port();
+    snprintf(members, sizeof members, "127.0.0.1:%u,127.0.0.1:%u,127.0.0.1:%u", ports[0], ports[1],
+             ports[2]);
+    snprintf(contact, sizeof contact, "127.0.0.1:%u", ports[2]);
+    int stop[2], report[2];
+    assert_int_equal(pipe(stop), 0);
+    assert_int_equal(pipe(report), 0);
+    pid_t pids[MEMBERS];
+    for (uint32_t i = 0; i < MEMBERS; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            alarm(240);
+            _exit(staying_member(members, i, stop[0]));
+        }
+    }
+    /* Two joiners are in the group at a time: the older one leaves before
+     * the next one joins, so the next gets the older one's id (or, while
+     * that departure is not installed yet, another free one). */
+    pid_t joiner[REUSE_JOINS];
+    int leave[REUSE_JOINS];
+    int32_t ids[REUSE_JOINS];
+    uint64_t seen = 0;
+    int reused = 0, below_a_member = 0;
+    for (int j = 0; j < REUSE_JOINS; j++) {
+        if (j >= 2) {
+            assert_int_equal(write(leave[j - 2], "l", 1), 1);
+            close(leave[j - 2]);
+            expect_exit_0(joiner[j - 2], "joiner", j - 2);
+        }
+        char self[32];
+        snprintf(self, sizeof self, "127.0.0.1:%u", test_free_port());
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        joiner[j] = fork();
+        assert_true(joiner[j] >= 0);
+        if (joiner[j] == 0) {
+            alarm(120);
+            close(fds[1]);
+            _exit(passing_joiner(contact, self, report[1], fds[0]));
+        }
+        close(fds[0]);
+        leave[j] = fds[1];
+        if (read(report[0], &ids[j], sizeof ids[j]) != (ssize_t)sizeof ids[j])
+            fail_msg("joiner %d never reported its id", j);
+        /* An id no member of its view holds. */
+        assert_true(ids[j] >= MEMBERS && ids[j] < 64);
+        if (j >= 1)
+            assert_int_not_equal(ids[j], ids[j - 1]);
+        if ((seen >> ids[j]) & 1)
+            reused++;
+        if (j >= 1 && ids[j] < ids[j - 1])
+            below_a_member++;
+        seen |= 1ull << ids[j];
+    }
+    for (int j = REUSE_JOINS - 2; j < REUSE_JOINS; j++) {
+        assert_int_equal(write(leave[j], "l", 1), 1);
+        close(leave[j]);
+        expect_exit_0(joiner[j], "joiner", j);
+    }
+    for (uint32_t i = 0; i < MEMBERS; i++)
+        assert_int_equal(write(stop[1], "s", 1), 1);
+    for (uint32_t i = 0; i < MEMBERS; i++)
+        expect_exit_0(pids[i], "member", (int)i);
+    /* 70 joins into 61 free ids: ids were given again, some below the id
+     * of the joiner that was in the group at the time. */
+    assert_true(reused >= REUSE_JOINS - 61);
+    assert_true(below_a_member > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_join_while_members_shut_down),
+        cmocka_unit_test(test_ids_of_departed_joiners_are_given_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

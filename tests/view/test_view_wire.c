@@ -148,6 +148,7 @@ static void test_decoded_fields_are_the_encoded_ones(void **state)
     assert_string_equal(offer.group_name, "orders");
     assert_int_equal(offer.id, 4);
     assert_int_equal(offer.view_id, 9);
+    assert_true(offer.admission == (9ull << 16) + 1);
     assert_int_equal(offer.member_ids[1], 2);
     assert_string_equal(offer.addresses[2].host, "host4");
     assert_int_equal(offer.addresses[2].port, 7004);
@@ -216,11 +217,17 @@ static void test_lying_offers_are_refused(void **state)
     /* An admission whose joiner row names another member. */
     len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
     size_t id_at = kind_at + 4 + 2 + VIEW_NAME_MAX - 1;
-    poke_u32(sample + id_at, 2); /* id 2 < num_initial 3 */
+    poke_u32(sample + id_at, 2);
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer),
+                   "joiner's row names member 4, not 2");
+    /* An admission of 0 (the number of the members that started the group). */
+    len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
+    size_t admission_at = id_at + 5 * 4 + 8;
+    memset(sample + admission_at, 0, 8);
     expect_refused(view_wire_decode_join_offer(sample, len, &offer), "not a joiner's place");
     /* The same member id in two rows. */
     len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
-    size_t rows_at = id_at + 5 * 4 + 8;
+    size_t rows_at = admission_at + 8;
     poke_u32(sample + rows_at + 4 + VIEW_WIRE_ADDRESS_SIZE, 0);
     expect_refused(view_wire_decode_join_offer(sample, len, &offer), "listed twice");
     /* A layout whose sender is not a member. */

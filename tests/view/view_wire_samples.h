@@ -109,6 +109,7 @@ static SAMPLE_UNUSED size_t sample_join_offer(uint32_t kind, uint8_t *buf, size_
         offer.my_row = 2;
         offer.num_subgroups = 2;
         offer.view_id = 9;
+        offer.admission = (9ull << 16) + 1;
         const uint32_t ids[] = {0, 2, 4};
         for (uint32_t r = 0; r < 3; r++) {
             offer.member_ids[r] = ids[r];
@@ -125,7 +126,7 @@ static SAMPLE_UNUSED size_t sample_join_offer(uint32_t kind, uint8_t *buf, size_
 
 static SAMPLE_UNUSED size_t sample_join_desc(uint8_t *buf, size_t cap)
 {
-    struct view_join_desc desc = {.view_id = 9, .id = 4};
+    struct view_join_desc desc = {.view_id = 9, .id = 4, .admission = (9ull << 16) + 1};
     sample_desc_fill(&desc.desc, 4);
     return view_wire_encode_join_desc(&desc, buf, cap);
 }
