@@ -146,6 +146,17 @@ struct spindle_group_options {
     void *state_ctx;
     spindle_layout_fn layout; /* NULL: the default layout (see spindle_layout_fn) */
     void *layout_ctx;
+    /*
+     * Slow members (tolerate_failures). 0, the default: a member that keeps
+     * up too slowly holds every sender's window full and senders wait for
+     * it (back-pressure, visible in spindle_stats: window_full,
+     * window_full_ns, window_holder). > 0: a member that held a sender's
+     * window full for this many milliseconds without a break is removed
+     * like a failed one (the sender's member suspects it); if it is alive
+     * it learns so (SPINDLE_EREMOVED). Choose it well above the longest
+     * delivery upcall the application makes.
+     */
+    int slow_member_ms;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram

@@ -39,7 +39,8 @@ static int cfg_problem(const char *fmt, ...)
 }
 
 static const char *const group_keys[] = {
-    "name", "transport", "provider", "device", "failure_timeout_ms", "log_level", NULL};
+    "name",           "transport", "provider", "device", "failure_timeout_ms",
+    "slow_member_ms", "log_level", NULL};
 static const char *const member_keys[] = {"host", "port", NULL};
 static const char *const subgroup_keys[] = {"members",     "senders", "window_size",
                                             "max_payload", "mode",    NULL};
@@ -161,6 +162,12 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
         o->pub.group.failure_timeout_ms = (int)n;
         return 0;
     }
+    if (strcmp(key, "slow_member_ms") == 0) {
+        if (cfg_uint(value, 0, 3600000, &n) != 0)
+            return -1;
+        o->pub.group.slow_member_ms = (int)n;
+        return 0;
+    }
     if (strcmp(key, "log_level") == 0) {
         enum sp_log_level level;
         if (sp_log_parse_level(value, &level) != 0)
@@ -168,7 +175,7 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
         return cfg_string(&o->log_level, value);
     }
     return cfg_problem("unknown key in [group] (known: name, transport, provider, device, "
-                       "failure_timeout_ms, log_level)");
+                       "failure_timeout_ms, slow_member_ms, log_level)");
 }
 
 static int cfg_apply_member(struct cfg_member *m, const char *key, const char *value)

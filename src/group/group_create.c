@@ -36,6 +36,13 @@ static int check_timeouts(const struct spindle_group_options *options)
     if (options->failure_timeout_ms <= 0)
         return sp_error(SPINDLE_EINVAL, "failure_timeout_ms %d must be > 0",
                         options->failure_timeout_ms);
+    if (options->slow_member_ms < 0)
+        return sp_error(SPINDLE_EINVAL, "slow_member_ms %d must be >= 0 (0: never remove)",
+                        options->slow_member_ms);
+    if (options->slow_member_ms > 0 && !options->tolerate_failures)
+        return sp_error(SPINDLE_EINVAL,
+                        "slow_member_ms %d needs tolerate_failures (a removal is a view change)",
+                        options->slow_member_ms);
     return 0;
 }
 
@@ -88,6 +95,7 @@ static void view_config_of(const struct spindle_group *group, struct view_config
     out->self = o->self;
     out->num_initial = o->num_members;
     out->failure_timeout_ms = o->failure_timeout_ms;
+    out->slow_member_ms = o->slow_member_ms;
     out->bootstrap_timeout_ms = o->bootstrap_timeout_ms;
     out->tolerate_failures = o->tolerate_failures;
     out->transport.backend = o->transport;

@@ -89,6 +89,9 @@ struct smc_layout {
 struct smc_options {
     bool batching;
     bool null_sends;
+    /* > 0: a reserve that waited this long for a slot another member holds
+     * has that member suspected (sst_table_suspect); 0: it just waits. */
+    int slow_member_ms;
     spindle_deliver_fn deliver;
     void *deliver_ctx;
 };

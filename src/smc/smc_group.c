@@ -214,6 +214,7 @@ int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts
     group->my_row = my_row;
     group->num_subgroups = num_subgroups;
     group->window_holder_row = -1;
+    group->slow_row = -1;
     pthread_mutex_init(&group->wait_lock, NULL);
     /* Waiters compute deadlines on CLOCK_MONOTONIC. */
     pthread_condattr_t attr;

@@ -10,7 +10,7 @@
  *   predicate thread, under the engine lock: pushed, published, nulls,
  *     next_position (nulls), every receiver field, stats;
  *   atomics (read anywhere): committed, delivered_own, failed, stopped, wedged,
- *     reserve_waiting, flush_waiters.
+ *     reserve_waiting, flush_waiters, slow_row.
  */
 #ifndef SP_SMC_SMC_IMPL_H
 #define SP_SMC_SMC_IMPL_H
@@ -91,6 +91,9 @@ struct smc_group {
      * (atomics): reserves that met a full window, time waited, holder. */
     uint64_t window_full, window_full_ns;
     int32_t window_holder_row;
+    /* A member that held a waiting reserve's slot for slow_member_ms, for
+     * the predicate thread to suspect (atomic; -1: none). */
+    int32_t slow_row;
 };
 
 /* Local copy of the ring of sender_rank in sub (this member must be a

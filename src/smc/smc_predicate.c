@@ -58,6 +58,8 @@ bool smc_predicate(void *ctx)
     if (__atomic_load_n(&group->stopped, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE))
         return false;
+    if (__atomic_load_n(&group->slow_row, __ATOMIC_ACQUIRE) >= 0)
+        return true;
     for (uint32_t g = 0; g < group->num_subgroups; g++)
         if (subgroup_has_work(group, &group->subgroups[g]))
             return true;
@@ -321,6 +323,9 @@ void smc_trigger(void *ctx)
     bool wake = false;
     if (__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE))
         return;
+    int32_t slow = __atomic_exchange_n(&group->slow_row, -1, __ATOMIC_ACQ_REL);
+    if (slow >= 0)
+        sst_table_suspect(group->table, (uint32_t)slow, SPINDLE_ETIMEDOUT);
     for (uint32_t g = 0; g < group->num_subgroups; g++) {
         struct smc_subgroup *sub = &group->subgroups[g];
         uint64_t own_before = __atomic_load_n(&sub->delivered_own, __ATOMIC_RELAXED);

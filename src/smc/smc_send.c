@@ -10,10 +10,15 @@
 #include "smc/smc_impl.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/log.h"
 
-/* The row of the first member that still holds the slot the next commit
- * would reuse (it has not delivered, or for unordered received, the
- * message there), or -1 when the slot is free. */
+/* The row of the member furthest behind among those that still hold the
+ * slot the next commit would reuse (it has not delivered, or for unordered
+ * received, the message there), or -1 when the slot is free. Furthest
+ * behind, not the first found: a member stuck in its delivery upcall also
+ * stops acknowledging what it receives, so the others cannot deliver either
+ * and all hold the slot; the one that holds them back has the lowest
+ * count. */
 static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *sub)
 {
     uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
@@ -29,10 +34,16 @@ static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *s
         atomic ? position * sub->layout.num_senders + (uint64_t)sub->my_sender_rank : position;
     uint32_t offset =
         atomic ? sub->delivered_offset : sub->received_offset + 8u * (uint32_t)sub->my_sender_rank;
-    for (uint32_t i = 0; i < sub->layout.num_members; i++)
-        if (sst_read_u64(group->table, sub->layout.members[i], offset) <= need)
-            return (int32_t)sub->layout.members[i];
-    return -1;
+    int32_t holder = -1;
+    uint64_t lowest = need;
+    for (uint32_t i = 0; i < sub->layout.num_members; i++) {
+        uint64_t count = sst_read_u64(group->table, sub->layout.members[i], offset);
+        if (count <= lowest) {
+            lowest = count;
+            holder = (int32_t)sub->layout.members[i];
+        }
+    }
+    return holder;
 }
 
 bool smc_slot_free(struct smc_group *group, const struct smc_subgroup *sub)
@@ -71,11 +82,38 @@ static void deadline_after(struct timespec *ts, int ms)
     ts->tv_nsec %= 1000000000L;
 }
 
+/* With slow_member_ms, hands the member that has held this reserve's slot
+ * since `since` (CLOCK_MONOTONIC ns) to the predicate thread to suspect,
+ * once; true when it did. The holder changing restarts the clock: the
+ * bound is how long one member held the window full without a break. */
+static bool check_slow_holder(struct smc_group *group, const struct smc_subgroup *sub,
+                              int32_t *holder, uint64_t *since)
+{
+    int32_t now_holder = slot_holder(group, sub);
+    uint64_t now = sp_now_ns();
+    if (now_holder != *holder) {
+        *holder = now_holder;
+        *since = now;
+        return false;
+    }
+    if (now_holder < 0 || (uint32_t)now_holder == group->my_row ||
+        now - *since < (uint64_t)group->options.slow_member_ms * 1000000ull)
+        return false;
+    SP_LOG_WARNING("smc", "row %d held the window of subgroup %u full for %llu ms: suspected",
+                   now_holder, sub->index, (unsigned long long)((now - *since) / 1000000ull));
+    __atomic_store_n(&group->slow_row, now_holder, __ATOMIC_RELEASE);
+    sst_engine_wake(group->engine);
+    return true;
+}
+
 /* Waits for a free slot; the predicate wakes us when one frees up (the
  * short timed wait only bounds the cost of a missed wake-up). */
 static int wait_for_slot(struct smc_group *group, struct smc_subgroup *sub)
 {
     int rc = 0;
+    int32_t holder = -1;
+    uint64_t since = 0;
+    bool watch = group->options.slow_member_ms > 0;
     __atomic_store_n(&sub->reserve_waiting, 1, __ATOMIC_RELEASE);
     sst_engine_wake(group->engine);
     pthread_mutex_lock(&group->wait_lock);
@@ -83,6 +121,8 @@ static int wait_for_slot(struct smc_group *group, struct smc_subgroup *sub)
         rc = group_state_error(group);
         if (rc < 0)
             break;
+        if (watch && check_slow_holder(group, sub, &holder, &since))
+            watch = false;
         struct timespec deadline;
         deadline_after(&deadline, 5);
         pthread_cond_timedwait(&group->wait_cond, &group->wait_lock, &deadline);

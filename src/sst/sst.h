@@ -236,6 +236,11 @@ uint32_t sst_table_my_row(const struct sst_table *table);
 /* True once row was reported through the failure callback (set before the
  * callback runs). Any thread. */
 bool sst_row_failed(struct sst_table *table, uint32_t row);
+/* Reports row (not this member's) through the failure callback with error,
+ * as if the SST had found it failed, unless it was already reported: the
+ * layer above suspects a member the SST cannot judge (one that keeps up too
+ * slowly). Predicate thread, lock held. */
+void sst_table_suspect(struct sst_table *table, uint32_t row, int error);
 /* Local copy of a row. */
 uint8_t *sst_row(struct sst_table *table, uint32_t row);
 /* Local mapping of this member's side region (NULL when it has none). */

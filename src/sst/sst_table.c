@@ -196,6 +196,16 @@ bool sst_row_failed(struct sst_table *table, uint32_t row)
     return row < table->num_rows && atomic_load(&table->failed[row]);
 }
 
+void sst_table_suspect(struct sst_table *table, uint32_t row, int error)
+{
+    if (row >= table->num_rows || row == table->my_row ||
+        atomic_exchange(&table->failed[row], true))
+        return;
+    struct sst_engine *engine = table->engine;
+    if (engine->on_failure != NULL)
+        engine->on_failure(engine->on_failure_ctx, table, row, error);
+}
+
 uint8_t *sst_side(struct sst_table *table)
 {
     return table->side;

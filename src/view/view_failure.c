@@ -28,11 +28,15 @@ static void removed(struct view_membership *m, struct view_epoch *epoch)
     bool stops = !m->stop && m->terminal == 0; /* not after leave or another end */
     if (stops) {
         m->terminal = SPINDLE_EREMOVED;
+        char slow[96] = "";
+        if (m->config.slow_member_ms > 0)
+            snprintf(slow, sizeof slow, ", or held a sender's window full for %d ms",
+                     m->config.slow_member_ms);
         snprintf(m->terminal_msg, sizeof m->terminal_msg,
                  "removed from the group: the other members of view %llu installed the next "
                  "view without it (they suspected it failed: it was stopped, hung or cut off "
-                 "for longer than the failure timeout of %d ms)",
-                 view, m->config.failure_timeout_ms);
+                 "for longer than the failure timeout of %d ms%s)",
+                 view, m->config.failure_timeout_ms, slow);
         sp_log(SP_LOG_ERROR, "view", "view %llu: %s", view, m->terminal_msg);
         pthread_cond_broadcast(&m->cond);
     }

@@ -188,7 +188,8 @@ static void test_ring_layout_is_the_same_function_everywhere(void **state)
     /* Member 2 sends in subgroup 2: its ring is at 16128 locally and it
      * pushes to 896 in member 0's region. */
     struct sst_engine *engine = recording_engine(false);
-    struct smc_options options = {true, true, no_delivery, NULL};
+    struct smc_options options = {
+        .batching = true, .null_sends = true, .deliver = no_delivery, .deliver_ctx = NULL};
     struct smc_group *group = NULL;
     assert_int_equal(smc_group_create(engine, layouts, 4, 4, 2, &options, &group), 0);
     const struct smc_subgroup *sub = &group->subgroups[2];
@@ -212,7 +213,8 @@ static void test_rings_are_allocated_only_for_own_subgroups(void **state)
     (void)state;
     struct smc_layout layouts[4];
     four_layouts(layouts);
-    struct smc_options options = {true, true, no_delivery, NULL};
+    struct smc_options options = {
+        .batching = true, .null_sends = true, .deliver = no_delivery, .deliver_ctx = NULL};
     for (uint32_t row = 0; row < 4; row++) {
         struct sst_engine *engine = recording_engine(false);
         struct smc_group *group = NULL;
@@ -251,7 +253,8 @@ static void test_pinned_bytes_follow_the_transport(void **state)
     (void)state;
     struct smc_layout layouts[4];
     four_layouts(layouts);
-    struct smc_options options = {true, true, no_delivery, NULL};
+    struct smc_options options = {
+        .batching = true, .null_sends = true, .deliver = no_delivery, .deliver_ctx = NULL};
     for (int odp = 0; odp <= 1; odp++) {
         struct sst_engine *engine = recording_engine(odp != 0);
         struct smc_group *group = NULL;

@@ -43,7 +43,8 @@ static void test_wedge_then_trim_hooks(void **state)
     layout.window_size = 4;
     layout.max_payload = 8;
     layout.mode = SPINDLE_MODE_ATOMIC;
-    struct smc_options options = {true, true, on_deliver, NULL};
+    struct smc_options options = {
+        .batching = true, .null_sends = true, .deliver = on_deliver, .deliver_ctx = NULL};
     struct smc_group *group;
     assert_int_equal(smc_group_create(engine, &layout, 1, 1, 0, &options, &group), 0);
     struct sst_member_desc desc;

@@ -20,6 +20,10 @@
  * A member that is already in spindle_group_shutdown (flushed, waiting at
  * its barrier) when another is killed takes part in the view change: the
  * others finish in view 1, and its shutdown completes in view 1 with them.
+ * A slow member (its delivery upcall takes 400 ms once it has delivered a
+ * quarter of the stream) in a group with slow_member_ms = 200 holds the
+ * senders' windows full: a sender suspects it and the others remove it in
+ * view 1; its own next call says that it was removed.
  * And the majority rule: a lone survivor of three stops with
  * SPINDLE_EMINORITY instead of installing a view. A graceful leave is
  * checked the same way: the leaver's messages must all be delivered, by
@@ -70,11 +74,14 @@ struct child {
     uint32_t left_mask;
     int bad;
     uint64_t moved;      /* messages delivered in subgroup 1 (the moved one) */
+    int slow_upcalls;    /* a slow member: upcalls left that take SLOW_UPCALL_MS */
     int layout_calls;    /* atomic: calls of the layout function */
     int layout_mismatch; /* atomic: a call saw a view it should not have */
 };
 
 #define MOVED_MESSAGES 100
+#define SLOW_UPCALL_MS 400
+#define SLOW_MEMBER_MS 200
 
 static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
 {
@@ -96,8 +103,14 @@ static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
         c->records[c->count++] = r;
         c->per_sender[m[i].sender_id]++;
     }
+    bool slow = c->slow_upcalls > 0 && c->count > MESSAGES / 4;
+    c->slow_upcalls -= slow;
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
+    if (slow) {
+        struct timespec pause = {0, SLOW_UPCALL_MS * 1000000L};
+        nanosleep(&pause, NULL);
+    }
 }
 
 static void on_view(void *ctx, const struct spindle_view_info *view)
@@ -170,6 +183,7 @@ struct scenario {
     uint32_t members;
     uint32_t dead_mask;
     uint32_t stop_mask;  /* these members are stopped (SIGSTOP), resumed at the end */
+    uint32_t slow_mask;  /* these members deliver slowly (slow_member_ms is on) */
     uint32_t leave_mask; /* these members leave gracefully after sending */
     const char *dir;
     int progress_fd; /* victims write one byte here once streaming */
@@ -187,6 +201,7 @@ static int create_group(const struct scenario *s, uint32_t self, struct child *c
     o.num_members = s->members;
     o.bootstrap = s->dir;
     o.failure_timeout_ms = 1500;
+    o.slow_member_ms = s->slow_mask != 0 ? SLOW_MEMBER_MS : 0;
     o.tolerate_failures = true;
     o.deliver = on_deliver;
     o.deliver_ctx = c;
@@ -221,7 +236,7 @@ static void die_before_commit(struct view_membership *m, const struct view_next 
 /* Members that leave the group in the scenario, one way or another. */
 static uint32_t gone_of(const struct scenario *s)
 {
-    return s->dead_mask | s->stop_mask | s->self_kill_mask | s->leave_mask;
+    return s->dead_mask | s->stop_mask | s->slow_mask | s->self_kill_mask | s->leave_mask;
 }
 
 /* Child body; returns the exit status. */
@@ -235,11 +250,13 @@ static int member_main(const struct scenario *s, uint32_t self)
     spindle_group_t *group = NULL;
     if ((s->self_kill_mask >> self) & 1)
         view_test_before_commit(die_before_commit);
+    if ((s->slow_mask >> self) & 1)
+        c.slow_upcalls = 10;
     if (c.records == NULL || create_group(s, self, &c, &group) != 0)
         return 10;
     int rc = 0;
     uint32_t victims = s->dead_mask | s->stop_mask;
-    uint32_t failed = victims | s->self_kill_mask;
+    uint32_t failed = victims | s->slow_mask | s->self_kill_mask;
     bool early = (s->early_mask >> self) & 1;
     if (s->early_mask != 0)
         close(s->go[1]); /* EOF on go once the parent closes its end */
@@ -272,9 +289,9 @@ static int member_main(const struct scenario *s, uint32_t self)
         spindle_group_destroy(group);
         return rc == 0 && in_next && !c.bad ? 0 : 21;
     }
-    if ((s->stop_mask >> self) & 1) {
-        /* Resumed after the others removed it: a send or the flush after
-         * them says so. */
+    if (((s->stop_mask | s->slow_mask) >> self) & 1) {
+        /* Resumed (or back from its slow upcall) after the others removed
+         * it: a send or the flush after them says so. */
         if (rc == 0)
             rc = spindle_flush(group, 30000);
         int removed =
@@ -462,8 +479,8 @@ static void run_scenario(struct scenario *s, int expect_logs)
     /* Members in shutdown early keep no log; all their messages must be
      * delivered, as a leaver's. */
     if (expect_logs)
-        check_logs(dir, members, dead_mask | stop_mask | self_kill_mask, leave_mask | s->early_mask,
-                   self_kill_mask != 0 ? 2 : 1);
+        check_logs(dir, members, dead_mask | stop_mask | s->slow_mask | self_kill_mask,
+                   leave_mask | s->early_mask, self_kill_mask != 0 ? 2 : 1);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
@@ -518,6 +535,13 @@ static void test_stopped_member_is_removed_and_told_on_resume(void **state)
     run_stopping(4, 0, 1u << 3, 0, 1, false);
 }
 
+static void test_slow_member_is_removed_when_asked(void **state)
+{
+    (void)state;
+    struct scenario s = {.members = 4, .slow_mask = 1u << 3, .release = {-1, -1}, .go = {-1, -1}};
+    run_scenario(&s, 1);
+}
+
 static void test_member_failing_before_its_commitment_leaves_in_the_next_view(void **state)
 {
     (void)state;
@@ -557,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_minority_stops),
         cmocka_unit_test(test_graceful_leave),
         cmocka_unit_test(test_stopped_member_is_removed_and_told_on_resume),
+        cmocka_unit_test(test_slow_member_is_removed_when_asked),
         cmocka_unit_test(test_member_failing_before_its_commitment_leaves_in_the_next_view),
         cmocka_unit_test(test_member_in_shutdown_takes_part_in_a_view_change),
         cmocka_unit_test(test_layout_function_moves_a_subgroup),
