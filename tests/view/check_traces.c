@@ -1,20 +1,34 @@
 /*
  * check_traces: verifies the delivery traces that spindle-bench --trace
  * writes against the virtual-synchrony guarantees, after members were
- * killed (or cut off) part-way through a run.
+ * killed (or cut off), joined or left part-way through a run.
  *
  *   check_traces DIR --messages M --members N [--killed LIST] [--subgroups K]
  *                [--msg-size S] [--initial I]
  *
- * Input (in DIR, for every member id 0..N-1):
- *   member-<id>.trace  one line per delivered message:
+ * Input: DIR holds the files of every process that was a member, under
+ * member ids 0..N-1. A process is identified by its member id and its
+ * incarnation, the view it joined in (0 for an initial member): a
+ * departed member's id may be given to a later joiner, so one id may name
+ * several processes over a run, one after the other.
+ *   member-<id>.trace        an initial member's deliveries, one line per
+ *   member-<id>.<view>.trace message (the second: a joiner of view <view>):
  *                      <view_id> <subgroup> <sender> <app_index> <length> <crc32c-hex8>
- *   member-<id>.end    written by a member that finished:
- *                      view <final_view_id> members <id,id,...> [joined <view_id>]
- *                      ("joined V": the member joined the running group in view V)
- * Members with an .end file (and not listed in --killed) are the survivors;
- * members in --killed were stopped from outside (their trace may end in a
- * partial line, which is ignored). Every other member is an error.
+ *   member-<id>.end          written by a member that finished or left
+ *   member-<id>.<view>.end   (the second: the joiner of view <view>):
+ *                      view <final_view_id> members <id,id,...> [joined <view_id>] [left]
+ *                      ("joined V": the member joined the running group in
+ *                      view V, which a joiner's file name repeats; "left":
+ *                      it left the group, spindle_group_leave, and the view
+ *                      named is the last one it was in)
+ * Other names (member-<id>[.<view>].pid, a joiner's joining-<pid>.trace
+ * from before it knew its id) are ignored. A process with an .end file that
+ * does not say "left" (and that is not listed in --killed) is a survivor;
+ * one whose .end says "left" departed; one in --killed was stopped from
+ * outside (its trace may end in a partial line, which is ignored). Any other
+ * process, or an id in 0..N-1 with no file at all and not in --killed, is
+ * an error. --killed lists ID (the id's last incarnation; an id without
+ * files was killed before it wrote any) or ID.VIEW (the joiner of VIEW).
  *
  * What must hold (the first violation is reported as FILE:LINE: what, and
  * the exit status is 1; a usage error exits 2; success prints one "ok"
@@ -25,8 +39,14 @@
  *     duplicate, reorder or gap, across views;
  *   - one (subgroup, sender, app_index) has one length and checksum in
  *     every file;
+ *   - the incarnations of one id follow each other: each is in its views
+ *     (from the one it joined in, or view 0, to its final view or its last
+ *     delivery) only after the previous one was gone; a joiner's .end says
+ *     it joined in the view its name says;
  *   - the survivors agree on the final view, whose members are exactly the
- *     survivors;
+ *     survivors' ids (one survivor per id);
+ *   - the members an .end file lists for its view include every process
+ *     that was in that view;
  *   - in every view, all survivors delivered identical sequences per
  *     subgroup (the virtual-synchrony guarantee: members that go on to the
  *     next view delivered the same messages in the same order);
@@ -34,80 +54,31 @@
  *     every survivor, in every subgroup 0..K-1;
  *   - each message of a sender that left the group was delivered by all
  *     survivors or by none;
- *   - a killed member's trace, in each view it went past, equals the
- *     survivors' sequence, and in its last view is a prefix of it.
+ *   - a killed member's trace and that of a member that left, in each view
+ *     it went past, equals the survivors' sequence, and in its last view is
+ *     a prefix of it; a member that left delivered nothing after its final
+ *     view.
  * A member is taken to be in every view from the first view id in its
- * trace to its last (survivors: to its final view); a member that joined
- * is in every view from the one it joined. A joiner must deliver, per
- * (subgroup, sender), exactly the messages that an initial survivor
- * delivered in the views from its first one on: its first app_index is
- * the count that survivor delivered before (so nothing of its views is
- * missed and nothing of an earlier view is delivered to it). With
- * --initial I, members I..N-1 joined later: one that was killed (no .end
- * to say when it joined) is checked as a joiner of the first view in its
- * trace.
+ * trace to its last (survivors and members that left: to their final
+ * view); a member that joined is in every view from the one it joined. A
+ * joiner (one that left too) must deliver, per (subgroup, sender), exactly
+ * the messages that an initial survivor delivered in the views from its
+ * first one on: its first app_index is the count that survivor delivered
+ * before (so nothing of its views is missed and nothing of an earlier view
+ * is delivered to it). With --initial I, members I..N-1 joined later: one
+ * with unnamed files that was killed (no .end to say when it joined) is
+ * checked as a joiner of the first view in its trace.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdarg.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_MEMBERS   1024
-#define MAX_SUBGROUPS 1024
+#include "check_traces.h"
 
-struct record {
-    uint64_t view;
-    uint64_t index;
-    uint32_t subgroup;
-    uint32_t sender;
-    uint32_t length;
-    uint32_t crc;
-    uint32_t line;
-};
-
-struct member {
-    uint32_t id;
-    char trace_path[PATH_MAX];
-    char end_path[PATH_MAX];
-    bool killed, survivor, has_end;
-    struct record *records;
-    size_t count, capacity;
-    uint64_t first_view, last_view; /* views the member was in */
-    uint64_t final_view;            /* from the .end file */
-    bool joiner;                    /* .end says "joined <view>" */
-    uint64_t joined_view;
-    uint32_t final_members[MAX_MEMBERS];
-    uint32_t num_final;
-    uint64_t *next_index; /* [subgroup * members + sender]: next expected app_index */
-};
-
-/* What one (subgroup, sender, app_index) looked like where first seen. */
-struct seen {
-    uint32_t length, crc;
-    uint32_t member, line; /* line 0: not seen yet */
-};
-
-struct checker {
-    const char *dir;
-    uint64_t messages;
-    uint32_t members, subgroups;
-    long long msg_size; /* -1: not checked */
-    bool killed_list[MAX_MEMBERS];
-    uint32_t initial; /* members from this id on joined later */
-    struct member *member;
-    struct seen *seen;
-    uint64_t checked;
-};
-
-/* Global so that everything stays reachable when a failure exits. */
-static struct checker g;
-
+static _Noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static _Noreturn void usage_error(const char *fmt, ...)
 {
     va_list ap;
@@ -115,154 +86,10 @@ static _Noreturn void usage_error(const char *fmt, ...)
     fputs("check_traces: ", stderr);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fputs("\nusage: check_traces DIR --messages M --members N [--killed ID,ID,...] "
+    fputs("\nusage: check_traces DIR --messages M --members N [--killed ID[.VIEW],...] "
           "[--subgroups K] [--msg-size S] [--initial I]\n",
           stderr);
     exit(2);
-}
-
-/* Reports the first violation as "FAIL: file:line: what" and exits 1. */
-static _Noreturn void fail_at(const char *path, uint32_t line, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("check_traces: FAIL: %s", path);
-    if (line > 0)
-        printf(":%u", line);
-    fputs(": ", stdout);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    fflush(stdout);
-    exit(1);
-}
-
-static bool parse_u64_token(const char *text, int base, uint64_t *out)
-{
-    if (*text == '\0' || *text == '-' || *text == '+')
-        return false;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, base);
-    if (errno != 0 || *end != '\0')
-        return false;
-    *out = v;
-    return true;
-}
-
-/* Parses "<view> <subgroup> <sender> <index> <length> <crc-hex8>". */
-static bool parse_record(char *text, struct record *r)
-{
-    char *fields[7];
-    int n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(text, " \t", &save); tok != NULL && n < 7;
-         tok = strtok_r(NULL, " \t", &save))
-        fields[n++] = tok;
-    if (n != 6 || strlen(fields[5]) != 8)
-        return false;
-    uint64_t v[6];
-    for (int i = 0; i < 6; i++)
-        if (!parse_u64_token(fields[i], i == 5 ? 16 : 10, &v[i]))
-            return false;
-    if (v[1] > UINT32_MAX || v[2] > UINT32_MAX || v[4] > UINT32_MAX)
-        return false;
-    r->view = v[0];
-    r->subgroup = (uint32_t)v[1];
-    r->sender = (uint32_t)v[2];
-    r->index = v[3];
-    r->length = (uint32_t)v[4];
-    r->crc = (uint32_t)v[5];
-    return true;
-}
-
-static void append_record(struct member *m, const struct record *r)
-{
-    if (m->count == m->capacity) {
-        size_t cap = m->capacity ? m->capacity * 2 : 1024;
-        struct record *grown = realloc(m->records, cap * sizeof *grown);
-        if (grown == NULL)
-            fail_at(m->trace_path, 0, "out of memory for %zu records", cap);
-        m->records = grown;
-        m->capacity = cap;
-    }
-    m->records[m->count++] = *r;
-}
-
-/* Reads a trace. A last line without a newline is a write cut short by a
- * kill: ignored for killed members, an error for anyone else. */
-static void load_trace(struct member *m)
-{
-    FILE *f = fopen(m->trace_path, "r");
-    if (f == NULL) {
-        if (m->killed && errno == ENOENT)
-            return; /* killed before it opened its trace: delivered nothing */
-        fail_at(m->trace_path, 0, "missing: cannot open (%s)", strerror(errno));
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    uint32_t number = 0;
-    while ((len = getline(&line, &cap, f)) > 0) {
-        number++;
-        if (line[len - 1] != '\n') {
-            if (m->killed)
-                break;
-            fail_at(m->trace_path, number, "truncated last line '%s' (no newline)", line);
-        }
-        line[len - 1] = '\0';
-        char copy[256];
-        snprintf(copy, sizeof copy, "%s", line);
-        struct record r;
-        if (!parse_record(line, &r))
-            fail_at(m->trace_path, number,
-                    "malformed line '%s' (want: view subgroup sender index length crc-hex8)", copy);
-        r.line = number;
-        append_record(m, &r);
-    }
-    free(line);
-    fclose(f);
-}
-
-/* Reads "view <id> members <id,id,...>". */
-static void load_end(struct member *m)
-{
-    FILE *f = fopen(m->end_path, "r");
-    if (f == NULL) {
-        if (errno != ENOENT)
-            fail_at(m->end_path, 0, "cannot open (%s)", strerror(errno));
-        return;
-    }
-    char text[8192] = "";
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    char *save = NULL;
-    char *word = strtok_r(text, " \t\n", &save);
-    char *view = strtok_r(NULL, " \t\n", &save);
-    char *members_word = strtok_r(NULL, " \t\n", &save);
-    char *list = strtok_r(NULL, " \t\n", &save);
-    char *joined_word = strtok_r(NULL, " \t\n", &save);
-    char *joined = joined_word != NULL ? strtok_r(NULL, " \t\n", &save) : NULL;
-    if (word == NULL || strcmp(word, "view") != 0 || view == NULL ||
-        !parse_u64_token(view, 10, &m->final_view) || members_word == NULL ||
-        strcmp(members_word, "members") != 0 || list == NULL ||
-        (joined_word != NULL &&
-         (strcmp(joined_word, "joined") != 0 || joined == NULL ||
-          !parse_u64_token(joined, 10, &m->joined_view) || m->joined_view > m->final_view)) ||
-        strtok_r(NULL, " \t\n", &save) != NULL)
-        fail_at(m->end_path, 1,
-                "malformed (want: view <id> members <id,id,...> [joined <view id>])");
-    m->joiner = joined_word != NULL;
-    char *item_save = NULL;
-    for (char *item = strtok_r(list, ",", &item_save); item != NULL;
-         item = strtok_r(NULL, ",", &item_save)) {
-        uint64_t id;
-        if (!parse_u64_token(item, 10, &id) || id >= g.members || m->num_final == MAX_MEMBERS)
-            fail_at(m->end_path, 1, "bad member id '%s' (members are 0..%u)", item, g.members - 1);
-        m->final_members[m->num_final++] = (uint32_t)id;
-    }
-    m->has_end = true;
 }
 
 static bool in_final_view(const struct member *m, uint32_t id)
@@ -284,6 +111,21 @@ static const struct record *find_index(const struct member *m, size_t from, size
     return NULL;
 }
 
+/* The position of m's first record of view or a later one (records are in
+ * view order once check_file passed them). */
+static size_t view_start(const struct member *m, uint64_t view)
+{
+    size_t low = 0, high = m->count;
+    while (low < high) {
+        size_t mid = low + (high - low) / 2;
+        if (m->records[mid].view < view)
+            low = mid + 1;
+        else
+            high = mid;
+    }
+    return low;
+}
+
 /* Range, view order, and app_index order (no duplicate, reorder or gap). */
 static void check_record(struct member *m, size_t i)
 {
@@ -293,6 +135,11 @@ static void check_record(struct member *m, size_t i)
                 r->view, m->records[i - 1].view);
     if (m->survivor && r->view > m->final_view)
         fail_at(m->trace_path, r->line, "view %" PRIu64 " is after the final view %" PRIu64,
+                r->view, m->final_view);
+    if (m->left && r->view > m->final_view)
+        fail_at(m->trace_path, r->line,
+                "delivered in view %" PRIu64 " after it left: its .end says view %" PRIu64
+                " was its last",
                 r->view, m->final_view);
     if (r->subgroup >= g.subgroups)
         fail_at(m->trace_path, r->line, "subgroup %u out of range (subgroups 0..%u carry traffic)",
@@ -331,26 +178,26 @@ static void check_record(struct member *m, size_t i)
 /* One (subgroup, sender, index) has one length and checksum everywhere. */
 static void check_payload(const struct member *m, const struct record *r)
 {
-    struct seen *s = &g.seen[((size_t)r->subgroup * g.members + r->sender) * g.messages + r->index];
+    struct seen *s = &g.seen[((size_t)r->subgroup * g.senders + r->sender) * g.messages + r->index];
     if (s->line == 0) {
-        *s = (struct seen){r->length, r->crc, m->id, r->line};
+        *s = (struct seen){r->length, r->crc, (uint32_t)(m - g.member), r->line};
         return;
     }
     if (s->length != r->length || s->crc != r->crc)
         fail_at(m->trace_path, r->line,
                 "payload differs: subgroup %u sender %u index %" PRIu64
-                " has length %u crc %08x, but member-%u.trace line %u has length %u crc %08x",
-                r->subgroup, r->sender, r->index, r->length, r->crc, s->member, s->line, s->length,
-                s->crc);
+                " has length %u crc %08x, but %s.trace line %u has length %u crc %08x",
+                r->subgroup, r->sender, r->index, r->length, r->crc,
+                process_name(&g.member[s->member]), s->line, s->length, s->crc);
 }
 
 /* An initial member (not a joiner) that survived: the reference for what
  * a joiner should have missed. */
 static const struct member *initial_survivor(void)
 {
-    for (uint32_t id = 0; id < g.members; id++)
-        if (g.member[id].survivor && !g.member[id].joiner)
-            return &g.member[id];
+    for (size_t i = 0; i < g.count; i++)
+        if (g.member[i].survivor && !g.member[i].joiner)
+            return &g.member[i];
     fail_at(g.dir, 0, "no member that was there from the start survived");
 }
 
@@ -363,10 +210,10 @@ static void check_file(struct member *m)
         /* It starts, per subgroup and sender, where the group was when it
          * joined: after what the reference delivered in earlier views. */
         const struct member *ref = initial_survivor();
-        for (size_t i = 0; i < ref->count; i++) {
+        size_t before = view_start(ref, m->joined_view);
+        for (size_t i = 0; i < before; i++) {
             const struct record *r = &ref->records[i];
-            if (r->view < m->joined_view)
-                m->next_index[(size_t)r->subgroup * g.members + r->sender] = r->index + 1;
+            m->next_index[(size_t)r->subgroup * g.members + r->sender] = r->index + 1;
         }
         if (m->count > 0 && m->records[0].view < m->joined_view)
             fail_at(m->trace_path, m->records[0].line,
@@ -381,7 +228,7 @@ static void check_file(struct member *m)
         m->first_view = m->records[0].view;
         m->last_view = m->records[m->count - 1].view;
     }
-    if (m->survivor) {
+    if (m->survivor || m->left) {
         if (m->count == 0)
             m->first_view = m->final_view;
         m->last_view = m->final_view;
@@ -391,62 +238,116 @@ static void check_file(struct member *m)
     g.checked += m->count;
 }
 
-/* Survivors, killed members, and nobody else. */
-static void classify(void)
+/* Whether anything shows m was a member at all (a process killed before it
+ * wrote a line or an .end shows nothing). */
+static bool has_views(const struct member *m)
 {
-    for (uint32_t id = 0; id < g.members; id++) {
-        struct member *m = &g.member[id];
-        if (m->killed && m->has_end)
-            printf("check_traces: note: member %u was killed after writing %s; "
-                   "checked as killed\n",
-                   id, m->end_path);
-        m->survivor = m->has_end && !m->killed;
-        if (!m->survivor && !m->killed)
-            fail_at(m->end_path, 0, "missing: member %u was not killed but did not finish", id);
-        if (!m->joiner && m->killed && id >= g.initial && m->count > 0) {
-            /* A joiner killed before it could say when it joined. */
-            m->joiner = true;
-            m->joined_view = m->records[0].view;
-        }
+    return m->count > 0 || m->survivor || m->left;
+}
+
+static bool was_in_view(const struct member *m, uint64_t view)
+{
+    return has_views(m) && m->first_view <= view && view <= m->last_view;
+}
+
+/* The incarnations of one id follow each other: the later one joined after
+ * the earlier one's last view (g.member is sorted by id, then join view). */
+static void check_incarnations(void)
+{
+    const struct member *previous = NULL;
+    for (size_t i = 0; i < g.count; i++) {
+        const struct member *m = &g.member[i];
+        if (!has_views(m))
+            continue;
+        if (previous != NULL && previous->id == m->id && previous->last_view >= process_start(m))
+            fail_at(m->trace_path, 0,
+                    "mixed up: two incarnations of member %u overlap: %s is in views %" PRIu64
+                    "..%" PRIu64 ", but %s joined in view %" PRIu64,
+                    m->id, process_name(previous), process_start(previous), previous->last_view,
+                    process_name(m), process_start(m));
+        previous = m;
     }
 }
 
-/* The survivors agree on the final view, and it holds exactly them. */
-static void check_final_views(void)
+/* The survivor that holds id at the end, or NULL. */
+static const struct member *survivor_of(uint32_t id)
 {
-    const struct member *ref = NULL;
-    for (uint32_t id = 0; id < g.members; id++) {
-        const struct member *m = &g.member[id];
-        if (!m->survivor)
-            continue;
-        if (ref == NULL) {
-            ref = m;
-            continue;
-        }
-        bool same = m->final_view == ref->final_view && m->num_final == ref->num_final;
-        for (uint32_t i = 0; same && i < m->num_final; i++)
-            same = in_final_view(ref, m->final_members[i]);
-        if (!same)
-            fail_at(m->end_path, 1, "final view disagrees with %s (view %" PRIu64 ")",
-                    ref->end_path, ref->final_view);
-    }
-    if (ref == NULL)
-        fail_at(g.dir, 0, "no survivors: no member-<id>.end from a member that was not killed");
-    for (uint32_t id = 0; id < g.members; id++) {
-        const struct member *m = &g.member[id];
-        if (m->survivor != in_final_view(ref, id))
-            fail_at(ref->end_path, 1, "final view %" PRIu64 " %s member %u, which %s",
-                    ref->final_view, m->survivor ? "lacks" : "lists", id,
-                    m->survivor ? "finished" : (m->killed ? "was killed" : "did not finish"));
-    }
+    for (size_t i = 0; i < g.count; i++)
+        if (g.member[i].survivor && g.member[i].id == id)
+            return &g.member[i];
+    return NULL;
+}
+
+/* Says what became of id's last incarnation, for a final view that lists it. */
+static const char *fate(uint32_t id)
+{
+    const struct member *last = NULL;
+    for (size_t i = 0; i < g.count; i++)
+        if (g.member[i].id == id)
+            last = &g.member[i];
+    if (last == NULL)
+        return "did not finish";
+    return last->killed ? "was killed" : last->left ? "left" : "did not finish";
 }
 
 static const struct member *first_survivor(void)
 {
-    for (uint32_t id = 0; id < g.members; id++)
-        if (g.member[id].survivor)
-            return &g.member[id];
-    fail_at(g.dir, 0, "no survivors");
+    for (size_t i = 0; i < g.count; i++)
+        if (g.member[i].survivor)
+            return &g.member[i];
+    fail_at(g.dir, 0, "no survivors: no member-<id>.end from a member that was not killed");
+}
+
+/* The survivors agree on the final view, and it holds exactly them, one
+ * process per id. */
+static void check_final_views(void)
+{
+    const struct member *ref = first_survivor();
+    for (size_t i = 0; i < g.count; i++) {
+        const struct member *m = &g.member[i];
+        if (!m->survivor || m == ref)
+            continue;
+        const struct member *holder = survivor_of(m->id);
+        if (holder != m)
+            fail_at(m->end_path, 1, "mixed up: %s and %s both finished as member %u",
+                    process_name(holder), process_name(m), m->id);
+        bool same = m->final_view == ref->final_view && m->num_final == ref->num_final;
+        for (uint32_t k = 0; same && k < m->num_final; k++)
+            same = in_final_view(ref, m->final_members[k]);
+        if (!same)
+            fail_at(m->end_path, 1, "final view disagrees with %s (view %" PRIu64 ")",
+                    ref->end_path, ref->final_view);
+    }
+    for (uint32_t id = 0; id < g.members; id++) {
+        bool survived = survivor_of(id) != NULL;
+        if (survived != in_final_view(ref, id))
+            fail_at(ref->end_path, 1, "final view %" PRIu64 " %s member %u, which %s",
+                    ref->final_view, survived ? "lacks" : "lists", id,
+                    survived ? "finished" : fate(id));
+    }
+}
+
+/* The view a departed member's .end names lists it and every survivor or
+ * departed member that was in that view (by view range: the id of an
+ * incarnation that was there). Killed members' ranges are guesses from
+ * their traces: not held against the list. */
+static void check_end_members(void)
+{
+    for (size_t i = 0; i < g.count; i++) {
+        const struct member *m = &g.member[i];
+        if (!m->left)
+            continue;
+        for (size_t k = 0; k < g.count; k++) {
+            const struct member *other = &g.member[k];
+            if ((other->survivor || other->left) && was_in_view(other, m->final_view) &&
+                !in_final_view(m, other->id))
+                fail_at(m->end_path, 1,
+                        "view %" PRIu64 " does not list member %u, but %s was in it (views %" PRIu64
+                        "..%" PRIu64 ")",
+                        m->final_view, other->id, process_name(other), other->first_view,
+                        other->last_view);
+        }
+    }
 }
 
 /* Every message of a sender still in the final view reached every survivor;
@@ -455,8 +356,8 @@ static void check_sender(uint32_t sg, uint32_t sender, bool stays)
 {
     size_t slot = (size_t)sg * g.members + sender;
     const struct member *most = first_survivor(), *least = most;
-    for (uint32_t id = 0; id < g.members; id++) {
-        const struct member *m = &g.member[id];
+    for (size_t i = 0; i < g.count; i++) {
+        const struct member *m = &g.member[i];
         if (!m->survivor)
             continue;
         uint64_t got = m->next_index[slot];
@@ -481,19 +382,28 @@ static void check_sender(uint32_t sg, uint32_t sender, bool stays)
     }
 }
 
+/* Senders are initial members (joiners only receive): sender id stays when
+ * the process holding that id at the end is the initial member. */
+static bool sender_stays(uint32_t sender)
+{
+    const struct member *holder = survivor_of(sender);
+    return holder != NULL && !holder->joiner;
+}
+
+/* Whether id ever named an initial member (a sender). */
+static bool was_initial(uint32_t id)
+{
+    for (size_t i = 0; i < g.count; i++)
+        if (g.member[i].id == id && !g.member[i].joiner)
+            return true;
+    return false;
+}
+
 static void check_completeness(void)
 {
-    const struct member *ref = first_survivor();
     for (uint32_t sg = 0; sg < g.subgroups; sg++)
-        for (uint32_t sender = 0; sender < g.members; sender++) {
-            /* A joiner that nobody delivered from is a receiver only. */
-            bool silent_joiner = g.member[sender].joiner;
-            for (uint32_t id = 0; id < g.members && silent_joiner; id++)
-                silent_joiner = !g.member[id].survivor ||
-                                g.member[id].next_index[(size_t)sg * g.members + sender] == 0;
-            if (!silent_joiner)
-                check_sender(sg, sender, in_final_view(ref, sender));
-        }
+        for (uint32_t sender = 0; sender < g.members; sender++)
+            check_sender(sg, sender, sender_stays(sender));
 }
 
 /* Walks one member's deliveries in one view and subgroup. */
@@ -504,6 +414,11 @@ struct cursor {
     size_t pos;
     uint64_t taken;
 };
+
+static struct cursor cursor_at(const struct member *m, uint64_t view, uint32_t subgroup)
+{
+    return (struct cursor){m, view, subgroup, view_start(m, view), 0};
+}
 
 static const struct record *cursor_next(struct cursor *c)
 {
@@ -531,8 +446,8 @@ static bool same_message(const struct record *a, const struct record *b)
 static void compare_view(const struct member *ref, const struct member *other, uint64_t view,
                          uint32_t sg, bool prefix_ok)
 {
-    struct cursor a = {ref, view, sg, 0, 0}, b = {other, view, sg, 0, 0};
-    const char *kind = other->killed ? "not a prefix" : "diverge";
+    struct cursor a = cursor_at(ref, view, sg), b = cursor_at(other, view, sg);
+    const char *kind = other->killed || other->left ? "not a prefix" : "diverge";
     for (;;) {
         const struct record *ra = cursor_next(&a), *rb = cursor_next(&b);
         if (ra == NULL && rb == NULL)
@@ -573,15 +488,15 @@ static int cmp_u64(const void *pa, const void *pb)
 static uint64_t *collect_views(size_t *count)
 {
     size_t total = 0, n = 0;
-    for (uint32_t id = 0; id < g.members; id++)
-        total += g.member[id].count;
+    for (size_t p = 0; p < g.count; p++)
+        total += g.member[p].count;
     uint64_t *views = malloc((total + 1) * sizeof *views);
     if (views == NULL)
         fail_at(g.dir, 0, "out of memory");
-    for (uint32_t id = 0; id < g.members; id++)
-        for (size_t i = 0; i < g.member[id].count; i++)
-            if (i == 0 || g.member[id].records[i].view != g.member[id].records[i - 1].view)
-                views[n++] = g.member[id].records[i].view;
+    for (size_t p = 0; p < g.count; p++)
+        for (size_t i = 0; i < g.member[p].count; i++)
+            if (i == 0 || g.member[p].records[i].view != g.member[p].records[i - 1].view)
+                views[n++] = g.member[p].records[i].view;
     qsort(views, n, sizeof *views, cmp_u64);
     size_t unique = 0;
     for (size_t i = 0; i < n; i++)
@@ -591,36 +506,31 @@ static uint64_t *collect_views(size_t *count)
     return views;
 }
 
-static bool was_in_view(const struct member *m, uint64_t view)
-{
-    return (m->count > 0 || m->survivor) && m->first_view <= view && view <= m->last_view;
-}
-
-/* In each view, survivors are identical per subgroup; a killed member
- * matches them in views it went past and is a prefix in its last one. */
+/* In each view, survivors are identical per subgroup; a killed member or
+ * one that left matches them in views it went past and is a prefix in its
+ * last one. */
 static void check_views(void)
 {
     size_t num_views;
     uint64_t *views = collect_views(&num_views);
     for (size_t v = 0; v < num_views; v++) {
         const struct member *ref = NULL;
-        for (uint32_t id = 0; id < g.members && ref == NULL; id++)
-            if (g.member[id].survivor && was_in_view(&g.member[id], views[v]))
-                ref = &g.member[id];
-        for (uint32_t id = 0; id < g.members; id++) {
-            const struct member *m = &g.member[id];
+        for (size_t i = 0; i < g.count && ref == NULL; i++)
+            if (g.member[i].survivor && was_in_view(&g.member[i], views[v]))
+                ref = &g.member[i];
+        for (size_t i = 0; i < g.count; i++) {
+            const struct member *m = &g.member[i];
             if (m == ref || !was_in_view(m, views[v]))
                 continue;
             if (ref == NULL) {
-                for (size_t i = 0; i < m->count; i++)
-                    if (m->records[i].view == views[v])
-                        fail_at(m->trace_path, m->records[i].line,
-                                "not a prefix: delivered in view %" PRIu64
-                                ", which no survivor was in",
-                                views[v]);
+                size_t at = view_start(m, views[v]);
+                if (at < m->count && m->records[at].view == views[v])
+                    fail_at(m->trace_path, m->records[at].line,
+                            "not a prefix: delivered in view %" PRIu64 ", which no survivor was in",
+                            views[v]);
                 continue;
             }
-            bool prefix_ok = m->killed && views[v] == m->last_view;
+            bool prefix_ok = (m->killed || m->left) && views[v] == m->last_view;
             for (uint32_t sg = 0; sg < g.subgroups; sg++)
                 compare_view(ref, m, views[v], sg, prefix_ok);
         }
@@ -635,10 +545,25 @@ static void parse_killed(const char *text)
         usage_error("out of memory");
     char *save = NULL;
     for (char *item = strtok_r(copy, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+        struct killed_entry e = {0};
+        char *dot = strchr(item, '.');
+        if (dot != NULL) {
+            *dot = '\0';
+            e.named = true;
+            if (!parse_u64_token(dot + 1, 10, &e.incarnation) || e.incarnation == 0)
+                usage_error("--killed: bad incarnation '%s' of member '%s' (a joiner's view, "
+                            "1 or more)",
+                            dot + 1, item);
+        }
         uint64_t id;
         if (!parse_u64_token(item, 10, &id) || id >= MAX_MEMBERS)
             usage_error("--killed: bad member id '%s'", item);
-        g.killed_list[id] = true;
+        e.id = (uint32_t)id;
+        struct killed_entry *grown = realloc(g.killed, (g.num_killed + 1) * sizeof *grown);
+        if (grown == NULL)
+            usage_error("out of memory");
+        g.killed = grown;
+        g.killed[g.num_killed++] = e;
     }
     free(copy);
 }
@@ -681,54 +606,67 @@ static void parse_args(int argc, char **argv)
         usage_error("DIR, --messages and --members are required");
     if (g.initial == 0 || g.initial > g.members)
         g.initial = g.members;
-    for (uint32_t id = g.members; id < MAX_MEMBERS; id++)
-        if (g.killed_list[id])
-            usage_error("--killed lists member %u, but there are only %u members", id, g.members);
+    for (size_t k = 0; k < g.num_killed; k++)
+        if (g.killed[k].id >= g.members)
+            usage_error("--killed lists member %u, but there are only %u members", g.killed[k].id,
+                        g.members);
 }
 
 static void print_summary(void)
 {
     const struct member *ref = first_survivor();
-    uint32_t survivors = 0;
-    for (uint32_t id = 0; id < g.members; id++)
-        survivors += g.member[id].survivor;
-    printf("check_traces: ok: %u members, %u survivors in final view %" PRIu64 ", %" PRIu64
-           " deliveries checked",
-           g.members, survivors, ref->final_view, g.checked);
+    uint32_t survivors = 0, left = 0;
+    for (size_t i = 0; i < g.count; i++) {
+        survivors += g.member[i].survivor;
+        left += g.member[i].left;
+    }
+    printf("check_traces: ok: %u members", g.members);
+    if (g.count != g.members)
+        printf(" (%zu processes)", g.count);
+    printf(", %u survivors in final view %" PRIu64, survivors, ref->final_view);
+    if (left > 0)
+        printf(", %u left", left);
+    printf(", %" PRIu64 " deliveries checked", g.checked);
     for (uint32_t sender = 0; sender < g.members; sender++)
-        for (uint32_t sg = 0; sg < g.subgroups && !in_final_view(ref, sender); sg++)
+        for (uint32_t sg = 0; sg < g.subgroups && !sender_stays(sender) && was_initial(sender);
+             sg++)
             printf("; sender %u left, subgroup %u: %" PRIu64 " of its messages delivered by all",
                    sender, sg, ref->next_index[(size_t)sg * g.members + sender]);
     putchar('\n');
 }
 
-int main(int argc, char **argv)
+/* One slot per (subgroup, sender, index) for the sender ids that appear
+ * (joiners only receive: sized by the senders, not by every id). */
+static void allocate_seen(void)
 {
-    parse_args(argc, argv);
-    g.member = calloc(g.members, sizeof *g.member);
-    size_t seen_count = (size_t)g.subgroups * g.members * g.messages;
+    g.senders = 1;
+    for (size_t p = 0; p < g.count; p++)
+        for (size_t i = 0; i < g.member[p].count; i++)
+            if (g.member[p].records[i].sender < g.members &&
+                g.member[p].records[i].sender >= g.senders)
+                g.senders = g.member[p].records[i].sender + 1;
+    size_t seen_count = (size_t)g.subgroups * g.senders * g.messages;
     if (seen_count > (size_t)1 << 28)
         usage_error("too many messages to check (%zu)", seen_count);
     g.seen = calloc(seen_count, sizeof *g.seen);
-    if (g.member == NULL || g.seen == NULL)
+    if (g.seen == NULL)
         usage_error("out of memory");
-    for (uint32_t id = 0; id < g.members; id++) {
-        struct member *m = &g.member[id];
-        m->id = id;
-        m->killed = g.killed_list[id];
-        snprintf(m->trace_path, sizeof m->trace_path, "%s/member-%u.trace", g.dir, id);
-        snprintf(m->end_path, sizeof m->end_path, "%s/member-%u.end", g.dir, id);
-        load_trace(m);
-        load_end(m);
-    }
-    classify();
-    for (uint32_t id = 0; id < g.members; id++)
-        if (!g.member[id].joiner)
-            check_file(&g.member[id]);
-    for (uint32_t id = 0; id < g.members; id++) /* joiners after their reference */
-        if (g.member[id].joiner)
-            check_file(&g.member[id]);
+}
+
+int main(int argc, char **argv)
+{
+    parse_args(argc, argv);
+    load_processes();
+    allocate_seen();
+    for (size_t i = 0; i < g.count; i++)
+        if (!g.member[i].joiner)
+            check_file(&g.member[i]);
+    for (size_t i = 0; i < g.count; i++) /* joiners after their reference */
+        if (g.member[i].joiner)
+            check_file(&g.member[i]);
+    check_incarnations();
     check_final_views();
+    check_end_members();
     check_completeness();
     check_views();
     print_summary();

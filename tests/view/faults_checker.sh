@@ -6,7 +6,10 @@
 # kind of violation with the matching message: duplicate, gap, reorder,
 # divergent views, partially delivered failed-sender message, killed trace
 # not a prefix, view id decrease, missing message, payload mismatch,
-# disagreeing final views, an unexplained member, malformed lines.
+# disagreeing final views, an unexplained member, malformed lines; and,
+# with joiners that leave and ids given again to later joiners (files
+# member-<id>.<view it joined>.*), a departed member that missed, duplicated
+# or delivered after it left, and two incarnations of one id mixed up.
 # Usage: faults_checker.sh CHECK_TRACES
 set -eu
 CHECK=$1
@@ -225,6 +228,119 @@ mutate killed-joiner-gap
 rounds 1 0 4 5 0 1 2 | head -n 2 >"$d/member-4.trace"
 expect_reject "a killed joiner that missed its first view's first message" "gap" "$d" \
     $JOINER_ARGS --initial 4
+
+# reuse DIR: senders 0..2 stream 6 rounds; member 3 joins in view 1,
+# delivers round 2 and the first message of round 3, and leaves (view 2
+# is without it); id 3 is given again to a joiner of view 3, which stays.
+reuse() {
+    d=$1
+    mkdir -p "$d"
+    for m in 0 1 2; do
+        { rounds 0 0 0 1 0 1 2; rounds 1 0 2 3 0 1 2; rounds 2 0 4 4 0 1 2; rounds 3 0 5 5 0 1 2; } \
+            >"$d/member-$m.trace"
+        echo "view 3 members 0,1,2,3" >"$d/member-$m.end"
+    done
+    rounds 1 0 2 3 0 1 2 | head -n 4 >"$d/member-3.1.trace"
+    echo "view 1 members 0,1,2,3 joined 1 left" >"$d/member-3.1.end"
+    echo 4242 >"$d/member-3.1.pid" # ignored
+    rounds 3 0 5 5 0 1 2 >"$d/member-3.3.trace"
+    echo "view 3 members 0,1,2,3 joined 3" >"$d/member-3.3.end"
+}
+REUSE_ARGS="--messages $M --members 4 --initial 3 --msg-size 10"
+d="$WORK/reuse"
+reuse "$d"
+expect_ok "a joiner that left and a later joiner with its id" "$d" $REUSE_ARGS
+
+d="$WORK/reuse-killed"
+reuse "$d"
+head -n 2 "$d/member-3.3.trace" >"$d/member-3.3.trace.new"
+mv "$d/member-3.3.trace.new" "$d/member-3.3.trace"
+rm "$d/member-3.3.end"
+for m in 0 1 2; do echo "view 4 members 0,1,2" >"$d/member-$m.end"; done
+expect_ok "the second incarnation of an id killed (--killed 3.3)" "$d" $REUSE_ARGS --killed 3.3
+expect_ok "the second incarnation of an id killed (--killed 3: the last one)" "$d" \
+    $REUSE_ARGS --killed 3
+expect_reject "--killed naming the incarnation that left" "was not killed" "$d" \
+    $REUSE_ARGS --killed 3.1
+
+d="$WORK/leave-later"
+reuse "$d"
+rounds 1 0 2 3 0 1 2 >"$d/member-3.1.trace"
+line 2 0 0 4 >>"$d/member-3.1.trace"
+echo "view 2 members 0,1,2,3 joined 1 left" >"$d/member-3.1.end"
+expect_ok "a departed member that went through a view" "$d" $REUSE_ARGS
+
+d="$WORK/left-missed"
+reuse "$d"
+edit "$d/member-3.1.trace" 'NR != 2'
+expect_reject "a departed member that missed a message" "member-3.1.trace:2: not a prefix: view 1" \
+    "$d" $REUSE_ARGS
+
+d="$WORK/left-missed-first"
+reuse "$d"
+edit "$d/member-3.1.trace" 'NR != 1'
+expect_reject "a departed member that missed its first view's first message" \
+    "member-3.1.trace:3: gap: subgroup 0 sender 0 index 3 delivered but index 2 never was" "$d" \
+    $REUSE_ARGS
+
+d="$WORK/left-missed-end"
+reuse "$d"
+rounds 1 0 2 3 0 1 2 | head -n 5 >"$d/member-3.1.trace"
+line 2 0 0 4 >>"$d/member-3.1.trace"
+echo "view 2 members 0,1,2,3 joined 1 left" >"$d/member-3.1.end"
+expect_reject "a departed member that missed the end of a view it went past" \
+    "member-3.1.trace: diverge: view 1" "$d" $REUSE_ARGS
+
+d="$WORK/left-dup"
+reuse "$d"
+edit "$d/member-3.1.trace" '{ print } NR == 2 { print }'
+expect_reject "a departed member that delivered a message twice" \
+    "member-3.1.trace:3: duplicate: subgroup 0 sender 1 index 2" "$d" $REUSE_ARGS
+
+d="$WORK/left-after"
+reuse "$d"
+line 2 0 0 4 >>"$d/member-3.1.trace"
+expect_reject "a departed member that delivered after it left" \
+    "member-3.1.trace:5: delivered in view 2 after it left" "$d" $REUSE_ARGS
+
+d="$WORK/left-list"
+reuse "$d"
+echo "view 1 members 0,1,3 joined 1 left" >"$d/member-3.1.end"
+expect_reject "a departed member's view without a survivor" "view 1 does not list member 2" \
+    "$d" $REUSE_ARGS
+
+d="$WORK/mixed-overlap"
+reuse "$d"
+echo "view 3 members 0,1,2,3 joined 1 left" >"$d/member-3.1.end"
+expect_reject "two incarnations of one id in one view" \
+    "mixed up: two incarnations of member 3 overlap" "$d" $REUSE_ARGS
+
+d="$WORK/mixed-end"
+reuse "$d"
+echo "view 3 members 0,1,2,3 joined 1" >"$d/member-3.3.end"
+expect_reject "an incarnation's .end naming another's join" \
+    "mixed up: member-3.3 says joined 1, but its name says incarnation 3" "$d" $REUSE_ARGS
+
+d="$WORK/mixed-swap"
+reuse "$d"
+mv "$d/member-3.1.trace" "$d/held"
+mv "$d/member-3.3.trace" "$d/member-3.1.trace"
+mv "$d/held" "$d/member-3.3.trace"
+expect_reject "the traces of two incarnations swapped" \
+    "member-3.1.trace:1: delivered in view 3 after it left" "$d" $REUSE_ARGS
+
+d="$WORK/mixed-two-survivors"
+reuse "$d"
+echo "view 3 members 0,1,2,3 joined 1" >"$d/member-3.1.end"
+expect_reject "two incarnations of one id both finishing" \
+    "mixed up: two incarnations of member 3 overlap" "$d" $REUSE_ARGS
+
+d="$WORK/legacy-names"
+reuse "$d"
+mv "$d/member-3.3.trace" "$d/member-3.trace"
+mv "$d/member-3.3.end" "$d/member-3.end"
+expect_ok "a joiner's files without incarnation (older spindle-bench) beside an earlier one" \
+    "$d" $REUSE_ARGS
 
 mutate usage
 cases=$((cases + 1))

@@ -142,14 +142,17 @@ record_join_ms() {
 
 # check_joined TOP IDS...: check_traces over members 0..TOP, where 0..2
 # were there from the start and the ids in 3..TOP not among IDS (given to
-# the victim or to attempts that were dropped: ids are never reused) are
-# checked as killed; sets VERDICT.
+# the victim or to attempts that were dropped and not given again) are
+# checked as killed, and so is VICTIM (ID.VIEW, from "joined as member ID
+# in view VIEW": a victim that got in, whose id may since have been given
+# to a later joiner); sets VERDICT.
 check_joined() {
     local top=$1 gone="" i
     shift
     for ((i = 3; i <= top; i++)); do
         case " $* " in *" $i "*) ;; *) gone="$gone${gone:+,}$i" ;; esac
     done
+    [ -z "${VICTIM:-}" ] || gone="$gone${gone:+,}$VICTIM"
     # shellcheck disable=SC2046
     VERDICT=$("$CHECK" "$RUN_DIR" --messages "$messages" --members $((top + 1)) --initial 3 \
         --msg-size "$size" $([ -n "$gone" ] && echo --killed "$gone") 2>&1) || fail "$what: $VERDICT"
@@ -206,8 +209,14 @@ run_dying_joiner() {
     id=$(sed -n 's/^joined as member \([0-9]*\) in view.*/\1/p' "$RUN_DIR/joiner-1.out")
     [ -n "$id" ] || fail "$what: the second joiner did not say its id"
     # A victim that was admitted must have delivered what the others did
-    # in its views (checked as a killed joiner).
-    check_joined "$id" "$id"
+    # in its views (checked as a killed joiner, by its incarnation: the
+    # second joiner may have been given its id again).
+    local VICTIM
+    VICTIM=$(sed -n 's/^joined as member \([0-9]*\) in view \([0-9]*\),.*/\1.\2/p' \
+        "$RUN_DIR/joiner-dying.out")
+    local top=$id
+    [ -z "$VICTIM" ] || [ "${VICTIM%%.*}" -le "$top" ] || top=${VICTIM%%.*}
+    check_joined "$top" "$id"
     record_join_ms "$RUN_DIR/joiner-1.out"
     echo "ok: $what: the second joiner is member $id, $MS ms after asking;" \
         "${VERDICT#check_traces: }"
@@ -355,10 +364,13 @@ run_once() {
         echo "note: $what: member 1 finished before the kill landed; not counted"
         return 2
     fi
-    local joined
-    joined=$(sed -n 's/.* joined \([0-9]*\)$/\1/p' "$RUN_DIR/member-3.end")
-    [ -n "$joined" ] || fail "$what: member-3.end does not say which view it joined"
-    [ -s "$RUN_DIR/member-3.trace" ] || fail "$what: the joiner delivered nothing"
+    # A joiner's files carry its incarnation: member-3.<view it joined>.*
+    local joined end
+    end=$(find "$RUN_DIR" -maxdepth 1 -name 'member-3.*.end' | head -n 1)
+    [ -n "$end" ] || fail "$what: the joiner wrote no member-3.<view>.end"
+    joined=$(sed -n 's/.* joined \([0-9]*\)$/\1/p' "$end")
+    [ -n "$joined" ] || fail "$what: $(basename "$end") does not say which view it joined"
+    [ -s "$RUN_DIR/member-3.$joined.trace" ] || fail "$what: the joiner delivered nothing"
     # shellcheck disable=SC2086
     if ! verdict=$("$CHECK" "$RUN_DIR" --messages "$MESSAGES" --members $((members + joiners)) \
         --msg-size "$size" $killed 2>&1); then

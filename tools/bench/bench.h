@@ -65,11 +65,13 @@ struct bench_config {
     struct spindle_config *file;
     char *owned_members;    /* --members built from the file */
     int failure_timeout_ms; /* 0: library default */
+    int slow_member_ms;     /* 0: back-pressure only */
     bool mode_given;        /* --mode overrides the file's subgroup modes */
     uint32_t control_port;  /* --local --control-port: TCP bootstrap from this port */
     uint32_t rate;          /* --rate: messages per second per sender (0: unpaced) */
     const char *join;       /* --join HOST:PORT: join a running group */
     const char *listen;     /* --listen HOST:PORT: the joiner's own address */
+    uint64_t leave_after; /* --leave-after: a joiner leaves after this many deliveries (0: stays) */
 };
 
 struct bench_result {

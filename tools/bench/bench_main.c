@@ -42,6 +42,10 @@ static const char usage[] =
     "                         sender's messages of its views are in, continuing exactly from\n"
     "                         the delivery counts handed over by state transfer\n"
     "  --listen HOST:PORT     the joiner's own bootstrap address (later joiners reach it)\n"
+    "  --leave-after MESSAGES with --join: once the joiner has delivered MESSAGES messages\n"
+    "                         (counted from its join, all subgroups) it leaves the group\n"
+    "                         (spindle_group_leave), writes its .end file saying \"left\"\n"
+    "                         and exits 0; the others go on without it\n"
     "  --config FILE          INI file (docs/CONFIG.md): [member.N] host/port of every member\n"
     "                         (ids 0..N-1, fixed ports), [group] transport, provider,\n"
     "                         failure_timeout_ms, [subgroup.N] members, senders, window_size,\n"
@@ -70,13 +74,21 @@ static const char usage[] =
     "Output:\n"
     "  --trace DIR            write DIR/member-<id>.trace, one line per delivered message:\n"
     "                         <view> <subgroup> <sender_id> <sender_index> <length> <crc32c>\n"
+    "                         (a joiner: DIR/member-<id>.<V>.trace, V the view it joined in,\n"
+    "                         its incarnation: an id may be held by several processes over\n"
+    "                         a run; until it knows its id it writes DIR/joining-<pid>.trace)\n"
     "  --tolerate-failures    keep running through view changes (member failures); the\n"
     "                         trace names view ids and the app index (first 8 payload\n"
-    "                         bytes, --msg-size >= 8); --local writes DIR/member-<id>.pid\n"
-    "                         and a survivor writes DIR/member-<id>.end (a joiner adds\n"
-    "                         \"joined <view>\")\n"
+    "                         bytes, --msg-size >= 8); --local writes DIR/member-<id>.pid,\n"
+    "                         a joiner DIR/member-<id>.<V>.pid; a member that finishes\n"
+    "                         or leaves writes DIR/member-<id>[.<V>].end: \"view <final\n"
+    "                         view> members <id,id,...>\", then \" joined <V>\" for a\n"
+    "                         joiner and \" left\" for one that left (--leave-after; its\n"
+    "                         final view is the last one it was in)\n"
     "  --failure-timeout-ms MS  a member silent this long is suspected and removed\n"
     "                         (default 5000; also for --local; overrides --config)\n"
+    "  --slow-member-ms MS    a member that holds a sender's window full this long is\n"
+    "                         removed (default 0: senders wait for it; overrides --config)\n"
     "  --timeout SECONDS      give up when deliveries take longer (default 120), or when\n"
     "                         members are missing for longer (at most 60)\n"
     "  --help                 this text\n";
@@ -134,8 +146,10 @@ enum {
     OPT_CONTROL_PORT,
     OPT_RATE,
     OPT_FAILURE_TIMEOUT,
+    OPT_SLOW_MEMBER,
     OPT_JOIN,
     OPT_LISTEN,
+    OPT_LEAVE_AFTER,
     OPT_HELP
 };
 
@@ -166,8 +180,10 @@ static const struct option long_options[] = {
     {"control-port", required_argument, 0, OPT_CONTROL_PORT},
     {"rate", required_argument, 0, OPT_RATE},
     {"failure-timeout-ms", required_argument, 0, OPT_FAILURE_TIMEOUT},
+    {"slow-member-ms", required_argument, 0, OPT_SLOW_MEMBER},
     {"join", required_argument, 0, OPT_JOIN},
     {"listen", required_argument, 0, OPT_LISTEN},
+    {"leave-after", required_argument, 0, OPT_LEAVE_AFTER},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -241,6 +257,11 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
             return -1;
         c->failure_timeout_ms = (int)v;
         return 0;
+    case OPT_SLOW_MEMBER:
+        if (parse_u64(arg, "--slow-member-ms", 0, 3600000, &v) < 0)
+            return -1;
+        c->slow_member_ms = (int)v;
+        return 0;
     case OPT_RATE:
         if (parse_u64(arg, "--rate", 1, 100000000, &v) < 0)
             return -1;
@@ -250,6 +271,11 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
         if (parse_u64(arg, "--control-port", 1, 65535, &v) < 0)
             return -1;
         c->control_port = (uint32_t)v;
+        return 0;
+    case OPT_LEAVE_AFTER:
+        if (parse_u64(arg, "--leave-after", 1, UINT64_MAX >> 1, &v) < 0)
+            return -1;
+        c->leave_after = v;
         return 0;
     default:
         return -1;
@@ -302,6 +328,8 @@ static int check_config(struct bench_config *c, bool delayed_given)
             return bad("%s--join needs --msg-size >= 8", "");
         return 0;
     }
+    if (c->leave_after > 0)
+        return bad("%s--leave-after goes with --join (a joiner leaves; the members stay)", "");
     if (c->control_port > 0 && c->local == 0)
         return bad("%s--control-port goes with --local", "");
     if (c->control_port > 0 && c->control_port + c->local > 65536)

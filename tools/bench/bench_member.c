@@ -2,7 +2,8 @@
  * One group member of spindle-bench: builds the group through the public
  * API, streams messages into the active subgroups, counts deliveries,
  * measures own-message latency (commit to local delivery) and optionally
- * writes the delivery trace.
+ * writes the delivery trace. A joiner (--join) only receives; with
+ * --leave-after it leaves the group part-way through the stream.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ struct member_state {
     int sender_rank;      /* rank among the senders of its first sending subgroup, or -1 */
     uint32_t num_senders; /* senders are member ids 0..num_senders-1 */
     uint64_t first_view;  /* a joiner's first view (UINT64_MAX: not reported yet) */
+    bool left;            /* --leave-after: it left the group (spindle_group_leave) */
 };
 
 /* State handed to a joiner: the number of senders, then per active
@@ -222,6 +224,7 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     options.bootstrap_timeout_ms = config->timeout_s < 60 ? (int)config->timeout_s * 1000 : 60000;
     if (config->failure_timeout_ms > 0)
         options.failure_timeout_ms = config->failure_timeout_ms;
+    options.slow_member_ms = config->slow_member_ms;
     options.batching = config->batching;
     options.null_sends = config->null_sends;
     options.early_unlock = config->early_unlock;
@@ -322,8 +325,17 @@ static bool survivors_done(const struct bench_config *config, struct member_stat
     return true;
 }
 
+/* --leave-after: the joiner has delivered enough to leave. */
+static bool leave_due(const struct bench_config *config, struct member_state *st)
+{
+    return config->leave_after > 0 &&
+           __atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE) >= config->leave_after;
+}
+
 static bool all_delivered(const struct bench_config *config, struct member_state *st)
 {
+    if (leave_due(config, st))
+        return true;
     if (config->tolerate_failures)
         return survivors_done(config, st) || __atomic_load_n(&st->duplicate, __ATOMIC_ACQUIRE);
     return __atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE) >= st->expected;
@@ -375,45 +387,65 @@ static void collect(struct member_state *st, spindle_group_t *group, struct benc
     }
 }
 
-/* A joiner learns its id only when it is in, and may deliver at once: it
- * writes to a temporary name that joined_trace() renames. */
-static void trace_path(const struct bench_config *config, uint32_t self, char *path, size_t size)
+/* DIR/member-<id>.<suffix> of an initial member; a joiner's names carry
+ * its incarnation, the view it joined in (DIR/member-<id>.<view>.<suffix>),
+ * since a departed member's id may be given to a later joiner. A joiner
+ * learns its id only when it is in, and may deliver at once: its trace
+ * starts as DIR/joining-<pid>.trace, which joined_files() renames. */
+static void member_path(const struct bench_config *config, const struct member_state *st,
+                        const char *suffix, char *path, size_t size)
 {
-    if (config->join != NULL && self == UINT32_MAX)
-        snprintf(path, size, "%s/joining-%d.trace", config->trace_dir, (int)getpid());
+    uint32_t self = __atomic_load_n(&st->self, __ATOMIC_RELAXED);
+    if (config->join == NULL)
+        snprintf(path, size, "%s/member-%u.%s", config->trace_dir, self, suffix);
+    else if (self == UINT32_MAX)
+        snprintf(path, size, "%s/joining-%d.%s", config->trace_dir, (int)getpid(), suffix);
     else
-        snprintf(path, size, "%s/member-%u.trace", config->trace_dir, self);
+        snprintf(path, size, "%s/member-%u.%llu.%s", config->trace_dir, self,
+                 (unsigned long long)__atomic_load_n(&st->first_view, __ATOMIC_ACQUIRE), suffix);
 }
 
-static int joined_trace(const struct bench_config *config, uint32_t self)
-{
-    if (config->trace_dir == NULL)
-        return 0;
-    char from[4096], to[4096];
-    trace_path(config, UINT32_MAX, from, sizeof from);
-    trace_path(config, self, to, sizeof to);
-    return rename(from, to) == 0 ? 0 : SPINDLE_EIO;
-}
-
-static int open_trace(const struct bench_config *config, uint32_t self, struct member_state *st)
+/* A joiner that is in: renames its trace (from the name it had before it
+ * knew its id) and writes its pid file (a harness may kill it, or watch
+ * it, by its id and incarnation). */
+static int joined_files(const struct bench_config *config, struct member_state *st,
+                        const char *joining_trace)
 {
     if (config->trace_dir == NULL)
         return 0;
     char path[4096];
-    trace_path(config, self, path, sizeof path);
+    member_path(config, st, "trace", path, sizeof path);
+    if (rename(joining_trace, path) != 0)
+        return SPINDLE_EIO;
+    member_path(config, st, "pid", path, sizeof path);
+    FILE *file = fopen(path, "w");
+    if (file == NULL)
+        return SPINDLE_EIO;
+    int printed = fprintf(file, "%d\n", (int)getpid());
+    return fclose(file) == 0 && printed > 0 ? 0 : SPINDLE_EIO;
+}
+
+static int open_trace(const struct bench_config *config, struct member_state *st)
+{
+    if (config->trace_dir == NULL)
+        return 0;
+    char path[4096];
+    member_path(config, st, "trace", path, sizeof path);
     st->trace = fopen(path, "w");
     if (st->trace != NULL && config->tolerate_failures)
         setvbuf(st->trace, NULL, _IOLBF, 0); /* a killed member leaves whole lines */
     return st->trace != NULL ? 0 : SPINDLE_EIO;
 }
 
-/* DIR/member-<id>.end: "view <final view id> members <id,id,...>". */
+/* DIR/member-<id>[.<joined view>].end: "view <final view id> members
+ * <id,id,...>", then " joined <view id>" for a joiner and " left" for a
+ * member that left (its final view is the last one it was in). */
 static int write_end(const struct bench_config *config, struct member_state *st)
 {
     if (config->trace_dir == NULL)
         return 0;
     char path[4096];
-    snprintf(path, sizeof path, "%s/member-%u.end", config->trace_dir, st->self);
+    member_path(config, st, "end", path, sizeof path);
     FILE *file = fopen(path, "w");
     if (file == NULL)
         return SPINDLE_EIO;
@@ -429,7 +461,7 @@ static int write_end(const struct bench_config *config, struct member_state *st)
     if (config->join != NULL)
         fprintf(file, " joined %llu",
                 (unsigned long long)__atomic_load_n(&st->first_view, __ATOMIC_ACQUIRE));
-    fprintf(file, "\n");
+    fprintf(file, "%s\n", st->left ? " left" : "");
     return fclose(file) == 0 ? 0 : SPINDLE_EIO;
 }
 
@@ -463,11 +495,14 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         fail(result, "allocating latency arrays", SPINDLE_ENOMEM);
         goto out;
     }
-    if (open_trace(config, self, &st) < 0) {
+    if (open_trace(config, &st) < 0) {
         snprintf(result->error, sizeof result->error, "member %u: cannot open trace in %s", self,
                  config->trace_dir);
         goto out;
     }
+    char joining_trace[4096] = "";
+    if (joiner && config->trace_dir != NULL)
+        member_path(config, &st, "trace", joining_trace, sizeof joining_trace);
     spindle_group_t *group = NULL;
     uint64_t asked = bench_now_ns();
     int rc = create_group(config, self, members, &st, &group);
@@ -480,12 +515,17 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         self = (uint32_t)spindle_group_self(group);
         __atomic_store_n(&st.self, self, __ATOMIC_RELAXED);
         result->member = (int)self;
+        uint64_t joined_view = __atomic_load_n(&st.first_view, __ATOMIC_ACQUIRE);
         printf("joined as member %u in view %llu, %.1f ms after asking\n", self,
-               (unsigned long long)__atomic_load_n(&st.first_view, __ATOMIC_ACQUIRE),
-               (double)(bench_now_ns() - asked) / 1e6);
+               (unsigned long long)joined_view, (double)(bench_now_ns() - asked) / 1e6);
         fflush(stdout);
-        if (joined_trace(config, self) < 0)
-            fail(result, "renaming the trace", SPINDLE_EIO);
+        /* The view upcall of its first view runs inside spindle_group_create:
+         * without it the files could not name the incarnation. */
+        if (joined_view == UINT64_MAX)
+            fail(result, "no view reported by the time spindle_group_create returned",
+                 SPINDLE_EPROTO);
+        else if (joined_files(config, &st, joining_trace) < 0)
+            fail(result, "renaming the trace or writing the pid file", SPINDLE_EIO);
     }
     /* A joiner comes in after the start: the others are past the barrier. */
     rc = joiner ? 0 : spindle_barrier(group, 60000);
@@ -511,9 +551,19 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         uint64_t done = __atomic_load_n(&st.done_ns, __ATOMIC_ACQUIRE);
         result->seconds = (double)((done > start ? done : bench_now_ns()) - start) / 1e9;
     }
+    if (result->ok && leave_due(config, &st)) {
+        /* Leaving flushes this member's messages (a joiner has none) and
+         * stops it: nothing is delivered to it afterwards. */
+        rc = spindle_group_leave(group, 60000);
+        if (rc < 0)
+            fail(result, "spindle_group_leave", rc);
+        else
+            st.left = true;
+    }
     if (result->ok && config->tolerate_failures && write_end(config, &st) < 0)
         fail(result, "writing the .end file", SPINDLE_EIO);
-    int shut = spindle_group_shutdown(group, 60000);
+    /* A member that left has no shutdown barrier to meet. */
+    int shut = st.left ? 0 : spindle_group_shutdown(group, 60000);
     if (shut < 0 && config->tolerate_failures) {
         /* Every message is in; a peer lost during the final barrier does
          * not undo that. */
