@@ -297,13 +297,7 @@ static void ctl_tcp_close(struct ctl *base)
         if (ctl->fds[j] >= 0)
             close(ctl->fds[j]);
         free((char *)ctl->members[j].host);
-        struct ctl_peer *p = &ctl->peers[j];
-        if (p->fd >= 0)
-            close(p->fd);
-        free(p->out);
-        free(p->body);
-        for (uint32_t i = 0; i < p->box_len; i++)
-            free(p->box[i].data);
+        ctl_reset_slot(ctl, j);
     }
     pthread_mutex_destroy(&ctl->lock);
     free(ctl->fds);

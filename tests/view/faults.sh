@@ -34,13 +34,9 @@ LAUNCH_TIMEOUT=60 # seconds for one run's launcher to finish after the kill
 TRAFFIC_TIMEOUT=30
 LINE_BYTES=22 # about one trace line, to turn a delivery count into bytes
 
-if [ -n "${SPINDLE_FAULT_SEED:-}" ]; then
-    SEED=$SPINDLE_FAULT_SEED
-else
-    SEED=$(($(date +%s%N) % 2147483647))
-fi
-echo "faults: seed $SEED (rerun with SPINDLE_FAULT_SEED=$SEED)"
-RANDOM=$SEED
+# shellcheck source-path=SCRIPTDIR source=seed.sh
+. "$(dirname "$0")/seed.sh"
+seed_random faults SPINDLE_FAULT_SEED
 
 WORK=$(mktemp -d /tmp/spindle-faults-XXXXXX)
 LAUNCHER=""

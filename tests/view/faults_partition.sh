@@ -26,13 +26,9 @@ RUN_TIMEOUT=60
 SIZE=64
 WINDOW=16
 
-if [ -n "${SPINDLE_FAULT_SEED:-}" ]; then
-    SEED=$SPINDLE_FAULT_SEED
-else
-    SEED=$(($(date +%s%N) % 2147483647))
-fi
-echo "partition: seed $SEED (rerun with SPINDLE_FAULT_SEED=$SEED)"
-RANDOM=$SEED
+# shellcheck source-path=SCRIPTDIR source=seed.sh
+. "$(dirname "$0")/seed.sh"
+seed_random partition SPINDLE_FAULT_SEED
 
 TAG="sp$(($$ % 100000))"
 BRIDGE_NS="$TAG-br"

@@ -35,13 +35,9 @@ MESSAGES=6000
 RATE=1500 # messages per second per sender: a stream of about 4 s
 TIMEOUT=60
 
-if [ -n "${SPINDLE_JOIN_SEED:-}" ]; then
-    SEED=$SPINDLE_JOIN_SEED
-else
-    SEED=$(($(date +%s%N) % 2147483647))
-fi
-echo "join: seed $SEED (rerun with SPINDLE_JOIN_SEED=$SEED)"
-RANDOM=$SEED
+# shellcheck source-path=SCRIPTDIR source=seed.sh
+. "$(dirname "$0")/seed.sh"
+seed_random join SPINDLE_JOIN_SEED
 
 WORK=$(mktemp -d /tmp/spindle-join-XXXXXX)
 PIDS=()

@@ -62,13 +62,9 @@ case $EVERY in '' | *[!0-9]* | 0) echo "soak: EVERY '$EVERY' must be a number > 
     exit 2
 }
 
-if [ -n "${SPINDLE_SOAK_SEED:-}" ]; then
-    SEED=$SPINDLE_SOAK_SEED
-else
-    SEED=$(($(date +%s%N) % 2147483647))
-fi
-echo "soak: seed $SEED (rerun with SPINDLE_SOAK_SEED=$SEED)"
-RANDOM=$SEED
+# shellcheck source-path=SCRIPTDIR source=seed.sh
+. "$(dirname "$0")/seed.sh"
+seed_random soak SPINDLE_SOAK_SEED
 
 WORK=$(mktemp -d /tmp/spindle-soak-XXXXXX)
 RUN_DIR="$WORK/run"
