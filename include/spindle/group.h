@@ -151,9 +151,11 @@ struct spindle_group_options {
      * up too slowly holds every sender's window full and senders wait for
      * it (back-pressure, visible in spindle_stats: window_full,
      * window_full_ns, window_holder). > 0: a member that held a sender's
-     * window full for this many milliseconds without a break is removed
-     * like a failed one (the sender's member suspects it); if it is alive
-     * it learns so (SPINDLE_EREMOVED). Choose it well above the longest
+     * window full for this many milliseconds without a break, while a
+     * blocking send or reserve waited for a slot, is removed like a failed
+     * one (the sender's member suspects it); if it is alive it learns so
+     * (SPINDLE_EREMOVED). A sender that only uses SPINDLE_RESERVE_NONBLOCK
+     * never waits, so never suspects. Choose it well above the longest
      * delivery upcall the application makes.
      */
     int slow_member_ms;
