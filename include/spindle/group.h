@@ -159,6 +159,17 @@ struct spindle_group_options {
      * delivery upcall the application makes.
      */
     int slow_member_ms;
+    /*
+     * Even splits (tolerate_failures). false, the default: a view needs
+     * more than half of the previous one, so a group of two cannot survive
+     * a failure. true: exactly half also goes on when it holds the
+     * previous view's leader (rank 0), the side that wins an even split or
+     * the survivor of two when the other fails (a failed leader's partner
+     * stops). Any two such sides share a member, so two halves of a
+     * partition never both go on. Every member of a group must agree (a
+     * joiner with another setting is refused).
+     */
+    bool tie_breaker;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram

@@ -96,6 +96,7 @@ static void view_config_of(const struct spindle_group *group, struct view_config
     out->num_initial = o->num_members;
     out->failure_timeout_ms = o->failure_timeout_ms;
     out->slow_member_ms = o->slow_member_ms;
+    out->tie_breaker = o->tie_breaker;
     out->bootstrap_timeout_ms = o->bootstrap_timeout_ms;
     out->tolerate_failures = o->tolerate_failures;
     out->transport.backend = o->transport;

@@ -42,6 +42,7 @@ struct view_config {
     uint32_t num_initial; /* members the group started with */
     int failure_timeout_ms;
     int slow_member_ms; /* 0: back-pressure only (spindle_group_options) */
+    bool tie_breaker;   /* half the view with its leader is a quorum */
     int bootstrap_timeout_ms;
     bool tolerate_failures;
     struct tp_config transport;       /* backend, provider, device, host */

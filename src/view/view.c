@@ -45,19 +45,28 @@ int view_rank_of(const struct view *view, uint32_t id)
     return -1;
 }
 
-int view_check_majority(const struct view *view, uint64_t suspected)
+bool view_is_quorum(const struct view *view, uint64_t ranks, bool tie_breaker)
+{
+    uint64_t in_view = view->num_members >= 64 ? ~0ull : (1ull << view->num_members) - 1;
+    uint32_t count = (uint32_t)__builtin_popcountll(ranks & in_view);
+    if (2 * count > view->num_members)
+        return true;
+    return tie_breaker && 2 * count == view->num_members && (ranks & 1) != 0;
+}
+
+int view_check_majority(const struct view *view, uint64_t suspected, bool tie_breaker)
 {
     if ((suspected >> view->my_rank) & 1)
         return sp_error(SPINDLE_EPEERFAILED, "this member was reported failed");
-    uint32_t gone = 0;
-    for (uint32_t rank = 0; rank < view->num_members; rank++)
-        gone += (uint32_t)((suspected >> rank) & 1);
-    uint32_t survivors = view->num_members - gone;
-    if (2 * survivors <= view->num_members)
+    uint64_t in_view = view->num_members >= 64 ? ~0ull : (1ull << view->num_members) - 1;
+    uint64_t survivors = in_view & ~suspected;
+    if (!view_is_quorum(view, survivors, tie_breaker))
         return sp_error(SPINDLE_EMINORITY,
-                        "view %llu: only %u of %u members survive, not a majority: this "
+                        "view %llu: only %u of %u members survive, not a majority%s: this "
                         "member is in a minority and stops",
-                        (unsigned long long)view->id, survivors, view->num_members);
+                        (unsigned long long)view->id, (unsigned)__builtin_popcountll(survivors),
+                        view->num_members,
+                        tie_breaker ? " nor half with the leader (tie_breaker)" : "");
     return 0;
 }
 

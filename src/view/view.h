@@ -70,11 +70,17 @@ uint64_t view_member_mask(const struct view *view);
 int view_rank_of(const struct view *view, uint32_t id);
 
 /*
- * Partition rule: 0 while the members outside `suspected` (ranks) are a
- * majority of the view; SPINDLE_EMINORITY naming the counts otherwise, and
- * SPINDLE_EPEERFAILED when this member itself is suspected.
+ * Quorum of a view: the members of `ranks` are more than half of it, or,
+ * with tie_breaker, exactly half including its leader (rank 0). Any two
+ * quorums of one view share a member.
  */
-int view_check_majority(const struct view *view, uint64_t suspected);
+bool view_is_quorum(const struct view *view, uint64_t ranks, bool tie_breaker);
+/*
+ * Partition rule: 0 while the members outside `suspected` (ranks) are a
+ * quorum of the view (view_is_quorum); SPINDLE_EMINORITY naming the counts
+ * otherwise, and SPINDLE_EPEERFAILED when this member itself is suspected.
+ */
+int view_check_majority(const struct view *view, uint64_t suspected, bool tie_breaker);
 
 /*
  * Builds the member list of the view after `current`: its members minus

@@ -26,7 +26,9 @@
  * chain never committed S. So once any member left S, (I1) cannot hold
  * for S. Now suppose S and T != S are both installed. By (I1) the
  * survivors of a set are a majority of the previous view (majority rule);
- * by (I2) the locked members are one. Two majorities share a member X. If
+ * by (I2) the locked members are one. Two majorities share a member X.
+ * (With tie_breaker, read quorum for majority: more than half, or half
+ * with the previous view's leader; two quorums share a member too.) If
  * both were installed by (I1), X committed to both, so it left one of
  * them: contradiction. If S was installed by (I2), X is locked on S and
  * never left it; T is then a smaller set X committed to and left
@@ -325,9 +327,13 @@ void view_test_before_commit(view_commit_hook_fn fn)
     before_commit = fn;
 }
 
-static bool majority_of(const struct view *previous, uint64_t ids)
+/* A quorum of the previous view (view_is_quorum: a majority, or half with
+ * the leader under tie_breaker); the safety argument above needs only that
+ * any two quorums share a member. */
+static bool majority_of(const struct view_membership *m, const struct view *previous,
+                        uint64_t ranks)
 {
-    return 2u * (uint32_t)__builtin_popcountll(ids) > previous->num_members;
+    return view_is_quorum(previous, ranks, m->config.tie_breaker);
 }
 
 /*
@@ -372,9 +378,9 @@ static int commit(struct view_membership *m, struct view_next *next)
             break;
         uint64_t waived = view_suspected_ids(m) & others;
         bool all = seen.committed == others;
-        bool lock =
-            all || seen.locked != 0 ||
-            ((seen.committed | waived) == others && majority_of(previous, seen.committed | self));
+        bool lock = all || seen.locked != 0 ||
+                    ((seen.committed | waived) == others &&
+                     majority_of(m, previous, seen.committed | self));
         if (!locked && !lock && seen.moved != 0) {
             view_adopt_suspicion(m, seen.moved);
             rc = sp_error(SPINDLE_ETIMEDOUT,
@@ -390,7 +396,7 @@ static int commit(struct view_membership *m, struct view_next *next)
         if (rc < 0 || all)
             break;
         if (locked && (seen.locked | waived) == others &&
-            majority_of(previous, seen.locked | self)) {
+            majority_of(m, previous, seen.locked | self)) {
             sp_log(SP_LOG_WARN, "view",
                    "view %llu: installing without the commitment of suspected members %llx; "
                    "the next view change removes them",

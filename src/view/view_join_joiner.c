@@ -18,11 +18,13 @@
 #include "view/view_impl.h"
 
 /* The join request this process sends. */
-static void build_request(struct view_join_request *req, const struct ctl_address *self,
+static void build_request(const struct view_membership *m, struct view_join_request *req,
+                          const struct ctl_address *self,
                           const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)
 {
     memset(req, 0, sizeof *req);
     req->address = *self;
+    req->flags = m->config.tie_breaker ? VIEW_JOIN_TIE_BREAKER : 0;
     req->num_subgroups = num_subgroups;
     for (uint32_t g = 0; g < num_subgroups; g++)
         req->subgroups[g] = (struct view_join_subgroup){
@@ -71,7 +73,7 @@ static int ask_admission(struct view_membership *m, const struct spindle_subgrou
         free(request);
         return sp_error(SPINDLE_ENOMEM, "no memory for a join request");
     }
-    build_request(req, self, subgroups, num_subgroups);
+    build_request(m, req, self, subgroups, num_subgroups);
     size_t length = view_wire_encode_join_request(req, request, CTL_JOIN_REQUEST_MAX);
     int rc = 1;
     for (int hops = 0; hops < 4 && rc == 1; hops++)

@@ -272,6 +272,13 @@ static bool shapes_match(struct view_membership *m, const struct view_join_reque
 {
     const struct view *current = &m->current->view;
     char why[VIEW_WHY_MAX];
+    bool tie_breaker = (req->flags & VIEW_JOIN_TIE_BREAKER) != 0;
+    if (tie_breaker != m->config.tie_breaker) {
+        snprintf(why, sizeof why, "the joiner has tie_breaker %s, the group %s",
+                 tie_breaker ? "on" : "off", m->config.tie_breaker ? "on" : "off");
+        refuse(m, SPINDLE_EINVAL, why);
+        return false;
+    }
     if (req->num_subgroups != current->num_subgroups) {
         snprintf(why, sizeof why, "the joiner has %u subgroups, the group %u", req->num_subgroups,
                  current->num_subgroups);

@@ -41,7 +41,7 @@ static int view_change(struct view_membership *m)
             break; /* timed out with nothing new suspected: give up */
         tried = mask;
         tried_joiner = joiner;
-        rc = view_check_majority(&m->current->view, mask);
+        rc = view_check_majority(&m->current->view, mask, m->config.tie_breaker);
         if (rc < 0)
             return rc;
         rc = view_try_change(m, mask, joiner);

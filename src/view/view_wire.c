@@ -203,6 +203,7 @@ size_t view_wire_encode_join_request(const struct view_join_request *request, ui
     wire_writer_init(&w, buf, cap);
     wire_put_header(&w, VIEW_WIRE_JOIN_REQUEST);
     put_address(&w, &request->address);
+    wire_put_u32(&w, request->flags);
     uint32_t count = request->num_subgroups < VIEW_JOIN_MAX_SUBGROUPS ? request->num_subgroups
                                                                       : VIEW_JOIN_MAX_SUBGROUPS;
     wire_put_u32(&w, count);
@@ -221,6 +222,11 @@ int view_wire_decode_join_request(const uint8_t *buf, size_t len, struct view_jo
     memset(out, 0, sizeof *out);
     wire_get_header(&r, VIEW_WIRE_JOIN_REQUEST);
     get_address(&r, &out->address, "joiner address");
+    out->flags = wire_get_u32(&r, "flags");
+    if (r.rc == 0 && (out->flags & ~VIEW_JOIN_TIE_BREAKER) != 0) {
+        r.pos -= 4;
+        wire_fail(&r, "flags 0x%x name unknown settings", out->flags);
+    }
     uint32_t count = wire_get_u32(&r, "subgroup count");
     if (r.rc == 0 && (count == 0 || count > VIEW_JOIN_MAX_SUBGROUPS))
         wire_fail(&r, "subgroup count %u must be 1..%u", count, VIEW_JOIN_MAX_SUBGROUPS);

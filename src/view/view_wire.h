@@ -88,8 +88,12 @@ struct view_join_subgroup {
     uint32_t window_size, max_payload, mode;
 };
 
+/* Flags of a join request: group-wide settings the joiner must share. */
+#define VIEW_JOIN_TIE_BREAKER 1u
+
 struct view_join_request {
     struct ctl_address address; /* where the joiner listens */
+    uint32_t flags;             /* VIEW_JOIN_* */
     uint32_t num_subgroups;     /* <= VIEW_JOIN_MAX_SUBGROUPS */
     struct view_join_subgroup subgroups[VIEW_JOIN_MAX_SUBGROUPS];
 };

@@ -97,15 +97,34 @@ static void test_majority_rule_names_the_counts(void **state)
     struct smc_layout l = everyone(5);
     struct view v;
     assert_int_equal(view_init_first(&v, 5, 0, &l, 1), 0);
-    assert_int_equal(view_check_majority(&v, 0x6), 0); /* 3 of 5 */
-    assert_int_equal(view_check_majority(&v, 0x1c), SPINDLE_EMINORITY);
+    assert_int_equal(view_check_majority(&v, 0x6, false), 0); /* 3 of 5 */
+    assert_int_equal(view_check_majority(&v, 0x1c, false), SPINDLE_EMINORITY);
     assert_non_null(strstr(spindle_errmsg(), "only 2 of 5"));
-    assert_int_equal(view_check_majority(&v, 0x1), SPINDLE_EPEERFAILED);
+    assert_int_equal(view_check_majority(&v, 0x1, false), SPINDLE_EPEERFAILED);
     view_clear(&v);
     /* Two of four is not a majority either. */
     l = everyone(4);
     assert_int_equal(view_init_first(&v, 4, 0, &l, 1), 0);
-    assert_int_equal(view_check_majority(&v, 0xc), SPINDLE_EMINORITY);
+    assert_int_equal(view_check_majority(&v, 0xc, false), SPINDLE_EMINORITY);
+    /* With the tie-breaker, the half holding the leader (rank 0) goes on,
+     * the other half does not, and less than half never does. */
+    assert_int_equal(view_check_majority(&v, 0xc, true), 0);
+    v.my_rank = 2;
+    assert_int_equal(view_check_majority(&v, 0x3, true), SPINDLE_EMINORITY);
+    assert_non_null(strstr(spindle_errmsg(), "nor half with the leader"));
+    v.my_rank = 0;
+    assert_int_equal(view_check_majority(&v, 0xe, true), SPINDLE_EMINORITY);
+    assert_true(view_is_quorum(&v, 0x9, true));
+    assert_false(view_is_quorum(&v, 0x9, false));
+    assert_false(view_is_quorum(&v, 0x6, true));
+    view_clear(&v);
+    /* Two members: the leader survives its partner, not the reverse. */
+    l = everyone(2);
+    assert_int_equal(view_init_first(&v, 2, 0, &l, 1), 0);
+    assert_int_equal(view_check_majority(&v, 0x2, true), 0);
+    assert_int_equal(view_check_majority(&v, 0x2, false), SPINDLE_EMINORITY);
+    v.my_rank = 1;
+    assert_int_equal(view_check_majority(&v, 0x1, true), SPINDLE_EMINORITY);
     view_clear(&v);
 }
 

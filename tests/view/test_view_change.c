@@ -24,6 +24,9 @@
  * quarter of the stream) in a group with slow_member_ms = 200 holds the
  * senders' windows full: a sender suspects it and the others remove it in
  * view 1; its own next call says that it was removed.
+ * With tie_breaker, a group of two survives the failure of the member that
+ * is not the leader (half of the view, holding the leader, goes on), and
+ * the leader's partner stops when the leader fails.
  * And the majority rule: a lone survivor of three stops with
  * SPINDLE_EMINORITY instead of installing a view. A graceful leave is
  * checked the same way: the leaver's messages must all be delivered, by
@@ -184,6 +187,7 @@ struct scenario {
     uint32_t dead_mask;
     uint32_t stop_mask;  /* these members are stopped (SIGSTOP), resumed at the end */
     uint32_t slow_mask;  /* these members deliver slowly (slow_member_ms is on) */
+    bool tie_breaker;    /* spindle_group_options.tie_breaker */
     uint32_t leave_mask; /* these members leave gracefully after sending */
     const char *dir;
     int progress_fd; /* victims write one byte here once streaming */
@@ -202,6 +206,7 @@ static int create_group(const struct scenario *s, uint32_t self, struct child *c
     o.bootstrap = s->dir;
     o.failure_timeout_ms = 1500;
     o.slow_member_ms = s->slow_mask != 0 ? SLOW_MEMBER_MS : 0;
+    o.tie_breaker = s->tie_breaker;
     o.tolerate_failures = true;
     o.deliver = on_deliver;
     o.deliver_ctx = c;
@@ -237,6 +242,15 @@ static void die_before_commit(struct view_membership *m, const struct view_next 
 static uint32_t gone_of(const struct scenario *s)
 {
     return s->dead_mask | s->stop_mask | s->slow_mask | s->self_kill_mask | s->leave_mask;
+}
+
+/* Whether the members that are not killed are a quorum of view 0: more than
+ * half, or with tie_breaker half including the leader (member 0). */
+static bool survivors_go_on(const struct scenario *s)
+{
+    uint32_t survivors = s->members - (uint32_t)__builtin_popcount(s->dead_mask);
+    return 2 * survivors > s->members ||
+           (s->tie_breaker && 2 * survivors == s->members && (s->dead_mask & 1) == 0);
 }
 
 /* Child body; returns the exit status. */
@@ -301,8 +315,7 @@ static int member_main(const struct scenario *s, uint32_t self)
         spindle_group_destroy(group);
         return removed ? 0 : 20;
     }
-    if (((s->dead_mask >> self) & 1) ||
-        s->members < 2 * (uint32_t)__builtin_popcount(s->dead_mask) + 1) {
+    if (((s->dead_mask >> self) & 1) || !survivors_go_on(s)) {
         spindle_group_destroy(group);
         return rc == SPINDLE_EMINORITY ? 0 : (rc == 0 ? 12 : 13);
     }
@@ -542,6 +555,23 @@ static void test_slow_member_is_removed_when_asked(void **state)
     run_scenario(&s, 1);
 }
 
+static void test_tie_breaker_keeps_the_leaders_side_of_two(void **state)
+{
+    (void)state;
+    struct scenario s = {.members = 2,
+                         .dead_mask = 1u << 1,
+                         .tie_breaker = true,
+                         .release = {-1, -1},
+                         .go = {-1, -1}};
+    run_scenario(&s, 1); /* the leader goes on alone, with every message */
+    struct scenario t = {.members = 2,
+                         .dead_mask = 1u << 0,
+                         .tie_breaker = true,
+                         .release = {-1, -1},
+                         .go = {-1, -1}};
+    run_scenario(&t, 0); /* its partner stops: SPINDLE_EMINORITY */
+}
+
 static void test_member_failing_before_its_commitment_leaves_in_the_next_view(void **state)
 {
     (void)state;
@@ -582,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_graceful_leave),
         cmocka_unit_test(test_stopped_member_is_removed_and_told_on_resume),
         cmocka_unit_test(test_slow_member_is_removed_when_asked),
+        cmocka_unit_test(test_tie_breaker_keeps_the_leaders_side_of_two),
         cmocka_unit_test(test_member_failing_before_its_commitment_leaves_in_the_next_view),
         cmocka_unit_test(test_member_in_shutdown_takes_part_in_a_view_change),
         cmocka_unit_test(test_layout_function_moves_a_subgroup),

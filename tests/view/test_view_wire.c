@@ -256,7 +256,13 @@ static void test_lying_requests_and_views_are_refused(void **state)
     (void)state;
     static struct view_join_request req;
     size_t len = sample_join_request(sample, sizeof sample);
-    size_t count_at = WIRE_HEADER_SIZE + VIEW_WIRE_ADDRESS_SIZE;
+    size_t flags_at = WIRE_HEADER_SIZE + VIEW_WIRE_ADDRESS_SIZE;
+    size_t count_at = flags_at + 4;
+    poke_u32(sample + flags_at, 0x4); /* a setting this build does not know */
+    expect_refused(view_wire_decode_join_request(sample, len, &req), "flags 0x4");
+    poke_u32(sample + flags_at, VIEW_JOIN_TIE_BREAKER);
+    assert_int_equal(view_wire_decode_join_request(sample, len, &req), 0);
+    assert_int_equal(req.flags, VIEW_JOIN_TIE_BREAKER);
     poke_u32(sample + count_at, 4); /* 4 subgroups announced, 3 sent */
     expect_refused(view_wire_decode_join_request(sample, len, &req), "4 subgroups need 48 bytes");
     poke_u32(sample + count_at, 0);
