@@ -2,7 +2,7 @@
  * libspindle configuration files (INI). See docs/CONFIG.md for every key.
  *
  *   [group]        name, transport, provider, device, failure_timeout_ms,
- *                  slow_member_ms, log_level
+ *                  slow_member_ms, tie_breaker, log_level
  *   [member.N]     host, port            (N is the member id)
  *   [subgroup.N]   members, senders, window_size, max_payload, mode
  *   [bench]        messages, message_size, duration_ms
@@ -20,6 +20,7 @@
 #ifndef SPINDLE_CONFIG_H
 #define SPINDLE_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <spindle/export.h>
@@ -59,6 +60,7 @@ struct spindle_config {
         const char *device;     /* verbs device, NULL = first active port */
         int failure_timeout_ms; /* 1..3600000, default 5000 */
         int slow_member_ms;     /* 0..3600000, default 0 (back-pressure only) */
+        bool tie_breaker;       /* true|false, default false */
         const char *log_level;  /* error|warn|info|debug, default "warn" */
     } group;
     uint32_t num_members;

@@ -38,9 +38,9 @@ static int cfg_problem(const char *fmt, ...)
     return -1;
 }
 
-static const char *const group_keys[] = {
-    "name",           "transport", "provider", "device", "failure_timeout_ms",
-    "slow_member_ms", "log_level", NULL};
+static const char *const group_keys[] = {"name",        "transport",          "provider",
+                                         "device",      "failure_timeout_ms", "slow_member_ms",
+                                         "tie_breaker", "log_level",          NULL};
 static const char *const member_keys[] = {"host", "port", NULL};
 static const char *const subgroup_keys[] = {"members",     "senders", "window_size",
                                             "max_payload", "mode",    NULL};
@@ -168,6 +168,12 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
         o->pub.group.slow_member_ms = (int)n;
         return 0;
     }
+    if (strcmp(key, "tie_breaker") == 0) {
+        if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
+            return cfg_problem("must be true or false");
+        o->pub.group.tie_breaker = strcmp(value, "true") == 0;
+        return 0;
+    }
     if (strcmp(key, "log_level") == 0) {
         enum sp_log_level level;
         if (sp_log_parse_level(value, &level) != 0)
@@ -175,7 +181,7 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
         return cfg_string(&o->log_level, value);
     }
     return cfg_problem("unknown key in [group] (known: name, transport, provider, device, "
-                       "failure_timeout_ms, slow_member_ms, log_level)");
+                       "failure_timeout_ms, slow_member_ms, tie_breaker, log_level)");
 }
 
 static int cfg_apply_member(struct cfg_member *m, const char *key, const char *value)

@@ -67,6 +67,7 @@ static void test_defaults_apply(void **state)
     assert_string_equal(c->group.provider, "tcp");
     assert_int_equal(c->group.failure_timeout_ms, 5000);
     assert_int_equal(c->group.slow_member_ms, 0);
+    assert_false(c->group.tie_breaker);
     assert_string_equal(c->members[0].host, "127.0.0.1");
     assert_int_equal(c->subgroups[0].window_size, 100);
     assert_int_equal(c->subgroups[0].max_payload, 1024);
@@ -94,9 +95,11 @@ static void test_malformed_files_name_file_line_key_value(void **state)
                  ":2: transport = carrier-pigeon: must be shm, fabric or verbs");
     expect_error("[group]\nslow_member_ms = -5\n",
                  ":2: slow_member_ms = -5: must be an integer between 0 and 3600000");
+    expect_error("[group]\ntie_breaker = maybe\n",
+                 ":2: tie_breaker = maybe: must be true or false");
     expect_error("[group]\ncolour = red\n",
                  ":2: colour = red: unknown key in [group] (known: name, transport, provider, "
-                 "device, failure_timeout_ms, slow_member_ms, log_level)");
+                 "device, failure_timeout_ms, slow_member_ms, tie_breaker, log_level)");
     expect_error("[member.1]\nport = 70000\n", ":2: port = 70000: must be between 0 and 65535");
     expect_error("[member.1]\nport = 12ab\n",
                  ":2: port = 12ab: must be an integer between 0 and 65535");
@@ -152,6 +155,7 @@ static void test_environment_overrides_the_file(void **state)
     setenv("SPINDLE_SUBGROUP_0_WINDOW_SIZE", "7", 1);
     setenv("SPINDLE_GROUP_FAILURE_TIMEOUT_MS", "250", 1);
     setenv("SPINDLE_GROUP_SLOW_MEMBER_MS", "300", 1);
+    setenv("SPINDLE_GROUP_TIE_BREAKER", "true", 1);
     const char *file = write_ini("[group]\nprovider = tcp\n[member.3]\nport = 7003\n"
                                  "[subgroup.0]\nmembers = 3\nwindow_size = 0\n");
     /* The file's invalid window_size is replaced, so it is never judged. */
@@ -159,6 +163,7 @@ static void test_environment_overrides_the_file(void **state)
     assert_string_equal(c->group.provider, "sockets");
     assert_int_equal(c->group.failure_timeout_ms, 250);
     assert_int_equal(c->group.slow_member_ms, 300);
+    assert_true(c->group.tie_breaker);
     assert_int_equal(c->members[0].port, 7103);
     assert_int_equal(c->subgroups[0].window_size, 7);
     spindle_config_free(c);
@@ -173,6 +178,7 @@ static void test_environment_overrides_the_file(void **state)
     unsetenv("SPINDLE_SUBGROUP_0_WINDOW_SIZE");
     unsetenv("SPINDLE_GROUP_FAILURE_TIMEOUT_MS");
     unsetenv("SPINDLE_GROUP_SLOW_MEMBER_MS");
+    unsetenv("SPINDLE_GROUP_TIE_BREAKER");
 }
 
 static int teardown(void **state)

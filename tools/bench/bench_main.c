@@ -89,6 +89,8 @@ static const char usage[] =
     "                         (default 5000; also for --local; overrides --config)\n"
     "  --slow-member-ms MS    a member that holds a sender's window full this long is\n"
     "                         removed (default 0: senders wait for it; overrides --config)\n"
+    "  --tie-breaker          half of a view holding its leader goes on (two members\n"
+    "                         survive the non-leader's failure; every member needs it)\n"
     "  --timeout SECONDS      give up when deliveries take longer (default 120), or when\n"
     "                         members are missing for longer (at most 60)\n"
     "  --help                 this text\n";
@@ -147,6 +149,7 @@ enum {
     OPT_RATE,
     OPT_FAILURE_TIMEOUT,
     OPT_SLOW_MEMBER,
+    OPT_TIE_BREAKER,
     OPT_JOIN,
     OPT_LISTEN,
     OPT_LEAVE_AFTER,
@@ -181,6 +184,7 @@ static const struct option long_options[] = {
     {"rate", required_argument, 0, OPT_RATE},
     {"failure-timeout-ms", required_argument, 0, OPT_FAILURE_TIMEOUT},
     {"slow-member-ms", required_argument, 0, OPT_SLOW_MEMBER},
+    {"tie-breaker", no_argument, 0, OPT_TIE_BREAKER},
     {"join", required_argument, 0, OPT_JOIN},
     {"listen", required_argument, 0, OPT_LISTEN},
     {"leave-after", required_argument, 0, OPT_LEAVE_AFTER},
@@ -256,6 +260,9 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
         if (parse_u64(arg, "--failure-timeout-ms", 1, 3600000, &v) < 0)
             return -1;
         c->failure_timeout_ms = (int)v;
+        return 0;
+    case OPT_TIE_BREAKER:
+        c->tie_breaker = true;
         return 0;
     case OPT_SLOW_MEMBER:
         if (parse_u64(arg, "--slow-member-ms", 0, 3600000, &v) < 0)
