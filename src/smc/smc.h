@@ -194,6 +194,26 @@ int smc_group_undelivered(struct smc_group *group, uint32_t subgroup, uint64_t *
                           uint64_t *count);
 const void *smc_group_message(struct smc_group *group, uint32_t subgroup, uint64_t index,
                               uint32_t *length);
+/*
+ * Ragged edge of an unordered subgroup (it delivers on receipt, so nothing
+ * is trimmed; instead surviving senders resend what some survivor lacks,
+ * and receivers take again, without delivering, what they already had).
+ * smc_group_set_edge (wedged group) takes lowest[s], the fewest positions
+ * of sender s that any survivor received: from then on
+ * smc_group_undelivered starts at this member's first own message at or
+ * beyond lowest[my sender rank], and smc_group_beyond_edge gives how many
+ * of sender s's messages this member delivered beyond lowest[s] (its
+ * resends to skip in the next view). smc_group_skip sets that count for
+ * sender s of subgroup in a group that has not started. SPINDLE_EINVAL for
+ * an unknown subgroup or sender, a group not wedged, or a subgroup that is
+ * not unordered; SPINDLE_EPROTO when lowest[s] lies beyond what this
+ * member received.
+ */
+int smc_group_set_edge(struct smc_group *group, uint32_t subgroup, const uint64_t *lowest,
+                       uint32_t num_senders);
+int smc_group_beyond_edge(struct smc_group *group, uint32_t subgroup, uint32_t sender,
+                          uint64_t *count);
+int smc_group_skip(struct smc_group *group, uint32_t subgroup, uint32_t sender, uint64_t count);
 /* Marks the group failed with error (from the engine's failure callback):
  * waiting senders and flushes return it. Lock held. */
 void smc_group_fail(struct smc_group *group, int error);

@@ -26,6 +26,12 @@ struct smc_sender {
     uint64_t recv_app;      /* application messages received */
     uint64_t deliv_app;     /* application messages delivered */
     uint64_t *app_position; /* [W]: position of app message a at a % W */
+    /* Unordered subgroups, at a view change (smc_group_set_edge): the
+     * sender's app messages below the survivors' edge, and in the next
+     * view how many of its first (resent) messages to take without
+     * delivering them again. */
+    uint64_t edge_app;
+    uint64_t skip;
 };
 
 struct smc_subgroup {
@@ -58,6 +64,14 @@ struct smc_subgroup {
     int reserve_open;        /* atomic: a reservation is open */
     uint32_t reserve_size;
     int reserve_waiting; /* atomic: a reserver waits for a free slot */
+    /* Unordered: app messages whose slots a finished pass posted (atomic,
+     * set by the predicate thread at the start of each pass). A slot is
+     * reused only once its message is posted here too: that the others
+     * received it is learnt through memory another process wrote, which
+     * orders nothing in this process. */
+    uint64_t posted_mark;
+    bool edge_set;        /* unordered: resend_from holds (smc_group_set_edge) */
+    uint64_t resend_from; /* own app messages every survivor received */
 
     /* Receiver side (my_member_rank >= 0). */
     struct smc_sender *senders;    /* [S] */

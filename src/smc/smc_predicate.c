@@ -41,8 +41,11 @@ static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
     if (sub->my_sender_rank >= 0) {
         if (__atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE) != sub->pushed)
             return true;
-        if (__atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) && smc_slot_free(group, sub))
+        bool waiting = __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE);
+        if (waiting && smc_slot_free(group, sub))
             return true;
+        if (waiting && __atomic_load_n(&sub->posted_mark, __ATOMIC_RELAXED) != sub->pushed)
+            return true; /* a pass marks the last pass's slots posted */
     }
     if (sub->my_member_rank < 0 || sub->layout.num_senders == 0)
         return false;
@@ -160,7 +163,14 @@ static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub
         uint64_t distance = smc_header_distance(header, sender->recv_position);
         if (distance == 0) {
             sender->app_position[index] = sender->recv_position;
-            if (sub->layout.mode == SPINDLE_MODE_UNORDERED) {
+            if (sub->layout.mode == SPINDLE_MODE_UNORDERED && sender->skip > 0) {
+                /* A resend of what this member delivered in the last view
+                 * (smc_group_skip): taken, not delivered again (an own one
+                 * counts as delivered for flush). */
+                sender->skip--;
+                if (sender->row == group->my_row)
+                    __atomic_add_fetch(&sub->delivered_own, 1, __ATOMIC_RELEASE);
+            } else if (sub->layout.mode == SPINDLE_MODE_UNORDERED) {
                 struct spindle_message *msg = &sub->batch[(*batched)++];
                 msg->subgroup = sub->index;
                 msg->sender_id = sender->row;
@@ -205,21 +215,19 @@ static void deliver_batch(struct smc_group *group, struct smc_subgroup *sub, uin
 }
 
 /* Receive step (Spindle 3.2): all arrived messages of every sender, one
- * acknowledgement (batching) or one per message (baseline). */
+ * acknowledgement (batching) or one per message (baseline). An unordered
+ * subgroup delivers them first: its upcall reads them in the ring, and an
+ * acknowledgement lets their sender reuse the slots (slot_holder counts
+ * what every member received there). */
 static void receive_step(struct smc_group *group, struct smc_subgroup *sub)
 {
     uint32_t taken = 0, batched = 0;
+    uint64_t moved = 0;
     for (uint32_t s = 0; s < sub->layout.num_senders; s++) {
         uint64_t before = sub->senders[s].recv_position;
         taken += receive_sender(group, sub, s, &batched);
-        if (sub->senders[s].recv_position == before)
-            continue;
-        uint32_t offset = sub->received_offset + 8 * s;
-        sst_write_u64(group->table, offset, sub->senders[s].recv_position);
-        if (group->options.batching)
-            sub->ack_dirty = true;
-        else
-            push(group, sub, offset, 8);
+        if (sub->senders[s].recv_position != before)
+            moved |= 1ull << s;
     }
     if (taken > 0) {
         group->stats.receive_batches[smc_bucket(taken)]++;
@@ -233,6 +241,16 @@ static void receive_step(struct smc_group *group, struct smc_subgroup *sub)
         sst_write_u64(group->table, sub->delivered_offset, sub->delivered);
         if (!group->options.batching)
             push(group, sub, sub->delivered_offset, 8);
+    }
+    for (uint32_t s = 0; s < sub->layout.num_senders; s++) {
+        if (((moved >> s) & 1) == 0)
+            continue;
+        uint32_t offset = sub->received_offset + 8 * s;
+        sst_write_u64(group->table, offset, sub->senders[s].recv_position);
+        if (group->options.batching)
+            sub->ack_dirty = true;
+        else
+            push(group, sub, offset, 8);
     }
 }
 
@@ -329,6 +347,8 @@ void smc_trigger(void *ctx)
     for (uint32_t g = 0; g < group->num_subgroups; g++) {
         struct smc_subgroup *sub = &group->subgroups[g];
         uint64_t own_before = __atomic_load_n(&sub->delivered_own, __ATOMIC_RELAXED);
+        /* Everything pushed in earlier passes was posted when they ended. */
+        __atomic_store_n(&sub->posted_mark, sub->pushed, __ATOMIC_RELEASE);
         if (sub->my_sender_rank >= 0)
             send_step(group, sub);
         if (sub->my_member_rank >= 0 && sub->layout.num_senders > 0) {

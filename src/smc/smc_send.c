@@ -27,6 +27,8 @@ static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *s
         return -1;
     uint64_t position = sub->slot_position[committed % window];
     bool atomic = sub->layout.mode == SPINDLE_MODE_ATOMIC;
+    if (!atomic && committed - window >= __atomic_load_n(&sub->posted_mark, __ATOMIC_ACQUIRE))
+        return (int32_t)group->my_row; /* this member's own post may still read it */
     /* Atomic: the old message is sequence position * S + rank; a member has
      * delivered it once its delivered_num exceeds that. Unordered: it was
      * delivered on receipt, so received_num[rank] > position suffices. */

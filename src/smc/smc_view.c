@@ -88,8 +88,90 @@ int smc_group_undelivered(struct smc_group *group, uint32_t subgroup, uint64_t *
     if (sub->my_member_rank < 0 || delivered > committed)
         return sp_error(SPINDLE_EPROTO, "subgroup %u: own delivered %llu vs committed %llu",
                         subgroup, (unsigned long long)delivered, (unsigned long long)committed);
+    if (sub->layout.mode == SPINDLE_MODE_UNORDERED && sub->edge_set)
+        delivered = sub->resend_from;
+    if (delivered > committed)
+        return sp_error(SPINDLE_EPROTO, "subgroup %u: own edge %llu vs committed %llu", subgroup,
+                        (unsigned long long)delivered, (unsigned long long)committed);
     *first = delivered;
     *count = committed - delivered;
+    return 0;
+}
+
+/* The number of app messages below position `lowest` of the first `have`,
+ * the last window of which sit at positions[a % window]: walks back from
+ * `have` while the message sits at or beyond lowest, at most a window (the
+ * slot of a message a window back was reused, which needed every member,
+ * each survivor included, to have received it: it lies below lowest). */
+static uint64_t app_below(const uint64_t *positions, uint64_t have, uint32_t window,
+                          uint64_t lowest)
+{
+    uint64_t a = have;
+    while (a > 0 && have - a < window && positions[(a - 1) % window] >= lowest)
+        a--;
+    return a;
+}
+
+int smc_group_set_edge(struct smc_group *group, uint32_t subgroup, const uint64_t *lowest,
+                       uint32_t num_senders)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = lookup(group, subgroup, &sub);
+    if (rc < 0)
+        return rc;
+    if (!__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE) ||
+        sub->layout.mode != SPINDLE_MODE_UNORDERED || num_senders != sub->layout.num_senders)
+        return sp_error(SPINDLE_EINVAL,
+                        "set_edge: subgroup %u is not a wedged unordered subgroup of %u senders",
+                        subgroup, num_senders);
+    uint32_t window = sub->layout.window_size;
+    sst_engine_lock(group->engine);
+    for (uint32_t s = 0; s < num_senders && rc == 0 && sub->my_member_rank >= 0; s++) {
+        struct smc_sender *sender = &sub->senders[s];
+        if (lowest[s] > sender->recv_position)
+            rc = sp_error(SPINDLE_EPROTO,
+                          "subgroup %u: edge %llu of sender %u beyond what this member holds "
+                          "(%llu positions)",
+                          subgroup, (unsigned long long)lowest[s], s,
+                          (unsigned long long)sender->recv_position);
+        else
+            sender->edge_app = app_below(sender->app_position, sender->recv_app, window, lowest[s]);
+    }
+    if (rc == 0 && sub->my_sender_rank >= 0) {
+        uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
+        sub->resend_from =
+            app_below(sub->slot_position, committed, window, lowest[sub->my_sender_rank]);
+        sub->edge_set = true;
+    }
+    sst_engine_unlock(group->engine);
+    return rc;
+}
+
+int smc_group_beyond_edge(struct smc_group *group, uint32_t subgroup, uint32_t sender,
+                          uint64_t *count)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = lookup(group, subgroup, &sub);
+    if (rc < 0)
+        return rc;
+    if (sub->my_member_rank < 0 || sender >= sub->layout.num_senders)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: no sender %u here", subgroup, sender);
+    const struct smc_sender *s = &sub->senders[sender];
+    *count = s->recv_app - s->edge_app;
+    return 0;
+}
+
+int smc_group_skip(struct smc_group *group, uint32_t subgroup, uint32_t sender, uint64_t count)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = lookup(group, subgroup, &sub);
+    if (rc < 0)
+        return rc;
+    if (group->started || sub->my_member_rank < 0 || sender >= sub->layout.num_senders ||
+        sub->layout.mode != SPINDLE_MODE_UNORDERED)
+        return sp_error(SPINDLE_EINVAL, "skip: subgroup %u sender %u cannot take a skip", subgroup,
+                        sender);
+    sub->senders[sender].skip = count;
     return 0;
 }
 

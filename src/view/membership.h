@@ -107,7 +107,7 @@ struct view_membership {
     uint32_t barrier_tag;
     bool stop;
     int terminal;
-    char terminal_msg[256]; /* why the member stopped */
+    char terminal_msg[384]; /* why the member stopped */
     bool thread_started;
     pthread_t thread;
 };

@@ -28,7 +28,7 @@ static void removed(struct view_membership *m, struct view_epoch *epoch)
     bool stops = !m->stop && m->terminal == 0; /* not after leave or another end */
     if (stops) {
         m->terminal = SPINDLE_EREMOVED;
-        char slow[96] = "";
+        char slow[64] = "";
         if (m->config.slow_member_ms > 0)
             snprintf(slow, sizeof slow, ", or held a sender's window full for %d ms",
                      m->config.slow_member_ms);

@@ -79,13 +79,55 @@ static int next_build(struct view_membership *m, uint64_t mask, uint32_t joiner,
     return view_epoch_create(m, &view, &next->epoch);
 }
 
-/* Computes subgroup g's trim from the gathered counts and delivers up to it. */
+/*
+ * Unordered subgroup g delivers on receipt, so its ragged edge is not
+ * trimmed: every surviving sender resends what some survivor lacks (from
+ * the fewest positions any survivor received, trim[s]) and every survivor
+ * takes again, without delivering, the resends it already had, so each
+ * survivor gets every message of a surviving sender once, in its order.
+ * A failed sender's messages stay a gap-free prefix at each survivor (not
+ * all-or-none: they may differ in length).
+ */
+static bool in_layout(const struct smc_layout *layout, uint32_t row)
+{
+    for (uint32_t i = 0; i < layout->num_members; i++)
+        if (layout->members[i] == row)
+            return true;
+    return false;
+}
+
+static int carry_unordered_edge(struct view_membership *m, const struct view_next *next, uint32_t g,
+                                const struct trim_result *result)
+{
+    const struct smc_layout *old = &m->current->view.layouts[g];
+    const struct smc_layout *now = &next->epoch->view.layouts[g];
+    int rc = smc_group_set_edge(m->current->smc, g, result->trim, old->num_senders);
+    if (rc < 0 || !in_layout(old, m->current->view.my_rank) ||
+        !in_layout(now, next->epoch->view.my_rank))
+        return rc; /* nothing received here before, or nothing to receive */
+    for (uint32_t s = 0; s < old->num_senders && rc == 0; s++) {
+        int row = next->how.new_rank[old->senders[s]];
+        uint64_t beyond = 0;
+        if (row < 0)
+            continue; /* a failed sender resends nothing */
+        for (uint32_t t = 0; t < now->num_senders && rc == 0; t++)
+            if (now->senders[t] == (uint32_t)row) {
+                rc = smc_group_beyond_edge(m->current->smc, g, s, &beyond);
+                if (rc == 0)
+                    rc = smc_group_skip(next->epoch->smc, g, t, beyond);
+            }
+    }
+    return rc;
+}
+
+/* Computes subgroup g's trim from the gathered counts and delivers up to it
+ * (atomic), or carries its edge into the next view (unordered). */
 static int deliver_trim(struct view_membership *m, const struct view_next *next, uint32_t g)
 {
     const struct view *current = &m->current->view;
     const struct smc_layout *old = &current->layouts[g];
     uint32_t members = old->num_members, senders = old->num_senders;
-    if (senders == 0 || old->mode != SPINDLE_MODE_ATOMIC)
+    if (senders == 0)
         return 0;
     uint32_t sender_row[SST_MAX_ROWS];
     uint64_t received[SST_MAX_ROWS * SST_MAX_ROWS];
@@ -104,6 +146,8 @@ static int deliver_trim(struct view_membership *m, const struct view_next *next,
     }
     struct trim_result result;
     int rc = trim_compute(&in, &result);
+    if (old->mode == SPINDLE_MODE_UNORDERED)
+        return rc == 0 ? carry_unordered_edge(m, next, g, &result) : rc;
     if (rc == 0)
         rc = smc_group_deliver_upto(m->current->smc, g, result.delivered_total);
     if (rc == 0)

@@ -24,6 +24,11 @@
  * quarter of the stream) in a group with slow_member_ms = 200 holds the
  * senders' windows full: a sender suspects it and the others remove it in
  * view 1; its own next call says that it was removed.
+ * An unordered subgroup (delivery on receipt) through a kill and a leave:
+ * every survivor must deliver every message of every surviving sender
+ * exactly once and in its order (resends from the survivors' edge, taken
+ * again without delivery where already delivered), and a prefix of the
+ * killed sender's.
  * With tie_breaker, a group of two survives the failure of the member that
  * is not the leader (half of the view, holding the leader, goes on), and
  * the leader's partner stops when the leader fails.
@@ -188,6 +193,7 @@ struct scenario {
     uint32_t stop_mask;  /* these members are stopped (SIGSTOP), resumed at the end */
     uint32_t slow_mask;  /* these members deliver slowly (slow_member_ms is on) */
     bool tie_breaker;    /* spindle_group_options.tie_breaker */
+    bool unordered;      /* subgroup 0 is unordered */
     uint32_t leave_mask; /* these members leave gracefully after sending */
     const char *dir;
     int progress_fd; /* victims write one byte here once streaming */
@@ -213,7 +219,8 @@ static int create_group(const struct scenario *s, uint32_t self, struct child *c
     o.view_changed = on_view;
     o.view_ctx = c;
     struct spindle_subgroup_config sg[2] = {
-        {ids, s->members, ids, s->members, 16, 64, SPINDLE_MODE_ATOMIC},
+        {ids, s->members, ids, s->members, 16, 64,
+         s->unordered ? SPINDLE_MODE_UNORDERED : SPINDLE_MODE_ATOMIC},
         {ids, 2, ids, 1, 16, 64, SPINDLE_MODE_ATOMIC}, /* members 0 and 1, sender 0 */
     };
     if (s->move) {
@@ -383,8 +390,33 @@ static struct record *load_log(const char *dir, uint32_t id, size_t *count)
 }
 
 /* Virtual synchrony over the survivors' logs (see the file header). */
+/* An unordered subgroup's logs: each survivor delivered every message of
+ * every surviving sender once, in sender order, across the views, and a
+ * gap-free prefix of each killed sender's (any length: not all-or-none). */
+static void check_unordered_logs(struct record **logs, const size_t *counts, uint32_t members,
+                                 uint32_t dead_mask)
+{
+    for (uint32_t m = 0; m < members; m++) {
+        if (logs[m] == NULL)
+            continue;
+        uint64_t next[MAX_MEMBERS] = {0};
+        for (size_t i = 0; i < counts[m]; i++) {
+            const struct record *r = &logs[m][i];
+            if (r->app_index != next[r->sender])
+                fail_msg("member %u: message %llu of sender %u after %llu of its messages", m,
+                         (unsigned long long)r->app_index, r->sender,
+                         (unsigned long long)next[r->sender]);
+            next[r->sender]++;
+        }
+        for (uint32_t s = 0; s < members; s++)
+            if (((dead_mask >> s) & 1) == 0 && next[s] != MESSAGES)
+                fail_msg("member %u delivered %llu of sender %u's %u messages", m,
+                         (unsigned long long)next[s], s, MESSAGES);
+    }
+}
+
 static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask, uint32_t leave_mask,
-                       uint64_t final_view)
+                       uint64_t final_view, bool unordered)
 {
     struct record *logs[MAX_MEMBERS] = {0};
     size_t counts[MAX_MEMBERS] = {0};
@@ -395,6 +427,12 @@ static void check_logs(const char *dir, uint32_t members, uint32_t dead_mask, ui
     for (uint32_t m = 0; m < members; m++)
         if (((gone_mask >> m) & 1) == 0)
             logs[m] = load_log(dir, m, &counts[m]);
+    if (unordered) {
+        check_unordered_logs(logs, counts, members, dead_mask);
+        for (uint32_t m = 0; m < members; m++)
+            free(logs[m]);
+        return;
+    }
     for (uint32_t m = 0; m < members; m++) {
         if (logs[m] == NULL)
             continue;
@@ -493,7 +531,7 @@ static void run_scenario(struct scenario *s, int expect_logs)
      * delivered, as a leaver's. */
     if (expect_logs)
         check_logs(dir, members, dead_mask | stop_mask | s->slow_mask | self_kill_mask,
-                   leave_mask | s->early_mask, self_kill_mask != 0 ? 2 : 1);
+                   leave_mask | s->early_mask, self_kill_mask != 0 ? 2 : 1, s->unordered);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
@@ -555,6 +593,25 @@ static void test_slow_member_is_removed_when_asked(void **state)
     run_scenario(&s, 1);
 }
 
+static void test_unordered_survivors_miss_nothing_of_surviving_senders(void **state)
+{
+    (void)state;
+    for (int run = 0; run < 3; run++) {
+        struct scenario s = {.members = 4,
+                             .dead_mask = 1u << (uint32_t)(1 + run),
+                             .unordered = true,
+                             .release = {-1, -1},
+                             .go = {-1, -1}};
+        run_scenario(&s, 1);
+    }
+    struct scenario leave = {.members = 4,
+                             .leave_mask = 1u << 3,
+                             .unordered = true,
+                             .release = {-1, -1},
+                             .go = {-1, -1}};
+    run_scenario(&leave, 1);
+}
+
 static void test_tie_breaker_keeps_the_leaders_side_of_two(void **state)
 {
     (void)state;
@@ -613,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_stopped_member_is_removed_and_told_on_resume),
         cmocka_unit_test(test_slow_member_is_removed_when_asked),
         cmocka_unit_test(test_tie_breaker_keeps_the_leaders_side_of_two),
+        cmocka_unit_test(test_unordered_survivors_miss_nothing_of_surviving_senders),
         cmocka_unit_test(test_member_failing_before_its_commitment_leaves_in_the_next_view),
         cmocka_unit_test(test_member_in_shutdown_takes_part_in_a_view_change),
         cmocka_unit_test(test_layout_function_moves_a_subgroup),
