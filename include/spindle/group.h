@@ -76,10 +76,12 @@ struct spindle_subgroup_config {
     uint32_t max_payload; /* bytes per message, 1..SPINDLE_MAX_PAYLOAD */
     /* SPINDLE_MODE_ATOMIC: total order, delivered when stable at every member;
      * virtual synchrony across view changes (docs/VIEWS.md).
-     * SPINDLE_MODE_UNORDERED: delivered on receipt, per-sender FIFO only;
-     * a view change does no ragged-edge cleanup for it: messages in flight
-     * when a member fails (a surviving sender's too) may reach some
-     * survivors and not others, and are not sent again. */
+     * SPINDLE_MODE_UNORDERED: delivered on receipt, per-sender FIFO only.
+     * Across a view change, every member that goes on gets every message
+     * of every sender that goes on, once and in its order (what some
+     * member lacked is resent); of a failed sender, each gets a gap-free
+     * prefix of its messages, not necessarily the same one (no
+     * all-or-none, unlike atomic subgroups). */
     enum spindle_delivery_mode mode;
 };
 
