@@ -337,6 +337,11 @@ static int ctl_collect_at(struct ctl *base, uint32_t tag, uint64_t from, void *a
     int rc = 0;
     for (;;) {
         pthread_mutex_lock(&ctl->lock);
+        /* Read what has arrived first: a later blob of a tag replaces an
+         * earlier one (a survivor that starts a view change again under a
+         * larger set publishes its blob again), and with every earlier
+         * blob in the mailbox nothing else would read the later ones. */
+        ctl_progress(ctl, 0);
         rc = ctl_take_all(ctl, tag, want, &got, all, length, stride);
         /* Done when every blob is here and what this member queued for
          * them has left too (they may be waiting for it). */

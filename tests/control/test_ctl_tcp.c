@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -617,6 +618,61 @@ static void test_joiner_slot_exchanges_and_passes_on(void **state)
     ctl_close(ctl);
 }
 
+/* A child joined in slot 1 that publishes "one" under tag 9, waits for tag
+ * 10, publishes "two" under tag 9, and waits for tag 11. */
+static pid_t run_republisher(uint16_t port)
+{
+    uint16_t joiner_port = test_free_port();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid != 0)
+        return pid;
+    struct ctl_member members[CTL_MAX_MEMBERS];
+    memset(members, 0, sizeof members);
+    members[0] = (struct ctl_member){.host = "127.0.0.1", .id = 0, .port = port};
+    members[1] = (struct ctl_member){.host = "127.0.0.1", .id = 1, .port = joiner_port};
+    struct ctl *ctl = NULL;
+    char one[8] = "one", two[8] = "two", got[2 * 8];
+    if (ctl_open_tcp_joiner("ctl-test", members, 1, 1, 1, &versions, 10000, &ctl) != 0 ||
+        ctl_publish(ctl, 9, one, sizeof one, 0x1) != 0 ||
+        ctl_collect(ctl, 10, 0x1, got, 8, 10000, NULL) != 0 ||
+        ctl_publish(ctl, 9, two, sizeof two, 0x1) != 0 ||
+        ctl_collect(ctl, 11, 0x1, got, 8, 10000, NULL) != 0)
+        _exit(2);
+    ctl_close(ctl);
+    _exit(0);
+}
+
+/* A member that already holds a blob of a tag and has nothing left to
+ * send still reads a later blob of the tag: a collect that finds every
+ * blob present must look at the connections too, or it returns the
+ * earlier one for ever (survivors that started a view change again under
+ * a larger set never saw each other's new blobs). */
+static void test_a_later_blob_of_a_tag_is_read(void **state)
+{
+    (void)state;
+    uint16_t port;
+    struct ctl *ctl = open_single(&port);
+    pid_t pid = run_republisher(port);
+    char got[2 * 8], blob[8] = "member";
+    assert_int_equal(ctl_collect(ctl, 9, 0x2, got, 8, 10000, NULL), 0);
+    assert_string_equal(got + 8, "one");
+    assert_int_equal(ctl_publish(ctl, 10, blob, sizeof blob, 0x2), 0);
+    /* The child's second blob is on its way: 10 s at most. */
+    time_t deadline = time(NULL) + 10;
+    for (;;) {
+        assert_int_equal(ctl_collect(ctl, 9, 0x2, got, 8, 20, NULL), 0);
+        if (strcmp(got + 8, "two") == 0)
+            break;
+        assert_string_equal(got + 8, "one");
+        if (time(NULL) > deadline)
+            fail_msg("the second blob of tag 9 was never read");
+    }
+    assert_int_equal(ctl_publish(ctl, 11, blob, sizeof blob, 0x2), 0);
+    expect_exit_0(pid);
+    ctl_close(ctl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -632,6 +688,7 @@ int main(void)
         cmocka_unit_test(test_join_request_round_trip),
         cmocka_unit_test(test_hostile_join_requests_are_dropped),
         cmocka_unit_test(test_joiner_slot_exchanges_and_passes_on),
+        cmocka_unit_test(test_a_later_blob_of_a_tag_is_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
