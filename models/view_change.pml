@@ -324,6 +324,7 @@ retry:
 	}
 	/* exchange_blobs: gather until every survivor's latest blob names
 	 * exactly this set */
+exchange:
 	do
 	:: atomic {
 		dirty[me] ->
@@ -463,6 +464,7 @@ install:
 	}
 	/* gather_survivors: the survivors' readies, except from those
 	 * suspected meanwhile (the next change removes them) */
+meet:
 	do
 	:: atomic {
 		dirty[me] ->
