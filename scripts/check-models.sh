@@ -138,15 +138,11 @@ if [ "$full" = 0 ]; then
     run vc-broken-NO_MAJORITY fail view_change.pml "-DN=3 -DFALSE_SUSP=1 -DBROKEN_NO_MAJORITY" \
         "$VC_CC_SAFETY" "-m1000000"
 else
-    run smc-3-senders pass smc.pml "-DNM=3 -DNS=3 -DWIN=1 -DMSGS=1" "$SMC_CC_SAFETY" \
-        "-m100000 -w26"
     run smc-slot-reuse pass smc.pml "-DNM=3 -DNS=2 -DWIN=1 -DMSGS=2" "$SMC_CC_SAFETY" \
         "-m100000 -w26"
     run vc-4-liveness pass view_change.pml "-DN=4 -DMAXCRASH=1" "$VC_CC_LTL" "-a -m1000000 -w26"
-    run vc-4-second-crash pass view_change.pml "-DN=4 -DMAXCRASH=2" "$VC_CC_SAFETY" \
-        "-m1000000 -w26"
-    run vc-5-liveness pass view_change.pml "-DN=5 -DMAXCRASH=2 -DPRECRASH" "$VC_CC_LTL" \
-        "-a -m1000000 -w26"
+    # Larger ones do not complete in 25 minutes, even with bit-state
+    # hashing (docs/MODELS.md lists what they reached).
 fi
 
 if [ "$failures" -gt 0 ]; then
