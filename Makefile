@@ -9,6 +9,8 @@
 #   make install installs the library, headers, pkg-config and CMake files
 #   make check   static checks (clang-format, layering, clang-tidy, cppcheck)
 #                of the configured build in $(BUILD); non-zero on any finding
+#   make models  the protocol models of models/ checked by spin (docs/MODELS.md);
+#                non-zero when a model fails or a broken variant is not caught
 #   make fuzz    every libFuzzer target for FUZZ_SECONDS (60) each, FUZZ_JOBS
 #                (one per core) at a time, built with clang in build-fuzz/;
 #                non-zero on any finding (docs/FUZZING.md)
@@ -22,7 +24,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS    ?= $(JOBS)
 
-.PHONY: all deps configure build demo test asan tsan bench install check fuzz clean
+.PHONY: all deps configure build demo test asan tsan bench install check models fuzz clean
 
 all: build
 
@@ -60,6 +62,10 @@ install: build
 check: configure
 	cmake -S . -B $(BUILD) >/dev/null
 	sh scripts/check-static.sh $(BUILD)
+
+# Needs only spin and a C compiler, not the build.
+models: deps
+	bash scripts/check-models.sh
 
 # Only the fuzz targets and the library they test: tests and tools would
 # double the build for nothing the stage runs. Configured every time (cheap)

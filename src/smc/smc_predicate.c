@@ -10,6 +10,8 @@
  * sent_num inside one trigger, after the ring pushes it covers, means no
  * queued counter push can ever expose a position whose data is still
  * unqueued.
+ *
+ * Modelled in models/smc.pml (inline trigger: one step per function here).
  */
 #include "smc/smc_impl.h"
 

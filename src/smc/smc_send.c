@@ -2,6 +2,7 @@
  * Application-thread side of SMC: in-place reserve/commit and flush.
  * Sending never posts a write here; the send step of the predicate does
  * (Spindle 3.2: "queues the sends, but does not initiate remote sends").
+ * Modelled in models/smc.pml (inlines commit, after_step: slot_free).
  */
 #include <errno.h>
 #include <stdlib.h>

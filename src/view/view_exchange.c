@@ -41,6 +41,9 @@
  * every live survivor had already committed, handled by the next change:
  * the failed member is a member of the installed view and is suspected
  * there at once (view_install.c).
+ *
+ * Modelled in models/view_change.pml (steps retry, exchange, commit;
+ * docs/MODELS.md maps each to the code): change these rules there too.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -35,6 +35,9 @@
  * set or is left to the next change. The cost is liveness under
  * asymmetric suspicion (view_exchange.c): members may then wait out the
  * deadline and stop (never diverge).
+ *
+ * Steps 3 and 4 (trim, install, meet) are modelled in
+ * models/view_change.pml (steps install, meet).
  */
 #include <stdlib.h>
 #include <string.h>

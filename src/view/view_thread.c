@@ -17,7 +17,8 @@
 #include "view/view_impl.h"
 
 /* Tries the next view under the suspected set; when the set grows during
- * an attempt, tries again under the larger one (at most once per member).
+ * an attempt, tries again under the larger one (at most once per member;
+ * modelled in models/view_change.pml, step retry).
  * An attempt is never repeated under the same set: its rendezvous holds
  * descriptors of a next view that others may already have connected to. */
 static int view_change(struct view_membership *m)
