@@ -172,6 +172,22 @@ struct spindle_group_options {
      * joiner with another setting is refused).
      */
     bool tie_breaker;
+    /*
+     * Persistent identity (struct spindle_member_identity, <spindle/view.h>).
+     * member_name: at most SPINDLE_MEMBER_NAME_MAX - 1 printable ASCII
+     * characters without spaces, unique in the group; NULL: this member's
+     * control address "host:port" (TCP bootstrap and joins), else
+     * "member-<self>@<hostname>". incarnation: grows with each start of the
+     * process behind the name; 0, the default: the CLOCK_REALTIME time of
+     * spindle_group_create in nanoseconds (grows while the clock does not
+     * go back). A joiner whose name a member of the view holds is refused
+     * when its incarnation is not larger; when it is larger, the member
+     * holding the name is taken for an earlier, dead incarnation of the
+     * joiner: it is removed by a view change and the joiner, which asks
+     * again, is admitted after it.
+     */
+    const char *member_name;
+    uint64_t incarnation;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram
@@ -273,6 +289,10 @@ SPINDLE_API int spindle_group_status(spindle_group_t *group);
 /* This member's index and the member count of the group (-1 on NULL). */
 SPINDLE_API int spindle_group_self(const spindle_group_t *group);
 SPINDLE_API int spindle_group_size(const spindle_group_t *group);
+/* The identity of member_id in the current view: 0, or SPINDLE_EINVAL
+ * when it is not a member of it. */
+SPINDLE_API int spindle_group_identity(spindle_group_t *group, uint32_t member_id,
+                                       struct spindle_member_identity *out);
 
 /*
  * Orderly shutdown (collective): flushes this member's messages, waits at a

@@ -28,6 +28,22 @@ extern "C" {
  * whatever the id meant before. */
 #define SPINDLE_MAX_MEMBERS 64u
 
+/* Longest member name, its terminating NUL included. */
+#define SPINDLE_MEMBER_NAME_MAX 64u
+
+/*
+ * A member's persistent identity, which outlives its member id: the name
+ * the application gave it (spindle_group_options.member_name; printable
+ * ASCII without spaces, unique among the members of a view) and its
+ * incarnation, a number that grows each time the process behind the name
+ * starts again. Member ids are slots of one view and are given again to
+ * later joiners; a name with its incarnation says who held the slot.
+ */
+struct spindle_member_identity {
+    char name[SPINDLE_MEMBER_NAME_MAX];
+    uint64_t incarnation;
+};
+
 /* A newly installed view, as the view_changed upcall reports it. Arrays
  * are valid until the upcall returns. detected_ns/installed_ns are
  * CLOCK_MONOTONIC times of the failure report and of the installation. */
@@ -42,6 +58,10 @@ struct spindle_view_info {
     const uint32_t *left;
     uint64_t detected_ns;
     uint64_t installed_ns;
+    /* Identities in the order of members, joined and left. */
+    const struct spindle_member_identity *identities;
+    const struct spindle_member_identity *joined_identities;
+    const struct spindle_member_identity *left_identities;
 };
 typedef void (*spindle_view_fn)(void *ctx, const struct spindle_view_info *view);
 

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "group/group_impl.h"
 #include "transport/transport.h"
@@ -119,6 +121,51 @@ static void view_config_of(const struct spindle_group *group, struct view_config
     out->state_ctx = o->state_ctx;
 }
 
+/*
+ * This member's identity (spindle_group_options.member_name, incarnation):
+ * the given name, checked, or a default that stays the same when the
+ * process starts again with the same options: its control address, else
+ * its index and host name. The incarnation defaults to the wall clock.
+ */
+static int identity_of(const struct spindle_group *group, struct spindle_member_identity *out)
+{
+    const struct spindle_group_options *o = &group->options;
+    memset(out, 0, sizeof *out);
+    int rc = 0;
+    if (o->member_name != NULL) {
+        rc = view_check_name(o->member_name, "member_name: the");
+        if (rc == 0)
+            snprintf(out->name, sizeof out->name, "%s", o->member_name);
+    } else {
+        const char *address = o->join != NULL ? o->bootstrap : NULL;
+        char text[CTL_HOST_MAX + 8];
+        if (o->join == NULL && group->boot.kind == SPINDLE_BOOTSTRAP_TCP) {
+            const struct ctl_address *own = &group->boot.hosts[o->self];
+            snprintf(text, sizeof text, "%s:%u", own->host, own->port);
+            address = text;
+        }
+        char host[SPINDLE_MEMBER_NAME_MAX] = "";
+        if (address != NULL && strlen(address) < sizeof out->name)
+            snprintf(out->name, sizeof out->name, "%s", address);
+        else if (address != NULL) /* too long to be a name: a stable digest of it */
+            snprintf(out->name, sizeof out->name, "member-%08x",
+                     sp_crc32c(0, address, strlen(address)));
+        else if (gethostname(host, sizeof host - 1) == 0 && view_check_name(host, "host") == 0)
+            snprintf(out->name, sizeof out->name, "member-%u@%.40s", o->self, host);
+        else
+            snprintf(out->name, sizeof out->name, "member-%u", o->self);
+        if (view_check_name(out->name, "the default member") < 0)
+            snprintf(out->name, sizeof out->name, "member-%u", o->self);
+    }
+    out->incarnation = o->incarnation;
+    if (out->incarnation == 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        out->incarnation = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    }
+    return rc;
+}
+
 /* A member of a new group, from its member list. */
 static int create_first(struct spindle_group *group,
                         const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)
@@ -194,6 +241,8 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
         rc = group_bootstrap_parse(options, &group->boot);
     struct view_config config;
     view_config_of(group, &config);
+    if (rc == 0)
+        rc = identity_of(group, &config.identity);
     view_membership_init(&group->membership, &config);
     if (rc == 0)
         rc = options->join != NULL ? create_joiner(group, subgroups, num_subgroups)
@@ -204,6 +253,14 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
     }
     *out = group;
     return 0;
+}
+
+SPINDLE_API int spindle_group_identity(spindle_group_t *group, uint32_t member_id,
+                                       struct spindle_member_identity *out)
+{
+    if (group == NULL || out == NULL)
+        return sp_error(SPINDLE_EINVAL, "spindle_group_identity: null argument");
+    return view_identity(&group->membership, member_id, out);
 }
 
 SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)

@@ -40,6 +40,7 @@
 struct view_config {
     uint32_t self;        /* this member's id (a joiner learns it from the offer) */
     uint32_t num_initial; /* members the group started with */
+    struct spindle_member_identity identity; /* this member's (checked) */
     int failure_timeout_ms;
     int slow_member_ms; /* 0: back-pressure only (spindle_group_options) */
     bool tie_breaker;   /* half the view with its leader is a quorum */
@@ -73,6 +74,7 @@ struct view_joiner {
     uint32_t id;
     uint64_t view_id; /* the view it joins */
     struct ctl_address address;
+    struct spindle_member_identity identity;
     struct sst_member_desc desc;
 };
 
@@ -177,6 +179,9 @@ int view_after_error(struct view_membership *m, uint64_t used_view, int rc);
 /* 0 while the member takes part; the terminal error (with its reason in
  * the message) once it stopped. */
 int view_status(struct view_membership *m);
+/* The identity of member id in the current view: 0, or SPINDLE_EINVAL
+ * when it is not a member of it. */
+int view_identity(struct view_membership *m, uint32_t id, struct spindle_member_identity *out);
 /* Members in the current view (lock-free: callable from any thread). */
 uint32_t view_size(const struct view_membership *m);
 /*

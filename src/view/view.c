@@ -89,11 +89,13 @@ int view_next(const struct view *current, uint64_t removed, uint32_t joiner, str
         uint32_t id = current->member_ids[rank];
         if ((removed >> rank) & 1) {
             how->new_rank[rank] = -1;
+            how->left_identities[how->num_left] = current->identities[rank];
             how->left[how->num_left++] = id;
             continue;
         }
         how->new_rank[rank] = (int)next->num_members;
         how->survivors |= 1ull << id;
+        next->identities[next->num_members] = current->identities[rank];
         next->member_ids[next->num_members++] = id;
     }
     if (joiner != VIEW_NO_JOINER && next->num_members < VIEW_MAX_MEMBERS)
@@ -110,10 +112,39 @@ void view_describe(const struct view *view, const struct view_transition *how,
     out->num_members = view->num_members;
     out->members = view->member_ids;
     out->my_rank = view->my_rank;
+    out->identities = view->identities;
     if (how != NULL) {
         out->num_left = how->num_left;
         out->left = how->left;
+        out->left_identities = how->left_identities;
         out->num_joined = how->joiner != VIEW_NO_JOINER ? 1 : 0;
         out->joined = &how->joiner;
+        /* view_next appends the joiner last. */
+        if (out->num_joined > 0 && view->num_members > 0)
+            out->joined_identities = &view->identities[view->num_members - 1];
     }
+}
+
+int view_check_name(const char *name, const char *whose)
+{
+    size_t length = strnlen(name, SPINDLE_MEMBER_NAME_MAX);
+    if (length == 0 || length >= SPINDLE_MEMBER_NAME_MAX)
+        return sp_error(SPINDLE_EINVAL, "%s name must have 1 to %u characters, not %zu%s", whose,
+                        SPINDLE_MEMBER_NAME_MAX - 1, length,
+                        length >= SPINDLE_MEMBER_NAME_MAX ? " or more" : "");
+    for (size_t i = 0; i < length; i++)
+        if (name[i] <= ' ' || name[i] > '~')
+            return sp_error(SPINDLE_EINVAL,
+                            "%s name '%.*s...' has byte 0x%02x at %zu: names are printable ASCII "
+                            "without spaces",
+                            whose, (int)i, name, (unsigned char)name[i], i);
+    return 0;
+}
+
+int view_rank_of_name(const struct view *view, const char *name)
+{
+    for (uint32_t rank = 0; rank < view->num_members; rank++)
+        if (strcmp(view->identities[rank].name, name) == 0)
+            return (int)rank;
+    return -1;
 }

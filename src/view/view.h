@@ -36,7 +36,8 @@ struct view {
     uint64_t id;
     uint32_t num_members;
     uint32_t my_rank;
-    uint32_t member_ids[VIEW_MAX_MEMBERS]; /* by rank */
+    uint32_t member_ids[VIEW_MAX_MEMBERS];                       /* by rank */
+    struct spindle_member_identity identities[VIEW_MAX_MEMBERS]; /* by rank */
     uint32_t num_subgroups;
     struct smc_layout *layouts; /* [num_subgroups], heap, in ranks */
 };
@@ -51,13 +52,15 @@ struct view_transition {
     uint32_t joiner;                 /* member id, or VIEW_NO_JOINER */
     int new_rank[VIEW_MAX_MEMBERS];  /* old rank -> new rank, -1 when removed */
     uint32_t left[VIEW_MAX_MEMBERS]; /* member ids removed, in old rank order */
+    struct spindle_member_identity left_identities[VIEW_MAX_MEMBERS]; /* likewise */
     uint32_t num_left;
     uint64_t survivors; /* member ids of the current view that stay */
 };
 
 /*
  * The first view: members 0..num_members-1 (ids = ranks), this member at
- * rank self, id 0, a copy of layouts. SPINDLE_ENOMEM.
+ * rank self, id 0, a copy of layouts; identities empty (the start-up
+ * exchange fills them). SPINDLE_ENOMEM.
  */
 int view_init_first(struct view *view, uint32_t num_members, uint32_t self,
                     const struct smc_layout *layouts, uint32_t num_subgroups);
@@ -84,13 +87,22 @@ int view_check_majority(const struct view *view, uint64_t suspected, bool tie_br
 
 /*
  * Builds the member list of the view after `current`: its members minus
- * the ranks in removed, in their order, then joiner (VIEW_NO_JOINER: none);
- * id current->id + 1. Fills next (members, my_rank; layouts NULL: see
- * view_next_layouts) and how (the transition). SPINDLE_EINVAL when this
+ * the ranks in removed, in their order, then joiner (VIEW_NO_JOINER: none;
+ * its identity is left empty for the caller to set); id current->id + 1. Fills next (members,
+ * my_rank; layouts NULL: see view_next_layouts) and how (the transition). SPINDLE_EINVAL when this
  * member is removed or the joiner is already a member.
  */
 int view_next(const struct view *current, uint64_t removed, uint32_t joiner, struct view *next,
               struct view_transition *how);
+
+/*
+ * Checks a member name (struct spindle_member_identity): 1 to
+ * SPINDLE_MEMBER_NAME_MAX - 1 printable ASCII characters, no space. 0 or
+ * SPINDLE_EINVAL naming `whose` name and what is wrong with it.
+ */
+int view_check_name(const char *name, const char *whose);
+/* The rank of the member of view holding name, or -1. */
+int view_rank_of_name(const struct view *view, const char *name);
 
 /* Describes view for the application (the view upcall and the layout
  * function); left/joined point into how (NULL how: nobody left or joined).

@@ -60,6 +60,7 @@ void view_on_failure(void *ctx, struct sst_table *table, uint32_t row, int error
         return;
     }
     uint32_t id = epoch->view.member_ids[row];
+    const char *name = epoch->view.identities[row].name;
     unsigned long long view = (unsigned long long)epoch->view.id;
     pthread_mutex_lock(&m->lock);
     if ((m->suspected & (1ull << row)) == 0) {
@@ -69,14 +70,15 @@ void view_on_failure(void *ctx, struct sst_table *table, uint32_t row, int error
         /* In shutdown too: the membership thread tells a member that
          * finished (it reached the shutdown barrier) from one that failed. */
         if (m->closing)
-            sp_log(SP_LOG_DEBUG, "view", "view %llu: member %u (row %u) went away during shutdown",
-                   view, id, row);
-        else if (error == SPINDLE_ESHUTDOWN)
-            sp_log(SP_LOG_INFO, "view", "view %llu: member %u (row %u) left the group", view, id,
+            sp_log(SP_LOG_DEBUG, "view",
+                   "view %llu: member %u '%s' (row %u) went away during shutdown", view, id, name,
                    row);
+        else if (error == SPINDLE_ESHUTDOWN)
+            sp_log(SP_LOG_INFO, "view", "view %llu: member %u '%s' (row %u) left the group", view,
+                   id, name, row);
         else
-            sp_log(SP_LOG_WARN, "view", "view %llu: member %u (row %u) failed: %s", view, id, row,
-                   spindle_strerror(error));
+            sp_log(SP_LOG_WARN, "view", "view %llu: member %u '%s' (row %u) failed: %s", view, id,
+                   name, row, spindle_strerror(error));
     }
     pthread_cond_broadcast(&m->cond);
     pthread_mutex_unlock(&m->lock);
@@ -102,6 +104,59 @@ void view_suspect(struct view_membership *m, uint32_t rank)
         m->detected_ns = sp_now_ns();
     m->suspected |= 1ull << rank;
     pthread_mutex_unlock(&m->lock);
+}
+
+/*
+ * A change starts where a failure is seen. The engine reports most
+ * failures at every member sooner or later (a closed pidfd, a broken
+ * connection, a heartbeat that stood still), but some suspicions are one
+ * member's alone: a sender that a slow member held back, a leader whose
+ * joiner is a later incarnation of a member. So a member that starts a
+ * change publishes whom it suspects, and idle members look for it and
+ * adopt it (suspicion spreads further through the blobs, view_exchange.c).
+ */
+void view_publish_suspicion(struct view_membership *m, uint64_t mask)
+{
+    const struct view *view = &m->current->view;
+    if (mask == 0 || m->ctl == NULL)
+        return;
+    struct view_suspect suspect = {view->id + 1, mask};
+    uint8_t bytes[VIEW_WIRE_SUSPECT_SIZE];
+    view_wire_encode_suspect(&suspect, bytes, sizeof bytes);
+    uint64_t in_view = view->num_members >= 64 ? ~0ull : (1ull << view->num_members) - 1;
+    uint64_t to = 0;
+    for (uint32_t rank = 0; rank < view->num_members; rank++)
+        if (((in_view & ~mask) >> rank) & 1)
+            to |= 1ull << view->member_ids[rank];
+    (void)ctl_publish(m->ctl, view_suspect_tag(suspect.view_id), bytes, sizeof bytes, to);
+}
+
+void view_peek_suspicion(struct view_membership *m)
+{
+    const struct view *view = &m->current->view;
+    if (m->ctl == NULL || view->num_members < 2)
+        return;
+    uint64_t from = view_member_mask(view) & ~(1ull << m->config.self);
+    uint8_t all[SPINDLE_MAX_MEMBERS * VIEW_WIRE_SUSPECT_SIZE];
+    uint64_t have = 0;
+    (void)ctl_collect(m->ctl, view_suspect_tag(view->id + 1), from, all, VIEW_WIRE_SUSPECT_SIZE, 0,
+                      &have);
+    uint64_t in_view = view->num_members >= 64 ? ~0ull : (1ull << view->num_members) - 1;
+    for (uint32_t id = 0; id < SPINDLE_MAX_MEMBERS; id++) {
+        if (((have & from) >> id & 1) == 0)
+            continue;
+        struct view_suspect suspect;
+        if (view_wire_decode_suspect(all + (size_t)id * VIEW_WIRE_SUSPECT_SIZE,
+                                     VIEW_WIRE_SUSPECT_SIZE, &suspect) < 0 ||
+            suspect.view_id != view->id + 1 || (suspect.suspected & ~in_view) != 0) {
+            sp_log(SP_LOG_WARN, "view", "view %llu: ignoring a malformed suspicion from member %u",
+                   (unsigned long long)view->id, id);
+            continue;
+        }
+        sp_log(SP_LOG_INFO, "view", "view %llu: member %u suspects rows %llx",
+               (unsigned long long)view->id, id, (unsigned long long)suspect.suspected);
+        view_adopt_suspicion(m, suspect.suspected);
+    }
 }
 
 uint64_t view_suspected_ids(struct view_membership *m)

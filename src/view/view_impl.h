@@ -43,6 +43,13 @@ static inline uint32_t view_change_tag(uint64_t view, uint32_t step)
 {
     return VIEW_TAG_CHANGE_BASE + (((uint32_t)view & 0x7ffffffu) << 2) + step;
 }
+/* The suspicion that starts the change to view v (view_wire.h,
+ * struct view_suspect). */
+#define VIEW_TAG_SUSPECT_BASE 0x80000000u
+static inline uint32_t view_suspect_tag(uint64_t view)
+{
+    return VIEW_TAG_SUSPECT_BASE + ((uint32_t)view & 0x7fffffffu);
+}
 /* A join into view v: the joiner's descriptor to the leader, the leader's
  * announcement to the members, the view and the state for the joiner. */
 #define VIEW_TAG_JOIN_BASE 0x10000000u
@@ -94,8 +101,16 @@ int view_open_engine(struct view_membership *m);
 void view_on_failure(void *ctx, struct sst_table *table, uint32_t row, int error);
 /* Adds ranks another survivor suspects to ours. */
 void view_adopt_suspicion(struct view_membership *m, uint64_t ranks);
-/* Marks rank suspected (a joiner that never started). */
+/* Marks rank suspected (a joiner that never started, a member that a
+ * joiner of the same name and a larger incarnation replaces). */
 void view_suspect(struct view_membership *m, uint32_t rank);
+/* Tells the other members of the current view whom this member suspects
+ * as it starts the change to the next (mask: ranks; nothing when 0). */
+void view_publish_suspicion(struct view_membership *m, uint64_t mask);
+/* Adopts a suspicion another member of the current view published for
+ * the next (membership thread, idle): a member that suspects nobody
+ * itself still joins a change another one starts. */
+void view_peek_suspicion(struct view_membership *m);
 /* The member ids of the current view's suspected rows (membership
  * thread: the current view does not change under it). */
 uint64_t view_suspected_ids(struct view_membership *m);

@@ -39,6 +39,7 @@
  * Steps 3 and 4 (trim, install, meet) are modelled in
  * models/view_change.pml (steps install, meet).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,11 @@ static int next_build(struct view_membership *m, uint64_t mask, uint32_t joiner,
     const struct view *current = &m->current->view;
     struct view view;
     int rc = view_next(current, mask, joiner, &view, &next->how);
+    if (rc == 0 && joiner != VIEW_NO_JOINER) {
+        pthread_mutex_lock(&m->lock);
+        view.identities[view.num_members - 1] = m->joiner.identity;
+        pthread_mutex_unlock(&m->lock);
+    }
     if (rc == 0)
         rc = view_next_layouts(current, &next->how, m->config.layout, m->config.layout_ctx, &view);
     if (rc < 0) {
@@ -233,8 +239,20 @@ void view_report(struct view_membership *m, const struct view_transition *how, u
     view_describe(&m->current->view, how, &info);
     info.detected_ns = detected_ns;
     info.installed_ns = sp_now_ns();
-    sp_log(SP_LOG_INFO, "view", "view %llu installed: %u members, %u left, %u joined",
-           (unsigned long long)info.view_id, info.num_members, info.num_left, info.num_joined);
+    /* Who left and joined, by identity: ids are given again. */
+    char who[256] = "";
+    size_t at = 0;
+    for (uint32_t i = 0; i < info.num_left + info.num_joined && at < sizeof who; i++) {
+        bool left = i < info.num_left;
+        const struct spindle_member_identity *identity =
+            left ? &info.left_identities[i] : &info.joined_identities[i - info.num_left];
+        int n = snprintf(who + at, sizeof who - at, "%s%s '%s' (incarnation %llu)",
+                         i > 0 ? "," : ":", left ? " left" : " joined", identity->name,
+                         (unsigned long long)identity->incarnation);
+        at += n > 0 ? (size_t)n : 0;
+    }
+    sp_log(SP_LOG_INFO, "view", "view %llu installed: %u members, %u left, %u joined%s",
+           (unsigned long long)info.view_id, info.num_members, info.num_left, info.num_joined, who);
     if (m->config.view_changed != NULL)
         m->config.view_changed(m->config.view_ctx, &info);
 }

@@ -24,6 +24,7 @@ static void build_request(const struct view_membership *m, struct view_join_requ
 {
     memset(req, 0, sizeof *req);
     req->address = *self;
+    req->identity = m->config.identity;
     req->flags = m->config.tie_breaker ? VIEW_JOIN_TIE_BREAKER : 0;
     req->num_subgroups = num_subgroups;
     for (uint32_t g = 0; g < num_subgroups; g++)
@@ -166,6 +167,13 @@ static void join_undo(struct view_membership *m)
 static int adopt_offer(struct view_membership *m, const struct view_join_offer *offer,
                        const struct ctl_address *self)
 {
+    const struct spindle_member_identity *mine = &offer->identities[offer->my_row];
+    if (strcmp(mine->name, m->config.identity.name) != 0 ||
+        mine->incarnation != m->config.identity.incarnation)
+        return sp_error(SPINDLE_EPROTO,
+                        "the offer names the joiner '%s' (incarnation %llu), not '%s' (%llu)",
+                        mine->name, (unsigned long long)mine->incarnation, m->config.identity.name,
+                        (unsigned long long)m->config.identity.incarnation);
     snprintf(m->group_name, sizeof m->group_name, "%s", offer->group_name);
     m->config.self = offer->id;
     m->config.num_initial = offer->num_initial;
@@ -183,6 +191,7 @@ static int adopt_offer(struct view_membership *m, const struct view_join_offer *
         return rc;
     view.id = offer->view_id;
     memcpy(view.member_ids, offer->member_ids, sizeof view.member_ids);
+    memcpy(view.identities, offer->identities, sizeof view.identities);
     rc = view_open_engine(m);
     if (rc == 0)
         rc = view_epoch_create(m, &view, &m->current);

@@ -80,6 +80,8 @@ static int offer_admission(struct view_membership *m, uint32_t id, uint64_t admi
     struct view_transition how;
     int rc = view_next(current, 0, id, &next, &how);
     if (rc == 0)
+        next.identities[next.num_members - 1] = req->identity;
+    if (rc == 0)
         rc = view_next_layouts(current, &how, m->config.layout, m->config.layout_ctx, &next);
     if (rc < 0) {
         refuse(m, rc, spindle_errmsg());
@@ -104,6 +106,7 @@ static int offer_admission(struct view_membership *m, uint32_t id, uint64_t admi
         offer->member_ids[rank] = current->member_ids[rank];
         offer->addresses[rank] = m->addresses[current->member_ids[rank]];
     }
+    memcpy(offer->identities, next.identities, sizeof offer->identities);
     offer->member_ids[offer->my_row] = id;
     offer->addresses[offer->my_row] = req->address;
     offer->layouts = next.layouts;
@@ -153,7 +156,9 @@ static int await_desc(struct view_membership *m, uint32_t id, uint64_t view, uin
 }
 
 static void set_joiner(struct view_membership *m, uint32_t id, uint64_t view,
-                       const struct ctl_address *address, const struct sst_member_desc *desc)
+                       const struct ctl_address *address,
+                       const struct spindle_member_identity *identity,
+                       const struct sst_member_desc *desc)
 {
     ctl_add_member(m->ctl, id, address->host, address->port);
     pthread_mutex_lock(&m->lock);
@@ -162,6 +167,7 @@ static void set_joiner(struct view_membership *m, uint32_t id, uint64_t view,
     m->joiner.id = id;
     m->joiner.view_id = view;
     m->joiner.address = *address;
+    m->joiner.identity = *identity;
     m->joiner.desc = *desc;
     pthread_mutex_unlock(&m->lock);
 }
@@ -253,16 +259,18 @@ static bool admit(struct view_membership *m, const struct view_join_request *req
         send_drop(m, id, view, SPINDLE_EAGAIN, why);
         return false;
     }
-    struct view_join_announce announce = {view, id, req->address, desc.desc};
+    struct view_join_announce announce = {view, id, req->address, req->identity, desc.desc};
     uint8_t bytes[VIEW_WIRE_JOIN_ANNOUNCE_SIZE];
     view_wire_encode_join_announce(&announce, bytes, sizeof bytes);
     rc = ctl_publish(m->ctl, view_join_tag(view, JOIN_ANNOUNCE), bytes, sizeof bytes,
                      view_member_mask(&m->current->view));
     if (rc < 0)
         return false;
-    sp_log(SP_LOG_INFO, "join", "admitting member %u (%s:%u) into view %llu", id, req->address.host,
+    sp_log(SP_LOG_INFO, "join",
+           "admitting member %u (%s, incarnation %llu, at %s:%u) into view %llu", id,
+           req->identity.name, (unsigned long long)req->identity.incarnation, req->address.host,
            req->address.port, (unsigned long long)view);
-    set_joiner(m, id, view, &req->address, &desc.desc);
+    set_joiner(m, id, view, &req->address, &req->identity, &desc.desc);
     return true;
 }
 
@@ -302,6 +310,41 @@ static bool shapes_match(struct view_membership *m, const struct view_join_reque
     return true;
 }
 
+/*
+ * Refuses a joiner whose name a member of the view holds; true when the
+ * name is free. A larger incarnation is the same member started again:
+ * the one in the view is an earlier incarnation that is dead or about to
+ * be, so it is suspected (the view change removes it, and tells it so if
+ * it is alive) and the joiner, refused for now, is admitted when it asks
+ * again after the change.
+ */
+static bool name_free(struct view_membership *m, const struct view_join_request *req)
+{
+    const struct view *current = &m->current->view;
+    int rank = view_rank_of_name(current, req->identity.name);
+    if (rank < 0)
+        return true;
+    const struct spindle_member_identity *held = &current->identities[rank];
+    char why[VIEW_WHY_MAX];
+    if (req->identity.incarnation <= held->incarnation) {
+        snprintf(why, sizeof why,
+                 "member %u has the name '%s' with incarnation %llu, and the joiner's %llu is not "
+                 "larger",
+                 current->member_ids[rank], held->name, (unsigned long long)held->incarnation,
+                 (unsigned long long)req->identity.incarnation);
+        refuse(m, SPINDLE_EINVAL, why);
+        return false;
+    }
+    snprintf(why, sizeof why,
+             "member %u ('%s', incarnation %llu) is an earlier incarnation of the joiner "
+             "(%llu): it is being removed",
+             current->member_ids[rank], held->name, (unsigned long long)held->incarnation,
+             (unsigned long long)req->identity.incarnation);
+    view_suspect(m, (uint32_t)rank);
+    refuse(m, SPINDLE_EAGAIN, why);
+    return false;
+}
+
 /* Checks a join request; answers refusals and redirections itself. */
 static bool take_request(struct view_membership *m, const uint8_t *bytes, size_t length)
 {
@@ -329,7 +372,7 @@ static bool take_request(struct view_membership *m, const uint8_t *bytes, size_t
         pthread_mutex_unlock(&m->lock);
         refuse(m, SPINDLE_EAGAIN,
                closing ? "the leader is shutting down" : "a view change is under way");
-    } else {
+    } else if (name_free(m, req)) {
         joined = admit(m, req);
     }
     free(req);
@@ -347,14 +390,16 @@ static bool take_announcement(struct view_membership *m)
         return false;
     struct view_join_announce a;
     if (view_wire_decode_join_announce(bytes, sizeof bytes, &a) < 0 || a.view_id != view ||
-        a.id >= SPINDLE_MAX_MEMBERS || view_rank_of(&m->current->view, a.id) >= 0) {
+        a.id >= SPINDLE_MAX_MEMBERS || view_rank_of(&m->current->view, a.id) >= 0 ||
+        view_rank_of_name(&m->current->view, a.identity.name) >= 0) {
         sp_log(SP_LOG_WARN, "join", "ignoring a malformed join announcement from member %u",
                leader);
         return false;
     }
-    sp_log(SP_LOG_INFO, "join", "member %u (%s:%u) joins in view %llu", a.id, a.address.host,
+    sp_log(SP_LOG_INFO, "join", "member %u (%s, incarnation %llu, at %s:%u) joins in view %llu",
+           a.id, a.identity.name, (unsigned long long)a.identity.incarnation, a.address.host,
            a.address.port, (unsigned long long)view);
-    set_joiner(m, a.id, view, &a.address, &a.desc);
+    set_joiner(m, a.id, view, &a.address, &a.identity, &a.desc);
     return true;
 }
 

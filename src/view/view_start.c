@@ -26,30 +26,53 @@ void view_membership_init(struct view_membership *m, const struct view_config *c
     pthread_cond_init(&m->cond, NULL);
 }
 
-/* Exchanges table descriptors with every member and connects the table. */
+/* Takes the members' identities into the first view: names must differ. */
+static int take_identities(struct view_membership *m, const struct view_start_desc *starts,
+                           uint32_t num_members)
+{
+    struct view *view = &m->current->view;
+    for (uint32_t i = 0; i < num_members; i++) {
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(starts[j].identity.name, starts[i].identity.name) == 0)
+                return sp_error(SPINDLE_EINVAL, "members %u and %u both have the name '%s'", j, i,
+                                starts[i].identity.name);
+        view->identities[i] = starts[i].identity;
+    }
+    return 0;
+}
+
+/* Exchanges table descriptors and identities with every member and
+ * connects the table. */
 static int connect_members(struct view_membership *m, uint32_t num_members)
 {
     int timeout = m->config.bootstrap_timeout_ms;
-    struct sst_member_desc mine;
+    struct view_start_desc mine;
     memset(&mine, 0, sizeof mine);
-    int rc = smc_group_export(m->current->smc, &mine);
+    mine.identity = m->config.identity;
+    int rc = smc_group_export(m->current->smc, &mine.desc);
     if (rc < 0)
         return rc;
     uint8_t encoded[VIEW_WIRE_DESC_SIZE];
     view_wire_encode_desc(&mine, encoded, sizeof encoded);
     uint8_t *all = calloc(num_members, VIEW_WIRE_DESC_SIZE);
+    struct view_start_desc *starts = calloc(num_members, sizeof *starts);
     struct sst_member_desc *descs = calloc(num_members, sizeof *descs);
-    if (all == NULL || descs == NULL)
+    if (all == NULL || starts == NULL || descs == NULL)
         rc = sp_error(SPINDLE_ENOMEM, "no memory for %u member descriptors", num_members);
     if (rc == 0)
         rc = ctl_allgather(m->ctl, VIEW_TAG_DESCS, encoded, sizeof encoded, all, timeout);
-    for (uint32_t i = 0; i < num_members && rc == 0; i++)
+    for (uint32_t i = 0; i < num_members && rc == 0; i++) {
         if (view_wire_decode_desc(all + (size_t)i * VIEW_WIRE_DESC_SIZE, VIEW_WIRE_DESC_SIZE,
-                                  &descs[i]) < 0)
+                                  &starts[i]) < 0)
             rc = sp_error(SPINDLE_EPROTO, "member %u sent a malformed table descriptor: %s", i,
                           spindle_errmsg());
+        descs[i] = starts[i].desc;
+    }
+    if (rc == 0)
+        rc = take_identities(m, starts, num_members);
     if (rc == 0)
         rc = view_epoch_connect(m, m->current, descs, NULL);
+    free(starts);
     free(all);
     free(descs);
     return rc;
@@ -136,6 +159,20 @@ int32_t view_member_of_row(const struct view_membership *m, int32_t row)
 struct smc_group *view_held(struct view_membership *m)
 {
     return m->current != NULL ? m->current->smc : NULL;
+}
+
+int view_identity(struct view_membership *m, uint32_t id, struct spindle_member_identity *out)
+{
+    pthread_rwlock_rdlock(&m->smc_lock);
+    int rank = m->current != NULL ? view_rank_of(&m->current->view, id) : -1;
+    if (rank >= 0)
+        *out = m->current->view.identities[rank];
+    uint64_t view = m->current != NULL ? m->current->view.id : 0;
+    pthread_rwlock_unlock(&m->smc_lock);
+    if (rank < 0)
+        return sp_error(SPINDLE_EINVAL, "member %u is not in view %llu", id,
+                        (unsigned long long)view);
+    return 0;
 }
 
 uint32_t view_size(const struct view_membership *m)

@@ -45,6 +45,7 @@ static int view_change(struct view_membership *m)
         rc = view_check_majority(&m->current->view, mask, m->config.tie_breaker);
         if (rc < 0)
             return rc;
+        view_publish_suspicion(m, mask);
         rc = view_try_change(m, mask, joiner);
         if (rc == SPINDLE_ETIMEDOUT)
             sp_log(SP_LOG_WARN, "view", "view %llu: survivors did not meet (%s)",
@@ -69,17 +70,23 @@ static bool only_finishing(struct view_membership *m)
     return rc == 0;
 }
 
-/* Idle step: waits for a failure or a joiner, polling for joins. Lock
- * held; returns with it held. */
+/* Idle step: waits for a failure or a joiner, polling for joins and for
+ * suspicions other members published. Lock held; returns with it held. */
 static void idle(struct view_membership *m)
 {
     /* A group that takes joins looks for join requests and announcements
-     * every few milliseconds; failures wake it. A leader that is closing
-     * refuses new requests. */
+     * every few milliseconds, others look for suspicions ten times a
+     * second; failures wake it. A leader that is closing refuses new
+     * requests. */
     bool poll = m->joinable;
     struct timespec ts;
-    view_deadline_in(&ts, poll ? 15 : 1000);
+    view_deadline_in(&ts, poll ? 15 : 100);
     pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+    if (m->suspected == 0 && !m->stop && !m->closing) {
+        pthread_mutex_unlock(&m->lock);
+        view_peek_suspicion(m);
+        pthread_mutex_lock(&m->lock);
+    }
     if (poll && (m->suspected == 0 || m->closing) && !m->stop) {
         pthread_mutex_unlock(&m->lock);
         view_join_poll(m);

@@ -27,6 +27,29 @@ static void get_address(struct wire_reader *r, struct ctl_address *out, const ch
         wire_fail(r, "%s '%s:%u' needs a host and a port", field, out->host, out->port);
 }
 
+static void put_identity(struct wire_writer *w, const struct spindle_member_identity *identity)
+{
+    wire_put_string(w, identity->name, SPINDLE_MEMBER_NAME_MAX - 1);
+    wire_put_u64(w, identity->incarnation);
+}
+
+/* An identity: a valid name (view_check_name) and a non-zero incarnation. */
+static void get_identity(struct wire_reader *r, struct spindle_member_identity *out,
+                         const char *field)
+{
+    memset(out, 0, sizeof *out);
+    wire_get_string(r, out->name, sizeof out->name, SPINDLE_MEMBER_NAME_MAX - 1, field);
+    if (r->rc == 0 && view_check_name(out->name, field) < 0) {
+        r->pos -= 2u + (SPINDLE_MEMBER_NAME_MAX - 1);
+        wire_fail(r, "%s", spindle_errmsg());
+    }
+    out->incarnation = wire_get_u64(r, "incarnation");
+    if (r->rc == 0 && out->incarnation == 0) {
+        r->pos -= 8;
+        wire_fail(r, "%s '%s' has incarnation 0", field, out->name);
+    }
+}
+
 /* A list of up to SST_MAX_ROWS ids in a fixed array; unused entries zero. */
 static void put_rows(struct wire_writer *w, const uint32_t *rows, uint32_t count)
 {
@@ -94,21 +117,23 @@ static size_t finish_encode(const struct wire_writer *w)
 
 /* ---- start, ready, blob, commit ---------------------------------------- */
 
-size_t view_wire_encode_desc(const struct sst_member_desc *desc, uint8_t *buf, size_t cap)
+size_t view_wire_encode_desc(const struct view_start_desc *desc, uint8_t *buf, size_t cap)
 {
     struct wire_writer w;
     wire_writer_init(&w, buf, cap);
     wire_put_header(&w, VIEW_WIRE_DESC);
-    sst_desc_encode(&w, desc);
+    sst_desc_encode(&w, &desc->desc);
+    put_identity(&w, &desc->identity);
     return finish_encode(&w);
 }
 
-int view_wire_decode_desc(const uint8_t *buf, size_t len, struct sst_member_desc *out)
+int view_wire_decode_desc(const uint8_t *buf, size_t len, struct view_start_desc *out)
 {
     struct wire_reader r;
     wire_reader_init(&r, buf, len, "table descriptor");
     wire_get_header(&r, VIEW_WIRE_DESC);
-    sst_desc_decode(&r, out);
+    sst_desc_decode(&r, &out->desc);
+    get_identity(&r, &out->identity, "member");
     return wire_finish(&r);
 }
 
@@ -194,6 +219,30 @@ int view_wire_decode_commit(const uint8_t *buf, size_t len, struct view_commit *
     return wire_finish(&r);
 }
 
+size_t view_wire_encode_suspect(const struct view_suspect *suspect, uint8_t *buf, size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_SUSPECT);
+    wire_put_u64(&w, suspect->view_id);
+    wire_put_u64(&w, suspect->suspected);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_suspect(const uint8_t *buf, size_t len, struct view_suspect *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "suspicion");
+    wire_get_header(&r, VIEW_WIRE_SUSPECT);
+    out->view_id = wire_get_u64(&r, "view id");
+    out->suspected = wire_get_u64(&r, "suspected rows");
+    if (r.rc == 0 && out->suspected == 0) {
+        r.pos -= 8;
+        wire_fail(&r, "a suspicion of no rows");
+    }
+    return wire_finish(&r);
+}
+
 /* ---- joins --------------------------------------------------------------- */
 
 size_t view_wire_encode_join_request(const struct view_join_request *request, uint8_t *buf,
@@ -203,6 +252,7 @@ size_t view_wire_encode_join_request(const struct view_join_request *request, ui
     wire_writer_init(&w, buf, cap);
     wire_put_header(&w, VIEW_WIRE_JOIN_REQUEST);
     put_address(&w, &request->address);
+    put_identity(&w, &request->identity);
     wire_put_u32(&w, request->flags);
     uint32_t count = request->num_subgroups < VIEW_JOIN_MAX_SUBGROUPS ? request->num_subgroups
                                                                       : VIEW_JOIN_MAX_SUBGROUPS;
@@ -222,6 +272,7 @@ int view_wire_decode_join_request(const uint8_t *buf, size_t len, struct view_jo
     memset(out, 0, sizeof *out);
     wire_get_header(&r, VIEW_WIRE_JOIN_REQUEST);
     get_address(&r, &out->address, "joiner address");
+    get_identity(&r, &out->identity, "joiner");
     out->flags = wire_get_u32(&r, "flags");
     if (r.rc == 0 && (out->flags & ~VIEW_JOIN_TIE_BREAKER) != 0) {
         r.pos -= 4;
@@ -264,6 +315,7 @@ size_t view_wire_encode_join_offer(const struct view_join_offer *offer, uint8_t 
         for (uint32_t row = 0; row < offer->num_rows && row < SST_MAX_ROWS; row++) {
             wire_put_u32(&w, offer->member_ids[row]);
             put_address(&w, &offer->addresses[row]);
+            put_identity(&w, &offer->identities[row]);
         }
         for (uint32_t g = 0; g < offer->num_subgroups; g++)
             put_layout(&w, &offer->layouts[g]);
@@ -298,7 +350,7 @@ static void get_admission(struct wire_reader *r, struct view_join_offer *out)
                   VIEW_JOIN_MAX_SUBGROUPS);
         return;
     }
-    size_t need = (size_t)out->num_rows * (4u + VIEW_WIRE_ADDRESS_SIZE) +
+    size_t need = (size_t)out->num_rows * (4u + VIEW_WIRE_ADDRESS_SIZE + VIEW_WIRE_IDENTITY_SIZE) +
                   (size_t)out->num_subgroups * VIEW_WIRE_LAYOUT_SIZE;
     if (wire_left(r) < need) {
         wire_fail(r, "%u rows and %u subgroups need %zu bytes, %zu left", out->num_rows,
@@ -313,6 +365,11 @@ static void get_admission(struct wire_reader *r, struct view_join_offer *out)
         seen |= 1ull << (id & 63);
         out->member_ids[row] = id;
         get_address(r, &out->addresses[row], "member address");
+        get_identity(r, &out->identities[row], "member");
+        for (uint32_t other = 0; other < row && r->rc == 0; other++)
+            if (strcmp(out->identities[other].name, out->identities[row].name) == 0)
+                wire_fail(r, "rows %u and %u both have the name '%s'", other, row,
+                          out->identities[row].name);
     }
     if (r->rc == 0 && out->member_ids[out->my_row] != out->id)
         wire_fail(r, "the joiner's row names member %u, not %u", out->member_ids[out->my_row],
@@ -376,6 +433,7 @@ size_t view_wire_encode_join_announce(const struct view_join_announce *announce,
     wire_put_u64(&w, announce->view_id);
     wire_put_u32(&w, announce->id);
     put_address(&w, &announce->address);
+    put_identity(&w, &announce->identity);
     sst_desc_encode(&w, &announce->desc);
     return finish_encode(&w);
 }
@@ -390,6 +448,7 @@ int view_wire_decode_join_announce(const uint8_t *buf, size_t len, struct view_j
     if (r.rc == 0 && out->id >= SST_MAX_ROWS)
         wire_fail(&r, "member id %u is out of range", out->id);
     get_address(&r, &out->address, "joiner address");
+    get_identity(&r, &out->identity, "joiner");
     sst_desc_decode(&r, &out->desc);
     return wire_finish(&r);
 }

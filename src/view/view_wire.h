@@ -42,6 +42,7 @@ enum view_wire_type {
     VIEW_WIRE_JOIN_DESC = 0x5607,     /* the joiner's table descriptor, to the leader */
     VIEW_WIRE_JOIN_ANNOUNCE = 0x5608, /* the leader announces the joiner to the members */
     VIEW_WIRE_JOIN_VIEW = 0x5609,     /* the leader gives the joiner its view and state size */
+    VIEW_WIRE_SUSPECT = 0x560a,       /* a member starts a change: whom it suspects */
 };
 
 /* Subgroups a joiner may bring (its request must fit one join frame). */
@@ -54,15 +55,23 @@ enum view_wire_type {
 #define VIEW_STATE_MAX (64ull << 20)
 
 #define VIEW_WIRE_ADDRESS_SIZE   (2u + (CTL_HOST_MAX - 1) + 2u)
+#define VIEW_WIRE_IDENTITY_SIZE  (2u + (SPINDLE_MEMBER_NAME_MAX - 1) + 8u)
 #define VIEW_WIRE_LAYOUT_SIZE    ((size_t)4 * (5u + 2u * SST_MAX_ROWS))
-#define VIEW_WIRE_DESC_SIZE      (WIRE_HEADER_SIZE + SST_DESC_WIRE_SIZE)
+#define VIEW_WIRE_DESC_SIZE      (WIRE_HEADER_SIZE + SST_DESC_WIRE_SIZE + VIEW_WIRE_IDENTITY_SIZE)
 #define VIEW_WIRE_READY_SIZE     (WIRE_HEADER_SIZE + 8u)
 #define VIEW_WIRE_COMMIT_SIZE    (WIRE_HEADER_SIZE + 24u)
+#define VIEW_WIRE_SUSPECT_SIZE   (WIRE_HEADER_SIZE + 16u)
 #define VIEW_WIRE_JOIN_DESC_SIZE (WIRE_HEADER_SIZE + 20u + SST_DESC_WIRE_SIZE)
 #define VIEW_WIRE_JOIN_ANNOUNCE_SIZE                                                               \
-    (WIRE_HEADER_SIZE + 12u + VIEW_WIRE_ADDRESS_SIZE + SST_DESC_WIRE_SIZE)
+    (WIRE_HEADER_SIZE + 12u + VIEW_WIRE_ADDRESS_SIZE + VIEW_WIRE_IDENTITY_SIZE + SST_DESC_WIRE_SIZE)
 #define VIEW_WIRE_JOIN_VIEW_SIZE                                                                   \
     (WIRE_HEADER_SIZE + 12u + (2u + VIEW_WHY_MAX - 1) + 12u + SST_MAX_ROWS * SST_DESC_WIRE_SIZE)
+
+/* A member's start-up message in the first view: its table and who it is. */
+struct view_start_desc {
+    struct sst_member_desc desc;
+    struct spindle_member_identity identity;
+};
 
 /* A survivor's blob for the change to view_id. counts has num_subgroups *
  * SST_MAX_ROWS entries: per subgroup, received counts per sender. */
@@ -83,6 +92,14 @@ struct view_commit {
     uint32_t joiner;
 };
 
+/* A member that starts the change to view_id tells the others whom it
+ * suspects (ranks of the view before), so that they join the change even
+ * when they suspect nobody themselves. */
+struct view_suspect {
+    uint64_t view_id;
+    uint64_t suspected; /* non-zero */
+};
+
 /* What a joiner's subgroup must share with the group's. */
 struct view_join_subgroup {
     uint32_t window_size, max_payload, mode;
@@ -93,8 +110,9 @@ struct view_join_subgroup {
 
 struct view_join_request {
     struct ctl_address address; /* where the joiner listens */
-    uint32_t flags;             /* VIEW_JOIN_* */
-    uint32_t num_subgroups;     /* <= VIEW_JOIN_MAX_SUBGROUPS */
+    struct spindle_member_identity identity;
+    uint32_t flags;         /* VIEW_JOIN_* */
+    uint32_t num_subgroups; /* <= VIEW_JOIN_MAX_SUBGROUPS */
     struct view_join_subgroup subgroups[VIEW_JOIN_MAX_SUBGROUPS];
 };
 
@@ -113,7 +131,8 @@ struct view_join_offer {
     uint64_t view_id;
     uint64_t admission; /* non-zero; the joiner's hellos carry it */
     uint32_t member_ids[SST_MAX_ROWS];
-    struct ctl_address addresses[SST_MAX_ROWS]; /* by row */
+    struct ctl_address addresses[SST_MAX_ROWS];              /* by row */
+    struct spindle_member_identity identities[SST_MAX_ROWS]; /* by row */
     struct smc_layout *layouts;
 };
 
@@ -128,6 +147,7 @@ struct view_join_announce {
     uint64_t view_id;
     uint32_t id;
     struct ctl_address address;
+    struct spindle_member_identity identity;
     struct sst_member_desc desc;
 };
 
@@ -150,10 +170,11 @@ size_t view_wire_blob_size(uint32_t num_subgroups);
  * when it does not fit (then nothing usable was written: call again with a
  * buffer of that size). The fixed-size ones always return their _SIZE.
  */
-size_t view_wire_encode_desc(const struct sst_member_desc *desc, uint8_t *buf, size_t cap);
+size_t view_wire_encode_desc(const struct view_start_desc *desc, uint8_t *buf, size_t cap);
 size_t view_wire_encode_ready(uint64_t view_id, uint8_t *buf, size_t cap);
 size_t view_wire_encode_blob(const struct view_blob *blob, uint8_t *buf, size_t cap);
 size_t view_wire_encode_commit(const struct view_commit *commit, uint8_t *buf, size_t cap);
+size_t view_wire_encode_suspect(const struct view_suspect *suspect, uint8_t *buf, size_t cap);
 size_t view_wire_encode_join_request(const struct view_join_request *request, uint8_t *buf,
                                      size_t cap);
 size_t view_wire_encode_join_offer(const struct view_join_offer *offer, uint8_t *buf, size_t cap);
@@ -168,11 +189,12 @@ size_t view_wire_encode_join_view(const struct view_join_view *view, uint8_t *bu
  * num_subgroups * SST_MAX_ROWS entries); the offer decoder needs
  * out->layouts to hold VIEW_JOIN_MAX_SUBGROUPS entries.
  */
-int view_wire_decode_desc(const uint8_t *buf, size_t len, struct sst_member_desc *out);
+int view_wire_decode_desc(const uint8_t *buf, size_t len, struct view_start_desc *out);
 int view_wire_decode_ready(const uint8_t *buf, size_t len, uint64_t *view_id);
 int view_wire_decode_blob(const uint8_t *buf, size_t len, uint32_t num_subgroups,
                           struct view_blob *out);
 int view_wire_decode_commit(const uint8_t *buf, size_t len, struct view_commit *out);
+int view_wire_decode_suspect(const uint8_t *buf, size_t len, struct view_suspect *out);
 int view_wire_decode_join_request(const uint8_t *buf, size_t len, struct view_join_request *out);
 int view_wire_decode_join_offer(const uint8_t *buf, size_t len, struct view_join_offer *out);
 int view_wire_decode_join_desc(const uint8_t *buf, size_t len, struct view_join_desc *out);

@@ -81,7 +81,7 @@ static void control_seeds(void)
 
 static void view_seeds(void)
 {
-    static struct sst_member_desc desc;
+    static struct view_start_desc desc;
     size_t len = sample_desc(buf, sizeof buf);
     require(view_wire_decode_desc(buf, len, &desc), "desc", "sample");
     write_seed("fuzz_view_desc", "sample", buf, len);
@@ -106,6 +106,11 @@ static void view_seeds(void)
     len = sample_commit(buf, sizeof buf);
     require(view_wire_decode_commit(buf, len, &commit), "commit", "sample");
     write_seed("fuzz_view_commit", "sample", buf, len);
+
+    struct view_suspect suspect;
+    len = sample_suspect(buf, sizeof buf);
+    require(view_wire_decode_suspect(buf, len, &suspect), "suspect", "sample");
+    write_seed("fuzz_view_suspect", "sample", buf, len);
 
     static struct view_join_request request;
     len = sample_join_request(buf, sizeof buf);

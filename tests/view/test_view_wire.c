@@ -24,7 +24,7 @@
 
 static int rt_desc(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *out_len)
 {
-    struct sst_member_desc desc;
+    struct view_start_desc desc;
     int rc = view_wire_decode_desc(buf, len, &desc);
     *out_len = rc == 0 ? view_wire_encode_desc(&desc, out, cap) : 0;
     return rc;
@@ -52,6 +52,14 @@ static int rt_commit(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, s
     struct view_commit commit;
     int rc = view_wire_decode_commit(buf, len, &commit);
     *out_len = rc == 0 ? view_wire_encode_commit(&commit, out, cap) : 0;
+    return rc;
+}
+
+static int rt_suspect(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    struct view_suspect suspect;
+    int rc = view_wire_decode_suspect(buf, len, &suspect);
+    *out_len = rc == 0 ? view_wire_encode_suspect(&suspect, out, cap) : 0;
     return rc;
 }
 
@@ -117,6 +125,9 @@ static void test_every_message_round_trips_and_refuses_damage(void **state)
     len = sample_commit(sample, sizeof sample);
     assert_int_equal(len, VIEW_WIRE_COMMIT_SIZE);
     check_codec(rt_commit, sample, len);
+    len = sample_suspect(sample, sizeof sample);
+    assert_int_equal(len, VIEW_WIRE_SUSPECT_SIZE);
+    check_codec(rt_suspect, sample, len);
     len = sample_join_request(sample, sizeof sample);
     check_codec(rt_join_request, sample, len);
     for (uint32_t kind = VIEW_OFFER_ADMIT; kind <= VIEW_OFFER_REFUSE; kind++) {
@@ -228,11 +239,25 @@ static void test_lying_offers_are_refused(void **state)
     /* The same member id in two rows. */
     len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
     size_t rows_at = admission_at + 8;
-    poke_u32(sample + rows_at + 4 + VIEW_WIRE_ADDRESS_SIZE, 0);
+    size_t row_size = 4 + VIEW_WIRE_ADDRESS_SIZE + VIEW_WIRE_IDENTITY_SIZE;
+    poke_u32(sample + rows_at + row_size, 0);
     expect_refused(view_wire_decode_join_offer(sample, len, &offer), "listed twice");
+    /* Two rows with one name, a name with a space, an incarnation of 0. */
+    len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
+    size_t name_at = rows_at + 4 + VIEW_WIRE_ADDRESS_SIZE + 2;
+    memcpy(sample + row_size + name_at, "node-0", 6);
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer),
+                   "rows 0 and 1 both have the name 'node-0'");
+    len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
+    sample[name_at + 4] = ' ';
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer), "byte 0x20 at 4");
+    len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
+    memset(sample + name_at + SPINDLE_MEMBER_NAME_MAX - 1, 0, 8);
+    expect_refused(view_wire_decode_join_offer(sample, len, &offer),
+                   "member 'node-0' has incarnation 0");
     /* A layout whose sender is not a member. */
     len = sample_join_offer(VIEW_OFFER_ADMIT, sample, sizeof sample);
-    size_t layout_at = rows_at + 3 * (4 + VIEW_WIRE_ADDRESS_SIZE);
+    size_t layout_at = rows_at + 3 * row_size;
     size_t senders_at = layout_at + 4 + 4 * SST_MAX_ROWS;
     poke_u32(sample + senders_at + 4, 2);
     poke_u32(sample + layout_at, 2); /* members 0, 1 only */
@@ -256,8 +281,13 @@ static void test_lying_requests_and_views_are_refused(void **state)
     (void)state;
     static struct view_join_request req;
     size_t len = sample_join_request(sample, sizeof sample);
-    size_t flags_at = WIRE_HEADER_SIZE + VIEW_WIRE_ADDRESS_SIZE;
+    size_t identity_at = WIRE_HEADER_SIZE + VIEW_WIRE_ADDRESS_SIZE;
+    size_t flags_at = identity_at + VIEW_WIRE_IDENTITY_SIZE;
     size_t count_at = flags_at + 4;
+    memset(sample + identity_at, 0, 2 + SPINDLE_MEMBER_NAME_MAX - 1); /* an empty name */
+    expect_refused(view_wire_decode_join_request(sample, len, &req),
+                   "joiner name must have 1 to 63 characters, not 0");
+    len = sample_join_request(sample, sizeof sample);
     poke_u32(sample + flags_at, 0x4); /* a setting this build does not know */
     expect_refused(view_wire_decode_join_request(sample, len, &req), "flags 0x4");
     poke_u32(sample + flags_at, VIEW_JOIN_TIE_BREAKER);
@@ -267,6 +297,11 @@ static void test_lying_requests_and_views_are_refused(void **state)
     expect_refused(view_wire_decode_join_request(sample, len, &req), "4 subgroups need 48 bytes");
     poke_u32(sample + count_at, 0);
     expect_refused(view_wire_decode_join_request(sample, len, &req), "subgroup count 0");
+
+    struct view_suspect suspect;
+    len = sample_suspect(sample, sizeof sample);
+    memset(sample + WIRE_HEADER_SIZE + 8, 0, 8);
+    expect_refused(view_wire_decode_suspect(sample, len, &suspect), "a suspicion of no rows");
 
     static struct view_join_view jv;
     len = sample_join_view(0, sample, sizeof sample);

@@ -11,3 +11,7 @@ spindle_add_test(test_view_change SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_ch
 # A join meeting the group's shutdown (forked members, loopback bootstrap).
 spindle_add_test(test_view_join SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join.c
                  TIMEOUT 120 LABELS view join)
+# Persistent identities: names in views, a name held twice, a restart
+# that replaces its earlier incarnation (forked members, loopback bootstrap).
+spindle_add_test(test_view_identity SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_identity.c
+                 TIMEOUT 120 LABELS view join)

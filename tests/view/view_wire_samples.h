@@ -41,11 +41,23 @@ static SAMPLE_UNUSED struct smc_layout sample_layout(uint32_t rows, uint32_t sen
     return l;
 }
 
+/* A member identity: name "node-<n>", incarnation 1000 + n. */
+static SAMPLE_UNUSED struct spindle_member_identity sample_identity(uint32_t n)
+{
+    struct spindle_member_identity identity;
+    memset(&identity, 0, sizeof identity);
+    snprintf(identity.name, sizeof identity.name, "node-%u", n);
+    identity.incarnation = 1000u + n;
+    return identity;
+}
+
 static SAMPLE_UNUSED size_t sample_desc(uint8_t *buf, size_t cap)
 {
-    struct sst_member_desc desc;
-    sample_desc_fill(&desc, 3);
-    return view_wire_encode_desc(&desc, buf, cap);
+    struct view_start_desc start;
+    memset(&start, 0, sizeof start);
+    sample_desc_fill(&start.desc, 3);
+    start.identity = sample_identity(3);
+    return view_wire_encode_desc(&start, buf, cap);
 }
 
 static SAMPLE_UNUSED size_t sample_ready(uint8_t *buf, size_t cap)
@@ -76,12 +88,19 @@ static SAMPLE_UNUSED size_t sample_commit(uint8_t *buf, size_t cap)
     return view_wire_encode_commit(&commit, buf, cap);
 }
 
+static SAMPLE_UNUSED size_t sample_suspect(uint8_t *buf, size_t cap)
+{
+    struct view_suspect suspect = {6, 0x14};
+    return view_wire_encode_suspect(&suspect, buf, cap);
+}
+
 static SAMPLE_UNUSED size_t sample_join_request(uint8_t *buf, size_t cap)
 {
     static struct view_join_request req;
     memset(&req, 0, sizeof req);
     snprintf(req.address.host, sizeof req.address.host, "joiner.example");
     req.address.port = 7100;
+    req.identity = sample_identity(9);
     req.num_subgroups = 3;
     for (uint32_t g = 0; g < 3; g++)
         req.subgroups[g] = (struct view_join_subgroup){100 + g, 1024, g % 2};
@@ -115,6 +134,7 @@ static SAMPLE_UNUSED size_t sample_join_offer(uint32_t kind, uint8_t *buf, size_
             offer.member_ids[r] = ids[r];
             snprintf(offer.addresses[r].host, sizeof offer.addresses[r].host, "host%u", ids[r]);
             offer.addresses[r].port = (uint16_t)(7000 + ids[r]);
+            offer.identities[r] = sample_identity(ids[r]);
         }
         layouts[0] = sample_layout(3, 2);
         layouts[1] = sample_layout(2, 1);
@@ -136,6 +156,7 @@ static SAMPLE_UNUSED size_t sample_join_announce(uint8_t *buf, size_t cap)
     struct view_join_announce a = {.view_id = 9, .id = 4};
     snprintf(a.address.host, sizeof a.address.host, "127.0.0.1");
     a.address.port = 7104;
+    a.identity = sample_identity(4);
     sample_desc_fill(&a.desc, 5);
     return view_wire_encode_join_announce(&a, buf, cap);
 }

@@ -91,6 +91,10 @@ static const char usage[] =
     "                         removed (default 0: senders wait for it; overrides --config)\n"
     "  --tie-breaker          half of a view holding its leader goes on (two members\n"
     "                         survive the non-leader's failure; every member needs it)\n"
+    "  --name NAME            this member's persistent name (with --local: NAME-<id>;\n"
+    "                         default its control address, or member-<id>@<host>)\n"
+    "  --incarnation N        this member's incarnation, larger at each restart under one\n"
+    "                         name (default: the wall clock at start, in nanoseconds)\n"
     "  --timeout SECONDS      give up when deliveries take longer (default 120), or when\n"
     "                         members are missing for longer (at most 60)\n"
     "  --help                 this text\n";
@@ -153,6 +157,8 @@ enum {
     OPT_JOIN,
     OPT_LISTEN,
     OPT_LEAVE_AFTER,
+    OPT_NAME,
+    OPT_INCARNATION,
     OPT_HELP
 };
 
@@ -188,6 +194,8 @@ static const struct option long_options[] = {
     {"join", required_argument, 0, OPT_JOIN},
     {"listen", required_argument, 0, OPT_LISTEN},
     {"leave-after", required_argument, 0, OPT_LEAVE_AFTER},
+    {"name", required_argument, 0, OPT_NAME},
+    {"incarnation", required_argument, 0, OPT_INCARNATION},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -264,6 +272,11 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
     case OPT_TIE_BREAKER:
         c->tie_breaker = true;
         return 0;
+    case OPT_INCARNATION:
+        if (parse_u64(arg, "--incarnation", 1, UINT64_MAX, &v) < 0)
+            return -1;
+        c->incarnation = v;
+        return 0;
     case OPT_SLOW_MEMBER:
         if (parse_u64(arg, "--slow-member-ms", 0, 3600000, &v) < 0)
             return -1;
@@ -292,8 +305,15 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
 static int parse_word(int opt, const char *arg, struct bench_config *c)
 {
     if (arg == NULL) /* getopt_long gives every required_argument option one */
-        return bad("%s--senders, --mode and --transport need a value", "");
+        return bad("%s--senders, --mode, --transport and --name need a value", "");
     switch (opt) {
+    case OPT_NAME:
+        /* The library checks the characters; the length leaves room for
+         * --local's "-<id>". */
+        if (strlen(arg) == 0 || strlen(arg) > SPINDLE_MEMBER_NAME_MAX - 4)
+            return bad("--name '%s' must have 1 to 60 characters", arg);
+        c->name = arg;
+        return 0;
     case OPT_SENDERS:
         if (strcmp(arg, "all") == 0)
             c->senders = SENDERS_ALL;
@@ -437,6 +457,7 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
         case OPT_SENDERS:
         case OPT_MODE:
         case OPT_TRANSPORT:
+        case OPT_NAME:
             if (parse_word(opt, optarg, c) != 0)
                 return 2;
             c->mode_given |= opt == OPT_MODE;

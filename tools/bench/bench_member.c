@@ -159,8 +159,13 @@ static void on_view(void *ctx, const struct spindle_view_info *view)
     __atomic_compare_exchange_n(&st->first_view, &unset, view->view_id, false, __ATOMIC_ACQ_REL,
                                 __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < view->num_joined; i++)
-        printf("view change: view %llu: member %u joined\n", (unsigned long long)view->view_id,
-               view->joined[i]);
+        printf("view change: view %llu: member %u joined (%s, incarnation %llu)\n",
+               (unsigned long long)view->view_id, view->joined[i], view->joined_identities[i].name,
+               (unsigned long long)view->joined_identities[i].incarnation);
+    for (uint32_t i = 0; i < view->num_left; i++)
+        printf("view change: view %llu: member %u left (%s, incarnation %llu)\n",
+               (unsigned long long)view->view_id, view->left[i], view->left_identities[i].name,
+               (unsigned long long)view->left_identities[i].incarnation);
     if (view->num_left > 0 && view->detected_ns > 0)
         printf("view change: view %llu installed %.1f ms after failure detected\n",
                (unsigned long long)view->view_id,
@@ -226,6 +231,15 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
         options.failure_timeout_ms = config->failure_timeout_ms;
     options.slow_member_ms = config->slow_member_ms;
     options.tie_breaker = config->tie_breaker;
+    char name[SPINDLE_MEMBER_NAME_MAX];
+    if (config->name != NULL) {
+        if (config->local > 0)
+            snprintf(name, sizeof name, "%s-%u", config->name, self);
+        else
+            snprintf(name, sizeof name, "%s", config->name);
+        options.member_name = name;
+    }
+    options.incarnation = config->incarnation;
     options.batching = config->batching;
     options.null_sends = config->null_sends;
     options.early_unlock = config->early_unlock;
