@@ -150,7 +150,8 @@ static int init_subgroup(struct smc_group *group, struct smc_subgroup *sub, uint
     for (uint32_t s = 0; s < senders; s++) {
         sub->senders[s].row = layout->senders[s];
         sub->senders[s].app_position = calloc(window, sizeof(uint64_t));
-        if (sub->senders[s].app_position == NULL)
+        sub->senders[s].app_length = calloc(window, sizeof(uint32_t));
+        if (sub->senders[s].app_position == NULL || sub->senders[s].app_length == NULL)
             return sp_error(SPINDLE_ENOMEM, "subgroup %u: no memory for sender %u", index, s);
     }
     return 0;
@@ -159,8 +160,10 @@ static int init_subgroup(struct smc_group *group, struct smc_subgroup *sub, uint
 static void free_subgroup(struct smc_subgroup *sub)
 {
     if (sub->senders != NULL)
-        for (uint32_t s = 0; s < sub->layout.num_senders; s++)
+        for (uint32_t s = 0; s < sub->layout.num_senders; s++) {
             free(sub->senders[s].app_position);
+            free(sub->senders[s].app_length);
+        }
     free(sub->senders);
     free(sub->batch);
     free(sub->slot_position);

@@ -26,6 +26,9 @@ struct smc_sender {
     uint64_t recv_app;      /* application messages received */
     uint64_t deliv_app;     /* application messages delivered */
     uint64_t *app_position; /* [W]: position of app message a at a % W */
+    uint32_t *app_length;   /* [W]: its length, checked when it was received */
+    uint64_t sent_seen;     /* the largest sent_num read from the sender's row */
+    bool lied;              /* its row broke the protocol: nothing more is taken */
     /* Unordered subgroups, at a view change (smc_group_set_edge): the
      * sender's app messages below the survivors' edge, and in the next
      * view how many of its first (resent) messages to take without
@@ -117,6 +120,15 @@ static inline uint8_t *smc_ring(struct smc_group *group, const struct smc_subgro
 {
     return sst_side(group->table) + sub->ring_base + (uint64_t)sender_rank * sub->ring_stride;
 }
+
+/*
+ * Counters a peer writes into this member's table (sent_num, received_num,
+ * delivered_num) are checked before use: none may exceed SMC_COUNTER_MAX.
+ * An honest member needs over four years at 10^9 positions a second to get
+ * there, and below it received * senders + rank (at most 64 senders) and
+ * the other sums of the predicate cannot overflow 64 bits.
+ */
+#define SMC_COUNTER_MAX (1ull << 57)
 
 /* A slot header: the written bit, position + 1 modulo 2^39 (the counters
  * themselves are 64-bit), and the length. A receiver reads the position

@@ -14,10 +14,43 @@
  * Modelled in models/smc.pml (inline trigger: one step per function here).
  */
 #include "smc/smc_impl.h"
+#include "util/log.h"
 
-static uint64_t read_sent(struct smc_group *group, const struct smc_subgroup *sub, uint32_t row)
+/*
+ * A peer whose row or ring breaks the protocol (a buggy or hostile
+ * member: a slot longer than max_payload, a counter that goes back or
+ * past SMC_COUNTER_MAX) is failed like a crashed one, with the reason
+ * logged once; the view change removes it. Nothing it wrote is read past
+ * its bounds, and the checks hold under asynchrony: a row's counters only
+ * grow in every interleaving, as each is one aligned 8-byte word its
+ * owner writes with increasing values.
+ */
+static void fail_liar(struct smc_group *group, const struct smc_subgroup *sub, uint32_t row,
+                      const char *what, unsigned long long value)
 {
-    return sst_read_u64(group->table, row, sub->sent_offset);
+    if (sst_row_failed(group->table, row))
+        return;
+    sp_log(SP_LOG_WARN, "smc",
+           "subgroup %u: the member of row %u broke the protocol (%s %llu): failed", sub->index,
+           row, what, value);
+    sst_table_suspect(group->table, row, SPINDLE_EPROTO);
+}
+
+/* sent_num of a sender: it only grows and stays below SMC_COUNTER_MAX;
+ * otherwise the sender is failed and its last good value kept. */
+static uint64_t read_sent(struct smc_group *group, struct smc_subgroup *sub,
+                          struct smc_sender *sender)
+{
+    uint64_t sent = sst_read_u64(group->table, sender->row, sub->sent_offset);
+    if (sent >= sender->sent_seen && sent <= SMC_COUNTER_MAX) {
+        sender->sent_seen = sent;
+        return sent;
+    }
+    sender->lied = true;
+    fail_liar(group, sub, sender->row,
+              sent > SMC_COUNTER_MAX ? "sent_num" : "sent_num going back to",
+              (unsigned long long)sent);
+    return sender->sent_seen;
 }
 
 /* Sequence numbers every member of sub holds: min over members m and
@@ -30,6 +63,16 @@ static uint64_t stable_count(struct smc_group *group, const struct smc_subgroup 
         uint32_t row = sub->layout.members[m];
         for (uint32_t s = 0; s < senders; s++) {
             uint64_t received = sst_read_u64(group->table, row, sub->received_offset + 8 * s);
+            /* Nobody receives past SMC_COUNTER_MAX, nor more of my
+             * positions than I published (others read sent_num from my
+             * row, written before any push of it). */
+            bool mine = (int)s == sub->my_sender_rank;
+            if (received > SMC_COUNTER_MAX || (mine && received > sub->published)) {
+                fail_liar(group, sub, row,
+                          mine ? "received_num of this member's positions" : "received_num",
+                          (unsigned long long)received);
+                received = 0; /* holds delivery back until the change removes it */
+            }
             uint64_t first_missing = received * senders + s;
             if (first_missing < stable)
                 stable = first_missing;
@@ -52,7 +95,8 @@ static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
     if (sub->my_member_rank < 0 || sub->layout.num_senders == 0)
         return false;
     for (uint32_t s = 0; s < sub->layout.num_senders; s++)
-        if (read_sent(group, sub, sub->senders[s].row) > sub->senders[s].recv_position)
+        if (!sub->senders[s].lied &&
+            read_sent(group, sub, &sub->senders[s]) > sub->senders[s].recv_position)
             return true;
     return sub->layout.mode == SPINDLE_MODE_ATOMIC && sub->delivered < stable_count(group, sub);
 }
@@ -154,7 +198,9 @@ static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub
                                uint32_t *batched)
 {
     struct smc_sender *sender = &sub->senders[s];
-    uint64_t sent = read_sent(group, sub, sender->row);
+    if (sender->lied)
+        return 0;
+    uint64_t sent = read_sent(group, sub, sender);
     uint32_t window = sub->layout.window_size;
     uint8_t *ring = smc_ring(group, sub, s);
     uint32_t taken = 0;
@@ -163,8 +209,16 @@ static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub
         uint8_t *slot = ring + (size_t)index * sub->slot_size;
         uint64_t header = __atomic_load_n((uint64_t *)(void *)slot, __ATOMIC_ACQUIRE);
         uint64_t distance = smc_header_distance(header, sender->recv_position);
+        uint32_t length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
+        if (distance == 0 && length > sub->layout.max_payload) {
+            /* The upcall would read past the slot: never taken. */
+            sender->lied = true;
+            fail_liar(group, sub, sender->row, "slot length", length);
+            break;
+        }
         if (distance == 0) {
             sender->app_position[index] = sender->recv_position;
+            sender->app_length[index] = length;
             if (sub->layout.mode == SPINDLE_MODE_UNORDERED && sender->skip > 0) {
                 /* A resend of what this member delivered in the last view
                  * (smc_group_skip): taken, not delivered again (an own one
@@ -179,7 +233,7 @@ static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub
                 msg->sender_index = sender->recv_app;
                 msg->seq = sender->recv_position * sub->layout.num_senders + s;
                 msg->data = slot + SMC_HEADER_SIZE;
-                msg->length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
+                msg->length = length;
             }
             sender->recv_app++;
             sender->recv_position++;
@@ -298,11 +352,30 @@ static void delivery_step(struct smc_group *group, struct smc_subgroup *sub)
     smc_deliver_range(group, sub, stable_count(group, sub));
 }
 
+/* The sequence number of the next application message this member can
+ * deliver in sub (every position before it that it received is null), or
+ * `limit` when it holds none below it. */
+static uint64_t next_app_seq(const struct smc_subgroup *sub, uint64_t limit)
+{
+    uint32_t senders = sub->layout.num_senders;
+    uint64_t next = limit;
+    for (uint32_t t = 0; t < senders; t++) {
+        const struct smc_sender *sender = &sub->senders[t];
+        if (sender->deliv_app >= sender->recv_app)
+            continue;
+        uint64_t seq =
+            sender->app_position[sender->deliv_app % sub->layout.window_size] * senders + t;
+        if (seq < next)
+            next = seq;
+    }
+    return next;
+}
+
 void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t stable)
 {
     uint32_t senders = sub->layout.num_senders;
     uint32_t window = sub->layout.window_size;
-    uint32_t count = 0;
+    uint32_t count = 0, nulls_in_a_row = 0;
     uint64_t start = sub->delivered;
     while (sub->delivered < stable) {
         uint32_t s = (uint32_t)(sub->delivered % senders);
@@ -312,19 +385,30 @@ void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64
         sub->delivered++;
         if (sender->deliv_app < sender->recv_app && sender->app_position[index] == round) {
             uint8_t *slot = smc_ring(group, sub, s) + (size_t)index * sub->slot_size;
-            uint64_t header = __atomic_load_n((uint64_t *)(void *)slot, __ATOMIC_ACQUIRE);
             struct spindle_message *msg = &sub->batch[count++];
             msg->subgroup = sub->index;
             msg->sender_id = sender->row;
             msg->sender_index = sender->deliv_app;
             msg->seq = sub->delivered - 1;
             msg->data = slot + SMC_HEADER_SIZE;
-            msg->length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
+            msg->length = sender->app_length[index];
             sender->deliv_app++;
+            nulls_in_a_row = 0;
             if (!group->options.batching)
                 break;
         } else {
             group->stats.nulls_received++;
+            /* A round of nulls: skip to the next message at once, so that
+             * a long run of them (idle senders, or a peer's counter far
+             * ahead) costs one step, not one per position. */
+            if (++nulls_in_a_row >= senders) {
+                uint64_t next = next_app_seq(sub, stable);
+                if (next > sub->delivered) {
+                    group->stats.nulls_received += next - sub->delivered;
+                    sub->delivered = next;
+                }
+                nulls_in_a_row = 0;
+            }
         }
     }
     if (sub->delivered == start)

@@ -13,3 +13,7 @@ spindle_add_test(test_smc_view SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_view.c
                  TIMEOUT 60 LABELS smc)
 spindle_add_test(test_smc_rings SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_rings.c
                  TIMEOUT 60 LABELS smc)
+# A peer that breaks the protocol (slot lengths, counters) is failed, not
+# believed: two engines in one process, the test writing the lies.
+spindle_add_test(test_smc_liar SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_liar.c TIMEOUT 60
+                 LABELS smc)

@@ -1,0 +1,189 @@
+/*
+ * A peer that breaks the protocol is failed, not believed. Two members in
+ * one process (two engines over shm, rows 0 and 1), subgroup: both
+ * members, row 0 the only sender, window 4, max_payload 8. The test plays
+ * the liar by writing into the other member's copy of the liar's row or
+ * ring, as the liar's one-sided writes would, and asserts that the member
+ * reports the liar's row failed with SPINDLE_EPROTO and delivers nothing
+ * of what it was told:
+ *   - a slot whose length exceeds max_payload,
+ *   - a sent_num past SMC_COUNTER_MAX,
+ *   - a sent_num that goes back,
+ *   - a member that acknowledges more of a sender's positions than the
+ *     sender published.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "smc/smc_impl.h"
+#include "sst/sst.h"
+#include "util/clock.h"
+
+struct member {
+    struct sst_engine *engine;
+    struct smc_group *group;
+    uint64_t delivered; /* atomic */
+    int32_t failed_row; /* atomic: -1 until a failure is reported */
+    int failed_error;   /* atomic */
+};
+
+static void on_deliver(void *ctx, const struct spindle_message *m, size_t n)
+{
+    (void)m;
+    struct member *member = ctx;
+    __atomic_add_fetch(&member->delivered, n, __ATOMIC_RELEASE);
+}
+
+static void on_failure(void *ctx, struct sst_table *table, uint32_t row, int error)
+{
+    (void)table;
+    struct member *member = ctx;
+    __atomic_store_n(&member->failed_error, error, __ATOMIC_RELAXED);
+    __atomic_store_n(&member->failed_row, (int32_t)row, __ATOMIC_RELEASE);
+}
+
+static void start_pair(struct member m[2])
+{
+    struct tp_config config;
+    memset(&config, 0, sizeof config);
+    config.backend = "shm";
+    config.group_name = "smc-liar-test";
+    config.failure_timeout_ms = 60000; /* only the checks fail anyone here */
+    struct smc_layout layout;
+    memset(&layout, 0, sizeof layout);
+    layout.num_members = 2;
+    layout.members[1] = 1;
+    layout.num_senders = 1;
+    layout.window_size = 4;
+    layout.max_payload = 8;
+    layout.mode = SPINDLE_MODE_ATOMIC;
+    struct sst_member_desc descs[2];
+    memset(descs, 0, sizeof descs);
+    for (uint32_t row = 0; row < 2; row++) {
+        memset(&m[row], 0, sizeof m[row]);
+        m[row].failed_row = -1;
+        assert_int_equal(sst_engine_create(&config, NULL, &m[row].engine), 0);
+        sst_engine_on_failure(m[row].engine, on_failure, &m[row]);
+        struct smc_options options = {
+            .batching = true, .null_sends = true, .deliver = on_deliver, .deliver_ctx = &m[row]};
+        assert_int_equal(
+            smc_group_create(m[row].engine, &layout, 1, 2, row, &options, &m[row].group), 0);
+        assert_int_equal(smc_group_export(m[row].group, &descs[row]), 0);
+    }
+    for (uint32_t row = 0; row < 2; row++) {
+        assert_int_equal(smc_group_connect(m[row].group, descs, 5000, NULL), 0);
+        assert_int_equal(smc_group_start(m[row].group), 0);
+        assert_int_equal(sst_engine_start(m[row].engine), 0);
+    }
+}
+
+static void stop_pair(struct member m[2])
+{
+    for (uint32_t row = 0; row < 2; row++)
+        sst_engine_stop(m[row].engine);
+    for (uint32_t row = 0; row < 2; row++) {
+        smc_group_destroy(m[row].group);
+        sst_engine_destroy(m[row].engine);
+    }
+}
+
+/* Writes value at offset of `row` in member `at`'s copy of the table, as
+ * row's owner would with a one-sided write. */
+static void write_row(struct member *at, uint32_t row, uint32_t offset, uint64_t value)
+{
+    struct sst_table *table = smc_group_table(at->group);
+    __atomic_store_n((uint64_t *)(void *)(sst_row(table, row) + offset), value, __ATOMIC_RELEASE);
+    sst_engine_alert(at->engine);
+}
+
+/* Waits (bounded) for member to report row failed; asserts the error. */
+static void expect_failed(struct member *member, int32_t row)
+{
+    uint64_t deadline = sp_now_ns() + 10ull * 1000000000ull;
+    while (__atomic_load_n(&member->failed_row, __ATOMIC_ACQUIRE) < 0 && sp_now_ns() < deadline) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(__atomic_load_n(&member->failed_row, __ATOMIC_ACQUIRE), row);
+    assert_int_equal(__atomic_load_n(&member->failed_error, __ATOMIC_RELAXED), SPINDLE_EPROTO);
+}
+
+static const struct smc_subgroup *subgroup0(struct member *member)
+{
+    return &member->group->subgroups[0];
+}
+
+static void test_a_slot_longer_than_max_payload_fails_its_sender(void **state)
+{
+    (void)state;
+    struct member m[2];
+    start_pair(m);
+    /* Row 0's message at position 0, 9 bytes long, in member 1's copy of
+     * its ring, then its sent_num. */
+    uint8_t *slot = smc_ring(m[1].group, subgroup0(&m[1]), 0);
+    __atomic_store_n((uint64_t *)(void *)slot, smc_header(0, 9), __ATOMIC_RELEASE);
+    write_row(&m[1], 0, subgroup0(&m[1])->sent_offset, 1);
+    expect_failed(&m[1], 0);
+    assert_int_equal(__atomic_load_n(&m[1].delivered, __ATOMIC_ACQUIRE), 0);
+    stop_pair(m);
+}
+
+static void test_a_counter_past_the_bound_fails_its_owner(void **state)
+{
+    (void)state;
+    struct member m[2];
+    start_pair(m);
+    write_row(&m[1], 0, subgroup0(&m[1])->sent_offset, SMC_COUNTER_MAX + 1);
+    expect_failed(&m[1], 0);
+    stop_pair(m);
+}
+
+static void test_a_counter_going_back_fails_its_owner(void **state)
+{
+    (void)state;
+    struct member m[2];
+    start_pair(m);
+    /* Three null positions (no slot written), taken by member 1. */
+    write_row(&m[1], 0, subgroup0(&m[1])->sent_offset, 3);
+    struct sst_table *table = smc_group_table(m[1].group);
+    uint64_t deadline = sp_now_ns() + 10ull * 1000000000ull;
+    while (sst_read_u64(table, 1, subgroup0(&m[1])->received_offset) != 3 &&
+           sp_now_ns() < deadline) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(sst_read_u64(table, 1, subgroup0(&m[1])->received_offset), 3);
+    assert_int_equal(__atomic_load_n(&m[1].failed_row, __ATOMIC_ACQUIRE), -1);
+    write_row(&m[1], 0, subgroup0(&m[1])->sent_offset, 2);
+    expect_failed(&m[1], 0);
+    stop_pair(m);
+}
+
+static void test_an_acknowledgement_of_more_than_was_sent_fails_its_owner(void **state)
+{
+    (void)state;
+    struct member m[2];
+    start_pair(m);
+    /* Member 1 claims 5 positions of row 0, which published none. */
+    write_row(&m[0], 1, subgroup0(&m[0])->received_offset, 5);
+    expect_failed(&m[0], 1);
+    assert_int_equal(__atomic_load_n(&m[0].delivered, __ATOMIC_ACQUIRE), 0);
+    stop_pair(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_slot_longer_than_max_payload_fails_its_sender),
+        cmocka_unit_test(test_a_counter_past_the_bound_fails_its_owner),
+        cmocka_unit_test(test_a_counter_going_back_fails_its_owner),
+        cmocka_unit_test(test_an_acknowledgement_of_more_than_was_sent_fails_its_owner),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
