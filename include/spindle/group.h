@@ -106,8 +106,10 @@ struct spindle_group_options {
     const char *group_name; /* names shared objects; NULL = derived from bootstrap */
     uint32_t self;          /* this member's index in the member list */
     uint32_t num_members;   /* 1..SPINDLE_MAX_MEMBERS */
-    /* A directory for local groups, or "host:port,host:port,..." (one per
-     * member, in member order) for TCP bootstrap. */
+    /* A directory for local groups (owned by this user and writable by no
+     * one else, e.g. under $XDG_RUNTIME_DIR: docs/CONFIG.md), or
+     * "host:port,host:port,..." (one per member, in member order) for TCP
+     * bootstrap. */
     const char *bootstrap;
     enum spindle_bootstrap_kind bootstrap_kind;
     int bootstrap_timeout_ms; /* how long to wait for the other members; default 30000 */
