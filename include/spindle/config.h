@@ -35,19 +35,20 @@ enum spindle_delivery_mode {
 };
 
 struct spindle_config_member {
-    uint32_t id;
+    uint32_t id;      /* 0..SPINDLE_MAX_MEMBERS - 1 (63) */
     const char *host; /* default "127.0.0.1" */
     uint16_t port;    /* 0 = ephemeral (single-host only) */
 };
 
 struct spindle_config_subgroup {
-    uint32_t index;
+    uint32_t index; /* 0..SPINDLE_MAX_SUBGROUPS - 1 (255) */
     uint32_t num_members;
     const uint32_t *members; /* member ids, in rank order */
     uint32_t num_senders;
     const uint32_t *senders; /* subset of members; default all members */
-    uint32_t window_size;    /* 1..100000, default 100 */
-    uint32_t max_payload;    /* 1..16777216 bytes, default 1024 */
+    uint32_t window_size;    /* 1..SPINDLE_MAX_WINDOW (100000), default 100 */
+    uint32_t max_payload;    /* 1..SPINDLE_MAX_PAYLOAD (1048576) bytes, default 1024; window_size
+                              * slots of it must fit SPINDLE_MAX_RING_BYTES */
     enum spindle_delivery_mode mode;
 };
 
@@ -69,7 +70,7 @@ struct spindle_config {
     const struct spindle_config_subgroup *subgroups; /* sorted by index */
     struct {
         uint64_t messages;     /* default 100000 */
-        uint32_t message_size; /* default 64 */
+        uint32_t message_size; /* 1..SPINDLE_MAX_PAYLOAD, default 64 */
         uint32_t duration_ms;  /* 0 = until messages are sent (default) */
     } bench;
 };

@@ -52,6 +52,14 @@ extern "C" {
 #define SPINDLE_MAX_PAYLOAD (1u << 20)
 /* Largest window_size a subgroup may ask for (slots per sender). */
 #define SPINDLE_MAX_WINDOW 100000u
+/* Largest ring of one sender, in bytes: window_size slots of
+ * SPINDLE_SLOT_BYTES(max_payload) each must fit it. */
+#define SPINDLE_MAX_RING_BYTES (256u << 20)
+/* Bytes of one ring slot: an 8-byte header, then max_payload rounded up to
+ * 8 bytes. */
+#define SPINDLE_SLOT_BYTES(max_payload) (8u + (((uint64_t)(max_payload) + 7u) & ~(uint64_t)7u))
+/* Most subgroups one group may have (also what a joiner may bring). */
+#define SPINDLE_MAX_SUBGROUPS 256u
 /* Number of log2 buckets in the batch-size histograms. */
 #define SPINDLE_HIST_BUCKETS 24
 
@@ -106,8 +114,10 @@ struct spindle_group_options {
     const char *group_name; /* names shared objects; NULL = derived from bootstrap */
     uint32_t self;          /* this member's index in the member list */
     uint32_t num_members;   /* 1..SPINDLE_MAX_MEMBERS */
-    /* A directory for local groups, or "host:port,host:port,..." (one per
-     * member, in member order) for TCP bootstrap. */
+    /* A directory for local groups (owned by this user and writable by no
+     * one else, e.g. under $XDG_RUNTIME_DIR: docs/CONFIG.md), or
+     * "host:port,host:port,..." (one per member, in member order) for TCP
+     * bootstrap. */
     const char *bootstrap;
     enum spindle_bootstrap_kind bootstrap_kind;
     int bootstrap_timeout_ms; /* how long to wait for the other members; default 30000 */
@@ -233,7 +243,8 @@ SPINDLE_API void spindle_group_options_init(struct spindle_group_options *option
  * Creates this member's side of a group and waits until every member has
  * joined (collective: every member calls it with the same subgroups).
  * Returns 0 and *out, or SPINDLE_EINVAL naming a bad value (window 0,
- * max_payload too large, a sender that is not a member, ...),
+ * max_payload too large, a sender that is not a member, more than
+ * SPINDLE_MAX_SUBGROUPS subgroups, ...),
  * SPINDLE_ENOTSUP for an unknown transport, SPINDLE_ETIMEDOUT when members
  * are missing after bootstrap_timeout_ms, or a transport error.
  */

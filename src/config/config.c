@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <spindle/config.h>
+#include <spindle/group.h> /* SPINDLE_MAX_SUBGROUPS, SPINDLE_MAX_MEMBERS */
 
 #include "config/config_keys.h"
 #include "util/error.h"
@@ -32,8 +33,9 @@ struct cfg_load {
     struct cfg_member *members;
     struct cfg_subgroup *subgroups;
     uint32_t cap_members, cap_subgroups;
-    char seen[256][96]; /* "section/key" pairs seen in the file, for duplicates */
-    int num_seen;
+    /* [group] and [bench] keys set in the file (members' and subgroups'
+     * are in their cfg_member and cfg_subgroup), for duplicates */
+    struct cfg_key_lines group_keys, bench_keys;
 };
 
 static void cfg_fail(struct cfg_load *st, const char *where, const char *key, const char *value,
@@ -134,6 +136,16 @@ static struct cfg_subgroup *cfg_subgroup_get(struct cfg_load *st, uint32_t index
     return s;
 }
 
+/* [member.N] and [subgroup.N]: N is below the library's limit, so that
+ * the number of such sections is too. */
+static int cfg_out_of_range(struct cfg_load *st, const char *where, const char *section,
+                            const char *what, uint32_t limit)
+{
+    cfg_fail(st, where, NULL, NULL, "[%s]: %s ids are 0..%u (at most %u %ss)", section, what,
+             limit - 1, limit, what);
+    return -1;
+}
+
 /* Resolves a section name to its target; NULL target and a message when
  * the section is unknown. */
 static int cfg_resolve(struct cfg_load *st, const char *section, struct cfg_target *t,
@@ -146,9 +158,13 @@ static int cfg_resolve(struct cfg_load *st, const char *section, struct cfg_targ
     } else if (strcmp(section, "bench") == 0) {
         t->kind = CFG_BENCH;
     } else if (cfg_section_id(section, "member", &id) == 0) {
+        if (id >= SPINDLE_MAX_MEMBERS)
+            return cfg_out_of_range(st, where, section, "member", SPINDLE_MAX_MEMBERS);
         t->kind = CFG_MEMBER;
         t->member = cfg_member_get(st, id);
     } else if (cfg_section_id(section, "subgroup", &id) == 0) {
+        if (id >= SPINDLE_MAX_SUBGROUPS)
+            return cfg_out_of_range(st, where, section, "subgroup", SPINDLE_MAX_SUBGROUPS);
         t->kind = CFG_SUBGROUP;
         t->subgroup = cfg_subgroup_get(st, id);
     } else {
@@ -203,15 +219,19 @@ static int cfg_handler(void *user, const char *section, const char *name, const 
     struct cfg_target t;
     if (cfg_resolve(st, section, &t, where) != 0)
         return 0;
-    char seen[96];
-    snprintf(seen, sizeof seen, "%s/%s", section, name);
-    for (int i = 0; i < st->num_seen; i++)
-        if (strcmp(st->seen[i], seen) == 0) {
-            cfg_fail(st, where, name, value, "duplicate key in [%s]", section);
+    int index = cfg_key_index(t.kind, name);
+    if (index >= 0) { /* an unknown key fails in cfg_apply */
+        struct cfg_key_lines *keys = t.kind == CFG_GROUP    ? &st->group_keys
+                                     : t.kind == CFG_BENCH  ? &st->bench_keys
+                                     : t.kind == CFG_MEMBER ? &t.member->keys
+                                                            : &t.subgroup->keys;
+        if (keys->line[index] != 0) {
+            cfg_fail(st, where, name, value, "duplicate key in [%s] (first set on line %d)",
+                     section, keys->line[index]);
             return 0;
         }
-    if (st->num_seen < 256)
-        snprintf(st->seen[st->num_seen++], sizeof st->seen[0], "%s", seen);
+        keys->line[index] = st->line;
+    }
     char env[160];
     cfg_env_name(section, name, env, sizeof env);
     if (cfg_key_known(t.kind, name) && getenv(env) != NULL)

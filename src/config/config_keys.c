@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <spindle/group.h> /* the library's limits: SPINDLE_MAX_PAYLOAD, ... */
+
 #include "config/config_keys.h"
 #include "util/log.h"
 
@@ -60,13 +62,25 @@ const char *const *cfg_keys(enum cfg_kind kind)
     }
 }
 
+int cfg_key_index(enum cfg_kind kind, const char *key)
+{
+    const char *const *keys = cfg_keys(kind);
+    for (int i = 0; keys[i] != NULL; i++)
+        if (strcmp(keys[i], key) == 0)
+            return i;
+    return -1;
+}
+
 int cfg_key_known(enum cfg_kind kind, const char *key)
 {
-    for (const char *const *k = cfg_keys(kind); *k != NULL; k++)
-        if (strcmp(*k, key) == 0)
-            return 1;
-    return 0;
+    return cfg_key_index(kind, key) >= 0;
 }
+
+_Static_assert(sizeof group_keys / sizeof group_keys[0] - 1 <= CFG_MAX_KEYS &&
+                   sizeof member_keys / sizeof member_keys[0] - 1 <= CFG_MAX_KEYS &&
+                   sizeof subgroup_keys / sizeof subgroup_keys[0] - 1 <= CFG_MAX_KEYS &&
+                   sizeof bench_keys / sizeof bench_keys[0] - 1 <= CFG_MAX_KEYS,
+               "CFG_MAX_KEYS must cover every section kind");
 
 static int cfg_uint(const char *value, uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -123,6 +137,11 @@ static int cfg_id_list(const char *value, uint32_t **out, uint32_t *count)
             (*end && *end != ',' && !isspace((unsigned char)*end))) {
             free(ids);
             return cfg_problem("must be a list of member ids such as 0, 1, 2");
+        }
+        if (id >= SPINDLE_MAX_MEMBERS) {
+            free(ids);
+            return cfg_problem("member id %lu is out of range: ids are 0..%u (at most %u members)",
+                               id, SPINDLE_MAX_MEMBERS - 1, SPINDLE_MAX_MEMBERS);
         }
         for (size_t i = 0; i < n; i++)
             if (ids[i] == id) {
@@ -225,15 +244,17 @@ static int cfg_apply_subgroup(struct cfg_subgroup *s, const char *key, const cha
         return 0;
     }
     if (strcmp(key, "window_size") == 0) {
-        if (cfg_uint(value, 1, 100000, &n) != 0)
+        if (cfg_uint(value, 1, SPINDLE_MAX_WINDOW, &n) != 0)
             return -1;
         s->pub.window_size = (uint32_t)n;
+        s->window_line = line;
         return 0;
     }
     if (strcmp(key, "max_payload") == 0) {
-        if (cfg_uint(value, 1, 16u << 20, &n) != 0)
+        if (cfg_uint(value, 1, SPINDLE_MAX_PAYLOAD, &n) != 0)
             return -1;
         s->pub.max_payload = (uint32_t)n;
+        s->payload_line = line;
         return 0;
     }
     if (strcmp(key, "mode") == 0) {
@@ -260,7 +281,7 @@ static int cfg_apply_bench(struct spindle_config *c, const char *key, const char
         return 0;
     }
     if (strcmp(key, "message_size") == 0) {
-        if (cfg_uint(value, 1, 16u << 20, &n) != 0)
+        if (cfg_uint(value, 1, SPINDLE_MAX_PAYLOAD, &n) != 0)
             return -1;
         c->bench.message_size = (uint32_t)n;
         return 0;
@@ -345,10 +366,33 @@ int cfg_attach(struct spindle_config *config, struct cfg_member *members,
     return 0;
 }
 
+/* window_size slots of max_payload must fit one sender's ring, as the
+ * library checks at group creation; the message names the later of the
+ * two keys in the file. */
+static int cfg_check_ring(const struct cfg_subgroup *s, const char *path, char *msg, size_t len)
+{
+    uint64_t slot = SPINDLE_SLOT_BYTES(s->pub.max_payload);
+    if (slot * s->pub.window_size <= SPINDLE_MAX_RING_BYTES)
+        return 0;
+    bool payload_later = s->payload_line >= s->window_line;
+    int line = payload_later ? s->payload_line : s->window_line;
+    char where[300];
+    snprintf(where, sizeof where, "%s:%d", path, line);
+    snprintf(msg, len,
+             "%s: %s = %u: window_size %u x slot %llu bytes (max_payload %u) exceeds the ring "
+             "limit of %u bytes",
+             line ? where : path, payload_later ? "max_payload" : "window_size",
+             payload_later ? s->pub.max_payload : s->pub.window_size, s->pub.window_size,
+             (unsigned long long)slot, s->pub.max_payload, SPINDLE_MAX_RING_BYTES);
+    return -1;
+}
+
 static int cfg_check_subgroup(struct cfg_subgroup *s, const char *path,
                               const struct cfg_member *members, uint32_t nm, char *msg, size_t len)
 {
     char where[300];
+    if (cfg_check_ring(s, path, msg, len) != 0)
+        return -1;
     if (s->members == NULL) {
         snprintf(msg, len, "%s: [subgroup.%u]: members is required", path, s->pub.index);
         return -1;

@@ -18,15 +18,27 @@
 
 enum cfg_kind { CFG_GROUP, CFG_MEMBER, CFG_SUBGROUP, CFG_BENCH };
 
+/* Most keys a section kind has ([group]'s eight). */
+#define CFG_MAX_KEYS 8
+
+/* The line each key of one section was set on in the file (0: not set),
+ * by its index in cfg_keys(): a second setting is a duplicate. */
+struct cfg_key_lines {
+    int line[CFG_MAX_KEYS];
+};
+
 struct cfg_member {
     struct spindle_config_member pub;
     char *host;
+    struct cfg_key_lines keys;
 };
 
 struct cfg_subgroup {
     struct spindle_config_subgroup pub;
     uint32_t *members, *senders;
-    int members_line, senders_line; /* 0 when set from the environment */
+    /* 0 when set from the environment or left at the default */
+    int members_line, senders_line, window_line, payload_line;
+    struct cfg_key_lines keys;
 };
 
 struct cfg_target {
@@ -39,6 +51,8 @@ struct cfg_target {
 const char *const *cfg_keys(enum cfg_kind kind);
 /* 1 when key belongs to a section of this kind, 0 when not (never fails). */
 int cfg_key_known(enum cfg_kind kind, const char *key);
+/* key's index in cfg_keys(kind), below CFG_MAX_KEYS; -1 when unknown. */
+int cfg_key_index(enum cfg_kind kind, const char *key);
 
 /* Parses and stores one value; 0, or -1 with cfg_last_problem() saying
  * what is wrong (without the location). line is recorded for validation. */

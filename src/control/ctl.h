@@ -65,11 +65,19 @@ struct ctl_versions {
  */
 int ctl_address_parse(const char *text, size_t len, const char *what, struct ctl_address *out);
 
-/* Local exchange through files in dir (created if missing). SPINDLE_EINVAL
- * for self >= num_members, SPINDLE_EIO when dir cannot be created,
- * SPINDLE_ENOMEM. */
+/*
+ * Local exchange through files in dir (created with mode 0700 if missing;
+ * it must be owned by the caller and writable by nobody else). Member 0
+ * starts the run; the others wait for it up to timeout_ms
+ * (control/ctl_dir_files.h tells how blobs of an earlier run are told
+ * apart). SPINDLE_EINVAL for self >= num_members, SPINDLE_EPERM naming the
+ * directory or a planted file and what is wrong with it, SPINDLE_ETIMEDOUT
+ * when member 0 did not start the run, SPINDLE_EADDRINUSE when another
+ * run still holds the directory, SPINDLE_EIO when dir cannot be created,
+ * SPINDLE_ENOMEM.
+ */
 int ctl_open_dir(const char *dir, uint32_t self, uint32_t num_members,
-                 const struct ctl_versions *versions, struct ctl **out);
+                 const struct ctl_versions *versions, int timeout_ms, struct ctl **out);
 /*
  * TCP exchange: listens on members[self] and connects to the others (each
  * pair shares one connection). A connection from another group, another

@@ -1,18 +1,17 @@
 /*
  * Bootstrap exchange through a shared directory, for processes on one host.
- * Member i publishes its blob for a tag as "<dir>/<tag>.<i>", written to a
- * temporary name and renamed, so a reader never sees a partial file. Readers
+ * The files, their checks and the run they belong to are
+ * ctl_dir_files.c's; this file is the exchange: every member checks each
+ * other member's hello before reading anything else it wrote, and readers
  * poll the directory with short sleeps until every member's file is there:
  * this is a one-time start-up step, not a data path.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "control/ctl_dir_files.h"
 #include "control/ctl_impl.h"
 #include "control/ctl_wire.h"
 #include "util/clock.h"
@@ -20,35 +19,12 @@
 
 struct ctl_dir {
     struct ctl base;
-    char *dir;
+    struct ctl_dir_files files;
     uint32_t self_index;
     uint32_t num_members;
     struct ctl_versions versions;
     uint64_t checked; /* members whose hello file was read and found compatible */
 };
-
-/* Tag of the hello file each member writes at open (above every tag the
- * layers use). */
-#define CTL_DIR_HELLO_TAG 0xffffffffu
-
-static int write_blob(const struct ctl_dir *ctl, uint32_t tag, const void *mine, size_t length)
-{
-    char tmp[4096], final[4096];
-    snprintf(tmp, sizeof tmp, "%s/.%u.%u.tmp", ctl->dir, tag, ctl->self_index);
-    snprintf(final, sizeof final, "%s/%u.%u", ctl->dir, tag, ctl->self_index);
-    FILE *file = fopen(tmp, "wb");
-    if (file == NULL)
-        return sp_error(SPINDLE_EIO, "control: cannot create %s: %s", tmp, strerror(errno));
-    size_t written = fwrite(mine, 1, length, file);
-    if (fclose(file) != 0 || written != length)
-        return sp_error(SPINDLE_EIO, "control: cannot write %s", tmp);
-    if (rename(tmp, final) != 0)
-        return sp_error(SPINDLE_EIO, "control: cannot rename %s: %s", tmp, strerror(errno));
-    return 0;
-}
-
-static int read_file(const struct ctl_dir *ctl, uint32_t tag, uint32_t member, void *out,
-                     size_t length);
 
 /* 1 when member's hello file is there and speaks this build, 0 when not
  * there yet, SPINDLE_EPROTO naming both versions otherwise. */
@@ -57,7 +33,7 @@ static int check_hello(struct ctl_dir *ctl, uint32_t member)
     if ((ctl->checked >> member) & 1)
         return 1;
     uint8_t bytes[CTL_HELLO_SIZE];
-    int rc = read_file(ctl, CTL_DIR_HELLO_TAG, member, bytes, sizeof bytes);
+    int rc = ctl_dir_file_read(&ctl->files, CTL_DIR_HELLO_TAG, member, bytes, sizeof bytes);
     if (rc <= 0)
         return rc;
     struct ctl_hello hello;
@@ -65,10 +41,11 @@ static int check_hello(struct ctl_dir *ctl, uint32_t member)
     snprintf(who, sizeof who, "control: member %u", member);
     rc = ctl_wire_decode_hello(bytes, sizeof bytes, &hello);
     if (rc < 0)
-        return sp_error(rc, "%s wrote a bad hello in %s: %s", who, ctl->dir, spindle_errmsg());
+        return sp_error(rc, "%s wrote a bad hello in %s: %s", who, ctl->files.dir,
+                        spindle_errmsg());
     if (hello.from != member || hello.num_members != ctl->num_members)
         return sp_error(SPINDLE_EPROTO, "%s's hello in %s names member %u of %u, not %u of %u", who,
-                        ctl->dir, hello.from, hello.num_members, member, ctl->num_members);
+                        ctl->files.dir, hello.from, hello.num_members, member, ctl->num_members);
     rc = ctl_hello_compatible(&hello, &ctl->versions, who);
     if (rc < 0)
         return rc;
@@ -80,30 +57,14 @@ static int check_hello(struct ctl_dir *ctl, uint32_t member)
 static int read_blob(struct ctl_dir *ctl, uint32_t tag, uint32_t member, void *out, size_t length)
 {
     int rc = check_hello(ctl, member);
-    return rc <= 0 ? rc : read_file(ctl, tag, member, out, length);
-}
-
-static int read_file(const struct ctl_dir *ctl, uint32_t tag, uint32_t member, void *out,
-                     size_t length)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%u.%u", ctl->dir, tag, member);
-    FILE *file = fopen(path, "rb");
-    if (file == NULL)
-        return 0;
-    size_t got = fread(out, 1, length, file);
-    int extra = fgetc(file);
-    fclose(file);
-    if (got != length || extra != EOF)
-        return sp_error(SPINDLE_EPROTO, "control: %s does not hold a %zu-byte blob", path, length);
-    return 1;
+    return rc <= 0 ? rc : ctl_dir_file_read(&ctl->files, tag, member, out, length);
 }
 
 static int dir_allgather(struct ctl *base, uint32_t tag, const void *mine, size_t length, void *all,
                          int timeout_ms)
 {
     struct ctl_dir *ctl = (struct ctl_dir *)base;
-    int rc = write_blob(ctl, tag, mine, length);
+    int rc = ctl_dir_file_write(&ctl->files, tag, mine, length);
     if (rc != 0)
         return rc;
     uint8_t *have = calloc(ctl->num_members, 1);
@@ -140,7 +101,7 @@ static int dir_allgather(struct ctl *base, uint32_t tag, const void *mine, size_
         free(have);
         return sp_error(SPINDLE_ETIMEDOUT,
                         "control: members %s did not publish tag %u in %s within %d ms", names, tag,
-                        ctl->dir, timeout_ms);
+                        ctl->files.dir, timeout_ms);
     }
     free(have);
     return 0;
@@ -149,7 +110,7 @@ static int dir_allgather(struct ctl *base, uint32_t tag, const void *mine, size_
 static int dir_publish(struct ctl *base, uint32_t tag, const void *blob, size_t length, uint64_t to)
 {
     (void)to; /* every member reads the same directory */
-    return write_blob((struct ctl_dir *)base, tag, blob, length);
+    return ctl_dir_file_write(&((struct ctl_dir *)base)->files, tag, blob, length);
 }
 
 static int dir_collect(struct ctl *base, uint32_t tag, uint64_t from, void *all, size_t length,
@@ -181,7 +142,7 @@ static int dir_collect(struct ctl *base, uint32_t tag, uint64_t from, void *all,
                     snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "", i);
                 }
             rc = sp_error(SPINDLE_ETIMEDOUT, "control: members %s did not publish tag %u in %s",
-                          names, tag, ctl->dir);
+                          names, tag, ctl->files.dir);
             break;
         }
         struct timespec pause = {0, 1000000}; /* 1 ms between directory scans */
@@ -195,7 +156,7 @@ static int dir_collect(struct ctl *base, uint32_t tag, uint64_t from, void *all,
 static void dir_close(struct ctl *base)
 {
     struct ctl_dir *ctl = (struct ctl_dir *)base;
-    free(ctl->dir);
+    ctl_dir_files_close(&ctl->files);
     free(ctl);
 }
 
@@ -207,20 +168,15 @@ static const struct ctl_vtable dir_vtable = {
 };
 
 int ctl_open_dir(const char *dir, uint32_t self_index, uint32_t num_members,
-                 const struct ctl_versions *versions, struct ctl **out)
+                 const struct ctl_versions *versions, int timeout_ms, struct ctl **out)
 {
     if (dir == NULL || versions == NULL || num_members == 0 || self_index >= num_members ||
         num_members > CTL_MAX_MEMBERS)
         return sp_error(SPINDLE_EINVAL, "control: member index %u is not below member count %u",
                         self_index, num_members);
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sp_error(SPINDLE_EIO, "control: cannot create directory %s: %s", dir,
-                        strerror(errno));
     struct ctl_dir *ctl = calloc(1, sizeof *ctl);
-    if (ctl == NULL || (ctl->dir = strdup(dir)) == NULL) {
-        free(ctl);
+    if (ctl == NULL)
         return sp_error(SPINDLE_ENOMEM, "control: out of memory");
-    }
     ctl->base.vt = &dir_vtable;
     ctl->self_index = self_index;
     ctl->num_members = num_members;
@@ -229,7 +185,14 @@ int ctl_open_dir(const char *dir, uint32_t self_index, uint32_t num_members,
     struct ctl_hello hello = {self_index, num_members, 0, *versions, 0};
     uint8_t bytes[CTL_HELLO_SIZE];
     ctl_wire_encode_hello(&hello, bytes);
-    int rc = write_blob(ctl, CTL_DIR_HELLO_TAG, bytes, sizeof bytes);
+    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+    int rc = ctl_dir_files_open(&ctl->files, dir, self_index);
+    if (rc == 0 && self_index == 0)
+        rc = ctl_dir_run_start(&ctl->files, bytes, sizeof bytes, deadline, timeout_ms);
+    else if (rc == 0)
+        rc = ctl_dir_run_join(&ctl->files, deadline, timeout_ms);
+    if (rc == 0 && self_index != 0)
+        rc = ctl_dir_file_write(&ctl->files, CTL_DIR_HELLO_TAG, bytes, sizeof bytes);
     if (rc < 0) {
         dir_close(&ctl->base);
         return rc;

@@ -78,7 +78,7 @@ int group_bootstrap_open(const struct group_bootstrap *boot, const char *group_n
                          struct ctl **out)
 {
     if (boot->kind == SPINDLE_BOOTSTRAP_DIR)
-        return ctl_open_dir(boot->dir, self, num_members, versions, out);
+        return ctl_open_dir(boot->dir, self, num_members, versions, timeout_ms, out);
     struct ctl_member members[SPINDLE_MAX_MEMBERS];
     for (uint32_t i = 0; i < num_members; i++) {
         members[i].id = i;

@@ -60,6 +60,9 @@ static int check_options(const struct spindle_group_options *options, uint32_t n
     }
     if (num_subgroups == 0)
         return sp_error(SPINDLE_EINVAL, "num_subgroups 0: a group needs at least one subgroup");
+    if (num_subgroups > SPINDLE_MAX_SUBGROUPS)
+        return sp_error(SPINDLE_EINVAL, "num_subgroups %u exceeds the limit of %u", num_subgroups,
+                        SPINDLE_MAX_SUBGROUPS);
     int rc = check_timeouts(options);
     if (rc == 0 && tp_backend_find(options->transport) == NULL)
         rc = SPINDLE_ENOTSUP; /* the message names the transport and the built ones */

@@ -71,7 +71,12 @@
 
 #define SMC_HEADER_SIZE   8u
 #define SMC_LENGTH_BITS   24u
-#define SMC_MAX_RING_SIZE (256u << 20) /* bytes of one sender ring */
+#define SMC_MAX_RING_SIZE SPINDLE_MAX_RING_BYTES /* bytes of one sender ring */
+
+_Static_assert(SPINDLE_SLOT_BYTES(1) == SMC_HEADER_SIZE + 8,
+               "SPINDLE_SLOT_BYTES must describe the ring's slots");
+_Static_assert(SPINDLE_MAX_PAYLOAD < (1u << SMC_LENGTH_BITS),
+               "a slot header's length field must hold SPINDLE_MAX_PAYLOAD");
 
 struct smc_group;
 

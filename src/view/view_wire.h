@@ -46,7 +46,7 @@ enum view_wire_type {
 };
 
 /* Subgroups a joiner may bring (its request must fit one join frame). */
-#define VIEW_JOIN_MAX_SUBGROUPS 256
+#define VIEW_JOIN_MAX_SUBGROUPS SPINDLE_MAX_SUBGROUPS
 /* Longest reason text in a refusal or a dropped join, NUL included. */
 #define VIEW_WHY_MAX 160
 /* Longest group name, NUL included. */

@@ -17,6 +17,7 @@
 
 #include <spindle/config.h>
 #include <spindle/error.h>
+#include <spindle/group.h>
 
 static char path[256];
 
@@ -107,7 +108,8 @@ static void test_malformed_files_name_file_line_key_value(void **state)
                  ":2: members = 0, x: must be a list of member ids such as 0, 1, 2");
     expect_error("[subgroup.0]\nmode = chaotic\n",
                  ":2: mode = chaotic: must be atomic or unordered");
-    expect_error("[group]\nname = a\nname = b\n", ":3: name = b: duplicate key in [group]");
+    expect_error("[group]\nname = a\nname = b\n",
+                 ":3: name = b: duplicate key in [group] (first set on line 2)");
     expect_error("[groups]\nname = a\n",
                  ":1: unknown section [groups] (expected group, member.N, subgroup.N or bench)");
     expect_error("[group]\nthis line has no equals sign\n",
@@ -118,6 +120,179 @@ static void test_malformed_files_name_file_line_key_value(void **state)
                  ":5: senders: sender 1 is not a member of subgroup 0");
     expect_error("[group]\nlog_level = loud\n",
                  ":2: log_level = loud: must be error, warn, info or debug");
+}
+
+/* Loads text and returns the configuration (the test frees it). */
+static struct spindle_config *expect_loads(const char *text)
+{
+    struct spindle_config *c = NULL;
+    int rc = spindle_config_load(write_ini(text), &c);
+    if (rc != 0)
+        fail_msg("refused: %s", spindle_errmsg());
+    assert_non_null(c);
+    return c;
+}
+
+/* A file of one member and subgroup 0 with "key = value" added to it. */
+static const char *subgroup_with(char *text, size_t size, const char *lines)
+{
+    snprintf(text, size, "[member.0]\n[subgroup.0]\nmembers = 0\n%s", lines);
+    return text;
+}
+
+static void test_payload_and_window_limits_are_the_librarys(void **state)
+{
+    (void)state;
+    char text[256], message[64];
+    snprintf(message, sizeof message, "max_payload = %u\n", SPINDLE_MAX_PAYLOAD);
+    struct spindle_config *c = expect_loads(subgroup_with(text, sizeof text, message));
+    assert_int_equal(c->subgroups[0].max_payload, SPINDLE_MAX_PAYLOAD);
+    spindle_config_free(c);
+    snprintf(message, sizeof message, "max_payload = %u\n", SPINDLE_MAX_PAYLOAD + 1);
+    expect_error(subgroup_with(text, sizeof text, message),
+                 ":4: max_payload = 1048577: must be between 1 and 1048576");
+
+    snprintf(message, sizeof message, "window_size = %u\n", SPINDLE_MAX_WINDOW);
+    c = expect_loads(subgroup_with(text, sizeof text, message));
+    assert_int_equal(c->subgroups[0].window_size, SPINDLE_MAX_WINDOW);
+    spindle_config_free(c);
+    snprintf(message, sizeof message, "window_size = %u\n", SPINDLE_MAX_WINDOW + 1);
+    expect_error(subgroup_with(text, sizeof text, message),
+                 ":4: window_size = 100001: must be between 1 and 100000");
+
+    c = expect_loads("[bench]\nmessage_size = 1048576\n");
+    assert_int_equal(c->bench.message_size, SPINDLE_MAX_PAYLOAD);
+    spindle_config_free(c);
+    expect_error("[bench]\nmessage_size = 1048577\n",
+                 ":2: message_size = 1048577: must be between 1 and 1048576");
+}
+
+/* 256 slots of 1048568 + 8 bytes fill the 256 MiB ring exactly. */
+static void test_ring_limit_is_the_librarys(void **state)
+{
+    (void)state;
+    char text[256];
+    assert_int_equal(SPINDLE_SLOT_BYTES(1048568) * 256, SPINDLE_MAX_RING_BYTES);
+    struct spindle_config *c = expect_loads(
+        subgroup_with(text, sizeof text, "window_size = 256\nmax_payload = 1048568\n"));
+    assert_int_equal(c->subgroups[0].window_size, 256);
+    spindle_config_free(c);
+    expect_error(subgroup_with(text, sizeof text, "window_size = 257\nmax_payload = 1048568\n"),
+                 ":5: max_payload = 1048568: window_size 257 x slot 1048576 bytes (max_payload "
+                 "1048568) exceeds the ring limit of 268435456 bytes");
+    expect_error(subgroup_with(text, sizeof text, "max_payload = 1048568\nwindow_size = 257\n"),
+                 ":5: window_size = 257: window_size 257 x slot 1048576 bytes (max_payload "
+                 "1048568) exceeds the ring limit of 268435456 bytes");
+}
+
+/* Appends printf-style text to a growing buffer. */
+static void append(char **text, size_t *used, size_t *size, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void append(char **text, size_t *used, size_t *size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (*used + (size_t)need + 1 > *size) {
+        *size = (*used + (size_t)need + 1) * 2;
+        *text = realloc(*text, *size);
+        assert_non_null(*text);
+    }
+    va_start(ap, fmt);
+    vsnprintf(*text + *used, *size - *used, fmt, ap);
+    va_end(ap);
+    *used += (size_t)need;
+}
+
+/* Every member id the library accepts (0..63, so 64 members) in sections
+ * and lists; one more is refused naming the section or the list. */
+static void test_member_limits_are_the_librarys(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t used = 0, size = 0;
+    for (uint32_t id = 0; id < SPINDLE_MAX_MEMBERS; id++)
+        append(&text, &used, &size, "[member.%u]\nport = %u\n", id, 7000 + id);
+    append(&text, &used, &size, "[subgroup.0]\nmembers =");
+    for (uint32_t id = 0; id < SPINDLE_MAX_MEMBERS; id++)
+        append(&text, &used, &size, " %u", id);
+    append(&text, &used, &size, "\n");
+    struct spindle_config *c = expect_loads(text);
+    assert_int_equal(c->num_members, SPINDLE_MAX_MEMBERS);
+    assert_int_equal(c->members[SPINDLE_MAX_MEMBERS - 1].id, 63);
+    assert_int_equal(c->subgroups[0].num_members, SPINDLE_MAX_MEMBERS);
+    spindle_config_free(c);
+    free(text);
+
+    expect_error("[member.0]\n[member.64]\n",
+                 ":2: [member.64]: member ids are 0..63 (at most 64 members)");
+    expect_error("[member.4294967295]\n",
+                 ":1: [member.4294967295]: member ids are 0..63 (at most 64 members)");
+    expect_error("[member.0]\n[subgroup.0]\nmembers = 0, 64\n",
+                 ":3: members = 0, 64: member id 64 is out of range: ids are 0..63 (at most 64 "
+                 "members)");
+}
+
+static void test_subgroup_limits_are_the_librarys(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t used = 0, size = 0;
+    append(&text, &used, &size, "[member.0]\n");
+    for (uint32_t index = 0; index < SPINDLE_MAX_SUBGROUPS; index++)
+        append(&text, &used, &size, "[subgroup.%u]\nmembers = 0\n", index);
+    struct spindle_config *c = expect_loads(text);
+    assert_int_equal(c->num_subgroups, SPINDLE_MAX_SUBGROUPS);
+    assert_int_equal(c->subgroups[SPINDLE_MAX_SUBGROUPS - 1].index, 255);
+    spindle_config_free(c);
+    free(text);
+    expect_error("[member.0]\n[subgroup.256]\nmembers = 0\n",
+                 ":2: [subgroup.256]: subgroup ids are 0..255 (at most 256 subgroups)");
+}
+
+/* Duplicates are found however many keys came before: here 64 members'
+ * two keys and 256 subgroups' three, then a repeat in each kind of
+ * section, reopened or not. */
+static void test_duplicates_are_found_among_many_keys(void **state)
+{
+    (void)state;
+    char *base = NULL;
+    size_t used = 0, size = 0;
+    append(&base, &used, &size, "[group]\nname = many\n");
+    for (uint32_t id = 0; id < SPINDLE_MAX_MEMBERS; id++)
+        append(&base, &used, &size, "[member.%u]\nhost = 127.0.0.1\nport = %u\n", id, 7000 + id);
+    for (uint32_t index = 0; index < SPINDLE_MAX_SUBGROUPS; index++)
+        append(&base, &used, &size, "[subgroup.%u]\nmembers = 0\nwindow_size = 8\nmode = atomic\n",
+               index);
+    int lines = 2 + 3 * (int)SPINDLE_MAX_MEMBERS + 4 * (int)SPINDLE_MAX_SUBGROUPS;
+    struct spindle_config *c = expect_loads(base);
+    spindle_config_free(c);
+
+    static const struct {
+        const char *repeat;
+        const char *says;
+        int first_line;
+    } cases[] = {
+        {"window_size = 9\n", "window_size = 9: duplicate key in [subgroup.255]", -1},
+        {"[subgroup.0]\nmode = unordered\n", "mode = unordered: duplicate key in [subgroup.0]",
+         2 + 3 * 64 + 4},
+        {"[member.63]\nport = 1\n", "port = 1: duplicate key in [member.63]", 2 + 3 * 64},
+        {"[group]\nname = again\n", "name = again: duplicate key in [group]", 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *text = NULL;
+        size_t text_used = 0, text_size = 0;
+        append(&text, &text_used, &text_size, "%s%s", base, cases[i].repeat);
+        int line = lines + (cases[i].repeat[0] == '[' ? 2 : 1);
+        int first = cases[i].first_line > 0 ? cases[i].first_line : lines + cases[i].first_line;
+        char expected[256];
+        snprintf(expected, sizeof expected, ":%d: %s (first set on line %d)", line, cases[i].says,
+                 first);
+        expect_error(text, expected);
+        free(text);
+    }
+    free(base);
 }
 
 /* Regression (tests/fuzz/fuzz_config): a file without members or
@@ -197,6 +372,11 @@ int main(void)
         cmocka_unit_test(test_file_without_members_or_subgroups_loads),
         cmocka_unit_test(test_missing_file_is_named),
         cmocka_unit_test(test_environment_overrides_the_file),
+        cmocka_unit_test(test_payload_and_window_limits_are_the_librarys),
+        cmocka_unit_test(test_ring_limit_is_the_librarys),
+        cmocka_unit_test(test_member_limits_are_the_librarys),
+        cmocka_unit_test(test_subgroup_limits_are_the_librarys),
+        cmocka_unit_test(test_duplicates_are_found_among_many_keys),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -5,7 +5,7 @@
  * encoder to round-trip through, so the target checks instead that loading
  * the same bytes twice gives the same result (the same code and message, or
  * two equal configurations), that an accepted configuration keeps the
- * promises of include/spindle/config.h (bounds, sorted unique ids,
+ * promises of include/spindle/config.h (the library's bounds, sorted unique ids,
  * subgroup members and senders defined), that a refusal is SPINDLE_ECONFIG
  * naming the file, and (LeakSanitizer) that nothing leaks either way.
  * SPINDLE_* environment variables, which override keys, are cleared first
@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <spindle/group.h>
 
 #include "config/config_keys.h"
 #include "fuzz_common.h"
@@ -63,14 +65,17 @@ static void check_promises(const struct spindle_config *c)
     for (uint32_t i = 0; i < c->num_members; i++) {
         FUZZ_CHECK(c->members[i].host != NULL && c->members[i].host[0] != '\0');
         FUZZ_CHECK(i == 0 || c->members[i - 1].id < c->members[i].id);
+        FUZZ_CHECK(c->members[i].id < SPINDLE_MAX_MEMBERS);
         FUZZ_CHECK(spindle_config_member(c, c->members[i].id) == &c->members[i]);
     }
     for (uint32_t g = 0; g < c->num_subgroups; g++) {
         const struct spindle_config_subgroup *s = &c->subgroups[g];
         FUZZ_CHECK(g == 0 || c->subgroups[g - 1].index < s->index);
         FUZZ_CHECK(s->num_members >= 1 && s->num_senders >= 1);
-        FUZZ_CHECK(s->window_size >= 1 && s->window_size <= 100000);
-        FUZZ_CHECK(s->max_payload >= 1 && s->max_payload <= (16u << 20));
+        FUZZ_CHECK(s->index < SPINDLE_MAX_SUBGROUPS);
+        FUZZ_CHECK(s->window_size >= 1 && s->window_size <= SPINDLE_MAX_WINDOW);
+        FUZZ_CHECK(s->max_payload >= 1 && s->max_payload <= SPINDLE_MAX_PAYLOAD);
+        FUZZ_CHECK(SPINDLE_SLOT_BYTES(s->max_payload) * s->window_size <= SPINDLE_MAX_RING_BYTES);
         FUZZ_CHECK(s->mode == SPINDLE_MODE_ATOMIC || s->mode == SPINDLE_MODE_UNORDERED);
         for (uint32_t i = 0; i < s->num_members; i++) {
             FUZZ_CHECK(spindle_config_member(c, s->members[i]) != NULL);
@@ -82,7 +87,7 @@ static void check_promises(const struct spindle_config *c)
         }
     }
     FUZZ_CHECK(c->bench.messages >= 1);
-    FUZZ_CHECK(c->bench.message_size >= 1 && c->bench.message_size <= (16u << 20));
+    FUZZ_CHECK(c->bench.message_size >= 1 && c->bench.message_size <= SPINDLE_MAX_PAYLOAD);
 }
 
 static void check_equal(const struct spindle_config *a, const struct spindle_config *b)

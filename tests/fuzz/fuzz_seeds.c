@@ -274,7 +274,7 @@ static void config_seeds(const char *example)
         {"every-key", "[group]\nname = g\ntransport = shm\nprovider = sockets\ndevice = mlx5_0\n"
                       "failure_timeout_ms = 100\nlog_level = debug\n[member.0]\nhost = h0\n"
                       "port = 0\n[member.1]\nport = 65535\n[subgroup.1]\nmembers = 1 0\n"
-                      "senders = 1\nwindow_size = 100000\nmax_payload = 16777216\n"
+                      "senders = 1\nwindow_size = 256\nmax_payload = 1048568\n"
                       "mode = unordered\n[bench]\nmessages = 1\nmessage_size = 1\n"
                       "duration_ms = 0\n"},
         {"refused", "[group]\ntransport = carrier-pigeon\n"},

@@ -105,6 +105,11 @@ static void test_nonsense_parameters_are_rejected_with_the_value(void **state)
     assert_int_equal(spindle_group_create(&o, &sg, 1, &g), SPINDLE_EINVAL);
     assert_non_null(strstr(spindle_errmsg(), "self 3"));
     o.self = 0;
+    struct spindle_subgroup_config many[SPINDLE_MAX_SUBGROUPS + 1];
+    for (uint32_t i = 0; i <= SPINDLE_MAX_SUBGROUPS; i++)
+        many[i] = one_subgroup();
+    assert_int_equal(spindle_group_create(&o, many, SPINDLE_MAX_SUBGROUPS + 1, &g), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "num_subgroups 257 exceeds the limit of 256"));
     o.transport = "carrier-pigeon";
     assert_int_not_equal(spindle_group_create(&o, &sg, 1, &g), 0);
     assert_non_null(strstr(spindle_errmsg(), "carrier-pigeon"));

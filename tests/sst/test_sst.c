@@ -83,7 +83,7 @@ static int member_join(struct member *m, uint32_t index, uint32_t count, int tim
     char dir[128];
     snprintf(dir, sizeof dir, "%s/run%d", base_dir, run_number);
     struct sst_member_desc mine, all[MAX_MEMBERS];
-    if (ctl_open_dir(dir, index, count, &(struct ctl_versions){1, 1}, &m->ctl) != 0 ||
+    if (ctl_open_dir(dir, index, count, &(struct ctl_versions){1, 1}, 10000, &m->ctl) != 0 ||
         sst_table_export(m->table, &mine) != 0 ||
         ctl_allgather(m->ctl, 1, &mine, sizeof mine, all, 10000) != 0 ||
         sst_table_connect(m->table, all, 5000, NULL) != 0 || sst_engine_start(m->engine) != 0)
