@@ -203,8 +203,10 @@ const void *smc_group_message(struct smc_group *group, uint32_t subgroup, uint64
  * smc_group_undelivered starts at this member's first own message at or
  * beyond lowest[my sender rank], and smc_group_beyond_edge gives how many
  * of sender s's messages this member delivered beyond lowest[s] (its
- * resends to skip in the next view). smc_group_skip sets that count for
- * sender s of subgroup in a group that has not started. SPINDLE_EINVAL for
+ * resends to skip in the next view: those it received past lowest[s], and
+ * those of an earlier change's resends it was still to skip).
+ * smc_group_skip sets that count for sender s of subgroup in a group that
+ * has not started. SPINDLE_EINVAL for
  * an unknown subgroup or sender, a group not wedged, or a subgroup that is
  * not unordered; SPINDLE_EPROTO when lowest[s] lies beyond what this
  * member received.
