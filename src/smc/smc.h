@@ -72,6 +72,9 @@
 #define SMC_HEADER_SIZE   8u
 #define SMC_LENGTH_BITS   24u
 #define SMC_MAX_RING_SIZE (256u << 20) /* bytes of one sender ring */
+/* Bound of smc_options.first_position: half the positions a stream may use
+ * before delivered_num (position * senders) could overflow. */
+#define SMC_MAX_FIRST_POSITION (1ull << 57)
 
 struct smc_group;
 
@@ -94,6 +97,22 @@ struct smc_options {
     int slow_member_ms;
     spindle_deliver_fn deliver;
     void *deliver_ctx;
+    /* Test hook (0 in production): every sender's stream starts at this
+     * position instead of 0, as if that many positions (nulls) had passed,
+     * so that a short test crosses the slot header's 2^39 position wrap
+     * (smc_impl.h, smc_header). Every member must be given the same value;
+     * application message numbers (sender_index) still start at 0. Values
+     * of SMC_MAX_FIRST_POSITION or more are refused.
+     * Why the 64-bit SST counters themselves never overflow: the largest,
+     * delivered_num, is a sequence number, position * senders + rank with
+     * at most SST_MAX_ROWS = 64 senders, so positions must stay below
+     * 2^64 / 64 = 2^58 (2.9e17). A sender's positions advance with its own
+     * messages and with nulls, and nulls only answer messages received
+     * (Spindle 3.3), so at most at the fastest sender's message rate: at
+     * 10^8 messages a second per sender, beyond any transport here, 2^58
+     * positions take 91 years, and each view change starts every counter
+     * again from this value (a fresh table). */
+    uint64_t first_position;
 };
 
 /* Counters of one smc_group (statistics of spindle_stats that SMC owns). */
