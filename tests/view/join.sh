@@ -97,11 +97,17 @@ wait_lines() {
     done
 }
 
-# Waits (bounded) until FILE contains TEXT; 1 if PID ended first.
+# Waits (bounded) until FILE contains TEXT; 1 if PID ended first, or
+# MEMBERS (when given: the members' launcher) did: a joiner that is still
+# asking when the stream is over would only wait out its own timeout.
 wait_text() {
-    local file=$1 text=$2 pid=$3 deadline=$((SECONDS + TIMEOUT))
+    local file=$1 text=$2 pid=$3 members=${4:-} deadline=$((SECONDS + TIMEOUT))
     until grep -q "$text" "$file" 2>/dev/null; do
         kill -0 "$pid" 2>/dev/null || return 1
+        if [ -n "$members" ] && ! kill -0 "$members" 2>/dev/null; then
+            grep -q "$text" "$file" 2>/dev/null
+            return
+        fi
         [ "$SECONDS" -lt "$deadline" ] || fail "$file never said '$text' in ${TIMEOUT}s"
         sleep 0.02
     done
@@ -326,7 +332,8 @@ run_once() {
     j1=$!
     PIDS+=("$j1")
     joiners=1
-    if ! wait_text "$RUN_DIR/joiner-1.out" "member 3 joined" "$j1"; then
+    if ! wait_text "$RUN_DIR/joiner-1.out" "member 3 joined" "$j1" "$launcher"; then
+        kill -9 "$j1" 2>/dev/null
         wait_pid "$j1"
         stop_run
         echo "note: $what: the joiner did not get in (exit $RC) before the stream ended; not counted"
@@ -341,7 +348,8 @@ run_once() {
         j2=$!
         PIDS+=("$j2")
         joiners=2
-        if ! wait_text "$RUN_DIR/joiner-2.out" "member 4 joined" "$j2"; then
+        if ! wait_text "$RUN_DIR/joiner-2.out" "member 4 joined" "$j2" "$launcher"; then
+            kill -9 "$j2" 2>/dev/null
             wait_pid "$j2"
             stop_run
             echo "note: $what: the second joiner did not get in (exit $RC); not counted"
