@@ -231,6 +231,13 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
                                      const struct spindle_subgroup_config *subgroups,
                                      uint32_t num_subgroups, spindle_group_t **out)
 {
+    return group_create_with(options, subgroups, num_subgroups, NULL, out);
+}
+
+int group_create_with(const struct spindle_group_options *options,
+                      const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups,
+                      const struct group_test_options *test, spindle_group_t **out)
+{
     if (options == NULL || out == NULL || (subgroups == NULL && num_subgroups > 0))
         return sp_error(SPINDLE_EINVAL, "spindle_group_create: null argument");
     int rc = check_options(options, num_subgroups);
@@ -246,6 +253,8 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
     view_config_of(group, &config);
     if (rc == 0)
         rc = identity_of(group, &config.identity);
+    if (test != NULL)
+        config.smc_first_position = test->smc_first_position;
     view_membership_init(&group->membership, &config);
     if (rc == 0)
         rc = options->join != NULL ? create_joiner(group, subgroups, num_subgroups)

@@ -25,4 +25,16 @@ struct spindle_group {
     bool shut_down;
 };
 
+/* Test hooks, set only by tests through this header (all members of a
+ * group must be given the same). */
+struct group_test_options {
+    uint64_t smc_first_position; /* smc_options.first_position: streams start there */
+};
+
+/* spindle_group_create with test hooks (test NULL: none, as the public
+ * call). Returns what spindle_group_create returns. */
+int group_create_with(const struct spindle_group_options *options,
+                      const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups,
+                      const struct group_test_options *test, spindle_group_t **out);
+
 #endif

@@ -72,6 +72,9 @@
 #define SMC_HEADER_SIZE   8u
 #define SMC_LENGTH_BITS   24u
 #define SMC_MAX_RING_SIZE SPINDLE_MAX_RING_BYTES /* bytes of one sender ring */
+/* Bound of smc_options.first_position: half the positions a stream may use
+ * before delivered_num (position * senders) could overflow. */
+#define SMC_MAX_FIRST_POSITION (1ull << 57)
 
 _Static_assert(SPINDLE_SLOT_BYTES(1) == SMC_HEADER_SIZE + 8,
                "SPINDLE_SLOT_BYTES must describe the ring's slots");
@@ -99,6 +102,22 @@ struct smc_options {
     int slow_member_ms;
     spindle_deliver_fn deliver;
     void *deliver_ctx;
+    /* Test hook (0 in production): every sender's stream starts at this
+     * position instead of 0, as if that many positions (nulls) had passed,
+     * so that a short test crosses the slot header's 2^39 position wrap
+     * (smc_impl.h, smc_header). Every member must be given the same value;
+     * application message numbers (sender_index) still start at 0. Values
+     * of SMC_MAX_FIRST_POSITION or more are refused.
+     * Why the 64-bit SST counters themselves never overflow: the largest,
+     * delivered_num, is a sequence number, position * senders + rank with
+     * at most SST_MAX_ROWS = 64 senders, so positions must stay below
+     * 2^64 / 64 = 2^58 (2.9e17). A sender's positions advance with its own
+     * messages and with nulls, and nulls only answer messages received
+     * (Spindle 3.3), so at most at the fastest sender's message rate: at
+     * 10^8 messages a second per sender, beyond any transport here, 2^58
+     * positions take 91 years, and each view change starts every counter
+     * again from this value (a fresh table). */
+    uint64_t first_position;
 };
 
 /* Counters of one smc_group (statistics of spindle_stats that SMC owns). */
@@ -208,8 +227,10 @@ const void *smc_group_message(struct smc_group *group, uint32_t subgroup, uint64
  * smc_group_undelivered starts at this member's first own message at or
  * beyond lowest[my sender rank], and smc_group_beyond_edge gives how many
  * of sender s's messages this member delivered beyond lowest[s] (its
- * resends to skip in the next view). smc_group_skip sets that count for
- * sender s of subgroup in a group that has not started. SPINDLE_EINVAL for
+ * resends to skip in the next view: those it received past lowest[s], and
+ * those of an earlier change's resends it was still to skip).
+ * smc_group_skip sets that count for sender s of subgroup in a group that
+ * has not started. SPINDLE_EINVAL for
  * an unknown subgroup or sender, a group not wedged, or a subgroup that is
  * not unordered; SPINDLE_EPROTO when lowest[s] lies beyond what this
  * member received.

@@ -192,6 +192,32 @@ static int build_table(struct smc_group *group, const struct smc_layout *layouts
     return sst_table_set_side_region(group->table, (size_t)side, TP_MR_NONPINNED);
 }
 
+/* smc_options.first_position (a test hook): every stream of every subgroup
+ * starts at position first, in this member's state and in its own row
+ * (the others' rows move from 0 past first with their first pushes, which
+ * every member makes before anything it holds can be delivered). */
+static void start_streams_at(struct smc_group *group, uint64_t first)
+{
+    for (uint32_t g = 0; g < group->num_subgroups; g++) {
+        struct smc_subgroup *sub = &group->subgroups[g];
+        uint32_t senders = sub->layout.num_senders;
+        if (sub->my_sender_rank >= 0) {
+            sub->next_position = first;
+            sub->published = first;
+            sst_write_u64(group->table, sub->sent_offset, first);
+        }
+        if (sub->my_member_rank < 0 || senders == 0)
+            continue;
+        for (uint32_t s = 0; s < senders; s++) {
+            sub->senders[s].recv_position = first;
+            sst_write_u64(group->table, sub->received_offset + 8 * s, first);
+        }
+        /* Atomic: sequence numbers below round first are all nulls. */
+        sub->delivered = sub->layout.mode == SPINDLE_MODE_ATOMIC ? first * senders : 0;
+        sst_write_u64(group->table, sub->delivered_offset, sub->delivered);
+    }
+}
+
 int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts,
                      uint32_t num_subgroups, uint32_t num_rows, uint32_t my_row,
                      const struct smc_options *options, struct smc_group **out)
@@ -208,6 +234,9 @@ int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts
         if (rc < 0)
             return rc;
     }
+    if (options->first_position >= SMC_MAX_FIRST_POSITION)
+        return sp_error(SPINDLE_EINVAL, "first_position %llu must be below 2^57",
+                        (unsigned long long)options->first_position);
     struct smc_group *group = calloc(1, sizeof *group);
     if (group == NULL)
         return sp_error(SPINDLE_ENOMEM, "no memory for the group");
@@ -233,6 +262,8 @@ int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts
         rc = init_subgroup(group, &group->subgroups[g], g, &layouts[g]);
     if (rc == 0)
         rc = build_table(group, layouts);
+    if (rc == 0 && options->first_position > 0)
+        start_streams_at(group, options->first_position);
     if (rc < 0) {
         smc_group_destroy(group);
         return rc;

@@ -153,7 +153,8 @@ static inline uint64_t smc_header(uint64_t position, uint32_t length)
  * positions before it are nulls), SMC_HEADER_OLDER when it names an
  * earlier position or none (never written: positions up to sent_num are
  * nulls). Computed modulo 2^39, so that a stream of more than 2^39
- * positions (a sender that runs for months) goes on across the wrap.
+ * positions (a sender that runs for months) goes on across the wrap
+ * (tests/smc/test_smc_wrap.c streams across it, smc_options.first_position).
  */
 static inline uint64_t smc_header_distance(uint64_t header, uint64_t next)
 {

@@ -157,7 +157,10 @@ int smc_group_beyond_edge(struct smc_group *group, uint32_t subgroup, uint32_t s
     if (sub->my_member_rank < 0 || sender >= sub->layout.num_senders)
         return sp_error(SPINDLE_EINVAL, "subgroup %u: no sender %u here", subgroup, sender);
     const struct smc_sender *s = &sub->senders[sender];
-    *count = s->recv_app - s->edge_app;
+    /* Plus the resends of an earlier change it has not taken yet: it
+     * delivered those before this view, and they come again after the edge
+     * (a second change before they arrived). */
+    *count = s->recv_app - s->edge_app + s->skip;
     return 0;
 }
 

@@ -58,6 +58,7 @@ struct view_config {
     spindle_state_save_fn state_save;
     spindle_state_load_fn state_load;
     void *state_ctx;
+    uint64_t smc_first_position; /* test hook: smc_options.first_position (0) */
 };
 
 /* One installed view and the multicast that runs in it. The epoch is the

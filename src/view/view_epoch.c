@@ -49,6 +49,7 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
         .slow_member_ms = m->config.slow_member_ms,
         .deliver = direct ? m->config.deliver : view_deliver,
         .deliver_ctx = direct ? m->config.deliver_ctx : (void *)epoch,
+        .first_position = m->config.smc_first_position,
     };
     const struct view *v = &epoch->view;
     int rc = smc_group_create(m->engine, v->layouts, v->num_subgroups, v->num_members, v->my_rank,

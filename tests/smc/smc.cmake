@@ -11,6 +11,8 @@ if(TARGET spindle-bench)
 endif()
 spindle_add_test(test_smc_view SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_view.c
                  TIMEOUT 60 LABELS smc)
+spindle_add_test(test_smc_wrap SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_wrap.c
+                 TIMEOUT 60 LABELS smc)
 spindle_add_test(test_smc_rings SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_rings.c
                  TIMEOUT 60 LABELS smc)
 # A peer that breaks the protocol (slot lengths, counters) is failed, not

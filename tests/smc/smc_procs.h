@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <spindle/spindle.h>
@@ -71,6 +72,45 @@ static inline int smc_procs_run(uint32_t members, smc_proc_fn fn, struct smc_pro
     if (system(cmd) != 0)
         rc = -1;
     return rc;
+}
+
+/* Options of member self of members over shm, bootstrapped in dir,
+ * delivering to deliver(ctx). */
+static inline void smc_proc_options(struct spindle_group_options *options, uint32_t self,
+                                    uint32_t members, const char *dir, spindle_deliver_fn deliver,
+                                    void *ctx)
+{
+    spindle_group_options_init(options);
+    options->self = self;
+    options->num_members = members;
+    options->bootstrap = dir;
+    options->deliver = deliver;
+    options->deliver_ctx = ctx;
+}
+
+/* Records a member's failure: what it was doing, the code and the
+ * library's message. */
+static inline void smc_proc_fail(struct smc_proc_result *r, const char *what, int rc)
+{
+    r->ok = 0;
+    snprintf(r->error, sizeof r->error, "%s: %s: %s", what, spindle_strerror(rc), spindle_errmsg());
+}
+
+/* Waits until the delivery counter *total (atomic) reaches expected,
+ * looking every 0.5 ms; 0, or SPINDLE_ETIMEDOUT after seconds. */
+static inline int smc_proc_wait_total(const uint64_t *total, uint64_t expected, int seconds)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    time_t deadline = now.tv_sec + seconds;
+    while (__atomic_load_n(total, __ATOMIC_ACQUIRE) < expected) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > deadline)
+            return SPINDLE_ETIMEDOUT;
+        struct timespec pause = {0, 500000};
+        nanosleep(&pause, NULL);
+    }
+    return 0;
 }
 
 /* Folds one delivered message into the per-subgroup digest and counts. */

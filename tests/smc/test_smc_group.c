@@ -32,19 +32,8 @@ static int create(uint32_t self, uint32_t members, const char *dir,
                   struct member_ctx *ctx, spindle_group_t **group)
 {
     struct spindle_group_options options;
-    spindle_group_options_init(&options);
-    options.self = self;
-    options.num_members = members;
-    options.bootstrap = dir;
-    options.deliver = on_deliver;
-    options.deliver_ctx = ctx;
+    smc_proc_options(&options, self, members, dir, on_deliver, ctx);
     return spindle_group_create(&options, subgroups, count, group);
-}
-
-static void record_error(struct smc_proc_result *r, const char *what, int rc)
-{
-    r->ok = 0;
-    snprintf(r->error, sizeof r->error, "%s: %s: %s", what, spindle_strerror(rc), spindle_errmsg());
 }
 
 /* Sends count messages of size bytes whose content depends on (self, g, i). */
@@ -69,23 +58,16 @@ static int send_many(spindle_group_t *group, uint32_t self, uint32_t g, uint32_t
 
 static int wait_total(struct member_ctx *ctx, uint64_t expected, int seconds)
 {
-    uint64_t deadline = sp_now_ns() + (uint64_t)seconds * 1000000000ull;
-    while (__atomic_load_n(&ctx->total, __ATOMIC_ACQUIRE) < expected) {
-        if (sp_now_ns() > deadline)
-            return SPINDLE_ETIMEDOUT;
-        struct timespec ts = {0, 500000};
-        nanosleep(&ts, NULL);
-    }
-    return 0;
+    return smc_proc_wait_total(&ctx->total, expected, seconds);
 }
 
 static void finish(spindle_group_t *group, struct smc_proc_result *r, int rc, const char *what)
 {
     if (rc < 0)
-        record_error(r, what, rc);
+        smc_proc_fail(r, what, rc);
     int shut = spindle_group_shutdown(group, 20000);
     if (rc == 0 && shut < 0)
-        record_error(r, "shutdown", shut);
+        smc_proc_fail(r, "shutdown", shut);
     spindle_group_destroy(group);
     if (rc == 0 && shut == 0 && r->ok == 0)
         r->ok = 1;
@@ -114,7 +96,7 @@ static void overlap_member(uint32_t self, uint32_t members, const char *dir,
     spindle_group_t *group;
     int rc = create(self, members, dir, sg, 4, &ctx, &group);
     if (rc < 0) {
-        record_error(r, "create", rc);
+        smc_proc_fail(r, "create", rc);
         return;
     }
     uint64_t expected = 0;
@@ -176,7 +158,7 @@ static void stall_member(uint32_t self, uint32_t members, const char *dir,
     spindle_group_t *group;
     int rc = create(self, members, dir, &sg, 1, &ctx, &group);
     if (rc < 0) {
-        record_error(r, "create", rc);
+        smc_proc_fail(r, "create", rc);
         return;
     }
     if (self < 2)
@@ -216,7 +198,7 @@ static void quiet_member(uint32_t self, uint32_t members, const char *dir,
     spindle_group_t *group;
     int rc = create(self, members, dir, &sg, 1, &ctx, &group);
     if (rc < 0) {
-        record_error(r, "create", rc);
+        smc_proc_fail(r, "create", rc);
         return;
     }
     /* Uneven counts so nulls are certainly needed at the end. */

@@ -1,7 +1,8 @@
 /*
  * SMC view-change hooks on a one-member group built from the internal API:
- * wedging stops sends, received counts are readable per sender, and
- * deliver_upto refuses a trim this member cannot honour.
+ * wedging stops sends, received counts are readable per sender,
+ * deliver_upto refuses a trim this member cannot honour, and an unordered
+ * edge counts the resends still to skip from an earlier change.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,9 +24,11 @@ static void on_deliver(void *ctx, const struct spindle_message *m, size_t n)
     __atomic_add_fetch(&delivered, n, __ATOMIC_RELEASE);
 }
 
-static void test_wedge_then_trim_hooks(void **state)
+/* A started one-member group of one subgroup in mode, over shm; skip:
+ * resends to take without delivering (unordered, smc_group_skip). */
+static void open_group(enum spindle_delivery_mode mode, uint64_t skip,
+                       struct sst_engine **engine_out, struct smc_group **group_out)
 {
-    (void)state;
     struct tp_config config;
     memset(&config, 0, sizeof config);
     config.backend = "shm";
@@ -42,25 +45,49 @@ static void test_wedge_then_trim_hooks(void **state)
     layout.num_senders = 1;
     layout.window_size = 4;
     layout.max_payload = 8;
-    layout.mode = SPINDLE_MODE_ATOMIC;
+    layout.mode = mode;
     struct smc_options options = {
         .batching = true, .null_sends = true, .deliver = on_deliver, .deliver_ctx = NULL};
     struct smc_group *group;
     assert_int_equal(smc_group_create(engine, &layout, 1, 1, 0, &options, &group), 0);
+    if (skip > 0)
+        assert_int_equal(smc_group_skip(group, 0, 0, skip), 0);
     struct sst_member_desc desc;
     memset(&desc, 0, sizeof desc);
     assert_int_equal(smc_group_export(group, &desc), 0);
     assert_int_equal(smc_group_connect(group, &desc, 1000, NULL), 0);
     assert_int_equal(smc_group_start(group), 0);
     assert_int_equal(sst_engine_start(engine), 0);
+    *engine_out = engine;
+    *group_out = group;
+}
 
-    for (int i = 0; i < 10; i++) {
+static void send_and_flush(struct smc_group *group, int count)
+{
+    for (int i = 0; i < count; i++) {
         void *slot;
         assert_int_equal(smc_reserve(group, 0, 8, 0, &slot), 0);
         memset(slot, i, 8);
         assert_int_equal(smc_commit(group, 0), 0);
     }
     assert_int_equal(smc_flush(group, 10000), 0);
+}
+
+static void close_group(struct sst_engine *engine, struct smc_group *group)
+{
+    sst_engine_stop(engine);
+    smc_group_destroy(group);
+    sst_engine_destroy(engine);
+}
+
+static void test_wedge_then_trim_hooks(void **state)
+{
+    (void)state;
+    struct sst_engine *engine;
+    struct smc_group *group;
+    __atomic_store_n(&delivered, 0, __ATOMIC_RELEASE);
+    open_group(SPINDLE_MODE_ATOMIC, 0, &engine, &group);
+    send_and_flush(group, 10);
     assert_int_equal(__atomic_load_n(&delivered, __ATOMIC_ACQUIRE), 10);
 
     smc_group_wedge(group);
@@ -75,16 +102,37 @@ static void test_wedge_then_trim_hooks(void **state)
     assert_int_equal(__atomic_load_n(&delivered, __ATOMIC_ACQUIRE), 10);
     /* A trim beyond what this member holds is a protocol error. */
     assert_int_equal(smc_group_deliver_upto(group, 0, 11), SPINDLE_EPROTO);
+    close_group(engine, group);
+}
 
-    sst_engine_stop(engine);
-    smc_group_destroy(group);
-    sst_engine_destroy(engine);
+/* A view that began with 3 resends to skip (this member delivered them
+ * before) and changed again after only 1 of them arrived: at the new edge
+ * (0: a survivor received nothing of this view) the member is 3 messages
+ * beyond it, the 1 it took and the 2 still to come, and must skip all 3 in
+ * the next view, not 1 (which delivered 2 messages twice). */
+static void test_unordered_edge_counts_skips_still_pending(void **state)
+{
+    (void)state;
+    struct sst_engine *engine;
+    struct smc_group *group;
+    __atomic_store_n(&delivered, 0, __ATOMIC_RELEASE);
+    open_group(SPINDLE_MODE_UNORDERED, 3, &engine, &group);
+    send_and_flush(group, 1);
+    assert_int_equal(__atomic_load_n(&delivered, __ATOMIC_ACQUIRE), 0); /* taken, not delivered */
+    smc_group_wedge(group);
+    const uint64_t lowest[1] = {0};
+    assert_int_equal(smc_group_set_edge(group, 0, lowest, 1), 0);
+    uint64_t beyond = 0;
+    assert_int_equal(smc_group_beyond_edge(group, 0, 0, &beyond), 0);
+    assert_int_equal(beyond, 3);
+    close_group(engine, group);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wedge_then_trim_hooks),
+        cmocka_unit_test(test_unordered_edge_counts_skips_still_pending),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

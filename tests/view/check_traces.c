@@ -4,7 +4,7 @@
  * killed (or cut off), joined or left part-way through a run.
  *
  *   check_traces DIR --messages M --members N [--killed LIST] [--subgroups K]
- *                [--msg-size S] [--initial I]
+ *                [--msg-size S] [--initial I] [--mode atomic|unordered]
  *
  * Input: DIR holds the files of every process that was a member, under
  * member ids 0..N-1. A process is identified by its member id and its
@@ -68,6 +68,32 @@
  * is delivered to it). With --initial I, members I..N-1 joined later: one
  * with unnamed files that was killed (no .end to say when it joined) is
  * checked as a joiner of the first view in its trace.
+ *
+ * --mode unordered checks the guarantee of SPINDLE_MODE_UNORDERED subgroups
+ * (include/spindle/group.h, docs/VIEWS.md) instead, in every subgroup. They
+ * deliver on receipt and a view change does not trim them: each surviving
+ * sender resends from the fewest of its messages any survivor received, and
+ * each survivor drops the resends it already had. So there is no total
+ * order and no all-or-none, and what must hold is:
+ *   - everything above up to "every message 0..M-1 of a sender in the final
+ *     view was delivered by every survivor", unchanged: per file and
+ *     (subgroup, sender) app_index runs 0,1,2,... with no duplicate, reorder
+ *     (a FIFO violation) or gap, across views, and one message has one
+ *     payload everywhere; so the survivors' per-sender sequences agree, each
+ *     a gap-free FIFO prefix of the sender's stream;
+ *   - no process delivered in a view that no survivor was in;
+ *   - a joiner starts, per (subgroup, sender), exactly where one process
+ *     that was in the group before it joined (the member that handed over
+ *     the state) had delivered up to before that view, the same process for
+ *     every (subgroup, sender); from there on it is checked as above.
+ * What is not checked, because the mode does not promise it: the
+ * interleaving of senders (it differs between members); which view a
+ * message is delivered in (a survivor may get in view v+1, as a resend,
+ * what another delivered in view v, so sequences are not compared view by
+ * view and a killed member's or a departed member's trace need not be a
+ * prefix of a survivor's); and that a failed sender's message reached all
+ * survivors or none (each survivor holds a gap-free prefix of a failed
+ * sender's messages, not necessarily of the same length).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -87,7 +113,7 @@ static _Noreturn void usage_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputs("\nusage: check_traces DIR --messages M --members N [--killed ID[.VIEW],...] "
-          "[--subgroups K] [--msg-size S] [--initial I]\n",
+          "[--subgroups K] [--msg-size S] [--initial I] [--mode atomic|unordered]\n",
           stderr);
     exit(2);
 }
@@ -111,9 +137,7 @@ static const struct record *find_index(const struct member *m, size_t from, size
     return NULL;
 }
 
-/* The position of m's first record of view or a later one (records are in
- * view order once check_file passed them). */
-static size_t view_start(const struct member *m, uint64_t view)
+size_t view_start(const struct member *m, uint64_t view)
 {
     size_t low = 0, high = m->count;
     while (low < high) {
@@ -206,7 +230,13 @@ static void check_file(struct member *m)
     m->next_index = calloc((size_t)g.subgroups * g.members, sizeof *m->next_index);
     if (m->next_index == NULL)
         fail_at(m->trace_path, 0, "out of memory");
-    if (m->joiner) {
+    if (m->joiner && m->count > 0 && m->records[0].view < m->joined_view)
+        fail_at(m->trace_path, m->records[0].line,
+                "delivered in view %" PRIu64 ", before it joined in view %" PRIu64,
+                m->records[0].view, m->joined_view);
+    if (m->joiner && g.unordered) {
+        unordered_joiner_start(m);
+    } else if (m->joiner) {
         /* It starts, per subgroup and sender, where the group was when it
          * joined: after what the reference delivered in earlier views. */
         const struct member *ref = initial_survivor();
@@ -215,10 +245,6 @@ static void check_file(struct member *m)
             const struct record *r = &ref->records[i];
             m->next_index[(size_t)r->subgroup * g.members + r->sender] = r->index + 1;
         }
-        if (m->count > 0 && m->records[0].view < m->joined_view)
-            fail_at(m->trace_path, m->records[0].line,
-                    "delivered in view %" PRIu64 ", before it joined in view %" PRIu64,
-                    m->records[0].view, m->joined_view);
     }
     for (size_t i = 0; i < m->count; i++) {
         check_record(m, i);
@@ -351,7 +377,8 @@ static void check_end_members(void)
 }
 
 /* Every message of a sender still in the final view reached every survivor;
- * each message of a sender that left reached all survivors or none. */
+ * each message of a sender that left reached all survivors or none (atomic;
+ * unordered: each survivor holds a gap-free prefix, check_record). */
 static void check_sender(uint32_t sg, uint32_t sender, bool stays)
 {
     size_t slot = (size_t)sg * g.members + sender;
@@ -372,7 +399,7 @@ static void check_sender(uint32_t sg, uint32_t sender, bool stays)
             least = m;
     }
     uint64_t low = least->next_index[slot];
-    if (low != most->next_index[slot]) {
+    if (!g.unordered && low != most->next_index[slot]) {
         const struct record *r = find_index(most, 0, most->count, sg, sender, low);
         fail_at(least->trace_path, 0,
                 "partially delivered: failed sender %u subgroup %u index %" PRIu64
@@ -506,9 +533,11 @@ static uint64_t *collect_views(size_t *count)
     return views;
 }
 
-/* In each view, survivors are identical per subgroup; a killed member or
- * one that left matches them in views it went past and is a prefix in its
- * last one. */
+/* Nothing is delivered in a view no survivor was in. Atomic: in each view,
+ * survivors are identical per subgroup; a killed member or one that left
+ * matches them in views it went past and is a prefix in its last one.
+ * Unordered: a survivor may deliver in view v+1, as a resend, what another
+ * delivered in view v, so views are not compared (see the top comment). */
 static void check_views(void)
 {
     size_t num_views;
@@ -531,7 +560,7 @@ static void check_views(void)
                 continue;
             }
             bool prefix_ok = (m->killed || m->left) && views[v] == m->last_view;
-            for (uint32_t sg = 0; sg < g.subgroups; sg++)
+            for (uint32_t sg = 0; sg < g.subgroups && !g.unordered; sg++)
                 compare_view(ref, m, views[v], sg, prefix_ok);
         }
     }
@@ -577,6 +606,16 @@ static uint64_t parse_number(const char *option, const char *text, uint64_t min,
     return v;
 }
 
+/* --mode: true for unordered. */
+static bool parse_mode(const char *text)
+{
+    if (text != NULL && strcmp(text, "atomic") == 0)
+        return false;
+    if (text != NULL && strcmp(text, "unordered") == 0)
+        return true;
+    usage_error("--mode '%s' must be atomic or unordered", text ? text : "");
+}
+
 static void parse_args(int argc, char **argv)
 {
     g.msg_size = -1;
@@ -593,6 +632,8 @@ static void parse_args(int argc, char **argv)
             g.msg_size = (long long)parse_number(arg, value, 0, UINT32_MAX);
         else if (strcmp(arg, "--killed") == 0 && value != NULL)
             parse_killed(value);
+        else if (strcmp(arg, "--mode") == 0)
+            g.unordered = parse_mode(value);
         else if (strcmp(arg, "--initial") == 0)
             g.initial = (uint32_t)parse_number(arg, value, 1, MAX_MEMBERS);
         else if (arg[0] != '-' && g.dir == NULL) {
@@ -626,12 +667,25 @@ static void print_summary(void)
     printf(", %u survivors in final view %" PRIu64, survivors, ref->final_view);
     if (left > 0)
         printf(", %u left", left);
-    printf(", %" PRIu64 " deliveries checked", g.checked);
+    printf(", %" PRIu64 " deliveries checked%s", g.checked, g.unordered ? " (unordered)" : "");
     for (uint32_t sender = 0; sender < g.members; sender++)
         for (uint32_t sg = 0; sg < g.subgroups && !sender_stays(sender) && was_initial(sender);
-             sg++)
-            printf("; sender %u left, subgroup %u: %" PRIu64 " of its messages delivered by all",
-                   sender, sg, ref->next_index[(size_t)sg * g.members + sender]);
+             sg++) {
+            size_t slot = (size_t)sg * g.members + sender;
+            uint64_t low = ref->next_index[slot], high = low;
+            for (size_t i = 0; i < g.count; i++)
+                if (g.member[i].survivor) {
+                    uint64_t got = g.member[i].next_index[slot];
+                    low = got < low ? got : low;
+                    high = got > high ? got : high;
+                }
+            printf("; sender %u left, subgroup %u: ", sender, sg);
+            if (low == high)
+                printf("%" PRIu64 " of its messages delivered by all", low);
+            else
+                printf("the first %" PRIu64 "..%" PRIu64 " of its messages delivered by each", low,
+                       high);
+        }
     putchar('\n');
 }
 

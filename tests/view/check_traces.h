@@ -81,6 +81,7 @@ struct checker {
     uint32_t senders;  /* sender ids below this appear in some trace */
     struct seen *seen; /* [(subgroup * senders + sender) * messages + index] */
     uint64_t checked;
+    bool unordered; /* --mode unordered: the guarantee of SPINDLE_MODE_UNORDERED */
 };
 
 /* Global so that everything stays reachable when a failure exits. */
@@ -95,6 +96,15 @@ bool parse_u64_token(const char *text, int base, uint64_t *out);
 /* Finds every member-* file in g.dir, applies --killed, reads the traces
  * and .end files and classifies each process (check_traces_files.c). */
 void load_processes(void);
+
+/* The position of m's first record of view or a later one (records are in
+ * view order once check_file passed them). */
+size_t view_start(const struct member *m, uint64_t view);
+
+/* --mode unordered: sets a joiner's next_index to where it starts, per
+ * subgroup and sender: where the member that handed it the state was
+ * (check_traces_unordered.c). Fails when no process was there. */
+void unordered_joiner_start(struct member *joiner);
 
 /* "member-3" or "member-3.7" (incarnation 7): how messages name a process. */
 const char *process_name(const struct member *m);

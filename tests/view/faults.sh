@@ -18,8 +18,12 @@
 # "view change: view V installed N.N ms after failure detected" times the
 # members print. Message size and window are drawn at random too.
 #
-# Usage: faults.sh SPINDLE_BENCH CHECK_TRACES [RUNS_PER_KIND [MESSAGES [KINDS]]]
+# Usage: faults.sh SPINDLE_BENCH CHECK_TRACES [RUNS_PER_KIND [MESSAGES [KINDS [MODE]]]]
 #   KINDS: any of a, b, c, d, s (default abc).
+#   MODE: the subgroup's delivery mode, atomic (default) or unordered
+#   (spindle-bench --mode, check_traces --mode: per-sender FIFO, no
+#   all-or-none for a failed sender), or mixed: drawn per run from the seed;
+#   each run's line names its mode.
 # Environment: SPINDLE_FAULT_SEED  seed of the run (printed when not given),
 #              SPINDLE_FAULT_KEEP  keep the directory of a failed run,
 #              SPINDLE_FAULT_BENCH_ARGS  extra spindle-bench arguments (for
@@ -30,6 +34,7 @@ CHECK=$2
 RUNS=${3:-20}
 MESSAGES=${4:-3000}
 KINDS=${5:-abc}
+MODE=${6:-atomic}
 LAUNCH_TIMEOUT=60 # seconds for one run's launcher to finish after the kill
 TRAFFIC_TIMEOUT=30
 LINE_BYTES=22 # about one trace line, to turn a delivery count into bytes
@@ -156,12 +161,14 @@ run_once() {
     if [ "$kind" = s ]; then
         signal=STOP landed="stopped by signal 19" extra="--failure-timeout-ms 1000"
     fi
+    pick_mode "$MODE"
     # shellcheck disable=SC2086
     "$BENCH" ${SPINDLE_FAULT_BENCH_ARGS:-} --local "$members" --tolerate-failures --trace "$RUN_DIR" \
         --messages "$MESSAGES" --msg-size "$size" --window "$window" --timeout 50 $extra \
-        >"$RUN_DIR/out" 2>&1 &
+        --mode "$RUN_MODE" >"$RUN_DIR/out" 2>&1 &
     LAUNCHER=$!
-    what="run $RUN_NUMBER ($kind): $members members, size $size, window $window, SIG$signal {$targets}"
+    what="run $RUN_NUMBER ($kind): $members members, $RUN_MODE, size $size, window $window,"
+    what="$what SIG$signal {$targets}"
     if ! wait_for_traffic "$members" "$want"; then
         wait_for_launcher
         fail "$what: spindle-bench ended (exit $LAUNCH_RC) before the kill at $want trace bytes"
@@ -198,7 +205,7 @@ run_once() {
     [ "$LAUNCH_RC" -eq 0 ] || fail "$what: spindle-bench exited $LAUNCH_RC after the kill"
     killed=$(echo "$targets" | tr ' ' ',')
     if ! verdict=$("$CHECK" "$RUN_DIR" --messages "$MESSAGES" --members "$members" \
-        --killed "$killed" --msg-size "$size" 2>&1); then
+        --killed "$killed" --msg-size "$size" --mode "$RUN_MODE" 2>&1); then
         fail "$what: $verdict"
     fi
     ms=$(view_change_ms)
@@ -270,4 +277,4 @@ done
 for kind in a b c d s; do
     case $KINDS in *$kind*) summary $kind "${labels[$kind]}" ;; esac
 done
-echo "faults: seed $SEED, $RUN_NUMBER runs, all passed"
+echo "faults: seed $SEED, mode $MODE, $RUN_NUMBER runs, all passed"

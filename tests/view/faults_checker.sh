@@ -10,6 +10,12 @@
 # with joiners that leave and ids given again to later joiners (files
 # member-<id>.<view it joined>.*), a departed member that missed, duplicated
 # or delivered after it left, and two incarnations of one id mixed up.
+# With --mode unordered: it accepts survivors that interleave senders
+# differently, move to the next view at different points of a sender's
+# stream and hold failed-sender prefixes of different lengths (and rejects
+# them as atomic), and rejects a gap, a duplicate (a resend delivered again
+# among them), a FIFO violation, a surviving sender's message missing at one
+# survivor, a payload mismatch and a joiner that starts where nobody was.
 # Usage: faults_checker.sh CHECK_TRACES
 set -eu
 CHECK=$1
@@ -63,21 +69,27 @@ expect_ok() {
     fi
 }
 
-# expect_reject NAME WORD DIR ARGS...: must exit 1 with WORD in the message.
-expect_reject() {
-    name=$1 word=$2 dir=$3
-    shift 3
+# expect_exit STATUS NAME WORD DIR ARGS...: must exit STATUS with WORD in
+# the message.
+expect_exit() {
+    status=$1 name=$2 word=$3 dir=$4
+    shift 4
     cases=$((cases + 1))
     set +e
     out=$("$CHECK" "$dir" "$@" 2>&1)
     rc=$?
     set -e
-    if [ "$rc" -eq 1 ] && printf '%s' "$out" | grep -q -- "$word"; then
+    if [ "$rc" -eq "$status" ] && printf '%s' "$out" | grep -q -- "$word"; then
         echo "ok: rejects $name: $out"
     else
-        echo "FAIL: $name: want exit 1 and '$word', got exit $rc: $out"
+        echo "FAIL: $name: want exit $status and '$word', got exit $rc: $out"
         failures=$((failures + 1))
     fi
+}
+
+# expect_reject NAME WORD DIR ARGS...: a violation (exit 1) naming WORD.
+expect_reject() {
+    expect_exit 1 "$@"
 }
 
 # mutate NAME: a fresh copy of the base set in $WORK/NAME, path in $d.
@@ -342,6 +354,97 @@ mv "$d/member-3.3.end" "$d/member-3.end"
 expect_ok "a joiner's files without incarnation (older spindle-bench) beside an earlier one" \
     "$d" $REUSE_ARGS
 
+# --- unordered subgroups (--mode unordered) ----------------------------
+# senders VIEW SUBGROUP SENDER FIRST LAST [SENDER FIRST LAST]...: each
+# sender's run of indexes in turn (a member's own interleaving).
+senders() {
+    view=$1 sg=$2
+    shift 2
+    while [ $# -ge 3 ]; do
+        i=$2
+        while [ "$i" -le "$3" ]; do
+            line "$view" "$sg" "$1" "$i"
+            i=$((i + 1))
+        done
+        shift 3
+    done
+}
+
+# unordered DIR: members 0..3 all send, member 3 killed in view 0. Each
+# survivor interleaves the senders its own way and moves to view 1 at its
+# own point of each sender's stream (what one delivered in view 0 another
+# gets in view 1, as a resend); of the failed sender 3 they hold prefixes
+# of different lengths (0..2, 0..3, 0..1); member 3 got further in its own
+# stream than anyone.
+unordered() {
+    d=$1
+    mkdir -p "$d"
+    { senders 0 0 0 0 2 1 0 2 3 0 2 2 0 1; senders 1 0 2 2 5 0 3 5 1 3 5; } >"$d/member-0.trace"
+    { senders 0 0 1 0 1 0 0 3 3 0 3 2 0 2; senders 1 0 1 2 5 0 4 5 2 3 5; } >"$d/member-1.trace"
+    { senders 0 0 2 0 3 3 0 1 0 0 1 1 0 3; senders 1 0 0 2 5 1 4 5 2 4 5; } >"$d/member-2.trace"
+    for m in 0 1 2; do echo "view 1 members 0,1,2" >"$d/member-$m.end"; done
+    senders 0 0 3 0 4 0 0 1 1 0 0 >"$d/member-3.trace"
+    printf '0 0 2 0 10 0' >>"$d/member-3.trace"
+}
+UARGS="--messages $M --members 4 --killed 3 --msg-size 10 --mode unordered"
+umutate() {
+    d="$WORK/$1"
+    unordered "$d"
+}
+
+umutate u-good
+expect_ok "unordered: interleavings, view boundaries and failed-sender prefixes differ" "$d" \
+    $UARGS
+expect_reject "the same unordered traces checked as atomic" \
+    "partially delivered: failed sender 3 subgroup 0 index 2" "$d" $ARGS
+
+umutate u-gap
+edit "$d/member-1.trace" '$3 != 0 || $4 != 2'
+expect_reject "unordered: a gap in a sender's indexes" \
+    "member-1.trace:5: gap: subgroup 0 sender 0 index 3 delivered but index 2 never was" "$d" \
+    $UARGS
+
+umutate u-dup
+edit "$d/member-2.trace" '{ print } NR == 3 { print }'
+expect_reject "unordered: a duplicate delivery" \
+    "member-2.trace:4: duplicate: subgroup 0 sender 2 index 2 already delivered at line 3" \
+    "$d" $UARGS
+
+umutate u-dup-resend
+edit "$d/member-0.trace" '{ print } NR == 11 { print "1 0 2 1 10 " $6 }'
+expect_reject "unordered: a resend delivered again in the next view" \
+    "member-0.trace:12: duplicate: subgroup 0 sender 2 index 1 already delivered at line 11" \
+    "$d" $UARGS
+
+umutate u-fifo
+edit "$d/member-0.trace" 'NR == 4 { held = $0; next } { print } NR == 5 { print held }'
+expect_reject "unordered: one sender's messages out of FIFO order" \
+    "member-0.trace:4: reorder: subgroup 0 sender 1 index 1 delivered before index 0" "$d" \
+    $UARGS
+
+umutate u-missing
+edit "$d/member-2.trace" '$3 != 2 || $4 != 5'
+expect_reject "unordered: a surviving sender's message missing at one survivor" \
+    "member-2.trace: missing: subgroup 0 sender 2 (in the final view) index 5" "$d" $UARGS
+
+umutate u-payload
+edit "$d/member-1.trace" 'NR == 5 { $6 = "deadbeef" } { print }'
+expect_reject "unordered: one message with two checksums" "payload differs" "$d" $UARGS
+
+# A joiner (member 4) of view 1 starts where the member that handed it the
+# state was (member 0: senders 0..2 at 3, 3, 2); one that starts where
+# nobody was (sender 1 at 2, as member 1, but sender 0 at 3, as member 0)
+# missed or repeats messages.
+UJOIN_ARGS="--messages $M --members 5 --initial 4 --killed 3 --msg-size 10 --mode unordered"
+umutate u-joiner
+for m in 0 1 2; do echo "view 1 members 0,1,2,4" >"$d/member-$m.end"; done
+senders 1 0 0 3 5 1 3 5 2 2 5 >"$d/member-4.1.trace"
+echo "view 1 members 0,1,2,4 joined 1" >"$d/member-4.1.end"
+expect_ok "unordered: a joiner starting where the state's member was" "$d" $UJOIN_ARGS
+senders 1 0 0 3 5 1 2 5 2 2 5 >"$d/member-4.1.trace"
+expect_reject "unordered: a joiner starting where no member was" \
+    "member-4.1.trace:1: joiner of view 1 starts" "$d" $UJOIN_ARGS
+
 mutate usage
 cases=$((cases + 1))
 set +e
@@ -354,6 +457,8 @@ else
     echo "FAIL: missing --messages: want exit 2, got $rc"
     failures=$((failures + 1))
 fi
+expect_exit 2 "a bad --mode as a usage error" "--mode 'total' must be atomic or unordered" "$d" \
+    $ARGS --mode total
 
 echo "$cases cases, $failures failed"
 [ "$failures" -eq 0 ]

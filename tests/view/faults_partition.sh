@@ -7,19 +7,22 @@
 #     them), and check_traces accepts their traces with the cut-off member as
 #     not surviving: they delivered identical sequences per view, every
 #     message of both of them, and each message of the cut-off member by both
-#     or neither;
-#   - the cut-off member delivered nothing the majority did not (its trace is
-#     a prefix of theirs in every view: checked by check_traces), stops
-#     within the bound, says it is in a minority, and writes no .end.
+#     or neither (unordered: each sender's messages once, in its order, every
+#     message of both of them, a gap-free prefix of the cut-off member's);
+#   - the cut-off member delivered nothing the majority did not (atomic: its
+#     trace is a prefix of theirs in every view: checked by check_traces),
+#     stops within the bound, says it is in a minority, and writes no .end.
 # One run cuts a non-leader (member 2), one cuts the leader (member 0).
 #
 # Needs root and network namespaces; fails, saying why, when they cannot be
-# created. Usage: faults_partition.sh SPINDLE_BENCH CHECK_TRACES [MESSAGES]
+# created. Usage: faults_partition.sh SPINDLE_BENCH CHECK_TRACES [MESSAGES [MODE]]
+#   MODE: atomic (default), unordered, or mixed (drawn per run from the seed).
 # Environment: SPINDLE_FAULT_SEED as for faults.sh.
 set -u
 BENCH=$1
 CHECK=$2
 MESSAGES=${3:-4000}
+MODE=${4:-atomic}
 MEMBERS=3
 FAILURE_TIMEOUT_MS=1000
 RUN_TIMEOUT=60
@@ -137,12 +140,13 @@ partition_run() {
     RUN_DIR="$WORK/cut-$cut"
     mkdir -p "$RUN_DIR"
     write_config "$RUN_DIR/config.ini"
+    pick_mode "$MODE"
     for ((m = 0; m < MEMBERS; m++)); do net ip -n "$BRIDGE_NS" link set "$TAG-p$m" up; done
     for ((m = 0; m < MEMBERS; m++)); do
         ip netns exec "$TAG-$m" "$BENCH" --config "$RUN_DIR/config.ini" --id "$m" \
             --transport fabric --provider tcp --tolerate-failures --trace "$RUN_DIR" \
             --messages "$MESSAGES" --msg-size "$SIZE" --window "$WINDOW" --timeout 50 \
-            >"$RUN_DIR/out-$m" 2>&1 &
+            --mode "$RUN_MODE" >"$RUN_DIR/out-$m" 2>&1 &
         PIDS[m]=$!
     done
     expected=$((MEMBERS * MESSAGES * 22))
@@ -156,7 +160,7 @@ partition_run() {
         sleep 0.01
     done
     net ip -n "$BRIDGE_NS" link set "$TAG-p$cut" down
-    echo "partition: cut member $cut off at >= $want trace bytes"
+    echo "partition: cut member $cut off at >= $want trace bytes ($RUN_MODE)"
     majority=""
     for ((m = 0; m < MEMBERS; m++)); do
         [ "$m" -eq "$cut" ] && continue
@@ -172,7 +176,7 @@ partition_run() {
     [ ! -e "$RUN_DIR/member-$cut.end" ] ||
         fail "cut-off member $cut wrote member-$cut.end: $(cat "$RUN_DIR/member-$cut.end")"
     verdict=$("$CHECK" "$RUN_DIR" --messages "$MESSAGES" --members "$MEMBERS" --killed "$cut" \
-        --msg-size "$SIZE" 2>&1) || fail "member $cut cut off: $verdict"
+        --msg-size "$SIZE" --mode "$RUN_MODE" 2>&1) || fail "member $cut cut off: $verdict"
     ms=$(sed -n 's/.*installed \([0-9.]*\) ms after failure detected.*/\1/p' "$RUN_DIR"/out-* |
         sort -g | tail -n 1)
     echo "ok: member $cut cut off: majority{$majority } finished, member $cut stopped (exit $rc)" \
@@ -184,4 +188,4 @@ partition_run() {
 make_network
 partition_run 2
 partition_run 0
-echo "partition: seed $SEED, 2 runs, all passed"
+echo "partition: seed $SEED, mode $MODE, 2 runs, all passed"

@@ -21,7 +21,9 @@
 # stream ended before a joiner got in is not counted (a note says so) and
 # is repeated, at most RUNS more times.
 #
-# Usage: join.sh SPINDLE_BENCH CHECK_TRACES [RUNS_PER_KIND [KINDS]]
+# Usage: join.sh SPINDLE_BENCH CHECK_TRACES [RUNS_PER_KIND [KINDS [MODE]]]
+#   MODE: the subgroup's delivery mode, atomic (default), unordered, or
+#   mixed (drawn per run from the seed); each run's line names it.
 # Environment: SPINDLE_JOIN_SEED (printed when not given),
 #              SPINDLE_JOIN_KEEP keep the directory of a failed run,
 #              SPINDLE_JOIN_BENCH_ARGS extra spindle-bench arguments for
@@ -31,6 +33,7 @@ BENCH=$1
 CHECK=$2
 RUNS=${3:-3}
 KINDS=${4:-abc}
+MODE=${5:-atomic}
 MESSAGES=6000
 RATE=1500 # messages per second per sender: a stream of about 4 s
 TIMEOUT=60
@@ -94,11 +97,17 @@ wait_lines() {
     done
 }
 
-# Waits (bounded) until FILE contains TEXT; 1 if PID ended first.
+# Waits (bounded) until FILE contains TEXT; 1 if PID ended first, or
+# MEMBERS (when given: the members' launcher) did: a joiner that is still
+# asking when the stream is over would only wait out its own timeout.
 wait_text() {
-    local file=$1 text=$2 pid=$3 deadline=$((SECONDS + TIMEOUT))
+    local file=$1 text=$2 pid=$3 members=${4:-} deadline=$((SECONDS + TIMEOUT))
     until grep -q "$text" "$file" 2>/dev/null; do
         kill -0 "$pid" 2>/dev/null || return 1
+        if [ -n "$members" ] && ! kill -0 "$members" 2>/dev/null; then
+            grep -q "$text" "$file" 2>/dev/null
+            return
+        fi
         [ "$SECONDS" -lt "$deadline" ] || fail "$file never said '$text' in ${TIMEOUT}s"
         sleep 0.02
     done
@@ -151,7 +160,8 @@ check_joined() {
     [ -z "${VICTIM:-}" ] || gone="$gone${gone:+,}$VICTIM"
     # shellcheck disable=SC2046
     VERDICT=$("$CHECK" "$RUN_DIR" --messages "$messages" --members $((top + 1)) --initial 3 \
-        --msg-size "$size" $([ -n "$gone" ] && echo --killed "$gone") 2>&1) || fail "$what: $VERDICT"
+        --msg-size "$size" --mode "$RUN_MODE" $([ -n "$gone" ] && echo --killed "$gone") 2>&1) ||
+        fail "$what: $VERDICT"
 }
 
 # await_joined FILE PID NAME: waits until the joiner PID (output in FILE)
@@ -262,18 +272,20 @@ run_once() {
     size=${sizes[RANDOM % 3]}
     window=${windows[RANDOM % 3]}
     pick_port
+    pick_mode "$MODE"
     # Kind k: a stream of about 10 s, long enough for the group to remove
     # a stopped joiner (1 s) and for the next one to get in after it.
     case $kind in [km]) messages=$((RATE * 10)) ;; esac
     local common=(--tolerate-failures --trace "$RUN_DIR" --messages "$messages" --rate "$RATE"
-        --msg-size "$size" --window "$window" --timeout "$TIMEOUT")
+        --msg-size "$size" --window "$window" --timeout "$TIMEOUT" --mode "$RUN_MODE")
     [ "$kind" != k ] || common+=(--failure-timeout-ms 1000)
     # shellcheck disable=SC2086
     "$BENCH" ${SPINDLE_JOIN_BENCH_ARGS:-} --local 3 --control-port "$PORT" "${common[@]}" \
         >"$RUN_DIR/members.out" 2>&1 &
     launcher=$!
     PIDS=("$launcher")
-    local what="run $RUN_NUMBER ($kind): 3 members on ports $PORT.., size $size, window $window"
+    local what="run $RUN_NUMBER ($kind): 3 members on ports $PORT.., $RUN_MODE, size $size,"
+    what="$what window $window"
     # Join somewhere in the first third of the stream.
     local want=$((1 + RANDOM % (MESSAGES * 3 / 3)))
     if ! wait_lines "$RUN_DIR/member-0.trace" "$want" "$launcher" "$RUN_DIR/members.out"; then
@@ -320,7 +332,8 @@ run_once() {
     j1=$!
     PIDS+=("$j1")
     joiners=1
-    if ! wait_text "$RUN_DIR/joiner-1.out" "member 3 joined" "$j1"; then
+    if ! wait_text "$RUN_DIR/joiner-1.out" "member 3 joined" "$j1" "$launcher"; then
+        kill -9 "$j1" 2>/dev/null
         wait_pid "$j1"
         stop_run
         echo "note: $what: the joiner did not get in (exit $RC) before the stream ended; not counted"
@@ -335,7 +348,8 @@ run_once() {
         j2=$!
         PIDS+=("$j2")
         joiners=2
-        if ! wait_text "$RUN_DIR/joiner-2.out" "member 4 joined" "$j2"; then
+        if ! wait_text "$RUN_DIR/joiner-2.out" "member 4 joined" "$j2" "$launcher"; then
+            kill -9 "$j2" 2>/dev/null
             wait_pid "$j2"
             stop_run
             echo "note: $what: the second joiner did not get in (exit $RC); not counted"
@@ -369,7 +383,7 @@ run_once() {
     [ -s "$RUN_DIR/member-3.$joined.trace" ] || fail "$what: the joiner delivered nothing"
     # shellcheck disable=SC2086
     if ! verdict=$("$CHECK" "$RUN_DIR" --messages "$MESSAGES" --members $((members + joiners)) \
-        --msg-size "$size" $killed 2>&1); then
+        --msg-size "$size" --mode "$RUN_MODE" $killed 2>&1); then
         fail "$what: $verdict"
     fi
     record_join_ms "$RUN_DIR/joiner-1.out"
@@ -409,5 +423,5 @@ for ((k = 0; k < ${#KINDS}; k++)); do
 done
 sort -g "$WORK/join-ms" >"$WORK/join-ms.sorted"
 n=$(wc -l <"$WORK/join-ms.sorted")
-echo "join: all runs passed; request to first view: median $(sed -n "$(((n + 1) / 2))p" \
+echo "join: seed $SEED, mode $MODE: all runs passed; request to first view: median $(sed -n "$(((n + 1) / 2))p" \
     "$WORK/join-ms.sorted") ms, worst $(tail -n 1 "$WORK/join-ms.sorted") ms over $n joins"
