@@ -25,7 +25,8 @@
 #include "util/log.h"
 
 /* Why a late connection's hello is refused (NULL: taken). A join request
- * may leave the group open (0). */
+ * may leave the group open (0). Modelled in models/join.pml (LATE_OK, with
+ * ctl_tcp_expect_member and ctl_tcp_remove_member). */
 static const char *ctl_late_refusal(const struct ctl_tcp *ctl, const struct ctl_hello *hello,
                                     char *why, size_t cap)
 {

@@ -6,6 +6,9 @@
  * application state, and meets the members at the start of its first
  * view. Any failure on the way undoes the attempt; the joiner asks again
  * until its bootstrap timeout.
+ *
+ * Modelled in models/join.pml (process joiner: one step per function of
+ * join_attempt, undo for join_undo).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,7 +246,9 @@ static int send_desc(struct view_membership *m, uint32_t leader)
     return rc;
 }
 
-/* Loads the state, connects and starts the table, meets the members. */
+/* Loads the state, connects and starts the table, meets the members.
+ * Modelled in models/join.pml (steps START, IN); it waits for every member
+ * of the view, also one that failed meanwhile (docs/MODELS.md, "Found"). */
 static int start_view(struct view_membership *m, const struct view_join_view *jv, void *state)
 {
     const struct view *view = &m->current->view;

@@ -36,6 +36,11 @@
  *
  * Every message goes through the wire codec (view/view_wire.h); whatever a
  * joiner sends is decoded strictly before it is looked at.
+ *
+ * Modelled in models/join.pml (process group: admit, await_desc, the
+ * announcement, the change with or without the joiner, meet; process
+ * joiner: ask, open_channel, send_desc, await_view, start_view; docs/MODELS.md
+ * maps each to the code): change these rules there too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,7 +235,8 @@ static int next_admission(struct view_membership *m, uint64_t view, uint64_t *ou
     return 0;
 }
 
-/* The leader admits the joiner behind a valid request. */
+/* The leader admits the joiner behind a valid request. Modelled in
+ * models/join.pml (the joiner's ask step, the group's await_desc steps). */
 static bool admit(struct view_membership *m, const struct view_join_request *req)
 {
     uint64_t view = m->current->view.id + 1;
