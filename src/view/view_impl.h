@@ -165,6 +165,21 @@ int view_exchange(struct view_membership *m, struct view_next *next);
  */
 typedef void (*view_commit_hook_fn)(struct view_membership *m, const struct view_next *next);
 void view_test_before_commit(view_commit_hook_fn fn);
+/*
+ * Test hook: fn is called by the membership thread of this process right
+ * after it installed a view that admits a joiner, before it meets the
+ * others at its start (the joiner may already have its view). NULL, the
+ * default, turns it off; set it before creating a group.
+ */
+typedef void (*view_meet_hook_fn)(struct view_membership *m, uint32_t joiner);
+void view_test_before_meet(view_meet_hook_fn fn);
+/*
+ * Waits, in short rounds, for the ready of every member of `from` that is
+ * not suspected at the start of view (tag), up to EXCHANGE_TIMEOUTS
+ * failure timeouts: a member that fails meanwhile is left to the next
+ * change. SPINDLE_ETIMEDOUT naming the view, or the channel's error.
+ */
+int view_gather_survivors(struct view_membership *m, uint64_t from, uint64_t view, uint32_t tag);
 /* The decoded blob of the survivor at rank `rank` of the next view. */
 const struct view_blob *view_blob_of(const struct view_next *next, uint32_t rank);
 

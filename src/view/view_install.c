@@ -356,8 +356,8 @@ static int prepare(struct view_membership *m, struct view_next *next, struct res
 
 /* Gathers the survivors' ready messages, except from those suspected in
  * the new view meanwhile (the next change removes them). */
-static int gather_survivors(struct view_membership *m, uint64_t survivors, uint64_t view,
-                            uint32_t tag)
+int view_gather_survivors(struct view_membership *m, uint64_t survivors, uint64_t view,
+                          uint32_t tag)
 {
     uint64_t deadline =
         sp_now_ns() + EXCHANGE_TIMEOUTS * 1000000ull * (uint64_t)m->config.failure_timeout_ms;
@@ -384,7 +384,7 @@ static int meet(struct view_membership *m, uint64_t survivors, uint32_t joiner)
     uint64_t to = survivors | (joiner != VIEW_NO_JOINER ? 1ull << joiner : 0);
     int rc = view_publish_ready(m, view, tag, to);
     if (rc == 0)
-        rc = gather_survivors(m, survivors, view, tag);
+        rc = view_gather_survivors(m, survivors, view, tag);
     if (rc == 0 && joiner != VIEW_NO_JOINER &&
         view_gather_ready(m, 1ull << joiner, view, tag, -1, "joiner's start") < 0) {
         /* A joiner lost on its way in is a failure in the new view, not a
@@ -394,6 +394,15 @@ static int meet(struct view_membership *m, uint64_t survivors, uint32_t joiner)
         view_suspect(m, m->current->view.num_members - 1);
     }
     return rc;
+}
+
+static view_meet_hook_fn before_meet;
+
+/* Called only by tests (its purpose): */
+// cppcheck-suppress unusedFunction
+void view_test_before_meet(view_meet_hook_fn fn)
+{
+    before_meet = fn;
 }
 
 int view_try_change(struct view_membership *m, uint64_t mask, uint32_t joiner)
@@ -411,6 +420,8 @@ int view_try_change(struct view_membership *m, uint64_t mask, uint32_t joiner)
     }
     struct view_transition how = next.how;
     uint64_t detected_ns = install(m, &next);
+    if (before_meet != NULL && joiner != VIEW_NO_JOINER)
+        before_meet(m, joiner);
     rc = smc_group_start(m->current->smc);
     if (rc == 0)
         rc = meet(m, how.survivors, joiner);

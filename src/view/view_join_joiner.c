@@ -246,9 +246,9 @@ static int send_desc(struct view_membership *m, uint32_t leader)
     return rc;
 }
 
-/* Loads the state, connects and starts the table, meets the members.
- * Modelled in models/join.pml (steps START, IN); it waits for every member
- * of the view, also one that failed meanwhile (docs/MODELS.md, "Found"). */
+/* Loads the state, connects and starts the table, meets the members that
+ * did not fail meanwhile. Modelled in models/join.pml (steps START, IN;
+ * docs/MODELS.md, "Found"). */
 static int start_view(struct view_membership *m, const struct view_join_view *jv, void *state)
 {
     const struct view *view = &m->current->view;
@@ -259,8 +259,18 @@ static int start_view(struct view_membership *m, const struct view_join_view *jv
             rc = sp_error(rc, "state_load refused the state of view %llu (%s)",
                           (unsigned long long)view->id, spindle_strerror(rc));
     }
+    /* A member that fails now (its table cannot be connected, or the
+     * engine reports it) is a failure in this view like any other: the
+     * joiner meets the others without it and its membership thread, once
+     * started, takes part in the change that removes it. Waiting for it
+     * would stop the joiner and leave the others without their majority
+     * (found by models/join.pml). */
+    uint64_t failed = 0;
     if (rc == 0)
-        rc = view_epoch_connect(m, m->current, jv->descs, NULL);
+        rc = view_epoch_connect(m, m->current, jv->descs, &failed);
+    for (uint32_t rank = 0; rank < view->num_members; rank++)
+        if ((failed >> rank) & 1)
+            view_suspect(m, rank);
     if (rc == 0)
         rc = smc_group_start(m->current->smc);
     if (rc == 0)
@@ -273,9 +283,7 @@ static int start_view(struct view_membership *m, const struct view_join_view *jv
     if (rc == 0)
         rc = view_publish_ready(m, view->id, tag, members);
     if (rc == 0)
-        rc = view_gather_ready(m, members, view->id, tag,
-                               EXCHANGE_TIMEOUTS * m->config.failure_timeout_ms,
-                               "start of the view");
+        rc = view_gather_survivors(m, members, view->id, tag);
     return rc;
 }
 

@@ -26,6 +26,7 @@
 
 #include "test_ports.h"
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,8 @@
 #include <unistd.h>
 
 #include <spindle/spindle.h>
+
+#include "view/view_impl.h"
 
 #define MEMBERS  3
 #define MESSAGES 200
@@ -349,11 +352,128 @@ static void test_ids_of_departed_joiners_are_given_again(void **state)
     assert_true(below_a_member > 0);
 }
 
+/*
+ * A member that fails while a joiner starts its first view: member 2 dies
+ * right after installing the view that admits the joiner, before it meets
+ * the others at its start (a test hook). The joiner must not wait for it:
+ * it starts with members 0 and 1, and the three of them, a majority of
+ * the four, remove member 2 in the next view and shut down together.
+ */
+static void die_before_meet(struct view_membership *m, uint32_t joiner)
+{
+    (void)m;
+    (void)joiner;
+    raise(SIGKILL);
+}
+
+/* Waits (bounded by the process's alarm) until the view reaches `view`. */
+static void wait_view(struct app *app, uint64_t view)
+{
+    while (__atomic_load_n(&app->view_id, __ATOMIC_ACQUIRE) < view)
+        usleep(1000);
+}
+
+static int meet_member(const char *members, uint32_t self, int ready)
+{
+    struct app app = {0};
+    struct spindle_group_options o;
+    options(&o, &app, members);
+    o.self = self;
+    o.num_members = MEMBERS;
+    o.state_save = NULL;
+    if (self == 2)
+        view_test_before_meet(die_before_meet);
+    struct spindle_subgroup_config sg = {everyone, MEMBERS, everyone,           MEMBERS,
+                                         16,       64,      SPINDLE_MODE_ATOMIC};
+    spindle_group_t *g = NULL;
+    if (spindle_group_create(&o, &sg, 1, &g) != 0) {
+        fprintf(stderr, "member %u: %s\n", self, spindle_errmsg());
+        return 2;
+    }
+    if (write(ready, "r", 1) != 1)
+        return 3;
+    wait_view(&app, 2); /* view 1 admits the joiner, view 2 removes member 2 */
+    int size = spindle_group_size(g);
+    int rc = spindle_group_shutdown(g, 30000);
+    spindle_group_destroy(g);
+    if (rc != 0) {
+        fprintf(stderr, "member %u: shutdown: %s\n", self, spindle_errmsg());
+        return 4;
+    }
+    return size == MEMBERS ? 0 : 5;
+}
+
+static int meet_joiner(const char *contact, const char *self)
+{
+    struct app app = {0};
+    struct spindle_group_options o;
+    options(&o, &app, self);
+    o.join = contact;
+    o.state_save = NULL;
+    o.state_load = NULL;
+    struct spindle_subgroup_config sg = {everyone, 1, everyone, 0, 16, 64, SPINDLE_MODE_ATOMIC};
+    spindle_group_t *g = NULL;
+    if (spindle_group_create(&o, &sg, 1, &g) != 0) {
+        fprintf(stderr, "joiner: %s\n", spindle_errmsg());
+        return 20;
+    }
+    wait_view(&app, 2);
+    int size = spindle_group_size(g);
+    int rc = spindle_group_shutdown(g, 30000);
+    spindle_group_destroy(g);
+    if (rc != 0) {
+        fprintf(stderr, "joiner: shutdown: %s\n", spindle_errmsg());
+        return 21;
+    }
+    return size == MEMBERS ? 0 : 22;
+}
+
+static void test_a_member_failing_as_a_joiner_starts_is_removed(void **state)
+{
+    (void)state;
+    char members[128], contact[32], self[32];
+    uint16_t ports[MEMBERS];
+    for (int i = 0; i < MEMBERS; i++)
+        ports[i] = test_free_port();
+    snprintf(members, sizeof members, "127.0.0.1:%u,127.0.0.1:%u,127.0.0.1:%u", ports[0], ports[1],
+             ports[2]);
+    snprintf(contact, sizeof contact, "127.0.0.1:%u", ports[0]);
+    snprintf(self, sizeof self, "127.0.0.1:%u", test_free_port());
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t pids[MEMBERS + 1];
+    for (uint32_t i = 0; i < MEMBERS; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            alarm(90);
+            _exit(meet_member(members, i, ready[1]));
+        }
+    }
+    for (int i = 0; i < MEMBERS; i++) {
+        char byte;
+        assert_int_equal(read(ready[0], &byte, 1), 1);
+    }
+    pids[MEMBERS] = fork();
+    assert_true(pids[MEMBERS] >= 0);
+    if (pids[MEMBERS] == 0) {
+        alarm(90);
+        _exit(meet_joiner(contact, self));
+    }
+    expect_exit_0(pids[0], "member", 0);
+    expect_exit_0(pids[1], "member", 1);
+    expect_exit_0(pids[MEMBERS], "joiner", 0);
+    int status = 0;
+    assert_int_equal(waitpid(pids[2], &status, 0), pids[2]);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_join_while_members_shut_down),
         cmocka_unit_test(test_ids_of_departed_joiners_are_given_again),
+        cmocka_unit_test(test_a_member_failing_as_a_joiner_starts_is_removed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
