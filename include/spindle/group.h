@@ -172,6 +172,18 @@ struct spindle_group_options {
      * joiner with another setting is refused).
      */
     bool tie_breaker;
+    /*
+     * Group key (docs/SECURITY.md): a file of 32 random bytes
+     * (spindle-keygen), a regular file readable and writable by its owner
+     * only. With it, every control-channel connection (TCP bootstrap and
+     * joins) is mutually authenticated with the key before anything is
+     * said and encrypted after; a peer without it gets nothing and a
+     * member that holds another key is SPINDLE_EAUTH. Every member and
+     * joiner must use the same key. NULL, the default: no key, and a
+     * member that listens on an address other than loopback logs a
+     * warning. The one-sided data plane is not encrypted either way.
+     */
+    const char *key_file;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram

@@ -98,6 +98,7 @@ static void view_config_of(const struct spindle_group *group, struct view_config
     out->slow_member_ms = o->slow_member_ms;
     out->tie_breaker = o->tie_breaker;
     out->bootstrap_timeout_ms = o->bootstrap_timeout_ms;
+    out->keys = &group->keys;
     out->tolerate_failures = o->tolerate_failures;
     out->transport.backend = o->transport;
     out->transport.provider = o->provider;
@@ -117,6 +118,22 @@ static void view_config_of(const struct spindle_group *group, struct view_config
     out->state_save = o->state_save;
     out->state_load = o->state_load;
     out->state_ctx = o->state_ctx;
+}
+
+/* Reads options.key_file (docs/SECURITY.md): it protects TCP control
+ * channels, so a directory bootstrap (one host, guarded by the
+ * directory's permissions) refuses it rather than ignore it. */
+static int load_key(struct spindle_group *group)
+{
+    const char *path = group->options.key_file;
+    if (path == NULL)
+        return 0;
+    if (group->options.join == NULL && group->boot.kind != SPINDLE_BOOTSTRAP_TCP)
+        return sp_error(SPINDLE_EINVAL,
+                        "key_file %s needs a TCP bootstrap (host:port list); a directory "
+                        "bootstrap is protected by the directory's permissions",
+                        path);
+    return ctl_key_load(path, &group->keys);
 }
 
 /* A member of a new group, from its member list. */
@@ -145,8 +162,8 @@ static int create_first(struct spindle_group *group,
     struct ctl_versions versions = view_ctl_versions();
     if (rc == 0)
         rc = group_bootstrap_open(&group->boot, group->group_name, options->self,
-                                  options->num_members, &versions, options->bootstrap_timeout_ms,
-                                  &ctl);
+                                  options->num_members, &versions, &group->keys,
+                                  options->bootstrap_timeout_ms, &ctl);
     if (rc == 0)
         rc = view_start(&group->membership, ctl,
                         group->boot.kind == SPINDLE_BOOTSTRAP_TCP ? group->boot.hosts : NULL);
@@ -192,6 +209,8 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
     group->options = *options;
     if (options->join == NULL)
         rc = group_bootstrap_parse(options, &group->boot);
+    if (rc == 0)
+        rc = load_key(group);
     struct view_config config;
     view_config_of(group, &config);
     view_membership_init(&group->membership, &config);
@@ -252,5 +271,6 @@ SPINDLE_API void spindle_group_destroy(spindle_group_t *group)
     if (group == NULL)
         return;
     view_membership_destroy(&group->membership);
+    ctl_keyring_clear(&group->keys);
     free(group);
 }
