@@ -62,6 +62,7 @@ struct spindle_config {
         int slow_member_ms;     /* 0..3600000, default 0 (back-pressure only) */
         bool tie_breaker;       /* true|false, default false */
         const char *log_level;  /* error|warn|info|debug, default "warn" */
+        const char *key_file;   /* group key file (docs/SECURITY.md), NULL = none */
     } group;
     uint32_t num_members;
     const struct spindle_config_member *members; /* sorted by id */

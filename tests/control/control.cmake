@@ -6,3 +6,5 @@ spindle_add_test(test_ctl_tcp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_tcp.c T
   LABELS control)
 spindle_add_test(test_ctl_wire SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_wire.c TIMEOUT 30
   LABELS control wire)
+spindle_add_test(test_ctl_auth SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_auth.c TIMEOUT 90
+  LABELS control security)

@@ -67,6 +67,7 @@ struct bench_config {
     int failure_timeout_ms; /* 0: library default */
     int slow_member_ms;     /* 0: back-pressure only */
     bool tie_breaker;       /* half of a view with its leader goes on */
+    const char *key_file;   /* --key-file / [group] key_file: the group key */
     bool mode_given;        /* --mode overrides the file's subgroup modes */
     uint32_t control_port;  /* --local --control-port: TCP bootstrap from this port */
     uint32_t rate;          /* --rate: messages per second per sender (0: unpaced) */
