@@ -11,3 +11,5 @@ spindle_add_test(test_view_change SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_ch
 # A join meeting the group's shutdown (forked members, loopback bootstrap).
 spindle_add_test(test_view_join SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join.c
                  TIMEOUT 120 LABELS view join)
+spindle_add_test(test_view_join_keyed SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join_keyed.c
+                 TIMEOUT 120 LABELS view join security)
