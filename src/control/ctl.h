@@ -58,6 +58,10 @@ struct ctl_keyring {
 int ctl_key_load(const char *path, struct ctl_keyring *keys);
 /* Wipes the keys (safe on NULL). */
 void ctl_keyring_clear(struct ctl_keyring *keys);
+/* Initialises libsodium, which does all of the channel's cryptography
+ * (idempotent, thread-safe; keyed channels call it too). 0, or
+ * SPINDLE_EIO. */
+int ctl_crypto_init(void);
 
 /* Where a member's control channel listens. */
 struct ctl_address {

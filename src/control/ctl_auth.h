@@ -71,9 +71,6 @@ struct ctl_sess {
  * why); -1 keeps recv's meaning (errno). */
 #define CTL_SESS_REFUSED (-2)
 
-/* Initialises libsodium (idempotent, thread-safe). 0, or SPINDLE_EIO. */
-int ctl_crypto_init(void);
-
 /* proof = HMAC-SHA512-256(key, label role nonce_d nonce_a). */
 void ctl_auth_proof(const uint8_t key[CTL_KEY_BYTES], enum ctl_role role,
                     const uint8_t nonce_d[CTL_NONCE_BYTES], const uint8_t nonce_a[CTL_NONCE_BYTES],

@@ -133,7 +133,8 @@ static int load_key(struct spindle_group *group)
                         "key_file %s needs a TCP bootstrap (host:port list); a directory "
                         "bootstrap is protected by the directory's permissions",
                         path);
-    return ctl_key_load(path, &group->keys);
+    int rc = ctl_crypto_init();
+    return rc == 0 ? ctl_key_load(path, &group->keys) : rc;
 }
 
 /* A member of a new group, from its member list. */
