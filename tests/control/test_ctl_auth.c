@@ -18,6 +18,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -497,6 +498,37 @@ static void test_stranger_receives_nothing_of_the_group(void **state)
     assert_null(memmem(got, total, &group, sizeof group));
 }
 
+struct single {
+    const char *host;
+    const struct ctl_keyring *keys;
+};
+
+static int open_single(void *arg)
+{
+    struct single *one = arg;
+    struct ctl_member me = {.host = one->host, .id = 0, .port = test_free_port()};
+    struct ctl *ctl = NULL;
+    int rc = ctl_open_tcp("ctl-test", &me, 1, 0, &versions, one->keys, 5000, &ctl);
+    ctl_close(ctl);
+    return rc;
+}
+
+/* Without a key, listening beyond loopback is logged as a warning; on
+ * loopback, or with a key, it is not. */
+static void test_unkeyed_listener_beyond_loopback_warns(void **state)
+{
+    (void)state;
+    struct ctl_keyring a = ring_of(0xa1);
+    struct single cases[] = {{"0.0.0.0", NULL}, {"127.0.0.1", NULL}, {"0.0.0.0", &a}};
+    for (int i = 0; i < 3; i++) {
+        int rc;
+        const char *log = logged_during(open_single, &cases[i], &rc);
+        assert_int_equal(rc, 0);
+        bool warned = strstr(log, "without a group key") != NULL;
+        assert_int_equal(warned, i == 0);
+    }
+}
+
 /* ---- a man in the middle ---------------------------------------------- */
 
 enum mitm_mode { MITM_FLIP, MITM_REPLAY };
@@ -650,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_member_with_another_key_is_refused),
         cmocka_unit_test(test_member_without_a_key_is_refused),
         cmocka_unit_test(test_stranger_receives_nothing_of_the_group),
+        cmocka_unit_test(test_unkeyed_listener_beyond_loopback_warns),
         cmocka_unit_test(test_flipped_byte_fails_the_connection),
         cmocka_unit_test(test_replayed_record_fails_the_connection),
     };
