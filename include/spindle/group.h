@@ -184,6 +184,15 @@ struct spindle_group_options {
      * warning. The one-sided data plane is not encrypted either way.
      */
     const char *key_file;
+    /*
+     * Key rotation (docs/SECURITY.md "Rotating the key"): a second key file
+     * this member also accepts from members that connect to it, while it
+     * proves key_file itself. Restart members one by one with key_file the
+     * old key and accept_key_file the new one, then with key_file the new
+     * and accept_key_file the old, then with the new alone. Needs key_file;
+     * checked like it. NULL, the default: key_file alone.
+     */
+    const char *accept_key_file;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram

@@ -126,6 +126,9 @@ static void view_config_of(const struct spindle_group *group, struct view_config
 static int load_key(struct spindle_group *group)
 {
     const char *path = group->options.key_file;
+    if (path == NULL && group->options.accept_key_file != NULL)
+        return sp_error(SPINDLE_EINVAL, "accept_key_file %s needs key_file (the key to dial with)",
+                        group->options.accept_key_file);
     if (path == NULL)
         return 0;
     if (group->options.join == NULL && group->boot.kind != SPINDLE_BOOTSTRAP_TCP)
@@ -134,7 +137,12 @@ static int load_key(struct spindle_group *group)
                         "bootstrap is protected by the directory's permissions",
                         path);
     int rc = ctl_crypto_init();
-    return rc == 0 ? ctl_key_load(path, &group->keys) : rc;
+    if (rc == 0)
+        rc = ctl_key_load(path, &group->keys);
+    /* Second in the ring: accepted from dialers, never dialed with. */
+    if (rc == 0 && group->options.accept_key_file != NULL)
+        rc = ctl_key_load(group->options.accept_key_file, &group->keys);
+    return rc;
 }
 
 /* A member of a new group, from its member list. */

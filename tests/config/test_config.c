@@ -69,6 +69,7 @@ static void test_defaults_apply(void **state)
     assert_int_equal(c->group.slow_member_ms, 0);
     assert_false(c->group.tie_breaker);
     assert_null(c->group.key_file);
+    assert_null(c->group.accept_key_file);
     assert_string_equal(c->members[0].host, "127.0.0.1");
     assert_int_equal(c->subgroups[0].window_size, 100);
     assert_int_equal(c->subgroups[0].max_payload, 1024);
@@ -100,7 +101,8 @@ static void test_malformed_files_name_file_line_key_value(void **state)
                  ":2: tie_breaker = maybe: must be true or false");
     expect_error("[group]\ncolour = red\n",
                  ":2: colour = red: unknown key in [group] (known: name, transport, provider, "
-                 "device, failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file)");
+                 "device, failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
+                 "accept_key_file)");
     expect_error("[member.1]\nport = 70000\n", ":2: port = 70000: must be between 0 and 65535");
     expect_error("[member.1]\nport = 12ab\n",
                  ":2: port = 12ab: must be an integer between 0 and 65535");

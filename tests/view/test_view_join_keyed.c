@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,15 +59,20 @@ static void options(struct spindle_group_options *o, struct app *app, const char
 
 static const uint32_t everyone[MEMBERS] = {0, 1};
 
-/* A member: sends, waits for every message and for the join's view, then
- * shuts down with the joiner. */
-static int member_main(const char *members, uint32_t self, const char *key_file)
+/* A member proving key_file and also accepting accept_key_file (may be
+ * NULL): sends, waits for every message and, when a joiner is expected,
+ * for the join's view, then shuts down (with the joiner). */
+static int member_main(const char *members, uint32_t self, const char *key_file,
+                       const char *accept_key_file, bool joiner_expected)
 {
     struct app app = {0};
     struct spindle_group_options o;
     options(&o, &app, members, key_file);
+    o.accept_key_file = accept_key_file;
     o.self = self;
     o.num_members = MEMBERS;
+    if (!joiner_expected)
+        o.bootstrap_timeout_ms = 5000;
     struct spindle_subgroup_config sg = {everyone, MEMBERS, everyone,           MEMBERS,
                                          16,       64,      SPINDLE_MODE_ATOMIC};
     spindle_group_t *g = NULL;
@@ -80,7 +86,7 @@ static int member_main(const char *members, uint32_t self, const char *key_file)
     if (spindle_flush(g, 20000) != 0)
         return 4;
     while (__atomic_load_n(&app.delivered, __ATOMIC_ACQUIRE) < MEMBERS * MESSAGES ||
-           __atomic_load_n(&app.view_id, __ATOMIC_ACQUIRE) < 1)
+           (joiner_expected && __atomic_load_n(&app.view_id, __ATOMIC_ACQUIRE) < 1))
         usleep(1000);
     int rc = spindle_group_shutdown(g, 30000);
     spindle_group_destroy(g);
@@ -142,13 +148,45 @@ static void test_keyed_join_admits_the_key_and_refuses_another(void **state)
         assert_true(pids[i] >= 0);
         if (pids[i] == 0) {
             alarm(90);
-            _exit(member_main(members, i, key_a));
+            _exit(member_main(members, i, key_a, NULL, true));
         }
     }
     assert_int_equal(wait_exit(spawn_joiner(contact, key_b, 3000)), 10);
     assert_int_equal(wait_exit(spawn_joiner(contact, key_a, 20000)), 0);
     for (uint32_t i = 0; i < MEMBERS; i++)
         assert_int_equal(wait_exit(pids[i]), 0);
+}
+
+/* Halfway through a rotation member 0 still proves the old key and
+ * accepts the new one, member 1 already proves the new one and accepts
+ * the old: they form the group. Member 1 with the new key alone against
+ * member 0 with the old alone does not. */
+static void test_rotation_accepts_old_and_new_key(void **state)
+{
+    (void)state;
+    const char *old_key = key("old.key", 0x01, 0600), *new_key = key("new.key", 0x02, 0600);
+    char members[96];
+    for (int round = 0; round < 2; round++) {
+        snprintf(members, sizeof members, "127.0.0.1:%u,127.0.0.1:%u", test_free_port(),
+                 test_free_port());
+        pid_t pids[MEMBERS];
+        for (uint32_t i = 0; i < MEMBERS; i++) {
+            pids[i] = fork();
+            assert_true(pids[i] >= 0);
+            if (pids[i] == 0) {
+                alarm(60);
+                const char *accept = round == 0 ? (i == 0 ? new_key : old_key) : NULL;
+                _exit(member_main(members, i, i == 0 ? old_key : new_key, accept, false));
+            }
+        }
+        for (uint32_t i = 0; i < MEMBERS; i++) {
+            int rc = wait_exit(pids[i]);
+            if (round == 0)
+                assert_int_equal(rc, 0);
+            else
+                assert_int_equal(rc, 2); /* neither could form the group */
+        }
+    }
 }
 
 static void test_bad_key_options_are_named(void **state)
@@ -168,6 +206,11 @@ static void test_bad_key_options_are_named(void **state)
     options(&o, &app, dir, key("good.key", 2, 0600));
     assert_int_equal(spindle_group_create(&o, &sg, 1, &g), SPINDLE_EINVAL);
     assert_non_null(strstr(spindle_errmsg(), "needs a TCP bootstrap"));
+    snprintf(members, sizeof members, "127.0.0.1:%u", test_free_port());
+    options(&o, &app, members, NULL);
+    o.accept_key_file = key("accept.key", 3, 0600);
+    assert_int_equal(spindle_group_create(&o, &sg, 1, &g), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "needs key_file"));
     assert_null(g);
 }
 
@@ -179,6 +222,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_key_options_are_named),
         cmocka_unit_test(test_keyed_join_admits_the_key_and_refuses_another),
+        cmocka_unit_test(test_rotation_accepts_old_and_new_key),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[96];

@@ -227,6 +227,7 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     options.slow_member_ms = config->slow_member_ms;
     options.tie_breaker = config->tie_breaker;
     options.key_file = config->key_file;
+    options.accept_key_file = config->accept_key_file;
     options.batching = config->batching;
     options.null_sends = config->null_sends;
     options.early_unlock = config->early_unlock;
