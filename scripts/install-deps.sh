@@ -3,7 +3,7 @@
 # is missing. Needs root (or sudo) only when something must be installed.
 set -eu
 
-PACKAGES="build-essential cmake pkg-config libinih-dev libcmocka-dev \
+PACKAGES="build-essential cmake pkg-config libinih-dev libsodium-dev libcmocka-dev \
 libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev ibverbs-providers \
 iproute2 procps gnuplot-nox clang-format clang-tidy cppcheck clang libclang-rt-14-dev spin"
 

@@ -36,7 +36,8 @@ enum spindle_error {
     SPINDLE_EUNREACH = -16,   /* a peer could not be reached */
     SPINDLE_EMINORITY = -17,  /* this member is cut off in a minority partition */
     SPINDLE_EREMOVED = -18,   /* the others removed this member (suspected it failed) */
-    SPINDLE_ERROR_MIN = -18
+    SPINDLE_EAUTH = -19,      /* a peer failed authentication with the group key */
+    SPINDLE_ERROR_MIN = -19
 };
 
 /* Short, static description of an error code; never NULL. */

@@ -198,6 +198,27 @@ struct spindle_group_options {
      */
     const char *member_name;
     uint64_t incarnation;
+    /*
+     * Group key (docs/SECURITY.md): a file of 32 random bytes
+     * (spindle-keygen), a regular file readable and writable by its owner
+     * only. With it, every control-channel connection (TCP bootstrap and
+     * joins) is mutually authenticated with the key before anything is
+     * said and encrypted after; a peer without it gets nothing and a
+     * member that holds another key is SPINDLE_EAUTH. Every member and
+     * joiner must use the same key. NULL, the default: no key, and a
+     * member that listens on an address other than loopback logs a
+     * warning. The one-sided data plane is not encrypted either way.
+     */
+    const char *key_file;
+    /*
+     * Key rotation (docs/SECURITY.md "Rotating the key"): a second key file
+     * this member also accepts from members that connect to it, while it
+     * proves key_file itself. Restart members one by one with key_file the
+     * old key and accept_key_file the new one, then with key_file the new
+     * and accept_key_file the old, then with the new alone. Needs key_file;
+     * checked like it. NULL, the default: key_file alone.
+     */
+    const char *accept_key_file;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram

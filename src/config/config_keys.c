@@ -16,7 +16,7 @@
 
 struct cfg_owner {
     struct spindle_config pub; /* first: the public pointer is the owner */
-    char *path, *name, *transport, *provider, *device, *log_level;
+    char *path, *name, *transport, *provider, *device, *log_level, *key_file, *accept_key_file;
     struct cfg_member *members;
     struct cfg_subgroup *subgroups;
     struct spindle_config_member *pub_members;
@@ -40,9 +40,17 @@ static int cfg_problem(const char *fmt, ...)
     return -1;
 }
 
-static const char *const group_keys[] = {"name",        "transport",          "provider",
-                                         "device",      "failure_timeout_ms", "slow_member_ms",
-                                         "tie_breaker", "log_level",          NULL};
+static const char *const group_keys[] = {"name",
+                                         "transport",
+                                         "provider",
+                                         "device",
+                                         "failure_timeout_ms",
+                                         "slow_member_ms",
+                                         "tie_breaker",
+                                         "log_level",
+                                         "key_file",
+                                         "accept_key_file",
+                                         NULL};
 static const char *const member_keys[] = {"host", "port", NULL};
 static const char *const subgroup_keys[] = {"members",     "senders", "window_size",
                                             "max_payload", "mode",    NULL};
@@ -199,8 +207,20 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
             return cfg_problem("must be error, warn, info or debug");
         return cfg_string(&o->log_level, value);
     }
+    if (strcmp(key, "key_file") == 0) {
+        /* Checked when the group reads it (mode, type, size). */
+        if (value[0] == '\0')
+            return cfg_problem("must name a key file (spindle-keygen FILE)");
+        return cfg_string(&o->key_file, value);
+    }
+    if (strcmp(key, "accept_key_file") == 0) {
+        if (value[0] == '\0')
+            return cfg_problem("must name a key file (spindle-keygen FILE)");
+        return cfg_string(&o->accept_key_file, value);
+    }
     return cfg_problem("unknown key in [group] (known: name, transport, provider, device, "
-                       "failure_timeout_ms, slow_member_ms, tie_breaker, log_level)");
+                       "failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
+                       "accept_key_file)");
 }
 
 static int cfg_apply_member(struct cfg_member *m, const char *key, const char *value)
@@ -303,6 +323,8 @@ static void cfg_sync(struct cfg_owner *o)
     o->pub.group.provider = o->provider;
     o->pub.group.device = o->device;
     o->pub.group.log_level = o->log_level;
+    o->pub.group.key_file = o->key_file;
+    o->pub.group.accept_key_file = o->accept_key_file;
 }
 
 int cfg_apply(struct spindle_config *config, const struct cfg_target *t, const char *key,
@@ -473,5 +495,7 @@ void spindle_config_free(struct spindle_config *config)
     free(o->provider);
     free(o->device);
     free(o->log_level);
+    free(o->key_file);
+    free(o->accept_key_file);
     free(o);
 }

@@ -35,6 +35,34 @@
 
 struct ctl;
 
+/* A group key's size (docs/SECURITY.md). */
+#define CTL_KEY_BYTES 32u
+/* Keys one member accepts at once: room for a rotation (the old and the
+ * new key; a dialer proves with the first). */
+#define CTL_KEYS_MAX 2u
+
+/* The keys a TCP channel authenticates with; count 0 (or a NULL ring):
+ * no key, the unkeyed wire. */
+struct ctl_keyring {
+    uint32_t count;
+    uint8_t key[CTL_KEYS_MAX][CTL_KEY_BYTES];
+};
+
+/*
+ * Reads a group key file into keys->key[keys->count++]. The file must be a
+ * regular file (not a symlink), readable and writable by its owner only
+ * (no group or other bits), of exactly CTL_KEY_BYTES bytes. SPINDLE_ENOENT
+ * when it cannot be opened, SPINDLE_EINVAL naming the file and what is
+ * wrong (its mode, its type, its size, a full ring), SPINDLE_EIO.
+ */
+int ctl_key_load(const char *path, struct ctl_keyring *keys);
+/* Wipes the keys (safe on NULL). */
+void ctl_keyring_clear(struct ctl_keyring *keys);
+/* Initialises libsodium, which does all of the channel's cryptography
+ * (idempotent, thread-safe; keyed channels call it too). 0, or
+ * SPINDLE_EIO. */
+int ctl_crypto_init(void);
+
 /* Where a member's control channel listens. */
 struct ctl_address {
     char host[CTL_HOST_MAX];
@@ -82,14 +110,20 @@ int ctl_open_dir(const char *dir, uint32_t self, uint32_t num_members,
  * TCP exchange: listens on members[self] and connects to the others (each
  * pair shares one connection). A connection from another group, another
  * wire version or other layout versions is refused, naming both values.
+ * With keys (non-empty), every connection is authenticated with them
+ * before anything else is said and sealed after (control/ctl_auth.h); a
+ * peer that fails is closed without a word, logged locally, and a member
+ * that this one dials and that proves another key is SPINDLE_EAUTH.
+ * Without, a member listening on an address other than loopback logs a
+ * warning.
  * SPINDLE_EINVAL for a bad member list, SPINDLE_EADDRINUSE naming the port
  * that cannot be bound, SPINDLE_EUNREACH naming a member that cannot be
  * reached or refused this build, SPINDLE_ETIMEDOUT naming members that
  * never connected, SPINDLE_ENOMEM.
  */
 int ctl_open_tcp(const char *group_name, const struct ctl_member *members, uint32_t num_members,
-                 uint32_t self, const struct ctl_versions *versions, int timeout_ms,
-                 struct ctl **out);
+                 uint32_t self, const struct ctl_versions *versions, const struct ctl_keyring *keys,
+                 int timeout_ms, struct ctl **out);
 /*
  * A joiner given slot self by the admission `admission` (non-zero; later
  * admissions are larger) opens its TCP exchange: members[] has
@@ -100,7 +134,8 @@ int ctl_open_tcp(const char *group_name, const struct ctl_member *members, uint3
  */
 int ctl_open_tcp_joiner(const char *group_name, const struct ctl_member *members,
                         uint32_t num_initial, uint32_t self, uint64_t admission,
-                        const struct ctl_versions *versions, int timeout_ms, struct ctl **out);
+                        const struct ctl_versions *versions, const struct ctl_keyring *keys,
+                        int timeout_ms, struct ctl **out);
 /* Flushes what is queued (for at most a second) and frees the channel.
  * Safe on NULL. */
 void ctl_close(struct ctl *ctl);
@@ -160,9 +195,10 @@ int ctl_collect_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, siz
  * a hello of this admission or a larger one takes the slot.
  */
 #define CTL_JOIN_REQUEST_MAX 8192u
-int ctl_join_ask(const char *group_name, const struct ctl_versions *versions, const char *host,
-                 uint16_t port, const void *request, size_t length, void **reply,
-                 size_t *reply_length, int timeout_ms);
+int ctl_join_ask(const char *group_name, const struct ctl_versions *versions,
+                 const struct ctl_keyring *keys, const char *host, uint16_t port,
+                 const void *request, size_t length, void **reply, size_t *reply_length,
+                 int timeout_ms);
 int ctl_join_poll(struct ctl *ctl, int timeout_ms, void *request, size_t capacity, size_t *length);
 int ctl_join_answer(struct ctl *ctl, const void *reply, size_t length);
 void ctl_add_member(struct ctl *ctl, uint32_t id, const char *host, uint16_t port);

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "control/ctl_auth.h"
 #include "control/ctl_impl.h"
 #include "control/ctl_wire.h"
 
@@ -45,9 +46,10 @@ struct ctl_msg {
  * and its mailbox. */
 struct ctl_peer {
     int fd;
-    bool used;          /* a connection was set up in this slot */
-    uint64_t admission; /* the slot's holder's (its hello's); a late hello
-                           must name a larger one */
+    struct ctl_sess sess; /* the connection's protection (pass-through: no key) */
+    bool used;            /* a connection was set up in this slot */
+    uint64_t admission;   /* the slot's holder's (its hello's); a late hello
+                             must name a larger one */
     uint8_t *out;
     size_t out_len, out_sent, out_cap;
     uint8_t hdr_bytes[CTL_FRAME_SIZE];
@@ -67,11 +69,13 @@ struct ctl_tcp {
     uint64_t admission;         /* this member's, in its hellos (0: an initial member) */
     bool joiner;                /* dials every member; accepts nobody during set-up */
     struct ctl_versions versions;
-    int *fds;               /* per slot during set-up; -1 for self */
-    struct ctl_peer *peers; /* [CTL_MAX_MEMBERS] */
+    struct ctl_keyring keys; /* count 0: no key */
+    int *fds;                /* per slot during set-up; -1 for self */
+    struct ctl_peer *peers;  /* [CTL_MAX_MEMBERS] */
     struct ctl_member *members;
     int listen_fd; /* kept open after set-up for joiners; -1 when closed */
     int join_fd;   /* a pending join request's connection, or -1 */
+    struct ctl_sess join_sess;
     uint8_t *join; /* its request frame's payload */
     size_t join_len;
     pthread_mutex_t lock;
@@ -88,24 +92,29 @@ int ctl_io(int fd, void *buf, size_t len, int sending, uint64_t deadline);
 /* This member's hello for `from`. */
 struct ctl_hello ctl_tcp_hello(const struct ctl_tcp *ctl, uint32_t from);
 /*
- * An acceptor's side of the hello: reads the peer's hello on fd before the
- * deadline, answers with this member's own (whatever the peer's says, so
- * that a member of another build or group can name the difference), then
- * decodes the peer's. 0 and *out; SPINDLE_ETIMEDOUT when no complete hello
- * came in time; SPINDLE_EPROTO naming what is wrong (another wire version:
- * both versions).
+ * An acceptor's side of the hello: with a key, first the handshake
+ * (control/ctl_auth.h), nothing said to a peer that fails it; then reads
+ * the peer's hello on fd before the deadline, answers with this member's
+ * own (whatever the peer's says, so that a member of another build or
+ * group can name the difference), then decodes the peer's. 0, *out and
+ * *sess (the connection's protection, to clear when dropped);
+ * SPINDLE_EAUTH when the peer failed authentication; SPINDLE_ETIMEDOUT when
+ * no complete hello came in time; SPINDLE_EPROTO naming what is wrong
+ * (another wire version: both versions).
  */
-int ctl_accept_hello(const struct ctl_tcp *ctl, int fd, uint64_t deadline, struct ctl_hello *out);
+int ctl_accept_hello(const struct ctl_tcp *ctl, int fd, uint64_t deadline, struct ctl_hello *out,
+                     struct ctl_sess *sess);
 /*
- * Connects to host:port, sends hello and reads the answering hello,
- * retrying while nothing listens there yet. *fd_out and the peer's hello
- * on success; SPINDLE_EUNREACH naming `who` (unreachable, dropped during
- * the handshake) or SPINDLE_EPROTO naming both versions when the peer runs
- * an incompatible build.
+ * Connects to host:port, authenticates with keys (when any), sends hello
+ * and reads the answering hello, retrying while nothing listens there yet.
+ * *fd_out, *sess and the peer's hello on success; SPINDLE_EUNREACH naming
+ * `who` (unreachable, dropped during the handshake), SPINDLE_EAUTH when
+ * its proof of the key is wrong, or SPINDLE_EPROTO naming both versions
+ * when the peer runs an incompatible build.
  */
 int ctl_dial(const char *who, const char *host, uint16_t port, const struct ctl_hello *hello,
-             const struct ctl_versions *versions, uint64_t deadline, int *fd_out,
-             struct ctl_hello *answer);
+             const struct ctl_versions *versions, const struct ctl_keyring *keys, uint64_t deadline,
+             int *fd_out, struct ctl_hello *answer, struct ctl_sess *sess);
 /* Sets TCP_NODELAY (and O_NONBLOCK when nonblock) on a connection. */
 void ctl_tune(int fd, bool nonblock);
 
@@ -123,15 +132,16 @@ void ctl_write(struct ctl_tcp *ctl, uint32_t j);
  * ms for any. Lock held. */
 void ctl_progress(struct ctl_tcp *ctl, int ms);
 /*
- * Reads one frame (payload at most max bytes) from a fresh blocking
- * connection before the deadline; *out is malloc'ed. SPINDLE_EPROTO (or
- * SPINDLE_ENOMEM) with *why saying what was wrong.
+ * Reads one frame (payload at most max bytes) through sess from a fresh
+ * blocking connection before the deadline; *out is malloc'ed.
+ * SPINDLE_EPROTO (or SPINDLE_ENOMEM) with *why saying what was wrong.
  */
-int ctl_read_frame(int fd, uint32_t max, uint64_t deadline, uint8_t **out, size_t *length,
-                   const char **why);
-/* Writes one frame (tag 0) on a blocking connection before the deadline.
- * 0, SPINDLE_ETIMEDOUT or SPINDLE_EUNREACH. */
-int ctl_write_frame(int fd, uint32_t from, const void *blob, size_t length, uint64_t deadline);
+int ctl_read_frame(int fd, struct ctl_sess *sess, uint32_t max, uint64_t deadline, uint8_t **out,
+                   size_t *length, const char **why);
+/* Writes one frame (tag 0) through sess on a blocking connection before
+ * the deadline. 0, SPINDLE_ETIMEDOUT, SPINDLE_EUNREACH or SPINDLE_ENOMEM. */
+int ctl_write_frame(int fd, struct ctl_sess *sess, uint32_t from, const void *blob, size_t length,
+                    uint64_t deadline);
 /* The TCP variant's exchange entries, with the contracts and failure
  * values of ctl_allgather, ctl_publish, ctl_collect and ctl_collect_one
  * (control/ctl.h). */

@@ -60,7 +60,8 @@ void ctl_accept_late(struct ctl_tcp *ctl)
     uint64_t deadline = sp_now_ns() + CTL_HELLO_MS * 1000000ull;
     char text[256];
     const char *why = NULL;
-    if (ctl_accept_hello(ctl, fd, deadline, &hello) < 0) {
+    struct ctl_sess sess = {0};
+    if (ctl_accept_hello(ctl, fd, deadline, &hello, &sess) < 0) {
         snprintf(text, sizeof text, "%s", spindle_errmsg());
         why = text;
     } else {
@@ -69,8 +70,10 @@ void ctl_accept_late(struct ctl_tcp *ctl)
     if (why == NULL && hello.from == CTL_JOIN_FROM) {
         uint8_t *request = NULL;
         size_t length = 0;
-        if (ctl_read_frame(fd, CTL_JOIN_REQUEST_MAX, deadline, &request, &length, &why) == 0) {
+        if (ctl_read_frame(fd, &sess, CTL_JOIN_REQUEST_MAX, deadline, &request, &length, &why) ==
+            0) {
             ctl->join_fd = fd;
+            ctl->join_sess = sess;
             ctl->join = request;
             ctl->join_len = length;
             return;
@@ -78,6 +81,7 @@ void ctl_accept_late(struct ctl_tcp *ctl)
     }
     if (why != NULL) {
         SP_LOG_WARNING("control", "member %u dropped a connection: %s", ctl->self, why);
+        ctl_sess_clear(&sess);
         close(fd);
         return;
     }
@@ -89,14 +93,16 @@ void ctl_accept_late(struct ctl_tcp *ctl)
                      (unsigned long long)hello.admission);
     ctl_reset_slot(ctl, hello.from);
     p->fd = fd;
+    p->sess = sess;
     p->used = true;
     p->admission = hello.admission;
     SP_LOG_INFO_("control", "member %u: joiner %u connected", ctl->self, hello.from);
 }
 
-int ctl_join_ask(const char *group_name, const struct ctl_versions *versions, const char *host,
-                 uint16_t port, const void *request, size_t length, void **reply,
-                 size_t *reply_length, int timeout_ms)
+int ctl_join_ask(const char *group_name, const struct ctl_versions *versions,
+                 const struct ctl_keyring *keys, const char *host, uint16_t port,
+                 const void *request, size_t length, void **reply, size_t *reply_length,
+                 int timeout_ms)
 {
     if (host == NULL || versions == NULL || reply == NULL || reply_length == NULL ||
         length > CTL_JOIN_REQUEST_MAX)
@@ -106,18 +112,26 @@ int ctl_join_ask(const char *group_name, const struct ctl_versions *versions, co
     uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 30000) * 1000000ull;
     struct ctl_hello hello = {CTL_JOIN_FROM, 0, ctl_group_hash(group_name), *versions, 0}, answer;
     int fd = -1;
-    int rc = ctl_dial("the join contact", host, port, &hello, versions, deadline, &fd, &answer);
+    int rc = keys != NULL && keys->count > 0 ? ctl_crypto_init() : 0;
+    struct ctl_sess sess = {0};
+    if (rc == 0)
+        rc = ctl_dial("the join contact", host, port, &hello, versions, keys, deadline, &fd,
+                      &answer, &sess);
     if (rc != 0)
         return rc;
-    rc = ctl_write_frame(fd, CTL_JOIN_FROM, request, length, deadline);
+    rc = ctl_write_frame(fd, &sess, CTL_JOIN_FROM, request, length, deadline);
     const char *why = "the connection broke";
     uint8_t *bytes = NULL;
     if (rc == 0)
-        rc = ctl_read_frame(fd, CTL_BLOB_MAX, deadline, &bytes, reply_length, &why);
+        rc = ctl_read_frame(fd, &sess, CTL_BLOB_MAX, deadline, &bytes, reply_length, &why);
     close(fd);
-    if (rc != 0)
-        return sp_error(SPINDLE_EUNREACH, "control: %s:%u did not answer the join request: %s",
-                        host, port, why);
+    if (rc != 0) {
+        rc = sp_error(SPINDLE_EUNREACH, "control: %s:%u did not answer the join request: %s", host,
+                      port, why);
+        ctl_sess_clear(&sess);
+        return rc;
+    }
+    ctl_sess_clear(&sess);
     *reply = bytes;
     return 0;
 }
@@ -136,6 +150,7 @@ int ctl_tcp_join_poll(struct ctl *base, int timeout_ms, void *request, size_t ca
                            ctl->join_len);
             close(ctl->join_fd);
             ctl->join_fd = -1;
+            ctl_sess_clear(&ctl->join_sess);
             free(ctl->join);
             ctl->join = NULL;
         } else {
@@ -153,13 +168,16 @@ int ctl_tcp_join_answer(struct ctl *base, const void *reply, size_t length)
     struct ctl_tcp *ctl = (struct ctl_tcp *)base;
     pthread_mutex_lock(&ctl->lock);
     int fd = ctl->join_fd;
+    struct ctl_sess sess = ctl->join_sess;
+    memset(&ctl->join_sess, 0, sizeof ctl->join_sess);
     ctl->join_fd = -1;
     free(ctl->join);
     ctl->join = NULL;
     pthread_mutex_unlock(&ctl->lock);
     if (fd < 0)
         return sp_error(SPINDLE_EINVAL, "control: no join request is pending");
-    int rc = ctl_write_frame(fd, ctl->self, reply, length, sp_now_ns() + 2000000000ull);
+    int rc = ctl_write_frame(fd, &sess, ctl->self, reply, length, sp_now_ns() + 2000000000ull);
+    ctl_sess_clear(&sess);
     close(fd);
     return rc == 0 ? 0
                    : sp_error(SPINDLE_EUNREACH, "control: the joiner went away before the answer");

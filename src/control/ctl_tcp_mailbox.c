@@ -26,14 +26,15 @@
 #include "util/error.h"
 #include "util/log.h"
 
-int ctl_read_frame(int fd, uint32_t max, uint64_t deadline, uint8_t **out, size_t *length,
-                   const char **why)
+int ctl_read_frame(int fd, struct ctl_sess *sess, uint32_t max, uint64_t deadline, uint8_t **out,
+                   size_t *length, const char **why)
 {
     uint8_t bytes[CTL_FRAME_SIZE];
     struct ctl_frame f;
     *out = NULL;
-    if (ctl_io(fd, bytes, sizeof bytes, 0, deadline) != 0) {
-        *why = "no complete frame in time";
+    int rc = ctl_sess_read(sess, fd, bytes, sizeof bytes, deadline);
+    if (rc != 0) {
+        *why = rc == SPINDLE_EPROTO ? sess->why : "no complete frame in time";
         return SPINDLE_EPROTO;
     }
     if (ctl_wire_decode_frame(bytes, sizeof bytes, &f) < 0) {
@@ -49,9 +50,10 @@ int ctl_read_frame(int fd, uint32_t max, uint64_t deadline, uint8_t **out, size_
         *why = "no memory for the frame";
         return SPINDLE_ENOMEM;
     }
-    if (ctl_io(fd, body, f.length, 0, deadline) != 0 || sp_crc32c(0, body, f.length) != f.crc) {
+    rc = ctl_sess_read(sess, fd, body, f.length, deadline);
+    if (rc != 0 || sp_crc32c(0, body, f.length) != f.crc) {
         free(body);
-        *why = "a truncated or corrupt frame";
+        *why = rc == SPINDLE_EPROTO ? sess->why : "a truncated or corrupt frame";
         return SPINDLE_EPROTO;
     }
     *out = body;
@@ -59,24 +61,29 @@ int ctl_read_frame(int fd, uint32_t max, uint64_t deadline, uint8_t **out, size_
     return 0;
 }
 
-int ctl_write_frame(int fd, uint32_t from, const void *blob, size_t length, uint64_t deadline)
+int ctl_write_frame(int fd, struct ctl_sess *sess, uint32_t from, const void *blob, size_t length,
+                    uint64_t deadline)
 {
     struct ctl_frame f = {0, from, (uint32_t)length, sp_crc32c(0, blob, length)};
     uint8_t bytes[CTL_FRAME_SIZE];
     ctl_wire_encode_frame(&f, bytes);
-    int rc = ctl_io(fd, bytes, sizeof bytes, 1, deadline);
+    int rc = ctl_sess_write(sess, fd, bytes, sizeof bytes, deadline);
     if (rc == 0 && length > 0)
-        rc = ctl_io(fd, (void *)blob, length, 1, deadline);
+        rc = ctl_sess_write(sess, fd, blob, length, deadline);
     return rc;
 }
 
-/* Appends bytes to member j's outgoing queue. Lock held. */
+/* Appends bytes to member j's outgoing queue, sealed as one record when
+ * the connection is keyed. Lock held. */
 static int ctl_queue(struct ctl_tcp *ctl, uint32_t j, const void *bytes, size_t length)
 {
     struct ctl_peer *p = &ctl->peers[j];
-    if (p->out_len + length > p->out_cap) {
+    if (length == 0)
+        return 0;
+    size_t size = ctl_sess_sealed_size(&p->sess, length);
+    if (p->out_len + size > p->out_cap) {
         size_t cap = p->out_cap ? p->out_cap : 256;
-        while (cap < p->out_len + length)
+        while (cap < p->out_len + size)
             cap *= 2;
         uint8_t *grown = realloc(p->out, cap);
         if (grown == NULL)
@@ -84,8 +91,8 @@ static int ctl_queue(struct ctl_tcp *ctl, uint32_t j, const void *bytes, size_t 
         p->out = grown;
         p->out_cap = cap;
     }
-    memcpy(p->out + p->out_len, bytes, length);
-    p->out_len += length;
+    ctl_sess_seal(&p->sess, bytes, length, p->out + p->out_len);
+    p->out_len += size;
     return 0;
 }
 
@@ -99,6 +106,7 @@ void ctl_drop(struct ctl_tcp *ctl, uint32_t j, int error, const char *why)
                        ctl->members[ctl->self].id, ctl->members[j].id, why);
     close(p->fd);
     p->fd = -1;
+    ctl_sess_clear(&p->sess);
     p->error = error;
     snprintf(p->why, sizeof p->why, "%s", why);
     free(p->body);
@@ -114,6 +122,7 @@ void ctl_reset_slot(struct ctl_tcp *ctl, uint32_t j)
     free(p->body);
     for (uint32_t i = 0; i < p->box_len; i++)
         free(p->box[i].data);
+    ctl_sess_clear(&p->sess);
     memset(p, 0, sizeof *p);
     p->fd = -1;
 }
@@ -172,7 +181,7 @@ static bool ctl_header_ok(struct ctl_tcp *ctl, uint32_t j)
 static void ctl_read(struct ctl_tcp *ctl, uint32_t j)
 {
     struct ctl_peer *p = &ctl->peers[j];
-    char why[160];
+    char why[224];
     while (p->fd >= 0) {
         uint8_t *dst;
         size_t want;
@@ -183,7 +192,12 @@ static void ctl_read(struct ctl_tcp *ctl, uint32_t j)
             dst = p->body + (p->got - CTL_FRAME_SIZE);
             want = CTL_FRAME_SIZE + p->hdr.length - p->got;
         }
-        ssize_t n = want > 0 ? recv(p->fd, dst, want, MSG_DONTWAIT) : 0;
+        ssize_t n = want > 0 ? ctl_sess_recv(&p->sess, p->fd, dst, want) : 0;
+        if (n == CTL_SESS_REFUSED) {
+            snprintf(why, sizeof why, "member %u: %s", ctl->members[j].id, p->sess.why);
+            ctl_drop(ctl, j, SPINDLE_EPROTO, why);
+            return;
+        }
         if (want > 0 && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return;
         if (want > 0 && n <= 0) {

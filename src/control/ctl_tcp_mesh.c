@@ -8,6 +8,7 @@
  * answers with its own hello, so the dialer can check the same and name
  * both versions when the builds differ.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -44,7 +45,21 @@ static int ctl_resolve(const char *host, uint16_t port, int passive, struct addr
     return 0;
 }
 
-static int ctl_listen(const struct ctl_member *me, int *out)
+/* True for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. */
+static bool ctl_is_loopback(const struct sockaddr *addr)
+{
+    if (addr->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)addr;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (addr->sa_family == AF_INET6) {
+        const struct in6_addr *in6 = &((const struct sockaddr_in6 *)addr)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(in6) || (IN6_IS_ADDR_V4MAPPED(in6) && in6->s6_addr[12] == 127);
+    }
+    return false;
+}
+
+static int ctl_listen(const struct ctl_member *me, bool keyed, int *out)
 {
     struct addrinfo *ai = NULL;
     int rc = ctl_resolve(me->host, me->port, 1, &ai);
@@ -65,6 +80,11 @@ static int ctl_listen(const struct ctl_member *me, int *out)
         return sp_error(SPINDLE_EIO, "control: cannot listen on %s:%u: %s", me->host, me->port,
                         strerror(err));
     }
+    if (!keyed && !ctl_is_loopback(ai->ai_addr))
+        SP_LOG_WARNING("control",
+                       "listening on %s:%u without a group key: anyone who reaches this address "
+                       "can speak the group's control protocol (set key_file; docs/SECURITY.md)",
+                       me->host, me->port);
     freeaddrinfo(ai);
     *out = fd;
     return 0;
@@ -104,46 +124,65 @@ struct ctl_hello ctl_tcp_hello(const struct ctl_tcp *ctl, uint32_t from)
     return hello;
 }
 
-int ctl_accept_hello(const struct ctl_tcp *ctl, int fd, uint64_t deadline, struct ctl_hello *out)
+int ctl_accept_hello(const struct ctl_tcp *ctl, int fd, uint64_t deadline, struct ctl_hello *out,
+                     struct ctl_sess *sess)
 {
+    const char *why = NULL;
+    int rc = ctl_auth_accept(fd, &ctl->keys, deadline, sess, &why);
+    if (rc != 0)
+        return sp_error(rc == SPINDLE_EAUTH ? SPINDLE_EAUTH : SPINDLE_ETIMEDOUT,
+                        "a connection failed authentication: %s", why);
     uint8_t bytes[CTL_HELLO_SIZE];
-    if (ctl_io(fd, bytes, sizeof bytes, 0, deadline) != 0)
+    rc = ctl_sess_read(sess, fd, bytes, sizeof bytes, deadline);
+    if (rc == SPINDLE_EPROTO)
+        return sp_error(SPINDLE_EPROTO, "its hello was refused: %s", sess->why);
+    if (rc != 0)
         return sp_error(SPINDLE_ETIMEDOUT, "no complete hello in time");
     /* Answered before it is judged, even when it will be refused: the
-     * other side then names what differs (its build, its group). */
+     * other side then names what differs (its build, its group). With a
+     * key, only a peer that proved it gets this far. */
     uint8_t mine[CTL_HELLO_SIZE];
     struct ctl_hello hello = ctl_tcp_hello(ctl, ctl->self);
     ctl_wire_encode_hello(&hello, mine);
-    (void)ctl_io(fd, mine, sizeof mine, 1, deadline);
+    (void)ctl_sess_write(sess, fd, mine, sizeof mine, deadline);
     return ctl_wire_decode_hello(bytes, sizeof bytes, out);
 }
 
-/* Sends hello on a fresh connection and checks the answering hello. */
+/* Authenticates (with a key), sends hello on a fresh connection and checks
+ * the answering hello. */
 static int ctl_handshake(int fd, const char *who, const char *host, uint16_t port,
                          const struct ctl_hello *hello, const struct ctl_versions *versions,
-                         uint64_t deadline, struct ctl_hello *answer)
+                         const struct ctl_keyring *keys, uint64_t deadline,
+                         struct ctl_hello *answer, struct ctl_sess *sess)
 {
-    uint8_t bytes[CTL_HELLO_SIZE];
-    ctl_wire_encode_hello(hello, bytes);
-    if (ctl_io(fd, bytes, sizeof bytes, 1, deadline) != 0 ||
-        ctl_io(fd, bytes, sizeof bytes, 0, deadline) != 0)
-        return sp_error(SPINDLE_EUNREACH,
-                        "control: %s at %s:%u dropped the connection during the handshake", who,
-                        host, port);
     char label[96];
     snprintf(label, sizeof label, "control: %s at %s:%u", who, host, port);
+    const char *why = NULL;
+    int rc = ctl_auth_dial(fd, keys, deadline, sess, &why);
+    if (rc != 0)
+        return sp_error(rc, "%s failed authentication with the group key: %s", label, why);
+    uint8_t bytes[CTL_HELLO_SIZE];
+    ctl_wire_encode_hello(hello, bytes);
+    rc = ctl_sess_write(sess, fd, bytes, sizeof bytes, deadline);
+    if (rc == 0)
+        rc = ctl_sess_read(sess, fd, bytes, sizeof bytes, deadline);
+    if (rc == SPINDLE_EPROTO)
+        return sp_error(SPINDLE_EPROTO, "%s sent a refused record: %s", label, sess->why);
+    if (rc != 0)
+        return sp_error(SPINDLE_EUNREACH, "%s dropped the connection during the handshake%s", label,
+                        keys != NULL && keys->count > 0 ? "" : " (it may need a group key)");
     if (ctl_wire_decode_hello(bytes, sizeof bytes, answer) < 0)
         return sp_error(SPINDLE_EPROTO, "%s answered with a bad hello: %s", label,
                         spindle_errmsg());
-    int rc = ctl_hello_compatible(answer, versions, label);
+    rc = ctl_hello_compatible(answer, versions, label);
     if (rc == 0 && hello->group != 0 && answer->group != hello->group)
         rc = sp_error(SPINDLE_EUNREACH, "%s belongs to another group", label);
     return rc;
 }
 
 int ctl_dial(const char *who, const char *host, uint16_t port, const struct ctl_hello *hello,
-             const struct ctl_versions *versions, uint64_t deadline, int *fd_out,
-             struct ctl_hello *answer)
+             const struct ctl_versions *versions, const struct ctl_keyring *keys, uint64_t deadline,
+             int *fd_out, struct ctl_hello *answer, struct ctl_sess *sess)
 {
     struct addrinfo *ai = NULL;
     int rc = ctl_resolve(host, port, 0, &ai);
@@ -156,8 +195,9 @@ int ctl_dial(const char *who, const char *host, uint16_t port, const struct ctl_
         if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
             freeaddrinfo(ai);
             ctl_tune(fd, false);
-            rc = ctl_handshake(fd, who, host, port, hello, versions, deadline, answer);
+            rc = ctl_handshake(fd, who, host, port, hello, versions, keys, deadline, answer, sess);
             if (rc != 0) {
+                ctl_sess_clear(sess);
                 close(fd);
                 return rc;
             }
@@ -183,9 +223,10 @@ static int ctl_connect(struct ctl_tcp *ctl, uint32_t j, uint64_t deadline)
     struct ctl_hello hello = ctl_tcp_hello(ctl, ctl->self), answer;
     char who[32];
     snprintf(who, sizeof who, "member %u", m->id);
-    int rc =
-        ctl_dial(who, m->host, m->port, &hello, &ctl->versions, deadline, &ctl->fds[j], &answer);
+    int rc = ctl_dial(who, m->host, m->port, &hello, &ctl->versions, &ctl->keys, deadline,
+                      &ctl->fds[j], &answer, &ctl->peers[j].sess);
     if (rc == 0 && answer.from != j) {
+        ctl_sess_clear(&ctl->peers[j].sess);
         close(ctl->fds[j]);
         ctl->fds[j] = -1;
         rc = sp_error(SPINDLE_EUNREACH, "control: %s at %s:%u answered as slot %u, not %u", who,
@@ -229,7 +270,8 @@ static int ctl_accept_one(struct ctl_tcp *ctl, int listen_fd, uint64_t deadline)
         hello_deadline = deadline;
     char text[256];
     const char *why = NULL;
-    if (ctl_accept_hello(ctl, fd, hello_deadline, &hello) < 0) {
+    struct ctl_sess sess = {0};
+    if (ctl_accept_hello(ctl, fd, hello_deadline, &hello, &sess) < 0) {
         snprintf(text, sizeof text, "%s", spindle_errmsg());
         why = text;
     } else {
@@ -238,11 +280,13 @@ static int ctl_accept_one(struct ctl_tcp *ctl, int listen_fd, uint64_t deadline)
     if (why != NULL) {
         SP_LOG_WARNING("control", "member %u dropped a connection: %s", ctl->members[ctl->self].id,
                        why);
+        ctl_sess_clear(&sess);
         close(fd);
         return 0;
     }
     ctl_tune(fd, false);
     ctl->fds[hello.from] = fd;
+    ctl->peers[hello.from].sess = sess;
     return 1;
 }
 
@@ -292,6 +336,8 @@ static void ctl_tcp_close(struct ctl *base)
         close(ctl->listen_fd);
     if (ctl->join_fd >= 0)
         close(ctl->join_fd);
+    ctl_sess_clear(&ctl->join_sess);
+    ctl_keyring_clear(&ctl->keys);
     free(ctl->join);
     for (uint32_t j = 0; j < CTL_MAX_MEMBERS; j++) {
         if (ctl->fds[j] >= 0)
@@ -310,7 +356,7 @@ static int ctl_tcp_setup(struct ctl_tcp *ctl, int timeout_ms)
 {
     uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 30000) * 1000000ull;
     int listen_fd = -1;
-    int rc = ctl_listen(&ctl->members[ctl->self], &listen_fd);
+    int rc = ctl_listen(&ctl->members[ctl->self], ctl->keys.count > 0, &listen_fd);
     /* Members dial the lower slots; a joiner dials every member (its id
      * may be a reused one, below theirs) and waits for nobody. */
     uint32_t dial_below = ctl->joiner ? CTL_MAX_MEMBERS : ctl->self;
@@ -376,8 +422,14 @@ static struct ctl_tcp *ctl_tcp_alloc(void)
  * otherwise. */
 static int ctl_tcp_open(const char *group_name, const struct ctl_member *members, uint32_t slots,
                         uint32_t num_initial, uint32_t self, uint64_t admission,
-                        const struct ctl_versions *versions, int timeout_ms, struct ctl **out)
+                        const struct ctl_versions *versions, const struct ctl_keyring *keys,
+                        int timeout_ms, struct ctl **out)
 {
+    if (keys != NULL && keys->count > CTL_KEYS_MAX)
+        return sp_error(SPINDLE_EINVAL, "control: %u keys (at most %u)", keys->count, CTL_KEYS_MAX);
+    int rc = keys != NULL && keys->count > 0 ? ctl_crypto_init() : 0;
+    if (rc != 0)
+        return rc;
     struct ctl_tcp *ctl = ctl_tcp_alloc();
     if (ctl == NULL)
         return sp_error(SPINDLE_ENOMEM, "control: out of memory for %u members", slots);
@@ -388,10 +440,11 @@ static int ctl_tcp_open(const char *group_name, const struct ctl_member *members
     ctl->joiner = admission != 0;
     ctl->group = ctl_group_hash(group_name);
     ctl->versions = *versions;
+    if (keys != NULL)
+        ctl->keys = *keys;
     ctl->listen_fd = -1;
     ctl->join_fd = -1;
     pthread_mutex_init(&ctl->lock, NULL);
-    int rc = 0;
     for (uint32_t j = 0; j < CTL_MAX_MEMBERS; j++) {
         ctl->fds[j] = -1;
         ctl->peers[j].fd = -1;
@@ -414,8 +467,8 @@ static int ctl_tcp_open(const char *group_name, const struct ctl_member *members
 }
 
 int ctl_open_tcp(const char *group_name, const struct ctl_member *members, uint32_t num_members,
-                 uint32_t self, const struct ctl_versions *versions, int timeout_ms,
-                 struct ctl **out)
+                 uint32_t self, const struct ctl_versions *versions, const struct ctl_keyring *keys,
+                 int timeout_ms, struct ctl **out)
 {
     if (members == NULL || out == NULL || versions == NULL || num_members == 0 ||
         self >= num_members || num_members > CTL_MAX_MEMBERS)
@@ -425,13 +478,14 @@ int ctl_open_tcp(const char *group_name, const struct ctl_member *members, uint3
         if (members[j].host == NULL || members[j].host[0] == '\0' || members[j].port == 0)
             return sp_error(SPINDLE_EINVAL, "control: member %u needs a host and a non-zero port",
                             members[j].id);
-    return ctl_tcp_open(group_name, members, num_members, num_members, self, 0, versions,
+    return ctl_tcp_open(group_name, members, num_members, num_members, self, 0, versions, keys,
                         timeout_ms, out);
 }
 
 int ctl_open_tcp_joiner(const char *group_name, const struct ctl_member *members,
                         uint32_t num_initial, uint32_t self, uint64_t admission,
-                        const struct ctl_versions *versions, int timeout_ms, struct ctl **out)
+                        const struct ctl_versions *versions, const struct ctl_keyring *keys,
+                        int timeout_ms, struct ctl **out)
 {
     if (members == NULL || out == NULL || versions == NULL || num_initial == 0 ||
         self >= CTL_MAX_MEMBERS || admission == 0)
@@ -442,5 +496,5 @@ int ctl_open_tcp_joiner(const char *group_name, const struct ctl_member *members
     if (me->host == NULL || me->host[0] == '\0' || me->port == 0)
         return sp_error(SPINDLE_EINVAL, "control: a joiner needs its own host and a non-zero port");
     return ctl_tcp_open(group_name, members, CTL_MAX_MEMBERS, num_initial, self, admission,
-                        versions, timeout_ms, out);
+                        versions, keys, timeout_ms, out);
 }

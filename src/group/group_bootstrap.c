@@ -74,8 +74,8 @@ int group_bootstrap_parse(const struct spindle_group_options *options, struct gr
 }
 
 int group_bootstrap_open(const struct group_bootstrap *boot, const char *group_name, uint32_t self,
-                         uint32_t num_members, const struct ctl_versions *versions, int timeout_ms,
-                         struct ctl **out)
+                         uint32_t num_members, const struct ctl_versions *versions,
+                         const struct ctl_keyring *keys, int timeout_ms, struct ctl **out)
 {
     if (boot->kind == SPINDLE_BOOTSTRAP_DIR)
         return ctl_open_dir(boot->dir, self, num_members, versions, timeout_ms, out);
@@ -85,5 +85,5 @@ int group_bootstrap_open(const struct group_bootstrap *boot, const char *group_n
         members[i].host = boot->hosts[i].host;
         members[i].port = boot->hosts[i].port;
     }
-    return ctl_open_tcp(group_name, members, num_members, self, versions, timeout_ms, out);
+    return ctl_open_tcp(group_name, members, num_members, self, versions, keys, timeout_ms, out);
 }

@@ -25,9 +25,10 @@ struct group_bootstrap {
 int group_bootstrap_parse(const struct spindle_group_options *options, struct group_bootstrap *out);
 
 /* Opens the control channel for member self (TCP: refusing other groups
- * and other builds). The channel's errors (control/ctl.h). */
+ * and other builds, authenticated with keys when it holds any). The
+ * channel's errors (control/ctl.h). */
 int group_bootstrap_open(const struct group_bootstrap *boot, const char *group_name, uint32_t self,
-                         uint32_t num_members, const struct ctl_versions *versions, int timeout_ms,
-                         struct ctl **out);
+                         uint32_t num_members, const struct ctl_versions *versions,
+                         const struct ctl_keyring *keys, int timeout_ms, struct ctl **out);
 
 #endif

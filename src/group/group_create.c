@@ -103,6 +103,7 @@ static void view_config_of(const struct spindle_group *group, struct view_config
     out->slow_member_ms = o->slow_member_ms;
     out->tie_breaker = o->tie_breaker;
     out->bootstrap_timeout_ms = o->bootstrap_timeout_ms;
+    out->keys = &group->keys;
     out->tolerate_failures = o->tolerate_failures;
     out->transport.backend = o->transport;
     out->transport.provider = o->provider;
@@ -169,6 +170,31 @@ static int identity_of(const struct spindle_group *group, struct spindle_member_
     return rc;
 }
 
+/* Reads options.key_file (docs/SECURITY.md): it protects TCP control
+ * channels, so a directory bootstrap (one host, guarded by the
+ * directory's permissions) refuses it rather than ignore it. */
+static int load_key(struct spindle_group *group)
+{
+    const char *path = group->options.key_file;
+    if (path == NULL && group->options.accept_key_file != NULL)
+        return sp_error(SPINDLE_EINVAL, "accept_key_file %s needs key_file (the key to dial with)",
+                        group->options.accept_key_file);
+    if (path == NULL)
+        return 0;
+    if (group->options.join == NULL && group->boot.kind != SPINDLE_BOOTSTRAP_TCP)
+        return sp_error(SPINDLE_EINVAL,
+                        "key_file %s needs a TCP bootstrap (host:port list); a directory "
+                        "bootstrap is protected by the directory's permissions",
+                        path);
+    int rc = ctl_crypto_init();
+    if (rc == 0)
+        rc = ctl_key_load(path, &group->keys);
+    /* Second in the ring: accepted from dialers, never dialed with. */
+    if (rc == 0 && group->options.accept_key_file != NULL)
+        rc = ctl_key_load(group->options.accept_key_file, &group->keys);
+    return rc;
+}
+
 /* A member of a new group, from its member list. */
 static int create_first(struct spindle_group *group,
                         const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)
@@ -195,8 +221,8 @@ static int create_first(struct spindle_group *group,
     struct ctl_versions versions = view_ctl_versions();
     if (rc == 0)
         rc = group_bootstrap_open(&group->boot, group->group_name, options->self,
-                                  options->num_members, &versions, options->bootstrap_timeout_ms,
-                                  &ctl);
+                                  options->num_members, &versions, &group->keys,
+                                  options->bootstrap_timeout_ms, &ctl);
     if (rc == 0)
         rc = view_start(&group->membership, ctl,
                         group->boot.kind == SPINDLE_BOOTSTRAP_TCP ? group->boot.hosts : NULL);
@@ -249,6 +275,8 @@ int group_create_with(const struct spindle_group_options *options,
     group->options = *options;
     if (options->join == NULL)
         rc = group_bootstrap_parse(options, &group->boot);
+    if (rc == 0)
+        rc = load_key(group);
     struct view_config config;
     view_config_of(group, &config);
     if (rc == 0)
@@ -321,5 +349,6 @@ SPINDLE_API void spindle_group_destroy(spindle_group_t *group)
     if (group == NULL)
         return;
     view_membership_destroy(&group->membership);
+    ctl_keyring_clear(&group->keys);
     free(group);
 }

@@ -21,6 +21,7 @@ struct spindle_group {
     struct spindle_group_options options;
     struct group_bootstrap boot;
     char group_name[64];
+    struct ctl_keyring keys; /* from options.key_file; count 0: none */
     struct view_membership membership;
     bool shut_down;
 };

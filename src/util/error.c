@@ -71,6 +71,8 @@ SPINDLE_API const char *spindle_strerror(int code)
         return "member is in a minority partition";
     case SPINDLE_EREMOVED:
         return "member was removed from the group";
+    case SPINDLE_EAUTH:
+        return "peer failed authentication";
     default:
         return "unknown error";
     }

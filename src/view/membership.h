@@ -45,6 +45,7 @@ struct view_config {
     int slow_member_ms; /* 0: back-pressure only (spindle_group_options) */
     bool tie_breaker;   /* half the view with its leader is a quorum */
     int bootstrap_timeout_ms;
+    const struct ctl_keyring *keys; /* the group key(s) of TCP channels; NULL: none */
     bool tolerate_failures;
     struct tp_config transport;       /* backend, provider, device, host */
     struct sst_engine_options engine; /* early unlock, polling */

@@ -46,8 +46,8 @@ static int ask_once(struct view_membership *m, const uint8_t *request, size_t le
     size_t reply_length = 0;
     struct ctl_versions versions = view_ctl_versions();
     const char *name = m->group_name[0] != '\0' ? m->group_name : NULL;
-    int rc = ctl_join_ask(name, &versions, contact->host, contact->port, request, length, &reply,
-                          &reply_length, ms);
+    int rc = ctl_join_ask(name, &versions, m->config.keys, contact->host, contact->port, request,
+                          length, &reply, &reply_length, ms);
     if (rc < 0)
         return sp_error(SPINDLE_EAGAIN, "%s", spindle_errmsg());
     rc = view_wire_decode_join_offer(reply, reply_length, offer);
@@ -222,7 +222,7 @@ static int open_channel(struct view_membership *m)
     if (timeout_ms > 2 * m->config.failure_timeout_ms)
         timeout_ms = 2 * m->config.failure_timeout_ms;
     int rc = ctl_open_tcp_joiner(m->group_name, members, m->config.num_initial, m->config.self,
-                                 m->admission, &versions, timeout_ms, &m->ctl);
+                                 m->admission, &versions, m->config.keys, timeout_ms, &m->ctl);
     /* A member that cannot be reached may have failed: ask again. */
     if (rc == SPINDLE_EUNREACH || rc == SPINDLE_ETIMEDOUT)
         rc = sp_error(SPINDLE_EAGAIN, "%s", spindle_errmsg());

@@ -69,6 +69,8 @@ static void test_defaults_apply(void **state)
     assert_int_equal(c->group.failure_timeout_ms, 5000);
     assert_int_equal(c->group.slow_member_ms, 0);
     assert_false(c->group.tie_breaker);
+    assert_null(c->group.key_file);
+    assert_null(c->group.accept_key_file);
     assert_string_equal(c->members[0].host, "127.0.0.1");
     assert_int_equal(c->subgroups[0].window_size, 100);
     assert_int_equal(c->subgroups[0].max_payload, 1024);
@@ -100,7 +102,8 @@ static void test_malformed_files_name_file_line_key_value(void **state)
                  ":2: tie_breaker = maybe: must be true or false");
     expect_error("[group]\ncolour = red\n",
                  ":2: colour = red: unknown key in [group] (known: name, transport, provider, "
-                 "device, failure_timeout_ms, slow_member_ms, tie_breaker, log_level)");
+                 "device, failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
+                 "accept_key_file)");
     expect_error("[member.1]\nport = 70000\n", ":2: port = 70000: must be between 0 and 65535");
     expect_error("[member.1]\nport = 12ab\n",
                  ":2: port = 12ab: must be an integer between 0 and 65535");
@@ -118,6 +121,8 @@ static void test_malformed_files_name_file_line_key_value(void **state)
                  ":3: members: member 7 is not defined (no [member.7] section)");
     expect_error("[member.0]\n[member.1]\n[subgroup.0]\nmembers = 0\nsenders = 1\n",
                  ":5: senders: sender 1 is not a member of subgroup 0");
+    expect_error("[group]\nkey_file =\n",
+                 ":2: key_file = : must name a key file (spindle-keygen FILE)");
     expect_error("[group]\nlog_level = loud\n",
                  ":2: log_level = loud: must be error, warn, info or debug");
 }
@@ -331,6 +336,7 @@ static void test_environment_overrides_the_file(void **state)
     setenv("SPINDLE_GROUP_FAILURE_TIMEOUT_MS", "250", 1);
     setenv("SPINDLE_GROUP_SLOW_MEMBER_MS", "300", 1);
     setenv("SPINDLE_GROUP_TIE_BREAKER", "true", 1);
+    setenv("SPINDLE_GROUP_KEY_FILE", "/etc/spindle/group.key", 1);
     const char *file = write_ini("[group]\nprovider = tcp\n[member.3]\nport = 7003\n"
                                  "[subgroup.0]\nmembers = 3\nwindow_size = 0\n");
     /* The file's invalid window_size is replaced, so it is never judged. */
@@ -339,6 +345,7 @@ static void test_environment_overrides_the_file(void **state)
     assert_int_equal(c->group.failure_timeout_ms, 250);
     assert_int_equal(c->group.slow_member_ms, 300);
     assert_true(c->group.tie_breaker);
+    assert_string_equal(c->group.key_file, "/etc/spindle/group.key");
     assert_int_equal(c->members[0].port, 7103);
     assert_int_equal(c->subgroups[0].window_size, 7);
     spindle_config_free(c);
@@ -354,6 +361,7 @@ static void test_environment_overrides_the_file(void **state)
     unsetenv("SPINDLE_GROUP_FAILURE_TIMEOUT_MS");
     unsetenv("SPINDLE_GROUP_SLOW_MEMBER_MS");
     unsetenv("SPINDLE_GROUP_TIE_BREAKER");
+    unsetenv("SPINDLE_GROUP_KEY_FILE");
 }
 
 static int teardown(void **state)

@@ -70,7 +70,7 @@ static void spoil_u32(uint8_t *message, size_t offset, uint32_t value)
 static int member_main(const struct ctl_member *members, uint32_t self)
 {
     struct ctl *ctl = NULL;
-    if (ctl_open_tcp("ctl-test", members, 3, self, &versions, 10000, &ctl) != 0) {
+    if (ctl_open_tcp("ctl-test", members, 3, self, &versions, NULL, 10000, &ctl) != 0) {
         fprintf(stderr, "member %u open: %s\n", self, spindle_errmsg());
         return 2;
     }
@@ -182,7 +182,7 @@ static void run_forged(int mode, const char *expect)
     struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = port},
                                     {.host = "127.0.0.1", .id = 1, .port = other}};
     struct ctl *ctl = NULL;
-    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, 10000, &ctl), 0);
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, NULL, 10000, &ctl), 0);
     char mine[16] = "member zero ....", all[32];
     assert_int_equal(ctl_allgather(ctl, 1, mine, 16, all, 5000), SPINDLE_EPROTO);
     assert_non_null(strstr(spindle_errmsg(), "member 1"));
@@ -218,7 +218,7 @@ static void test_taken_port_and_absent_member_are_named(void **state)
     struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = taken},
                                     {.host = "127.0.0.1", .id = 1, .port = test_free_port()}};
     struct ctl *ctl = NULL;
-    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, 500, &ctl),
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, NULL, 500, &ctl),
                      SPINDLE_EADDRINUSE);
     char expect[32];
     snprintf(expect, sizeof expect, "127.0.0.1:%u", taken);
@@ -227,11 +227,11 @@ static void test_taken_port_and_absent_member_are_named(void **state)
 
     /* Member 1 waits for member 0, which never comes. */
     members[0].port = test_free_port();
-    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 1, &versions, 300, &ctl),
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 1, &versions, NULL, 300, &ctl),
                      SPINDLE_EUNREACH);
     assert_non_null(strstr(spindle_errmsg(), "member 0"));
     members[0].host = "no-such-host.invalid";
-    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 1, &versions, 300, &ctl),
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 1, &versions, NULL, 300, &ctl),
                      SPINDLE_EUNREACH);
     assert_non_null(strstr(spindle_errmsg(), "no-such-host.invalid"));
 }
@@ -247,7 +247,7 @@ static void test_taken_port_and_absent_member_are_named(void **state)
 static int honest_main(const struct ctl_member *members, uint32_t self, int mode)
 {
     struct ctl *ctl = NULL;
-    if (ctl_open_tcp("ctl-test", members, 3, self, &versions, 10000, &ctl) != 0)
+    if (ctl_open_tcp("ctl-test", members, 3, self, &versions, NULL, 10000, &ctl) != 0)
         return 2;
     char mine[24], all[3 * 24];
     snprintf(mine, sizeof mine, "honest blob %u", self);
@@ -352,7 +352,7 @@ static void test_other_group_is_refused(void **state)
     struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = port},
                                     {.host = "127.0.0.1", .id = 1, .port = test_free_port()}};
     struct ctl *ctl = NULL;
-    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, 1500, &ctl),
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, NULL, 1500, &ctl),
                      SPINDLE_ETIMEDOUT);
     assert_non_null(strstr(spindle_errmsg(), "members 1 never connected"));
     int status = 0;
@@ -371,7 +371,7 @@ static void test_other_build_is_refused_naming_both_versions(void **state)
     if (pid == 0) {
         struct ctl_versions newer = {versions.table_layout, versions.ring_layout + 1};
         struct ctl *ctl = NULL;
-        int rc = ctl_open_tcp("ctl-test", members, 2, 1, &newer, 5000, &ctl);
+        int rc = ctl_open_tcp("ctl-test", members, 2, 1, &newer, NULL, 5000, &ctl);
         const char *msg = spindle_errmsg();
         _exit(rc == SPINDLE_EPROTO && strstr(msg, "member 0") != NULL &&
                       strstr(msg, "ring layout version 9, this member version 10") != NULL
@@ -379,7 +379,7 @@ static void test_other_build_is_refused_naming_both_versions(void **state)
                   : 1);
     }
     struct ctl *ctl = NULL;
-    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, 1500, &ctl),
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, NULL, 1500, &ctl),
                      SPINDLE_ETIMEDOUT);
     assert_non_null(strstr(spindle_errmsg(), "members 1 never connected"));
     int status = 0;
@@ -395,7 +395,7 @@ static struct ctl *open_single(uint16_t *port)
 {
     struct ctl_member me = {.host = "127.0.0.1", .id = 0, .port = test_free_port()};
     struct ctl *ctl = NULL;
-    assert_int_equal(ctl_open_tcp("ctl-test", &me, 1, 0, &versions, 5000, &ctl), 0);
+    assert_int_equal(ctl_open_tcp("ctl-test", &me, 1, 0, &versions, NULL, 5000, &ctl), 0);
     *port = me.port;
     return ctl;
 }
@@ -421,8 +421,8 @@ static void test_join_request_round_trip(void **state)
     if (pid == 0) {
         void *reply = NULL;
         size_t length = 0;
-        int rc = ctl_join_ask(NULL, &versions, "127.0.0.1", port, "let me in", 10, &reply, &length,
-                              10000);
+        int rc = ctl_join_ask(NULL, &versions, NULL, "127.0.0.1", port, "let me in", 10, &reply,
+                              &length, 10000);
         _exit(rc == 0 && length == 8 && memcmp(reply, "welcome", 8) == 0 ? 0 : 1);
     }
     char request[64];
@@ -472,8 +472,8 @@ static void hostile_joiner(uint16_t port)
     }
     void *reply = NULL;
     size_t length = 0;
-    int rc =
-        ctl_join_ask("ctl-test", &versions, "127.0.0.1", port, "valid", 6, &reply, &length, 10000);
+    int rc = ctl_join_ask("ctl-test", &versions, NULL, "127.0.0.1", port, "valid", 6, &reply,
+                          &length, 10000);
     _exit(rc == 0 && length == 3 && memcmp(reply, "ok", 3) == 0 ? 0 : 1);
 }
 
@@ -514,7 +514,8 @@ static pid_t run_joiner(uint16_t port, uint64_t admission, const char *mine)
     members[0] = (struct ctl_member){.host = "127.0.0.1", .id = 0, .port = port};
     members[1] = (struct ctl_member){.host = "127.0.0.1", .id = 1, .port = joiner_port};
     struct ctl *ctl = NULL;
-    if (ctl_open_tcp_joiner("ctl-test", members, 1, 1, admission, &versions, 10000, &ctl) != 0)
+    if (ctl_open_tcp_joiner("ctl-test", members, 1, 1, admission, &versions, NULL, 10000, &ctl) !=
+        0)
         _exit(2);
     char blob[8] = {0}, got[2 * 8];
     snprintf(blob, sizeof blob, "%s", mine);
@@ -633,7 +634,7 @@ static pid_t run_republisher(uint16_t port)
     members[1] = (struct ctl_member){.host = "127.0.0.1", .id = 1, .port = joiner_port};
     struct ctl *ctl = NULL;
     char one[8] = "one", two[8] = "two", got[2 * 8];
-    if (ctl_open_tcp_joiner("ctl-test", members, 1, 1, 1, &versions, 10000, &ctl) != 0 ||
+    if (ctl_open_tcp_joiner("ctl-test", members, 1, 1, 1, &versions, NULL, 10000, &ctl) != 0 ||
         ctl_publish(ctl, 9, one, sizeof one, 0x1) != 0 ||
         ctl_collect(ctl, 10, 0x1, got, 8, 10000, NULL) != 0 ||
         ctl_publish(ctl, 9, two, sizeof two, 0x1) != 0 ||

@@ -17,6 +17,7 @@
 
 #include "control/ctl_wire.h"
 #include "fuzz_common.h"
+#include "fuzz_ctl_keys.h"
 #include "transport/shm/shm_impl.h"
 #include "view/view_wire_samples.h"
 #ifdef SPINDLE_HAVE_FABRIC
@@ -59,6 +60,33 @@ static void require(int rc, const char *target, const char *name)
     }
 }
 
+/* fuzz_ctl_record: the true proof, then a hello and a frame header sealed
+ * as a dialer's records 0 and 1 under the fixed test key. */
+static void keyed_seeds(const uint8_t hello[CTL_HELLO_SIZE], const uint8_t frame[CTL_FRAME_SIZE])
+{
+    require(ctl_crypto_init(), "record", "init");
+    uint8_t key[CTL_KEY_BYTES], nonce_d[CTL_NONCE_BYTES], nonce_a[CTL_NONCE_BYTES];
+    uint8_t stream[CTL_PROOF_BYTES + 2 * CTL_SEAL_HEADER + CTL_HELLO_SIZE + CTL_FRAME_SIZE +
+                   2 * CTL_SEAL_TAG];
+    fuzz_ctl_test_key(key);
+    fuzz_ctl_nonces(nonce_d, nonce_a);
+    ctl_auth_proof(key, CTL_ROLE_DIALER, nonce_d, nonce_a, stream);
+    write_seed("fuzz_ctl_record", "proof", stream, CTL_PROOF_BYTES);
+    struct ctl_sess sealer, opener;
+    fuzz_ctl_sessions(&sealer, &opener);
+    uint8_t *record = stream + CTL_PROOF_BYTES;
+    ctl_sess_seal(&sealer, hello, CTL_HELLO_SIZE, record);
+    ctl_sess_seal(&sealer, frame, CTL_FRAME_SIZE,
+                  record + CTL_SEAL_HEADER + CTL_HELLO_SIZE + CTL_SEAL_TAG);
+    uint8_t plain[CTL_HELLO_SIZE];
+    require(ctl_sess_open(&opener, record, record + CTL_SEAL_HEADER, CTL_HELLO_SIZE + CTL_SEAL_TAG,
+                          plain),
+            "record", "hello");
+    write_seed("fuzz_ctl_record", "hello-frame", stream, sizeof stream);
+    ctl_sess_clear(&sealer);
+    ctl_sess_clear(&opener);
+}
+
 static void control_seeds(void)
 {
     uint8_t hello_bytes[CTL_HELLO_SIZE], frame_bytes[CTL_FRAME_SIZE];
@@ -77,6 +105,7 @@ static void control_seeds(void)
     frame = (struct ctl_frame){1, 0, CTL_BLOB_MAX, 0};
     ctl_wire_encode_frame(&frame, frame_bytes);
     write_seed("fuzz_ctl_frame", "largest", frame_bytes, sizeof frame_bytes);
+    keyed_seeds(hello_bytes, frame_bytes);
 }
 
 static void view_seeds(void)

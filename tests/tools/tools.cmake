@@ -9,3 +9,9 @@ if(TARGET spindle-rawbench AND TARGET spindle-bench)
                    $<TARGET_FILE:spindle-bench> ${rawbench_fabric})
   set_tests_properties(rawbench_reports_the_reference PROPERTIES LABELS "tools" TIMEOUT 120)
 endif()
+# spindle-keygen writes private keys the library accepts, and never
+# overwrites one.
+if(TARGET spindle-keygen)
+  spindle_add_test(test_keygen SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_keygen.c
+    ARGS $<TARGET_FILE:spindle-keygen> TIMEOUT 30 LABELS tools security)
+endif()

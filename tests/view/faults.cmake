@@ -61,6 +61,15 @@ add_test(NAME join_under_load_unordered
                  $<TARGET_FILE:check_traces> 1 ac unordered)
 set_tests_properties(join_under_load_unordered PROPERTIES LABELS "view;faults;join;unordered"
                      TIMEOUT 400)
+# The same joins with a group key (spindle-bench --key-file): the request,
+# the redirection, the refusal of a mismatched joiner and the state all
+# travel sealed.
+add_test(NAME join_under_load_keyed
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/join.sh $<TARGET_FILE:spindle-bench>
+                 $<TARGET_FILE:check_traces> 1 ab)
+set_tests_properties(join_under_load_keyed PROPERTIES
+  LABELS "view;faults;join;security" TIMEOUT 300
+  ENVIRONMENT "SPINDLE_JOIN_KEYGEN=$<TARGET_FILE:spindle-keygen>")
 if(SPINDLE_FABRIC_FOUND)
   add_test(NAME join_under_load_fabric_tcp
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/join.sh $<TARGET_FILE:spindle-bench>

@@ -28,6 +28,8 @@
 #              SPINDLE_JOIN_KEEP keep the directory of a failed run,
 #              SPINDLE_JOIN_BENCH_ARGS extra spindle-bench arguments for
 #              every process (for example --transport fabric --provider tcp).
+#              SPINDLE_JOIN_KEYGEN path of spindle-keygen: every process runs
+#              with one new group key (--key-file, docs/SECURITY.md).
 set -u
 BENCH=$1
 CHECK=$2
@@ -63,6 +65,10 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+if [ -n "${SPINDLE_JOIN_KEYGEN:-}" ]; then
+    "$SPINDLE_JOIN_KEYGEN" "$WORK/group.key" || exit 1
+    SPINDLE_JOIN_BENCH_ARGS="${SPINDLE_JOIN_BENCH_ARGS:-} --key-file $WORK/group.key"
+fi
 
 fail() {
     echo "FAIL: $*"

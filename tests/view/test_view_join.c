@@ -42,61 +42,7 @@
 #define MEMBERS  3
 #define MESSAGES 200
 
-struct app {
-    uint64_t delivered; /* atomic */
-    uint64_t loaded;    /* the joiner's state, from state_load */
-    uint64_t view_id;   /* atomic: last view */
-};
-
-static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
-{
-    (void)m;
-    struct app *app = ctx;
-    __atomic_add_fetch(&app->delivered, count, __ATOMIC_RELEASE);
-}
-
-static void on_view(void *ctx, const struct spindle_view_info *view)
-{
-    struct app *app = ctx;
-    __atomic_store_n(&app->view_id, view->view_id, __ATOMIC_RELEASE);
-}
-
-static int save(void *ctx, void **data, size_t *length)
-{
-    struct app *app = ctx;
-    uint64_t *copy = malloc(sizeof *copy);
-    if (copy == NULL)
-        return SPINDLE_ENOMEM;
-    *copy = __atomic_load_n(&app->delivered, __ATOMIC_ACQUIRE);
-    *data = copy;
-    *length = sizeof *copy;
-    return 0;
-}
-
-static int load(void *ctx, const void *data, size_t length)
-{
-    struct app *app = ctx;
-    if (length != sizeof app->loaded)
-        return SPINDLE_EINVAL;
-    memcpy(&app->loaded, data, sizeof app->loaded);
-    return 0;
-}
-
-static void options(struct spindle_group_options *o, struct app *app, const char *bootstrap)
-{
-    spindle_group_options_init(o);
-    o->bootstrap = bootstrap;
-    o->failure_timeout_ms = 1500;
-    o->bootstrap_timeout_ms = 20000;
-    o->tolerate_failures = true;
-    o->deliver = on_deliver;
-    o->deliver_ctx = app;
-    o->view_changed = on_view;
-    o->view_ctx = app;
-    o->state_save = save;
-    o->state_load = load;
-    o->state_ctx = app;
-}
+#include "join_app.h"
 
 static const uint32_t everyone[MEMBERS] = {0, 1, 2};
 
@@ -107,7 +53,7 @@ static int member_main(const char *members, uint32_t self, int closing, int join
 {
     struct app app = {0};
     struct spindle_group_options o;
-    options(&o, &app, members);
+    join_app_options(&o, &app, members);
     o.self = self;
     o.num_members = MEMBERS;
     struct spindle_subgroup_config sg = {everyone, MEMBERS, everyone,           MEMBERS,
@@ -144,7 +90,7 @@ static int joiner_main(const char *contact, const char *self, int joined)
 {
     struct app app = {0};
     struct spindle_group_options o;
-    options(&o, &app, self);
+    join_app_options(&o, &app, self);
     o.join = contact;
     struct spindle_subgroup_config sg = {everyone, 1, everyone, 0, 16, 64, SPINDLE_MODE_ATOMIC};
     spindle_group_t *g = NULL;
@@ -216,7 +162,7 @@ static int staying_member(const char *members, uint32_t self, int stop)
 {
     struct app app = {0};
     struct spindle_group_options o;
-    options(&o, &app, members);
+    join_app_options(&o, &app, members);
     o.self = self;
     o.num_members = MEMBERS;
     o.state_save = NULL;
@@ -245,7 +191,7 @@ static int passing_joiner(const char *contact, const char *self, int report, int
 {
     struct app app = {0};
     struct spindle_group_options o;
-    options(&o, &app, self);
+    join_app_options(&o, &app, self);
     o.join = contact;
     o.state_save = NULL;
     o.state_load = NULL;
@@ -377,7 +323,7 @@ static int meet_member(const char *members, uint32_t self, int ready)
 {
     struct app app = {0};
     struct spindle_group_options o;
-    options(&o, &app, members);
+    join_app_options(&o, &app, members);
     o.self = self;
     o.num_members = MEMBERS;
     o.state_save = NULL;
@@ -407,7 +353,7 @@ static int meet_joiner(const char *contact, const char *self)
 {
     struct app app = {0};
     struct spindle_group_options o;
-    options(&o, &app, self);
+    join_app_options(&o, &app, self);
     o.join = contact;
     o.state_save = NULL;
     o.state_load = NULL;

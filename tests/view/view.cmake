@@ -15,3 +15,5 @@ spindle_add_test(test_view_join SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join
 # that replaces its earlier incarnation (forked members, loopback bootstrap).
 spindle_add_test(test_view_identity SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_identity.c
                  TIMEOUT 120 LABELS view join)
+spindle_add_test(test_view_join_keyed SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join_keyed.c
+                 TIMEOUT 120 LABELS view join security)

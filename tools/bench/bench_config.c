@@ -43,6 +43,8 @@ int bench_config_load(struct bench_config *c, const char *path)
     c->failure_timeout_ms = file->group.failure_timeout_ms;
     c->slow_member_ms = file->group.slow_member_ms;
     c->tie_breaker = file->group.tie_breaker;
+    c->key_file = file->group.key_file;
+    c->accept_key_file = file->group.accept_key_file;
     snprintf(c->group_name, sizeof c->group_name, "%s", file->group.name);
     c->messages = file->bench.messages;
     c->msg_size = file->bench.message_size;

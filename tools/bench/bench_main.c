@@ -95,6 +95,11 @@ static const char usage[] =
     "                         default its control address, or member-<id>@<host>)\n"
     "  --incarnation N        this member's incarnation, larger at each restart under one\n"
     "                         name (default: the wall clock at start, in nanoseconds)\n"
+    "  --key-file FILE        group key (spindle-keygen FILE): authenticate and encrypt\n"
+    "                         the TCP control channel (every member and joiner needs the\n"
+    "                         same; overrides --config's [group] key_file)\n"
+    "  --accept-key-file FILE also accept connections proving this key (rotation:\n"
+    "                         docs/SECURITY.md; overrides [group] accept_key_file)\n"
     "  --timeout SECONDS      give up when deliveries take longer (default 120), or when\n"
     "                         members are missing for longer (at most 60)\n"
     "  --help                 this text\n";
@@ -154,6 +159,8 @@ enum {
     OPT_FAILURE_TIMEOUT,
     OPT_SLOW_MEMBER,
     OPT_TIE_BREAKER,
+    OPT_KEY_FILE,
+    OPT_ACCEPT_KEY_FILE,
     OPT_JOIN,
     OPT_LISTEN,
     OPT_LEAVE_AFTER,
@@ -191,6 +198,8 @@ static const struct option long_options[] = {
     {"failure-timeout-ms", required_argument, 0, OPT_FAILURE_TIMEOUT},
     {"slow-member-ms", required_argument, 0, OPT_SLOW_MEMBER},
     {"tie-breaker", no_argument, 0, OPT_TIE_BREAKER},
+    {"key-file", required_argument, 0, OPT_KEY_FILE},
+    {"accept-key-file", required_argument, 0, OPT_ACCEPT_KEY_FILE},
     {"join", required_argument, 0, OPT_JOIN},
     {"listen", required_argument, 0, OPT_LISTEN},
     {"leave-after", required_argument, 0, OPT_LEAVE_AFTER},
@@ -276,6 +285,12 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
         if (parse_u64(arg, "--incarnation", 1, UINT64_MAX, &v) < 0)
             return -1;
         c->incarnation = v;
+        return 0;
+    case OPT_KEY_FILE:
+        c->key_file = arg;
+        return 0;
+    case OPT_ACCEPT_KEY_FILE:
+        c->accept_key_file = arg;
         return 0;
     case OPT_SLOW_MEMBER:
         if (parse_u64(arg, "--slow-member-ms", 0, 3600000, &v) < 0)

@@ -240,6 +240,8 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
         options.member_name = name;
     }
     options.incarnation = config->incarnation;
+    options.key_file = config->key_file;
+    options.accept_key_file = config->accept_key_file;
     options.batching = config->batching;
     options.null_sends = config->null_sends;
     options.early_unlock = config->early_unlock;

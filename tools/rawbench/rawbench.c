@@ -99,7 +99,8 @@ static int raw_connect(const struct group_bootstrap *boot, uint32_t self, uint32
 {
     struct ctl *ctl;
     struct ctl_versions versions = {1, 1}; /* only spindle-bench --raw processes meet here */
-    int rc = group_bootstrap_open(boot, "spindle-bench-raw", self, members, &versions, 60000, &ctl);
+    int rc = group_bootstrap_open(boot, "spindle-bench-raw", self, members, &versions, NULL, 60000,
+                                  &ctl);
     if (rc < 0)
         return rc;
     struct raw_desc mine, all[2];
