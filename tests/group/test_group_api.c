@@ -224,39 +224,77 @@ static void gated_deliver(void *ctx, const struct spindle_message *m, size_t n)
     pthread_mutex_unlock(&gate->lock);
 }
 
+/* The member of a group of two that runs in a second thread: its
+ * delivery upcall blocks until the gate opens. */
+struct stuck_member {
+    struct spindle_group_options options;
+    struct spindle_subgroup_config sg;
+    spindle_group_t *group;
+    int created, shut;
+};
+
+static void *stuck_member_main(void *arg)
+{
+    struct stuck_member *s = arg;
+    s->created = spindle_group_create(&s->options, &s->sg, 1, &s->group);
+    return NULL;
+}
+
+static void *stuck_member_shutdown(void *arg)
+{
+    struct stuck_member *s = arg;
+    s->shut = spindle_group_shutdown(s->group, 10000);
+    return NULL;
+}
+
+/*
+ * Member 1 of two is stuck in its first delivery upcall (it holds its own
+ * predicate thread, not member 0's): member 0's four messages fill its
+ * window of four, and the fifth reserve finds it full at once, held by
+ * member 1, the member furthest behind.
+ */
 static void test_a_full_window_is_counted_with_the_member_holding_it(void **state)
 {
     (void)state;
-    struct spindle_group_options o;
+    static const uint32_t two[] = {0, 1}, first[] = {0};
+    struct spindle_subgroup_config sg = {two, 2, first, 1, 4, 16, SPINDLE_MODE_ATOMIC};
     struct sink unused = {0};
+    struct spindle_group_options o;
     options_for(&o, &unused);
+    o.num_members = 2;
     struct gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
-    o.deliver = gated_deliver;
-    o.deliver_ctx = &gate;
-    struct spindle_subgroup_config sg = one_subgroup(); /* window 4 */
+    struct stuck_member stuck = {.options = o, .sg = sg};
+    stuck.options.self = 1;
+    stuck.options.deliver = gated_deliver;
+    stuck.options.deliver_ctx = &gate;
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, stuck_member_main, &stuck), 0);
     spindle_group_t *g;
     assert_int_equal(spindle_group_create(&o, &sg, 1, &g), 0);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(stuck.created, 0);
     struct spindle_stats st;
     assert_int_equal(spindle_group_stats(g, &st), 0);
     assert_int_equal(st.window_full, 0);
     assert_int_equal(st.window_holder, -1);
-    /* Four messages fill the window; the upcall holds the first batch, so
-     * none is delivered and the fifth finds the window full, at once (no
-     * wait) and without blocking on the stuck upcall. */
     for (int i = 0; i < 4; i++)
         assert_int_equal(spindle_send(g, 0, "hello", 5, 0), 0);
     void *slot;
     assert_int_equal(spindle_reserve(g, 0, 5, SPINDLE_RESERVE_NONBLOCK, &slot), SPINDLE_EAGAIN);
+    assert_int_equal(spindle_group_stats(g, &st), 0);
+    assert_int_equal(st.window_full, 1);
+    assert_int_equal(st.window_full_ns, 0); /* it did not wait */
+    assert_int_equal(st.window_holder, 1);
     pthread_mutex_lock(&gate.lock);
     gate.open = true;
     pthread_cond_broadcast(&gate.cond);
     pthread_mutex_unlock(&gate.lock);
     assert_int_equal(spindle_flush(g, 10000), 0);
-    assert_int_equal(spindle_group_stats(g, &st), 0);
-    assert_int_equal(st.window_full, 1);
-    assert_int_equal(st.window_full_ns, 0);
-    assert_int_equal(st.window_holder, 0); /* this member, behind on delivery */
-    assert_int_equal(spindle_group_shutdown(g, 5000), 0);
+    assert_int_equal(pthread_create(&thread, NULL, stuck_member_shutdown, &stuck), 0);
+    assert_int_equal(spindle_group_shutdown(g, 10000), 0);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(stuck.shut, 0);
+    spindle_group_destroy(stuck.group);
     spindle_group_destroy(g);
     cleanup_dir();
 }

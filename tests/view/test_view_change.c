@@ -292,6 +292,12 @@ static int member_main(const struct scenario *s, uint32_t self)
                 ;
         }
     }
+    if (rc == 0 && ((s->dead_mask >> self) & 1)) {
+        /* A victim that got this far before the parent's kill landed (a
+         * loaded machine) waits for it: it must not finish. */
+        for (;;)
+            pause();
+    }
     if (early) {
         /* Every own message is stable: tell the parent, then shut down
          * while the others still stream (they wait for the kill). */
@@ -361,8 +367,10 @@ static int member_main(const struct scenario *s, uint32_t self)
             __atomic_load_n(&c.layout_mismatch, __ATOMIC_RELAXED))
             return 19;
     }
-    if (spindle_group_shutdown(group, 10000) != 0)
+    if (spindle_group_shutdown(group, 10000) != 0) {
+        fprintf(stderr, "member %u: shutdown: %s\n", self, spindle_errmsg());
         return 15;
+    }
     spindle_group_destroy(group);
     char path[4200];
     snprintf(path, sizeof path, "%s/log-%u", s->dir, self);
