@@ -299,8 +299,9 @@ SPINDLE_API int spindle_send(spindle_group_t *group, uint32_t subgroup, const vo
                              size_t size, unsigned flags);
 
 /* Waits until every message this member committed before the call has been
- * delivered locally (in every subgroup). SPINDLE_ETIMEDOUT after timeout_ms
- * (< 0: no limit), SPINDLE_EPEERFAILED when a peer failed meanwhile. */
+ * delivered locally (in every subgroup) and, in unordered subgroups,
+ * received by every member. SPINDLE_ETIMEDOUT after timeout_ms (< 0: no
+ * limit), SPINDLE_EPEERFAILED when a peer failed meanwhile. */
 SPINDLE_API int spindle_flush(spindle_group_t *group, int timeout_ms);
 
 /* Collective: returns once every member has called it (over the bootstrap

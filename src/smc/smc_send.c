@@ -219,11 +219,34 @@ int smc_commit(struct smc_group *group, uint32_t subgroup)
     return 0;
 }
 
+/* Every member of sub received every position this member published
+ * (received_num[m][my rank] >= my sent_num). */
+static bool received_by_all(struct smc_group *group, const struct smc_subgroup *sub)
+{
+    uint64_t sent = sst_read_u64(group->table, group->my_row, sub->sent_offset);
+    uint32_t offset = sub->received_offset + 8u * (uint32_t)sub->my_sender_rank;
+    for (uint32_t i = 0; i < sub->layout.num_members; i++)
+        if (sst_read_u64(group->table, sub->layout.members[i], offset) < sent)
+            return false;
+    return true;
+}
+
+/*
+ * Atomic subgroups deliver a message once every member received it, so
+ * delivering its own messages is enough. Unordered ones deliver on
+ * receipt: this member's own delivery says nothing of the others, so a
+ * flush also waits until every member received them (a member that leaves
+ * right after, as spindle_group_leave does, must not take messages with it
+ * that a survivor never got).
+ */
 static bool flushed(struct smc_group *group, const uint64_t *targets)
 {
     for (uint32_t g = 0; g < group->num_subgroups; g++) {
         const struct smc_subgroup *sub = &group->subgroups[g];
         if (__atomic_load_n(&sub->delivered_own, __ATOMIC_ACQUIRE) < targets[g])
+            return false;
+        if (targets[g] > 0 && sub->layout.mode == SPINDLE_MODE_UNORDERED &&
+            !received_by_all(group, sub))
             return false;
     }
     return true;

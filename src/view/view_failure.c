@@ -153,6 +153,11 @@ void view_peek_suspicion(struct view_membership *m)
                    (unsigned long long)view->id, id);
             continue;
         }
+        /* A member the others suspect learns of its removal from the
+         * table (SPINDLE_EREMOVED, view_on_failure): it does not take part
+         * in the change that removes it. */
+        if ((suspect.suspected >> view->my_rank) & 1)
+            continue;
         sp_log(SP_LOG_INFO, "view", "view %llu: member %u suspects rows %llx",
                (unsigned long long)view->id, id, (unsigned long long)suspect.suspected);
         view_adopt_suspicion(m, suspect.suspected);

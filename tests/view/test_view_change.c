@@ -329,6 +329,10 @@ static int member_main(const struct scenario *s, uint32_t self)
         return removed ? 0 : 20;
     }
     if (((s->dead_mask >> self) & 1) || !survivors_go_on(s)) {
+        /* A member that cannot go on learns so once the kill lands,
+         * however far its own stream got before it. */
+        while (rc == 0 && (rc = spindle_group_status(group)) == 0)
+            usleep(1000);
         spindle_group_destroy(group);
         return rc == SPINDLE_EMINORITY ? 0 : (rc == 0 ? 12 : 13);
     }
