@@ -149,8 +149,9 @@ static int identity_of(const struct spindle_group *group, struct spindle_member_
             address = text;
         }
         char host[SPINDLE_MEMBER_NAME_MAX] = "";
-        if (address != NULL && strlen(address) < sizeof out->name)
-            snprintf(out->name, sizeof out->name, "%s", address);
+        size_t length = address != NULL ? strlen(address) : 0;
+        if (address != NULL && length < sizeof out->name)
+            memcpy(out->name, address, length + 1);
         else if (address != NULL) /* too long to be a name: a stable digest of it */
             snprintf(out->name, sizeof out->name, "member-%08x",
                      sp_crc32c(0, address, strlen(address)));
