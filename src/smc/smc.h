@@ -230,7 +230,9 @@ const void *smc_group_message(struct smc_group *group, uint32_t subgroup, uint64
  * resends to skip in the next view: those it received past lowest[s], and
  * those of an earlier change's resends it was still to skip).
  * smc_group_skip sets that count for sender s of subgroup in a group that
- * has not started. SPINDLE_EINVAL for
+ * has not started; smc_group_skipping reads what is left of it (a joiner's
+ * leader hands its own over: the joiner's state holds those messages).
+ * SPINDLE_EINVAL for
  * an unknown subgroup or sender, a group not wedged, or a subgroup that is
  * not unordered; SPINDLE_EPROTO when lowest[s] lies beyond what this
  * member received.
@@ -240,6 +242,17 @@ int smc_group_set_edge(struct smc_group *group, uint32_t subgroup, const uint64_
 int smc_group_beyond_edge(struct smc_group *group, uint32_t subgroup, uint32_t sender,
                           uint64_t *count);
 int smc_group_skip(struct smc_group *group, uint32_t subgroup, uint32_t sender, uint64_t count);
+int smc_group_skipping(struct smc_group *group, uint32_t subgroup, uint32_t sender,
+                       uint64_t *count);
+/*
+ * Test hook: while fn returns true for (subgroup, sender row), this
+ * process takes nothing more from that sender of that subgroup (it stays
+ * in the ring, unacknowledged), so tests can hold one receiver behind the
+ * others at a view change. NULL, the default, turns it off; set it before
+ * creating a group.
+ */
+typedef bool (*smc_hold_hook_fn)(uint32_t subgroup, uint32_t sender_row);
+void smc_test_hold_receive(smc_hold_hook_fn fn);
 /* Marks the group failed with error (from the engine's failure callback):
  * waiting senders and flushes return it. Lock held. */
 void smc_group_fail(struct smc_group *group, int error);

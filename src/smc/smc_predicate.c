@@ -192,13 +192,20 @@ static void send_step(struct smc_group *group, struct smc_subgroup *sub)
     publish(group, sub, sent);
 }
 
+static smc_hold_hook_fn hold_receive;
+
+void smc_test_hold_receive(smc_hold_hook_fn fn)
+{
+    hold_receive = fn;
+}
+
 /* Receives what arrived from one sender; returns the application messages
  * taken. Unordered subgroups hand them to the batch at once. */
 static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub, uint32_t s,
                                uint32_t *batched)
 {
     struct smc_sender *sender = &sub->senders[s];
-    if (sender->lied)
+    if (sender->lied || (hold_receive != NULL && hold_receive(sub->index, sender->row)))
         return 0;
     uint64_t sent = read_sent(group, sub, sender);
     uint32_t window = sub->layout.window_size;

@@ -178,6 +178,20 @@ int smc_group_skip(struct smc_group *group, uint32_t subgroup, uint32_t sender, 
     return 0;
 }
 
+int smc_group_skipping(struct smc_group *group, uint32_t subgroup, uint32_t sender, uint64_t *count)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = lookup(group, subgroup, &sub);
+    if (rc < 0)
+        return rc;
+    if (sub->my_member_rank < 0 || sender >= sub->layout.num_senders)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u: no sender %u here", subgroup, sender);
+    sst_engine_lock(group->engine);
+    *count = sub->senders[sender].skip;
+    sst_engine_unlock(group->engine);
+    return 0;
+}
+
 const void *smc_group_message(struct smc_group *group, uint32_t subgroup, uint64_t index,
                               uint32_t *length)
 {

@@ -51,12 +51,13 @@ static inline uint32_t view_suspect_tag(uint64_t view)
     return VIEW_TAG_SUSPECT_BASE + ((uint32_t)view & 0x7fffffffu);
 }
 /* A join into view v: the joiner's descriptor to the leader, the leader's
- * announcement to the members, the view and the state for the joiner. */
+ * announcement to the members, the view, the state and the resends to skip
+ * for the joiner. */
 #define VIEW_TAG_JOIN_BASE 0x10000000u
-enum { JOIN_DESC = 0, JOIN_ANNOUNCE = 1, JOIN_VIEW = 2, JOIN_STATE = 3 };
+enum { JOIN_DESC = 0, JOIN_ANNOUNCE = 1, JOIN_VIEW = 2, JOIN_STATE = 3, JOIN_SKIPS = 4 };
 static inline uint32_t view_join_tag(uint64_t view, uint32_t step)
 {
-    return VIEW_TAG_JOIN_BASE + (((uint32_t)view & 0x3ffffffu) << 2) + step;
+    return VIEW_TAG_JOIN_BASE + (((uint32_t)view & 0x1ffffffu) << 3) + step;
 }
 
 /* A step of a view change waits this many failure timeouts for the
@@ -210,9 +211,10 @@ void view_thread_stop(struct view_membership *m);
  * set for the next view change.
  */
 bool view_join_poll(struct view_membership *m);
-/* Gives the admitted joiner the next view's descriptors (by rank) and the
- * state (leader only, after the trim was delivered). The channel's error. */
-int view_join_send_view(struct view_membership *m, uint64_t view, uint32_t num_rows,
+/* Gives the admitted joiner the next view's descriptors (by rank), the
+ * state and the resends to skip in the unordered subgroups (leader only,
+ * after the trim was delivered and next's skips set). The channel's error. */
+int view_join_send_view(struct view_membership *m, const struct view_epoch *next,
                         const struct sst_member_desc *descs);
 /* Drops the active joiner, telling it why (leader only). */
 void view_join_abort(struct view_membership *m, int error, const char *why);

@@ -327,7 +327,7 @@ static int prepare(struct view_membership *m, struct view_next *next, struct res
     /* The joiner gets the view and the state as of its end: every message
      * of the old view this member will ever deliver is delivered now. */
     if (rc == 0 && next->how.joiner != VIEW_NO_JOINER && view->my_rank == 0)
-        rc = view_join_send_view(m, view->id, view->num_members, descs);
+        rc = view_join_send_view(m, next->epoch, descs);
     /* Connect the next view's table while the old one still holds its
      * peers: connections to survivors are reused rather than torn down and
      * rebuilt, which a peer would take for a failure. A member that

@@ -109,10 +109,32 @@ static int check_offer(const struct view_join_offer *offer,
     return 0;
 }
 
-/* Waits for the leader's JOIN_VIEW (and the state), or for the leader to
- * be gone. *state is malloc'ed (NULL when there is none). */
+/* Collects the skips the leader's view announced (jv->num_skips > 0). */
+static int await_skips(struct view_membership *m, uint32_t leader, const struct view_join_view *jv,
+                       struct view_join_skips *skips, int timeout)
+{
+    size_t size = VIEW_WIRE_JOIN_SKIPS_SIZE(jv->num_skips);
+    uint8_t *bytes = malloc(size);
+    if (bytes == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for %u skip entries", jv->num_skips);
+    int rc = ctl_collect_one(m->ctl, view_join_tag(jv->view_id, JOIN_SKIPS), leader, bytes, size,
+                             timeout);
+    if (rc < 0)
+        rc = sp_error(SPINDLE_EAGAIN, "the skips did not arrive: %s", spindle_errmsg());
+    else if (view_wire_decode_join_skips(bytes, size, skips) < 0)
+        rc = sp_error(SPINDLE_EPROTO, "the leader sent malformed skips: %s", spindle_errmsg());
+    else if (skips->view_id != jv->view_id || skips->num_skips != jv->num_skips)
+        rc = sp_error(SPINDLE_EPROTO, "the leader sent %u skips of view %llu, not %u of %llu",
+                      skips->num_skips, (unsigned long long)skips->view_id, jv->num_skips,
+                      (unsigned long long)jv->view_id);
+    free(bytes);
+    return rc;
+}
+
+/* Waits for the leader's JOIN_VIEW (and the state and skips), or for the
+ * leader to be gone. *state is malloc'ed (NULL when there is none). */
 static int await_view(struct view_membership *m, uint32_t leader, uint64_t view,
-                      struct view_join_view *jv, void **state)
+                      struct view_join_view *jv, void **state, struct view_join_skips *skips)
 {
     int timeout =
         m->config.bootstrap_timeout_ms + EXCHANGE_TIMEOUTS * 2 * m->config.failure_timeout_ms;
@@ -134,6 +156,9 @@ static int await_view(struct view_membership *m, uint32_t leader, uint64_t view,
         rc = sp_error(SPINDLE_EPROTO, "the leader sent %u descriptors for a view of %u",
                       jv->num_rows, m->current->view.num_members);
     free(bytes);
+    skips->num_skips = 0;
+    if (rc == 0 && jv->num_skips > 0)
+        rc = await_skips(m, leader, jv, skips, timeout);
     if (rc < 0 || jv->state_length == 0)
         return rc;
     uint8_t *buffer = malloc((size_t)jv->state_length);
@@ -249,11 +274,19 @@ static int send_desc(struct view_membership *m, uint32_t leader)
 /* Loads the state, connects and starts the table, meets the members that
  * did not fail meanwhile. Modelled in models/join.pml (steps START, IN;
  * docs/MODELS.md, "Found"). */
-static int start_view(struct view_membership *m, const struct view_join_view *jv, void *state)
+static int start_view(struct view_membership *m, const struct view_join_view *jv, void *state,
+                      const struct view_join_skips *skips)
 {
     const struct view *view = &m->current->view;
     int rc = 0;
-    if (m->config.state_load != NULL) {
+    /* The resends of what the state holds are taken, not delivered. */
+    for (uint32_t i = 0; i < skips->num_skips && rc == 0; i++) {
+        const struct view_join_skip *skip = &skips->skips[i];
+        if (smc_group_skip(m->current->smc, skip->subgroup, skip->sender, skip->count) < 0)
+            rc = sp_error(SPINDLE_EPROTO, "the leader's skip of subgroup %u sender %u: %s",
+                          skip->subgroup, skip->sender, spindle_errmsg());
+    }
+    if (rc == 0 && m->config.state_load != NULL) {
         rc = m->config.state_load(m->config.state_ctx, state, (size_t)jv->state_length);
         if (rc < 0)
             rc = sp_error(rc, "state_load refused the state of view %llu (%s)",
@@ -314,14 +347,16 @@ static int join_attempt(struct view_membership *m, const struct spindle_subgroup
     if (rc == 0)
         rc = send_desc(m, leader);
     struct view_join_view *jv = calloc(1, sizeof *jv);
+    struct view_join_skips *skips = calloc(1, sizeof *skips);
     void *state = NULL;
-    if (rc == 0 && jv == NULL)
+    if (rc == 0 && (jv == NULL || skips == NULL))
         rc = sp_error(SPINDLE_ENOMEM, "no memory for the joiner's view");
     if (rc == 0)
-        rc = await_view(m, leader, view, jv, &state);
+        rc = await_view(m, leader, view, jv, &state, skips);
     if (rc == 0)
-        rc = start_view(m, jv, state);
+        rc = start_view(m, jv, state, skips);
     free(state);
+    free(skips);
     free(jv);
     if (rc < 0)
         return rc;

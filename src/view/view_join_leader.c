@@ -460,34 +460,109 @@ static void save_state(struct view_membership *m, struct view_join_view *jv, voi
     }
 }
 
-int view_join_send_view(struct view_membership *m, uint64_t view, uint32_t num_rows,
-                        const struct sst_member_desc *descs)
+static bool holds_row(const struct smc_layout *layout, uint32_t row)
 {
-    uint32_t id = m->joiner.id;
-    struct view_join_view *jv = calloc(1, sizeof *jv);
-    uint8_t *bytes = malloc(VIEW_WIRE_JOIN_VIEW_SIZE);
-    if (jv == NULL || bytes == NULL) {
-        free(jv);
-        free(bytes);
-        return sp_error(SPINDLE_ENOMEM, "no memory for the joiner's view");
+    for (uint32_t i = 0; i < layout->num_members; i++)
+        if (layout->members[i] == row)
+            return true;
+    return false;
+}
+
+/* The leader's own skips (carry_unordered_edge in view_install.c) in every
+ * unordered subgroup both it and the joiner are members of: the state it
+ * saves holds those messages, so the joiner must not deliver their resends
+ * either. Elsewhere the state covers none of the subgroup's old messages
+ * and the joiner delivers every resend. */
+static int collect_skips(const struct view_epoch *next, uint32_t joiner_row,
+                         struct view_join_skips *out)
+{
+    const struct view *view = &next->view;
+    out->view_id = view->id;
+    out->num_skips = 0;
+    for (uint32_t g = 0; g < view->num_subgroups; g++) {
+        const struct smc_layout *layout = &view->layouts[g];
+        if (layout->mode != SPINDLE_MODE_UNORDERED || !holds_row(layout, view->my_rank) ||
+            !holds_row(layout, joiner_row))
+            continue;
+        for (uint32_t t = 0; t < layout->num_senders; t++) {
+            uint64_t count = 0;
+            int rc = smc_group_skipping(next->smc, g, t, &count);
+            if (rc < 0)
+                return rc;
+            if (count == 0)
+                continue;
+            if (count > VIEW_JOIN_SKIP_MAX || out->num_skips == VIEW_JOIN_MAX_SKIPS)
+                return sp_error(SPINDLE_EPROTO, "subgroup %u sender %u: skip %llu cannot be sent",
+                                g, t, (unsigned long long)count);
+            out->skips[out->num_skips++] = (struct view_join_skip){g, t, count};
+        }
     }
-    jv->view_id = view;
-    jv->num_rows = num_rows;
-    memcpy(jv->descs, descs, (size_t)num_rows * sizeof *descs);
-    void *state = NULL;
-    size_t length = 0;
-    save_state(m, jv, &state, &length);
-    jv->state_length = length;
+    return 0;
+}
+
+/* Publishes the state, then the skips, then the view: the joiner reads
+ * the view last published and collects the rest by the sizes it names. */
+static int publish_join(struct view_membership *m, uint32_t id, struct view_join_view *jv,
+                        const void *state, const struct view_join_skips *skips)
+{
+    uint64_t view = jv->view_id;
     int rc = 0;
-    if (length > 0)
-        rc = ctl_publish(m->ctl, view_join_tag(view, JOIN_STATE), state, length, 1ull << id);
-    /* The view goes last: the joiner reads the state once it has it. */
+    if (jv->state_length > 0)
+        rc = ctl_publish(m->ctl, view_join_tag(view, JOIN_STATE), state, (size_t)jv->state_length,
+                         1ull << id);
+    if (rc == 0 && jv->num_skips > 0) {
+        size_t size = VIEW_WIRE_JOIN_SKIPS_SIZE(jv->num_skips);
+        uint8_t *bytes = malloc(size);
+        if (bytes == NULL)
+            return sp_error(SPINDLE_ENOMEM, "no memory for the joiner's skips");
+        view_wire_encode_join_skips(skips, bytes, size);
+        rc = ctl_publish(m->ctl, view_join_tag(view, JOIN_SKIPS), bytes, size, 1ull << id);
+        free(bytes);
+    }
+    uint8_t *bytes = malloc(VIEW_WIRE_JOIN_VIEW_SIZE);
+    if (bytes == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the joiner's view");
     view_wire_encode_join_view(jv, bytes, VIEW_WIRE_JOIN_VIEW_SIZE);
     if (rc == 0)
         rc = ctl_publish(m->ctl, view_join_tag(view, JOIN_VIEW), bytes, VIEW_WIRE_JOIN_VIEW_SIZE,
                          1ull << id);
-    free(state);
     free(bytes);
+    return rc;
+}
+
+int view_join_send_view(struct view_membership *m, const struct view_epoch *next,
+                        const struct sst_member_desc *descs)
+{
+    uint32_t id = m->joiner.id;
+    const struct view *view = &next->view;
+    struct view_join_view *jv = calloc(1, sizeof *jv);
+    struct view_join_skips *skips = calloc(1, sizeof *skips);
+    if (jv == NULL || skips == NULL) {
+        free(jv);
+        free(skips);
+        return sp_error(SPINDLE_ENOMEM, "no memory for the joiner's view");
+    }
+    jv->view_id = view->id;
+    jv->num_rows = view->num_members;
+    memcpy(jv->descs, descs, (size_t)view->num_members * sizeof *descs);
+    uint32_t joiner_row = view->num_members;
+    for (uint32_t rank = 0; rank < view->num_members; rank++)
+        if (view->member_ids[rank] == id)
+            joiner_row = rank;
+    int rc = joiner_row < view->num_members
+                 ? collect_skips(next, joiner_row, skips)
+                 : sp_error(SPINDLE_EINVAL, "joiner %u is not in view %llu", id,
+                            (unsigned long long)view->id);
+    void *state = NULL;
+    size_t length = 0;
+    if (rc == 0)
+        save_state(m, jv, &state, &length);
+    jv->state_length = length;
+    jv->num_skips = jv->error < 0 ? 0 : skips->num_skips;
+    if (rc == 0)
+        rc = publish_join(m, id, jv, state, skips);
+    free(state);
+    free(skips);
     free(jv);
     return rc;
 }

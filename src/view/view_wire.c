@@ -462,6 +462,7 @@ size_t view_wire_encode_join_view(const struct view_join_view *view, uint8_t *bu
     wire_put_u32(&w, (uint32_t)view->error);
     wire_put_string(&w, view->why, WHY_WIDTH);
     wire_put_u64(&w, view->state_length);
+    wire_put_u32(&w, view->num_skips);
     wire_put_u32(&w, view->num_rows);
     static const struct sst_member_desc none;
     for (uint32_t row = 0; row < SST_MAX_ROWS; row++)
@@ -479,10 +480,15 @@ int view_wire_decode_join_view(const uint8_t *buf, size_t len, struct view_join_
     out->error = get_error(&r, true);
     wire_get_string(&r, out->why, sizeof out->why, WHY_WIDTH, "reason");
     out->state_length = wire_get_u64(&r, "state length");
+    out->num_skips = wire_get_u32(&r, "skip count");
     out->num_rows = wire_get_u32(&r, "row count");
     if (r.rc == 0 && out->state_length > VIEW_STATE_MAX)
         wire_fail(&r, "state of %llu bytes exceeds %llu", (unsigned long long)out->state_length,
                   (unsigned long long)VIEW_STATE_MAX);
+    if (r.rc == 0 && out->num_skips > VIEW_JOIN_MAX_SKIPS)
+        wire_fail(&r, "%u skip entries exceed %u", out->num_skips, VIEW_JOIN_MAX_SKIPS);
+    if (r.rc == 0 && out->error < 0 && (out->num_skips | out->state_length) != 0)
+        wire_fail(&r, "a dropped join carries no state and no skips");
     if (r.rc == 0 && (out->num_rows > SST_MAX_ROWS || (out->error == 0 && out->num_rows == 0)))
         wire_fail(&r, "row count %u must be 1..%u", out->num_rows, SST_MAX_ROWS);
     for (uint32_t row = 0; row < SST_MAX_ROWS && r.rc == 0; row++) {
@@ -492,6 +498,51 @@ int view_wire_decode_join_view(const uint8_t *buf, size_t len, struct view_join_
             out->descs[row] = desc;
         else if (r.rc == 0 && (desc.address.len | desc.region.len | desc.side.len) != 0)
             wire_fail(&r, "unused descriptor %u is not empty", row);
+    }
+    return wire_finish(&r);
+}
+
+size_t view_wire_encode_join_skips(const struct view_join_skips *skips, uint8_t *buf, size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_JOIN_SKIPS);
+    wire_put_u64(&w, skips->view_id);
+    wire_put_u32(&w, skips->num_skips);
+    for (uint32_t i = 0; i < skips->num_skips && i < VIEW_JOIN_MAX_SKIPS; i++) {
+        wire_put_u32(&w, skips->skips[i].subgroup);
+        wire_put_u32(&w, skips->skips[i].sender);
+        wire_put_u64(&w, skips->skips[i].count);
+    }
+    return finish_encode(&w);
+}
+
+int view_wire_decode_join_skips(const uint8_t *buf, size_t len, struct view_join_skips *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "joiner's skips");
+    wire_get_header(&r, VIEW_WIRE_JOIN_SKIPS);
+    out->view_id = wire_get_u64(&r, "view id");
+    out->num_skips = wire_get_u32(&r, "skip count");
+    if (r.rc == 0 && (out->num_skips == 0 || out->num_skips > VIEW_JOIN_MAX_SKIPS))
+        wire_fail(&r, "skip count %u must be 1..%u", out->num_skips, VIEW_JOIN_MAX_SKIPS);
+    for (uint32_t i = 0; i < out->num_skips && r.rc == 0; i++) {
+        struct view_join_skip *skip = &out->skips[i];
+        skip->subgroup = wire_get_u32(&r, "subgroup");
+        skip->sender = wire_get_u32(&r, "sender");
+        skip->count = wire_get_u64(&r, "skip");
+        uint64_t key = ((uint64_t)skip->subgroup << 32) | skip->sender;
+        uint64_t before =
+            i == 0 ? 0 : ((uint64_t)out->skips[i - 1].subgroup << 32) | out->skips[i - 1].sender;
+        if (r.rc == 0 && (skip->subgroup >= SPINDLE_MAX_SUBGROUPS || skip->sender >= SST_MAX_ROWS))
+            wire_fail(&r, "skip %u names subgroup %u sender %u, beyond %u subgroups of %u senders",
+                      i, skip->subgroup, skip->sender, SPINDLE_MAX_SUBGROUPS, SST_MAX_ROWS);
+        else if (r.rc == 0 && i > 0 && key <= before)
+            wire_fail(&r, "skip %u (subgroup %u sender %u) is out of order", i, skip->subgroup,
+                      skip->sender);
+        else if (r.rc == 0 && (skip->count == 0 || skip->count > VIEW_JOIN_SKIP_MAX))
+            wire_fail(&r, "skip %u counts %llu resends, not 1..%llu", i,
+                      (unsigned long long)skip->count, (unsigned long long)VIEW_JOIN_SKIP_MAX);
     }
     return wire_finish(&r);
 }

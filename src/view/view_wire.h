@@ -43,6 +43,7 @@ enum view_wire_type {
     VIEW_WIRE_JOIN_ANNOUNCE = 0x5608, /* the leader announces the joiner to the members */
     VIEW_WIRE_JOIN_VIEW = 0x5609,     /* the leader gives the joiner its view and state size */
     VIEW_WIRE_SUSPECT = 0x560a,       /* a member starts a change: whom it suspects */
+    VIEW_WIRE_JOIN_SKIPS = 0x560b,    /* the resends the joiner takes without delivering */
 };
 
 /* Subgroups a joiner may bring (its request must fit one join frame). */
@@ -53,6 +54,11 @@ enum view_wire_type {
 #define VIEW_NAME_MAX 64
 /* Largest application state a joiner accepts. */
 #define VIEW_STATE_MAX (64ull << 20)
+/* Most skip entries: one per sender of every subgroup. */
+#define VIEW_JOIN_MAX_SKIPS (SPINDLE_MAX_SUBGROUPS * SST_MAX_ROWS)
+/* Largest skip count: an entry counts resends, a window or a few of them
+ * (SPINDLE_MAX_WINDOW); a count beyond 32 bits is a lie. */
+#define VIEW_JOIN_SKIP_MAX UINT32_MAX
 
 #define VIEW_WIRE_ADDRESS_SIZE   (2u + (CTL_HOST_MAX - 1) + 2u)
 #define VIEW_WIRE_IDENTITY_SIZE  (2u + (SPINDLE_MEMBER_NAME_MAX - 1) + 8u)
@@ -65,7 +71,8 @@ enum view_wire_type {
 #define VIEW_WIRE_JOIN_ANNOUNCE_SIZE                                                               \
     (WIRE_HEADER_SIZE + 12u + VIEW_WIRE_ADDRESS_SIZE + VIEW_WIRE_IDENTITY_SIZE + SST_DESC_WIRE_SIZE)
 #define VIEW_WIRE_JOIN_VIEW_SIZE                                                                   \
-    (WIRE_HEADER_SIZE + 12u + (2u + VIEW_WHY_MAX - 1) + 12u + SST_MAX_ROWS * SST_DESC_WIRE_SIZE)
+    (WIRE_HEADER_SIZE + 12u + (2u + VIEW_WHY_MAX - 1) + 16u + SST_MAX_ROWS * SST_DESC_WIRE_SIZE)
+#define VIEW_WIRE_JOIN_SKIPS_SIZE(n) (WIRE_HEADER_SIZE + 12u + 16u * (size_t)(n))
 
 /* A member's start-up message in the first view: its table and who it is. */
 struct view_start_desc {
@@ -151,15 +158,34 @@ struct view_join_announce {
     struct sst_member_desc desc;
 };
 
-/* The joiner's view (descriptors of every row) and the size of the state
- * that follows it, or why the join was dropped. */
+/* The joiner's view (descriptors of every row), the size of the state and
+ * the number of skip entries that follow it, or why the join was dropped. */
 struct view_join_view {
     uint64_t view_id;
     int32_t error; /* 0, or why the join was dropped (SPINDLE_EAGAIN: try again) */
     char why[VIEW_WHY_MAX];
     uint64_t state_length; /* <= VIEW_STATE_MAX */
+    uint32_t num_skips;    /* <= VIEW_JOIN_MAX_SKIPS */
     uint32_t num_rows;
     struct sst_member_desc descs[SST_MAX_ROWS];
+};
+
+/*
+ * Unordered subgroups: sender `sender` (its rank among the subgroup's
+ * senders in the joiner's view) resends, at the start of that view, `count`
+ * messages the leader delivered before it, so they are in the state: the
+ * joiner takes them without delivering them (smc_group_skip). Entries come
+ * in increasing (subgroup, sender) order, counts of at least one.
+ */
+struct view_join_skip {
+    uint32_t subgroup;
+    uint32_t sender;
+    uint64_t count;
+};
+struct view_join_skips {
+    uint64_t view_id;
+    uint32_t num_skips;
+    struct view_join_skip skips[VIEW_JOIN_MAX_SKIPS];
 };
 
 /* Bytes of a blob of a group with num_subgroups subgroups. */
@@ -182,6 +208,7 @@ size_t view_wire_encode_join_desc(const struct view_join_desc *desc, uint8_t *bu
 size_t view_wire_encode_join_announce(const struct view_join_announce *announce, uint8_t *buf,
                                       size_t cap);
 size_t view_wire_encode_join_view(const struct view_join_view *view, uint8_t *buf, size_t cap);
+size_t view_wire_encode_join_skips(const struct view_join_skips *skips, uint8_t *buf, size_t cap);
 
 /*
  * Decoders: 0 and *out, or SPINDLE_EPROTO naming what was wrong. The blob
@@ -200,5 +227,6 @@ int view_wire_decode_join_offer(const uint8_t *buf, size_t len, struct view_join
 int view_wire_decode_join_desc(const uint8_t *buf, size_t len, struct view_join_desc *out);
 int view_wire_decode_join_announce(const uint8_t *buf, size_t len, struct view_join_announce *out);
 int view_wire_decode_join_view(const uint8_t *buf, size_t len, struct view_join_view *out);
+int view_wire_decode_join_skips(const uint8_t *buf, size_t len, struct view_join_skips *out);
 
 #endif

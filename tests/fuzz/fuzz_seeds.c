@@ -172,6 +172,11 @@ static void view_seeds(void)
         require(view_wire_decode_join_view(buf, len, &join_view), "join view", "sample");
         write_seed("fuzz_view_join_view", dropped ? "dropped" : "admitted", buf, len);
     }
+
+    static struct view_join_skips join_skips;
+    len = sample_join_skips(buf, sizeof buf);
+    require(view_wire_decode_join_skips(buf, len, &join_skips), "join skips", "sample");
+    write_seed("fuzz_view_join_skips", "sample", buf, len);
 }
 
 static void shm_seeds(void)

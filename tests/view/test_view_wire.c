@@ -107,6 +107,14 @@ static int rt_join_view(const uint8_t *buf, size_t len, uint8_t *out, size_t cap
     return rc;
 }
 
+static int rt_join_skips(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    static struct view_join_skips skips;
+    int rc = view_wire_decode_join_skips(buf, len, &skips);
+    *out_len = rc == 0 ? view_wire_encode_join_skips(&skips, out, cap) : 0;
+    return rc;
+}
+
 static uint8_t sample[BUF];
 
 static void test_every_message_round_trips_and_refuses_damage(void **state)
@@ -145,6 +153,9 @@ static void test_every_message_round_trips_and_refuses_damage(void **state)
         assert_int_equal(len, VIEW_WIRE_JOIN_VIEW_SIZE);
         check_codec(rt_join_view, sample, len);
     }
+    len = sample_join_skips(sample, sizeof sample);
+    assert_int_equal(len, VIEW_WIRE_JOIN_SKIPS_SIZE(2));
+    check_codec(rt_join_skips, sample, len);
 }
 
 static void test_decoded_fields_are_the_encoded_ones(void **state)
@@ -309,16 +320,44 @@ static void test_lying_requests_and_views_are_refused(void **state)
     poke_u32(sample + state_at + 4, 1); /* 2^32 + 4096 bytes of state */
     expect_refused(view_wire_decode_join_view(sample, len, &jv), "exceeds");
     len = sample_join_view(0, sample, sizeof sample);
-    poke_u32(sample + state_at + 8, 65);
+    poke_u32(sample + state_at + 8, VIEW_JOIN_MAX_SKIPS + 1);
+    expect_refused(view_wire_decode_join_view(sample, len, &jv), "skip entries exceed");
+    len = sample_join_view(0, sample, sizeof sample);
+    poke_u32(sample + state_at + 12, 65);
     expect_refused(view_wire_decode_join_view(sample, len, &jv), "row count 65");
     len = sample_join_view(0, sample, sizeof sample);
-    poke_u32(sample + state_at + 8, 2); /* row 2's descriptor is then unused */
+    poke_u32(sample + state_at + 12, 2); /* row 2's descriptor is then unused */
     expect_refused(view_wire_decode_join_view(sample, len, &jv), "unused descriptor 2");
+    len = sample_join_view(1, sample, sizeof sample);
+    poke_u32(sample + state_at + 8, 1); /* skips in a dropped join */
+    expect_refused(view_wire_decode_join_view(sample, len, &jv), "no state and no skips");
     len = sample_join_view(0, sample, sizeof sample);
-    size_t desc_at = state_at + 12;
+    size_t desc_at = state_at + 16;
     sample[desc_at] = 0xff; /* an address length of 255 + ... > TP_DESC_MAX */
     sample[desc_at + 1] = 0x01;
     expect_refused(view_wire_decode_join_view(sample, len, &jv), "endpoint address length");
+
+    /* Skips: entries at 16, each (subgroup, sender, count). */
+    static struct view_join_skips skips;
+    size_t entry_at = WIRE_HEADER_SIZE + 12;
+    len = sample_join_skips(sample, sizeof sample);
+    poke_u32(sample + entry_at - 4, 0);
+    expect_refused(view_wire_decode_join_skips(sample, len, &skips), "skip count 0");
+    len = sample_join_skips(sample, sizeof sample);
+    poke_u32(sample + entry_at + 16, 0); /* (0, 0) after (0, 1) */
+    expect_refused(view_wire_decode_join_skips(sample, len, &skips), "out of order");
+    len = sample_join_skips(sample, sizeof sample);
+    poke_u32(sample + entry_at, SPINDLE_MAX_SUBGROUPS);
+    expect_refused(view_wire_decode_join_skips(sample, len, &skips), "beyond 256 subgroups");
+    len = sample_join_skips(sample, sizeof sample);
+    poke_u32(sample + entry_at + 4, SST_MAX_ROWS);
+    expect_refused(view_wire_decode_join_skips(sample, len, &skips), "sender 64");
+    len = sample_join_skips(sample, sizeof sample);
+    memset(sample + entry_at + 8, 0, 8);
+    expect_refused(view_wire_decode_join_skips(sample, len, &skips), "counts 0 resends");
+    len = sample_join_skips(sample, sizeof sample);
+    poke_u32(sample + entry_at + 12, 1); /* 2^32 + 12 */
+    expect_refused(view_wire_decode_join_skips(sample, len, &skips), "counts 4294967308");
 }
 
 int main(void)

@@ -15,5 +15,10 @@ spindle_add_test(test_view_join SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join
 # that replaces its earlier incarnation (forked members, loopback bootstrap).
 spindle_add_test(test_view_identity SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_identity.c
                  TIMEOUT 120 LABELS view join)
+# A joiner of an unordered subgroup with an uneven ragged edge: it takes
+# the resends its state holds without delivering them.
+spindle_add_test(test_view_join_unordered
+                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join_unordered.c TIMEOUT 120
+                 LABELS view join unordered)
 spindle_add_test(test_view_join_keyed SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join_keyed.c
                  TIMEOUT 120 LABELS view join security)

@@ -171,11 +171,24 @@ static SAMPLE_UNUSED size_t sample_join_view(int dropped, uint8_t *buf, size_t c
         snprintf(jv.why, sizeof jv.why, "a member failed while the joiner was being admitted");
     } else {
         jv.state_length = 4096;
+        jv.num_skips = 2;
         jv.num_rows = 3;
         for (uint32_t r = 0; r < 3; r++)
             sample_desc_fill(&jv.descs[r], (uint8_t)(10 + r));
     }
     return view_wire_encode_join_view(&jv, buf, cap);
+}
+
+/* The two skips sample_join_view announces. */
+static SAMPLE_UNUSED size_t sample_join_skips(uint8_t *buf, size_t cap)
+{
+    static struct view_join_skips skips;
+    memset(&skips, 0, sizeof skips);
+    skips.view_id = 9;
+    skips.num_skips = 2;
+    skips.skips[0] = (struct view_join_skip){0, 1, 12};
+    skips.skips[1] = (struct view_join_skip){3, 0, 70000};
+    return view_wire_encode_join_skips(&skips, buf, cap);
 }
 
 #endif
