@@ -3,7 +3,7 @@
  *
  *   [group]        name, transport, provider, device, failure_timeout_ms,
  *                  slow_member_ms, tie_breaker, log_level
- *   [member.N]     host, port            (N is the member id)
+ *   [member.N]     host, port, name      (N is the member id)
  *   [subgroup.N]   members, senders, window_size, max_payload, mode
  *   [bench]        messages, message_size, duration_ms
  *
@@ -38,6 +38,9 @@ struct spindle_config_member {
     uint32_t id;      /* 0..SPINDLE_MAX_MEMBERS - 1 (63) */
     const char *host; /* default "127.0.0.1" */
     uint16_t port;    /* 0 = ephemeral (single-host only) */
+    /* Persistent name (spindle_group_options.member_name), unique in the
+     * file; NULL when not set (the library's default name). */
+    const char *name;
 };
 
 struct spindle_config_subgroup {

@@ -12,7 +12,9 @@
 #include <spindle/group.h> /* the library's limits: SPINDLE_MAX_PAYLOAD, ... */
 
 #include "config/config_keys.h"
+#include "util/error.h"
 #include "util/log.h"
+#include "util/name.h"
 
 struct cfg_owner {
     struct spindle_config pub; /* first: the public pointer is the owner */
@@ -238,7 +240,15 @@ static int cfg_apply_member(struct cfg_member *m, const char *key, const char *v
         m->pub.port = (uint16_t)n;
         return 0;
     }
-    return cfg_problem("unknown key in [member.%u] (known: host, port)", m->pub.id);
+    if (strcmp(key, "name") == 0) {
+        if (sp_check_name(value, "the member") < 0)
+            return cfg_problem("%s", spindle_errmsg());
+        if (cfg_string(&m->name, value) != 0)
+            return -1;
+        m->pub.name = m->name;
+        return 0;
+    }
+    return cfg_problem("unknown key in [member.%u] (known: host, port, name)", m->pub.id);
 }
 
 static int cfg_apply_subgroup(struct cfg_subgroup *s, const char *key, const char *value, int line)
@@ -466,6 +476,14 @@ int cfg_validate(struct spindle_config *config, const char *path, struct cfg_mem
             }
             members[i].pub.host = members[i].host;
         }
+        /* Names identify members across restarts: two members with one
+         * name would take each other's place at every join. */
+        for (uint32_t j = 0; j < i && members[i].name != NULL; j++)
+            if (members[j].name != NULL && strcmp(members[j].name, members[i].name) == 0) {
+                snprintf(message, len, "%s: [member.%u] and [member.%u] both have name %s", path,
+                         members[j].pub.id, members[i].pub.id, members[i].name);
+                return -1;
+            }
     }
     for (uint32_t i = 0; i < config->num_subgroups; i++)
         if (cfg_check_subgroup(&subgroups[i], path, members, config->num_members, message, len) !=
@@ -479,8 +497,10 @@ void spindle_config_free(struct spindle_config *config)
     if (config == NULL)
         return;
     struct cfg_owner *o = (struct cfg_owner *)config;
-    for (uint32_t i = 0; o->members != NULL && i < config->num_members; i++)
+    for (uint32_t i = 0; o->members != NULL && i < config->num_members; i++) {
         free(o->members[i].host);
+        free(o->members[i].name);
+    }
     for (uint32_t i = 0; o->subgroups != NULL && i < config->num_subgroups; i++) {
         free(o->subgroups[i].members);
         free(o->subgroups[i].senders);

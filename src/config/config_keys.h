@@ -30,6 +30,7 @@ struct cfg_key_lines {
 struct cfg_member {
     struct spindle_config_member pub;
     char *host;
+    char *name;
     struct cfg_key_lines keys;
 };
 

@@ -14,6 +14,7 @@
 #include "transport/transport.h"
 #include "util/crc32c.h"
 #include "util/error.h"
+#include "util/name.h"
 
 SPINDLE_API void spindle_group_options_init(struct spindle_group_options *options)
 {
@@ -137,7 +138,7 @@ static int identity_of(const struct spindle_group *group, struct spindle_member_
     memset(out, 0, sizeof *out);
     int rc = 0;
     if (o->member_name != NULL) {
-        rc = view_check_name(o->member_name, "member_name: the");
+        rc = sp_check_name(o->member_name, "member_name: the");
         if (rc == 0)
             snprintf(out->name, sizeof out->name, "%s", o->member_name);
     } else {
@@ -155,11 +156,11 @@ static int identity_of(const struct spindle_group *group, struct spindle_member_
         else if (address != NULL) /* too long to be a name: a stable digest of it */
             snprintf(out->name, sizeof out->name, "member-%08x",
                      sp_crc32c(0, address, strlen(address)));
-        else if (gethostname(host, sizeof host - 1) == 0 && view_check_name(host, "host") == 0)
+        else if (gethostname(host, sizeof host - 1) == 0 && sp_check_name(host, "host") == 0)
             snprintf(out->name, sizeof out->name, "member-%u@%.40s", o->self, host);
         else
             snprintf(out->name, sizeof out->name, "member-%u", o->self);
-        if (view_check_name(out->name, "the default member") < 0)
+        if (sp_check_name(out->name, "the default member") < 0)
             snprintf(out->name, sizeof out->name, "member-%u", o->self);
     }
     out->incarnation = o->incarnation;

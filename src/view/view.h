@@ -95,12 +95,6 @@ int view_check_majority(const struct view *view, uint64_t suspected, bool tie_br
 int view_next(const struct view *current, uint64_t removed, uint32_t joiner, struct view *next,
               struct view_transition *how);
 
-/*
- * Checks a member name (struct spindle_member_identity): 1 to
- * SPINDLE_MEMBER_NAME_MAX - 1 printable ASCII characters, no space. 0 or
- * SPINDLE_EINVAL naming `whose` name and what is wrong with it.
- */
-int view_check_name(const char *name, const char *whose);
 /* The rank of the member of view holding name, or -1. */
 int view_rank_of_name(const struct view *view, const char *name);
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/name.h"
 
 #define HOST_WIDTH (CTL_HOST_MAX - 1)
 #define WHY_WIDTH  (VIEW_WHY_MAX - 1)
@@ -33,13 +34,13 @@ static void put_identity(struct wire_writer *w, const struct spindle_member_iden
     wire_put_u64(w, identity->incarnation);
 }
 
-/* An identity: a valid name (view_check_name) and a non-zero incarnation. */
+/* An identity: a valid name (sp_check_name) and a non-zero incarnation. */
 static void get_identity(struct wire_reader *r, struct spindle_member_identity *out,
                          const char *field)
 {
     memset(out, 0, sizeof *out);
     wire_get_string(r, out->name, sizeof out->name, SPINDLE_MEMBER_NAME_MAX - 1, field);
-    if (r->rc == 0 && view_check_name(out->name, field) < 0) {
+    if (r->rc == 0 && sp_check_name(out->name, field) < 0) {
         r->pos -= 2u + (SPINDLE_MEMBER_NAME_MAX - 1);
         wire_fail(r, "%s", spindle_errmsg());
     }

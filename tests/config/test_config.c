@@ -45,6 +45,8 @@ static void test_example_file_parses(void **state)
     assert_int_equal(c->members[2].id, 2);
     assert_int_equal(c->members[2].port, 7012);
     assert_string_equal(spindle_config_member(c, 1)->host, "127.0.0.1");
+    assert_string_equal(spindle_config_member(c, 0)->name, "ledger-a");
+    assert_null(spindle_config_member(c, 1)->name); /* the library's default name */
     assert_null(spindle_config_member(c, 9));
     assert_int_equal(c->num_subgroups, 2);
     assert_int_equal(c->subgroups[0].num_members, 3);
@@ -125,6 +127,17 @@ static void test_malformed_files_name_file_line_key_value(void **state)
                  ":2: key_file = : must name a key file (spindle-keygen FILE)");
     expect_error("[group]\nlog_level = loud\n",
                  ":2: log_level = loud: must be error, warn, info or debug");
+    expect_error("[member.0]\nname = two words\n",
+                 ":2: name = two words: the member name 'two...' has byte 0x20 at 3: names are "
+                 "printable ASCII without spaces");
+    expect_error("[member.0]\nname = "
+                 "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij1234\n",
+                 ":2: name = abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij1234: "
+                 "the member name must have 1 to 63 characters, not 64 or more");
+    expect_error("[member.0]\nname = a\n[member.1]\nname = b\n[member.2]\nname = a\n",
+                 ": [member.0] and [member.2] both have name a");
+    expect_error("[member.0]\ncolour = red\n",
+                 ":2: colour = red: unknown key in [member.0] (known: host, port, name)");
 }
 
 /* Loads text and returns the configuration (the test frees it). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "fuzz_common.h"
+#include "util/name.h"
 #include "view/view_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -23,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const struct sst_member_desc *desc = &start.desc;
     FUZZ_CHECK(desc->address.len <= TP_DESC_MAX && desc->region.len <= TP_DESC_MAX &&
                desc->side.len <= TP_DESC_MAX);
-    FUZZ_CHECK(view_check_name(start.identity.name, "decoded") == 0 &&
+    FUZZ_CHECK(sp_check_name(start.identity.name, "decoded") == 0 &&
                start.identity.incarnation != 0);
     uint8_t *bytes = malloc(size);
     FUZZ_CHECK(bytes != NULL);

@@ -102,7 +102,8 @@ write_config() {
         printf '[group]\nname = partition%s\ntransport = fabric\nprovider = tcp\n' "$TAG"
         printf 'failure_timeout_ms = %d\n' "$FAILURE_TIMEOUT_MS"
         for ((m = 0; m < MEMBERS; m++)); do
-            printf '[member.%d]\nhost = 10.231.0.%d\nport = %d\n' "$m" $((m + 1)) $((7300 + m))
+            printf '[member.%d]\nhost = 10.231.0.%d\nport = %d\nname = node-%d\n' "$m" \
+                $((m + 1)) $((7300 + m)) "$m"
         done
         printf '[subgroup.0]\nmembers = 0,1,2\nwindow_size = %d\nmax_payload = %d\n' "$WINDOW" \
             "$SIZE"
@@ -167,6 +168,9 @@ partition_run() {
         wait_exit "${PIDS[m]}" "$RUN_TIMEOUT"
         [ "$rc" = 0 ] || fail "majority member $m: exit '$rc' (want 0) after member $cut was cut off"
         majority="$majority $m"
+        # The view names the removed member by its [member.N] name.
+        grep -q "member $cut left (node-$cut, incarnation" "$RUN_DIR/out-$m" ||
+            fail "majority member $m did not report node-$cut leaving by name"
     done
     wait_exit "${PIDS[cut]}" 20
     [ "$rc" != timeout ] || fail "cut-off member $cut still running 20 s after the majority finished"

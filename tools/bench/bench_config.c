@@ -112,11 +112,14 @@ int bench_config_finish(struct bench_config *c)
             return config_error(c, what);
         }
     }
-    if (spindle_config_member(file, (uint32_t)c->id) == NULL) {
+    const struct spindle_config_member *own = spindle_config_member(file, (uint32_t)c->id);
+    if (own == NULL) {
         snprintf(what, sizeof what, "--id %d is not a member (the file defines members 0..%u)",
                  c->id, file->num_members - 1);
         return config_error(c, what);
     }
+    if (c->name == NULL)
+        c->name = own->name; /* --name wins over [member.N] name */
     /* --tolerate-failures counts deliveries per sender of the whole group. */
     for (uint32_t g = 0; c->tolerate_failures && g < file->num_subgroups; g++) {
         const struct spindle_config_subgroup *s = &file->subgroups[g];
