@@ -219,6 +219,16 @@ int smc_group_undelivered(struct smc_group *group, uint32_t subgroup, uint64_t *
 const void *smc_group_message(struct smc_group *group, uint32_t subgroup, uint64_t index,
                               uint32_t *length);
 /*
+ * Counters a peer writes into this member's table (sent_num, received_num,
+ * delivered_num), and the received counts a survivor reports at a view
+ * change, are checked before use: none may exceed SMC_COUNTER_MAX. An
+ * honest member needs over four years at 10^9 positions a second to get
+ * there, and below it received * senders + rank (at most 64 senders) and
+ * the other sums of the predicate cannot overflow 64 bits.
+ */
+#define SMC_COUNTER_MAX (1ull << 57)
+
+/*
  * Ragged edge of an unordered subgroup (it delivers on receipt, so nothing
  * is trimmed; instead surviving senders resend what some survivor lacks,
  * and receivers take again, without delivering, what they already had).

@@ -121,15 +121,6 @@ static inline uint8_t *smc_ring(struct smc_group *group, const struct smc_subgro
     return sst_side(group->table) + sub->ring_base + (uint64_t)sender_rank * sub->ring_stride;
 }
 
-/*
- * Counters a peer writes into this member's table (sent_num, received_num,
- * delivered_num) are checked before use: none may exceed SMC_COUNTER_MAX.
- * An honest member needs over four years at 10^9 positions a second to get
- * there, and below it received * senders + rank (at most 64 senders) and
- * the other sums of the predicate cannot overflow 64 bits.
- */
-#define SMC_COUNTER_MAX (1ull << 57)
-
 /* A slot header: the written bit, position + 1 modulo 2^39 (the counters
  * themselves are 64-bit), and the length. A receiver reads the position
  * relative to the one it expects, which never lags the sender's by 2^38

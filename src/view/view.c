@@ -57,7 +57,10 @@ bool view_is_quorum(const struct view *view, uint64_t ranks, bool tie_breaker)
 int view_check_majority(const struct view *view, uint64_t suspected, bool tie_breaker)
 {
     if ((suspected >> view->my_rank) & 1)
-        return sp_error(SPINDLE_EPEERFAILED, "this member was reported failed");
+        return sp_error(SPINDLE_EREMOVED,
+                        "view %llu: removed from the group: the other members suspect this member "
+                        "(they found it failed, stopped or lying)",
+                        (unsigned long long)view->id);
     uint64_t in_view = view->num_members >= 64 ? ~0ull : (1ull << view->num_members) - 1;
     uint64_t survivors = in_view & ~suspected;
     if (!view_is_quorum(view, survivors, tie_breaker))

@@ -81,7 +81,7 @@ bool view_is_quorum(const struct view *view, uint64_t ranks, bool tie_breaker);
 /*
  * Partition rule: 0 while the members outside `suspected` (ranks) are a
  * quorum of the view (view_is_quorum); SPINDLE_EMINORITY naming the counts
- * otherwise, and SPINDLE_EPEERFAILED when this member itself is suspected.
+ * otherwise, and SPINDLE_EREMOVED when this member itself is suspected.
  */
 int view_check_majority(const struct view *view, uint64_t suspected, bool tie_breaker);
 

@@ -117,6 +117,15 @@ const struct view_blob *view_blob_of(const struct view_next *next, uint32_t rank
     return &next->decoded[next->epoch->view.member_ids[rank]];
 }
 
+static view_blob_hook_fn blob_hook;
+
+/* Called only by tests (its purpose): */
+// cppcheck-suppress unusedFunction
+void view_test_blob(view_blob_hook_fn fn)
+{
+    blob_hook = fn;
+}
+
 /* Allocates the blob buffers of next and encodes this member's blob. */
 static int prepare_blobs(struct view_membership *m, struct view_next *next, uint32_t self)
 {
@@ -140,15 +149,60 @@ static int prepare_blobs(struct view_membership *m, struct view_next *next, uint
         if (smc_group_received(m->current->smc, g, m->current->view.my_rank,
                                &mine->counts[(size_t)g * SST_MAX_ROWS], SST_MAX_ROWS) < 0)
             rc = SPINDLE_EPROTO;
+    if (rc >= 0 && blob_hook != NULL)
+        blob_hook(mine);
     if (rc >= 0)
         view_wire_encode_blob(mine, next->blobs + (size_t)self * next->blob_size, next->blob_size);
     return rc;
 }
 
+/*
+ * Whether survivor id's received counts in its blob can be true: its row
+ * only grows and it froze its counts at the wedge, before its blob, so no
+ * count may be below what this member read in that row since (a smaller
+ * one would pull the trim below what members delivered on the strength of
+ * the larger). No count may come near overflow either (SMC_COUNTER_MAX).
+ * A count above the truth cannot raise the trim (the smallest count of
+ * any survivor): the others' counts bound it.
+ */
+static bool blob_counts_hold(struct view_membership *m, uint32_t rank, const struct view_blob *b,
+                             char *why, size_t cap)
+{
+    const struct view *view = &m->current->view;
+    uint64_t seen[SST_MAX_ROWS];
+    for (uint32_t g = 0; g < view->num_subgroups; g++) {
+        int senders = smc_group_received(m->current->smc, g, rank, seen, SST_MAX_ROWS);
+        for (int s = 0; s < senders; s++) {
+            uint64_t claimed = b->counts[(size_t)g * SST_MAX_ROWS + (uint32_t)s];
+            if (claimed < seen[s] || claimed > SMC_COUNTER_MAX) {
+                snprintf(why, cap,
+                         "subgroup %u sender %d: received count %llu in its view blob, %llu in "
+                         "its row",
+                         g, s, (unsigned long long)claimed, (unsigned long long)seen[s]);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Suspects survivor id for what it sent (a malformed or lying blob): the
+ * change goes on without it, as for a failure. */
+static void reject(struct view_membership *m, uint32_t id, const char *what, const char *why)
+{
+    int rank = view_rank_of(&m->current->view, id);
+    sp_log(SP_LOG_ERROR, "view", "view %llu: member %u sent %s (%s): it is removed",
+           (unsigned long long)m->current->view.id, id, what, why);
+    if (rank >= 0)
+        view_suspect(m, (uint32_t)rank);
+}
+
 /* Decodes the blobs of the survivors in `have`; looks at what they name.
- * *all_same: every one names exactly next's set and joiner. */
-static int read_blobs(struct view_membership *m, struct view_next *next, uint64_t have,
-                      uint64_t *union_mask, bool *all_same)
+ * *all_same: every one names exactly next's set and joiner. A survivor
+ * whose blob is malformed, names another view or lies about its counts is
+ * suspected (*union_mask then grows) and its blob ignored. */
+static void read_blobs(struct view_membership *m, struct view_next *next, uint64_t have,
+                       uint64_t *union_mask, bool *all_same)
 {
     uint32_t subgroups = m->current->view.num_subgroups;
     uint64_t view = next->epoch->view.id;
@@ -158,21 +212,32 @@ static int read_blobs(struct view_membership *m, struct view_next *next, uint64_
         if (((next->how.survivors & have) >> id & 1) == 0)
             continue;
         struct view_blob *b = &next->decoded[id];
+        char why[256];
+        int rank = view_rank_of(&m->current->view, id);
         if (id != m->config.self &&
             view_wire_decode_blob(next->blobs + (size_t)id * next->blob_size, next->blob_size,
-                                  subgroups, b) < 0)
-            return sp_error(SPINDLE_EPROTO, "member %u sent a malformed view blob: %s", id,
-                            spindle_errmsg());
-        if (b->view_id != view)
-            return sp_error(SPINDLE_EPROTO, "view blob of member %u names view %llu, not %llu", id,
-                            (unsigned long long)b->view_id, (unsigned long long)view);
-        *union_mask |= b->suspected;
-        /* A different joiner: one side has not seen the announcement yet
-         * (it will) or dropped the join for a failure (so will this
-         * member, once it adopts the suspicion). */
-        *all_same = *all_same && b->suspected == next->how.removed && b->joiner == next->how.joiner;
+                                  subgroups, b) < 0) {
+            reject(m, id, "a malformed view blob", spindle_errmsg());
+        } else if (b->view_id != view) {
+            snprintf(why, sizeof why, "view %llu, not %llu", (unsigned long long)b->view_id,
+                     (unsigned long long)view);
+            reject(m, id, "a view blob of another view", why);
+        } else if (id != m->config.self && rank >= 0 &&
+                   !blob_counts_hold(m, (uint32_t)rank, b, why, sizeof why)) {
+            reject(m, id, "a view blob with counts it cannot have", why);
+        } else {
+            *union_mask |= b->suspected;
+            /* A different joiner: one side has not seen the announcement
+             * yet (it will) or dropped the join for a failure (so will
+             * this member, once it adopts the suspicion). */
+            *all_same =
+                *all_same && b->suspected == next->how.removed && b->joiner == next->how.joiner;
+            continue;
+        }
+        *all_same = false;
+        if (rank >= 0)
+            *union_mask |= 1ull << rank;
     }
-    return 0;
 }
 
 /* Publishes and gathers blobs until every survivor names next's set. */
@@ -194,9 +259,7 @@ static int exchange_blobs(struct view_membership *m, struct view_next *next)
         snprintf(why, sizeof why, "%s", rc == 0 ? "" : spindle_errmsg());
         uint64_t union_mask;
         bool all_same;
-        int bad = read_blobs(m, next, have | (1ull << self), &union_mask, &all_same);
-        if (bad < 0)
-            return bad;
+        read_blobs(m, next, have | (1ull << self), &union_mask, &all_same);
         if (union_mask != next->how.removed)
             view_adopt_suspicion(m, union_mask);
         /* Suspicion is checked first: a member that commits to a set it

@@ -175,6 +175,13 @@ void view_test_before_commit(view_commit_hook_fn fn);
 typedef void (*view_meet_hook_fn)(struct view_membership *m, uint32_t joiner);
 void view_test_before_meet(view_meet_hook_fn fn);
 /*
+ * Test hook: fn may change this process's blob right before it is encoded
+ * and published (tests make a member lie in it). NULL, the default, turns
+ * it off; set it before creating a group.
+ */
+typedef void (*view_blob_hook_fn)(struct view_blob *mine);
+void view_test_blob(view_blob_hook_fn fn);
+/*
  * Waits, in short rounds, for the ready of every member of `from` that is
  * not suspected at the start of view (tag), up to EXCHANGE_TIMEOUTS
  * failure timeouts: a member that fails meanwhile is left to the next

@@ -100,7 +100,7 @@ static void test_majority_rule_names_the_counts(void **state)
     assert_int_equal(view_check_majority(&v, 0x6, false), 0); /* 3 of 5 */
     assert_int_equal(view_check_majority(&v, 0x1c, false), SPINDLE_EMINORITY);
     assert_non_null(strstr(spindle_errmsg(), "only 2 of 5"));
-    assert_int_equal(view_check_majority(&v, 0x1, false), SPINDLE_EPEERFAILED);
+    assert_int_equal(view_check_majority(&v, 0x1, false), SPINDLE_EREMOVED);
     view_clear(&v);
     /* Two of four is not a majority either. */
     l = everyone(4);

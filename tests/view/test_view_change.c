@@ -32,6 +32,9 @@
  * With tie_breaker, a group of two survives the failure of the member that
  * is not the leader (half of the view, holding the leader, goes on), and
  * the leader's partner stops when the leader fails.
+ * A member that lies in its view blob (it claims to have received nothing,
+ * which its acknowledgements contradict) is removed by the others, who go
+ * on, and its own next call says that it was removed.
  * And the majority rule: a lone survivor of three stops with
  * SPINDLE_EMINORITY instead of installing a view. A graceful leave is
  * checked the same way: the leaver's messages must all be delivered, by
@@ -192,6 +195,8 @@ struct scenario {
     uint32_t dead_mask;
     uint32_t stop_mask;  /* these members are stopped (SIGSTOP), resumed at the end */
     uint32_t slow_mask;  /* these members deliver slowly (slow_member_ms is on) */
+    uint32_t liar_mask;  /* these members claim in their view blob to have
+                            received nothing */
     bool tie_breaker;    /* spindle_group_options.tie_breaker */
     bool unordered;      /* subgroup 0 is unordered */
     uint32_t leave_mask; /* these members leave gracefully after sending */
@@ -245,10 +250,18 @@ static void die_before_commit(struct view_membership *m, const struct view_next 
     raise(SIGKILL);
 }
 
+/* Test hook of a liar: its blob claims it received nothing, which the
+ * others, having seen its acknowledgements, know to be false. */
+static void lie_in_blob(struct view_blob *mine)
+{
+    memset(mine->counts, 0, (size_t)mine->num_subgroups * SST_MAX_ROWS * sizeof *mine->counts);
+}
+
 /* Members that leave the group in the scenario, one way or another. */
 static uint32_t gone_of(const struct scenario *s)
 {
-    return s->dead_mask | s->stop_mask | s->slow_mask | s->self_kill_mask | s->leave_mask;
+    return s->dead_mask | s->stop_mask | s->slow_mask | s->self_kill_mask | s->leave_mask |
+           s->liar_mask;
 }
 
 /* Whether the members that are not killed are a quorum of view 0: more than
@@ -273,11 +286,13 @@ static int member_main(const struct scenario *s, uint32_t self)
         view_test_before_commit(die_before_commit);
     if ((s->slow_mask >> self) & 1)
         c.slow_upcalls = 10;
+    if ((s->liar_mask >> self) & 1)
+        view_test_blob(lie_in_blob);
     if (c.records == NULL || create_group(s, self, &c, &group) != 0)
         return 10;
     int rc = 0;
     uint32_t victims = s->dead_mask | s->stop_mask;
-    uint32_t failed = victims | s->slow_mask | s->self_kill_mask;
+    uint32_t failed = victims | s->slow_mask | s->self_kill_mask | s->liar_mask;
     bool early = (s->early_mask >> self) & 1;
     if (s->early_mask != 0)
         close(s->go[1]); /* EOF on go once the parent closes its end */
@@ -316,9 +331,9 @@ static int member_main(const struct scenario *s, uint32_t self)
         spindle_group_destroy(group);
         return rc == 0 && in_next && !c.bad ? 0 : 21;
     }
-    if (((s->stop_mask | s->slow_mask) >> self) & 1) {
-        /* Resumed (or back from its slow upcall) after the others removed
-         * it: a send or the flush after them says so. */
+    if (((s->stop_mask | s->slow_mask | s->liar_mask) >> self) & 1) {
+        /* Resumed (or back from its slow upcall, or found lying) after the
+         * others removed it: a send or the flush after them says so. */
         if (rc == 0)
             rc = spindle_flush(group, 30000);
         int removed =
@@ -542,7 +557,8 @@ static void run_scenario(struct scenario *s, int expect_logs)
     /* Members in shutdown early keep no log; all their messages must be
      * delivered, as a leaver's. */
     if (expect_logs)
-        check_logs(dir, members, dead_mask | stop_mask | s->slow_mask | self_kill_mask,
+        check_logs(dir, members,
+                   dead_mask | stop_mask | s->slow_mask | self_kill_mask | s->liar_mask,
                    leave_mask | s->early_mask, self_kill_mask != 0 ? 2 : 1, s->unordered);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -654,6 +670,20 @@ static void test_member_failing_before_its_commitment_leaves_in_the_next_view(vo
     run_scenario(&s, 1);
 }
 
+static void test_member_lying_in_its_blob_is_removed(void **state)
+{
+    (void)state;
+    /* Five members: member 4 is killed; in the change member 3 claims to
+     * have received nothing. The others (a majority of five) remove it
+     * too rather than stop or trim below what they delivered. */
+    struct scenario s = {.members = 5,
+                         .dead_mask = 1u << 4,
+                         .liar_mask = 1u << 3,
+                         .release = {-1, -1},
+                         .go = {-1, -1}};
+    run_scenario(&s, 1);
+}
+
 static void test_member_in_shutdown_takes_part_in_a_view_change(void **state)
 {
     (void)state;
@@ -684,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_tie_breaker_keeps_the_leaders_side_of_two),
         cmocka_unit_test(test_unordered_survivors_miss_nothing_of_surviving_senders),
         cmocka_unit_test(test_member_failing_before_its_commitment_leaves_in_the_next_view),
+        cmocka_unit_test(test_member_lying_in_its_blob_is_removed),
         cmocka_unit_test(test_member_in_shutdown_takes_part_in_a_view_change),
         cmocka_unit_test(test_layout_function_moves_a_subgroup),
     };
