@@ -123,9 +123,11 @@ int sst_queue_write(struct sst_table *table, uint32_t row, uint32_t offset, uint
  * posting when early unlock is on, after otherwise). */
 void sst_unlock_and_post(struct sst_engine *engine);
 void sst_stat_add(uint64_t *counter, uint64_t amount);
-/* Peer cache: returns an index, connecting on first use. Lock held.
- * SPINDLE_ENOMEM, or the transport's connect error (SPINDLE_EUNREACH
- * naming the peer, SPINDLE_ETIMEDOUT). */
+/* Peer cache: returns an index, connecting on first use. Lock held; it is
+ * dropped while a new connection is made, so the predicate thread runs
+ * meanwhile (the caller must not rely on anything it read under the lock
+ * before). SPINDLE_ENOMEM, or the transport's connect error
+ * (SPINDLE_EUNREACH naming the peer, SPINDLE_ETIMEDOUT). */
 int sst_peer_get(struct sst_engine *engine, const struct tp_desc *address, int timeout_ms,
                  uint32_t *index);
 /* Drops a reference; the last one disconnects. Lock and post_lock held (no

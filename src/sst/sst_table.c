@@ -348,18 +348,38 @@ void sst_push_headers(struct sst_engine *engine)
     }
 }
 
+static int peer_find(const struct sst_engine *engine, const struct tp_desc *address)
+{
+    for (uint32_t i = 0; i < engine->num_peers; i++) {
+        const struct sst_peer_ref *ref = &engine->peers[i];
+        if (ref->refs > 0 && ref->address.len == address->len &&
+            memcmp(ref->address.bytes, address->bytes, address->len) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
 int sst_peer_get(struct sst_engine *engine, const struct tp_desc *address, int timeout_ms,
                  uint32_t *index)
 {
-    for (uint32_t i = 0; i < engine->num_peers; i++) {
-        struct sst_peer_ref *ref = &engine->peers[i];
-        if (ref->refs > 0 && ref->address.len == address->len &&
-            memcmp(ref->address.bytes, address->bytes, address->len) == 0) {
-            ref->refs++;
-            *index = i;
-            return 0;
-        }
+    int found = peer_find(engine, address);
+    if (found >= 0) {
+        engine->peers[found].refs++;
+        *index = (uint32_t)found;
+        return 0;
     }
+    /* A connect may wait for its peer up to timeout_ms (fabric, verbs):
+     * the predicate thread must go on meanwhile (heartbeats, the old
+     * view's failure reports), or the others take this member for dead.
+     * Every backend's connect runs beside its poll (transport.h); setup
+     * calls themselves are never concurrent (one membership thread), so
+     * nobody else changes the peer cache while the lock is dropped. */
+    struct tp_peer *peer = NULL;
+    pthread_mutex_unlock(&engine->lock);
+    int rc = tp_connect(engine->endpoint, address, timeout_ms, &peer);
+    pthread_mutex_lock(&engine->lock);
+    if (rc != 0)
+        return rc;
     uint32_t slot = engine->num_peers;
     for (uint32_t i = 0; i < engine->num_peers; i++) {
         if (engine->peers[i].refs == 0) {
@@ -370,16 +390,17 @@ int sst_peer_get(struct sst_engine *engine, const struct tp_desc *address, int t
     if (slot == engine->cap_peers) {
         uint32_t cap = engine->cap_peers ? engine->cap_peers * 2 : 8;
         struct sst_peer_ref *grown = realloc(engine->peers, cap * sizeof *grown);
-        if (grown == NULL)
+        if (grown == NULL) {
+            tp_disconnect(engine->endpoint, peer);
             return sp_error(SPINDLE_ENOMEM, "sst: out of memory for peers");
+        }
         engine->peers = grown;
         engine->cap_peers = cap;
     }
-    struct sst_peer_ref ref = {.address = *address, .refs = 1};
-    int rc = tp_connect(engine->endpoint, address, timeout_ms, &ref.peer);
-    if (rc != 0)
-        return rc;
-    engine->peers[slot] = ref;
+    /* A failure the predicate thread polled while the lock was dropped
+     * named a peer not yet in the cache: look at its state instead. */
+    engine->peers[slot] = (struct sst_peer_ref){
+        .address = *address, .refs = 1, .peer = peer, .failed = tp_peer_state(peer) != 0};
     if (slot == engine->num_peers)
         engine->num_peers++;
     *index = slot;

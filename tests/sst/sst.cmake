@@ -1,1 +1,8 @@
 spindle_add_test(test_sst SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst.c TIMEOUT 120 LABELS sst)
+# The predicate thread runs while a table's connect waits for its peer
+# (libfabric tcp: a listener that never answers).
+if(SPINDLE_FABRIC_FOUND)
+  spindle_add_test(test_sst_connect SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_connect.c
+                   TIMEOUT 45 LABELS sst fabric)
+  target_include_directories(test_sst_connect PRIVATE ${CMAKE_SOURCE_DIR}/tests/transport/fabric)
+endif()
