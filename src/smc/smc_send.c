@@ -37,6 +37,12 @@ static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *s
         atomic ? position * sub->layout.num_senders + (uint64_t)sub->my_sender_rank : position;
     uint32_t offset =
         atomic ? sub->delivered_offset : sub->received_offset + 8u * (uint32_t)sub->my_sender_rank;
+    /* These counts come from the members' rows unchecked, on purpose: a
+     * count above the truth frees the slot early for that member alone (it
+     * misses a message of its own doing; the others' honest counts still
+     * hold the slot for them), and one below it holds the window like a
+     * slow member (slow_member_ms removes it). Neither is compared in a sum
+     * that could overflow. */
     int32_t holder = -1;
     uint64_t lowest = need;
     for (uint32_t i = 0; i < sub->layout.num_members; i++) {
