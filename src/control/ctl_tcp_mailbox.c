@@ -8,7 +8,9 @@
  * Everything received is checked: a frame header that breaks the codec
  * (control/ctl_wire.h), a false sender, an oversized length or a wrong
  * checksum drops that connection with a logged reason, and waiting for
- * that member then fails with SPINDLE_EPROTO naming it. publish, collect
+ * that member then fails with SPINDLE_EPROTO naming it. Each round of
+ * progress also advances the connections not yet identified
+ * (ctl_tcp_accept.c), never waiting on one. publish, collect
  * and allgather may be called from several threads (collect polls in short
  * slices under the lock so that one waiter does not hold the others up).
  */
@@ -245,19 +247,21 @@ void ctl_write(struct ctl_tcp *ctl, uint32_t j)
 
 void ctl_progress(struct ctl_tcp *ctl, int ms)
 {
-    struct pollfd pfds[CTL_MAX_MEMBERS + 1];
+    struct pollfd pfds[CTL_MAX_MEMBERS + 1 + CTL_PENDING_MAX];
     uint32_t n = CTL_MAX_MEMBERS;
     for (uint32_t j = 0; j < n; j++) {
         const struct ctl_peer *p = &ctl->peers[j];
         pfds[j] =
             (struct pollfd){p->fd, (short)(POLLIN | (p->out_len > p->out_sent ? POLLOUT : 0)), 0};
     }
-    pfds[n] = (struct pollfd){ctl->listen_fd, POLLIN, 0};
-    if (poll(pfds, n + 1, ms) <= 0)
+    /* The listener and the connections not yet identified: advanced
+     * without blocking, their deadlines met even when nothing happens. */
+    uint32_t late = ctl_pending_poll_set(ctl, pfds + n, &ms);
+    int ready = poll(pfds, n + late, ms);
+    if (ready < 0)
         return;
-    if (pfds[n].fd >= 0 && (pfds[n].revents & POLLIN))
-        ctl_accept_late(ctl);
-    for (uint32_t j = 0; j < n; j++) {
+    ctl_pending_progress(ctl, pfds + n, late);
+    for (uint32_t j = 0; ready > 0 && j < n; j++) {
         if (pfds[j].fd < 0 || pfds[j].revents == 0)
             continue;
         if (pfds[j].revents & POLLOUT)
