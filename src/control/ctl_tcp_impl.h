@@ -62,6 +62,11 @@
  * (the rest are counted and summed up in the next line), so that a flood
  * of connections cannot flood the log. */
 #define CTL_REFUSAL_LOG_PER_S 8
+/* What a member queues for one peer that does not read: two largest blobs
+ * (sealed, with their frame headers); beyond it the peer is dropped. */
+#define CTL_PEER_OUT_MAX                                                                           \
+    ((size_t)2 * CTL_BLOB_MAX + (size_t)4 * (CTL_SEAL_HEADER + CTL_SEAL_TAG) +                     \
+     (size_t)2 * CTL_FRAME_SIZE)
 /* Blobs kept per member: the latest one of each tag, at most this many
  * tags (the oldest is dropped first). */
 #define CTL_BOX_TAGS 64

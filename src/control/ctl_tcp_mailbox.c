@@ -8,7 +8,10 @@
  * Everything received is checked: a frame header that breaks the codec
  * (control/ctl_wire.h), a false sender, an oversized length or a wrong
  * checksum drops that connection with a logged reason, and waiting for
- * that member then fails with SPINDLE_EPROTO naming it. Each round of
+ * that member then fails with SPINDLE_EPROTO naming it. What a member
+ * may make another hold is bounded: a partial frame of at most
+ * CTL_BLOB_MAX, and a queue of at most CTL_PEER_OUT_MAX for a member that
+ * does not read (beyond it that member is dropped, as gone). Each round of
  * progress also advances the connections not yet identified
  * (ctl_tcp_accept.c), never waiting on one. publish, collect
  * and allgather may be called from several threads (collect polls in short
@@ -80,13 +83,27 @@ int ctl_write_frame(int fd, struct ctl_sess *sess, uint32_t from, const void *bl
 static int ctl_queue(struct ctl_tcp *ctl, uint32_t j, const void *bytes, size_t length)
 {
     struct ctl_peer *p = &ctl->peers[j];
-    if (length == 0)
+    if (length == 0 || p->fd < 0)
         return 0;
     size_t size = ctl_sess_sealed_size(&p->sess, length);
+    if (p->out_sent > 0 && p->out_len + size > p->out_cap) { /* reuse what has left */
+        memmove(p->out, p->out + p->out_sent, p->out_len - p->out_sent);
+        p->out_len -= p->out_sent;
+        p->out_sent = 0;
+    }
+    if (p->out_len + size > CTL_PEER_OUT_MAX) {
+        char why[160];
+        snprintf(why, sizeof why, "member %u does not read: %zu bytes queued for it, at most %zu",
+                 ctl->members[j].id, p->out_len + size, (size_t)CTL_PEER_OUT_MAX);
+        ctl_drop(ctl, j, SPINDLE_EUNREACH, why);
+        return 0; /* as for any member that is gone: collects name it */
+    }
     if (p->out_len + size > p->out_cap) {
         size_t cap = p->out_cap ? p->out_cap : 256;
         while (cap < p->out_len + size)
             cap *= 2;
+        if (cap > CTL_PEER_OUT_MAX)
+            cap = CTL_PEER_OUT_MAX;
         uint8_t *grown = realloc(p->out, cap);
         if (grown == NULL)
             return sp_error(SPINDLE_ENOMEM, "control: out of memory queueing %zu bytes", length);
