@@ -6,7 +6,10 @@
  * (control/ctl_wire.h): the dialer names itself, the acceptor checks the
  * group, the wire and layout versions, the member count and the slot, and
  * answers with its own hello, so the dialer can check the same and name
- * both versions when the builds differ.
+ * both versions when the builds differ. Set-up accepts one connection at
+ * a time, each given at most CTL_HELLO_MS, before the channel is shared;
+ * once it runs, the kept listener's connections are taken without blocking
+ * and under caps (ctl_tcp_accept.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -292,6 +292,20 @@ static void expect_exit_0(pid_t pid)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* Waits (FLOOD_BOUND_MS at most) for a joiner's "let me in" and answers
+ * "ok". */
+static void answer_join(struct ctl *ctl)
+{
+    char request[16];
+    size_t length = 0;
+    int asked = 0;
+    for (uint64_t give_up = now_ms() + FLOOD_BOUND_MS; asked == 0 && now_ms() < give_up;)
+        asked = ctl_join_poll(ctl, 10, request, sizeof request, &length);
+    assert_int_equal(asked, 1);
+    assert_string_equal(request, "let me in");
+    assert_int_equal(ctl_join_answer(ctl, "ok", 3), 0);
+}
+
 /* Opens member 0 of a two-member mesh whose member 1 echoes. */
 static struct ctl *open_echo_pair(const struct ctl_keyring *keys, uint16_t *port, pid_t *echo)
 {
@@ -393,14 +407,7 @@ static void run_flood(bool keyed)
     }
     /* A joiner is answered and connects to its slot, flood or not. */
     pid_t joiner = run_joiner(port, 2, 2, keys);
-    char request[16];
-    size_t length = 0;
-    int asked = 0;
-    while (asked == 0 && now_ms() - start < FLOOD_BOUND_MS)
-        asked = ctl_join_poll(ctl, 10, request, sizeof request, &length);
-    assert_int_equal(asked, 1);
-    assert_string_equal(request, "let me in");
-    assert_int_equal(ctl_join_answer(ctl, "ok", 3), 0);
+    answer_join(ctl);
     char got[8], blob[8] = "member";
     assert_int_equal(ctl_collect_one(ctl, 9, 2, got, sizeof got, FLOOD_BOUND_MS), 0);
     assert_string_equal(got, "joined");
@@ -474,13 +481,7 @@ static void join_round_trip(struct ctl *ctl, uint16_t port, const struct ctl_key
                               &length, 5000);
         _exit(rc == 0 && length == 3 && memcmp(reply, "ok", 3) == 0 ? 0 : 1);
     }
-    char request[16];
-    size_t length = 0;
-    int asked = 0;
-    for (uint64_t give_up = now_ms() + 5000; asked == 0 && now_ms() < give_up;)
-        asked = ctl_join_poll(ctl, 10, request, sizeof request, &length);
-    assert_int_equal(asked, 1);
-    assert_int_equal(ctl_join_answer(ctl, "ok", 3), 0);
+    answer_join(ctl);
     expect_exit_0(pid);
 }
 
