@@ -602,22 +602,25 @@ static void run_dribble(bool keyed)
     atomic_init(&d.state, 0);
     assert_int_equal(pthread_create(&d.thread, NULL, dribble, &d), 0);
     uint64_t worst = 0;
-    uint32_t tag = 1;
+    uint32_t tag = 1, during = 0;
     uint64_t give_up = now_ms() + FLOOD_BOUND_MS;
-    while (atomic_load(&d.state) != 2 && now_ms() < give_up) {
+    for (int seen; (seen = atomic_load(&d.state)) != 2 && now_ms() < give_up;) {
         uint64_t took = round_trip(ctl, tag++);
         worst = took > worst ? took : worst;
+        during += seen == 1 && atomic_load(&d.state) == 1; /* all of it while dribbling */
     }
     pthread_join(d.thread, NULL);
-    printf("dribble%s: closed after %llu ms; %u round trips meanwhile, the worst %llu ms\n",
-           keyed ? " (keyed)" : "", (unsigned long long)(d.closed - d.opened), tag - 1,
+    printf("dribble%s: closed after %llu ms; %u round trips while it dribbled, the worst of all "
+           "%llu ms\n",
+           keyed ? " (keyed)" : "", (unsigned long long)(d.closed - d.opened), during,
            (unsigned long long)worst);
     assert_true(d.closed - d.opened >= CTL_HELLO_MS);
     assert_true(d.closed - d.opened < CTL_HELLO_MS + 3000);
-    assert_true(tag - 1 >= 10);
-    /* The member never waited on it: each round trip took a fraction of
-     * the second a blocking accept would have given the dribbler. */
-    assert_true(worst < CTL_HELLO_MS / 2);
+    /* The member never waited on it: round trips went on while it
+     * dribbled, none as long as the deadline a blocking accept would have
+     * waited out (at most one round trip gets through there). */
+    assert_true(during >= 3);
+    assert_true(worst < CTL_HELLO_MS);
     finish_echo(ctl, tag, echo);
 }
 
