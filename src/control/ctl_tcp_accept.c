@@ -356,6 +356,14 @@ static void ctl_pending_accept(struct ctl_tcp *ctl)
     }
 }
 
+bool ctl_pending_any(const struct ctl_tcp *ctl)
+{
+    for (uint32_t i = 0; i < CTL_PENDING_MAX; i++)
+        if (ctl->pending[i].fd >= 0)
+            return true;
+    return false;
+}
+
 uint32_t ctl_pending_poll_set(struct ctl_tcp *ctl, struct pollfd *pfds, int *ms)
 {
     pfds[0] = (struct pollfd){ctl->listen_fd, POLLIN, 0};

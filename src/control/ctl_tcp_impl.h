@@ -199,8 +199,10 @@ void ctl_drop(struct ctl_tcp *ctl, uint32_t j, int error, const char *why);
 void ctl_reset_slot(struct ctl_tcp *ctl, uint32_t j);
 /* Writes queued bytes to member j without blocking. Lock held. */
 void ctl_write(struct ctl_tcp *ctl, uint32_t j);
-/* One round of progress on every connection and the listener: waits up to
- * ms for any. Lock held. */
+/* Progress on every connection, the listener and the pending connections:
+ * waits up to ms for any, and goes on up to ms while connections are
+ * pending (until a member's connection has news or a join request is
+ * in). Never waits past ms. Lock held. */
 void ctl_progress(struct ctl_tcp *ctl, int ms);
 /*
  * Reads one frame (payload at most max bytes) through sess from a fresh
@@ -230,6 +232,8 @@ int ctl_tcp_collect_one(struct ctl *base, uint32_t tag, uint32_t from, void *out
 void ctl_pending_init(struct ctl_tcp *ctl);
 /* Closes every pending connection (at close). Lock held or not shared. */
 void ctl_pending_close_all(struct ctl_tcp *ctl);
+/* Whether any connection is pending. Lock held. */
+bool ctl_pending_any(const struct ctl_tcp *ctl);
 /* Adds the listener and the pending connections to pfds (at most
  * 1 + CTL_PENDING_MAX entries); returns how many were added and lowers
  * *ms to the nearest pending deadline. Lock held. */

@@ -124,18 +124,11 @@ int ctl_tcp_join_poll(struct ctl *base, int timeout_ms, void *request, size_t ca
                       size_t *length)
 {
     struct ctl_tcp *ctl = (struct ctl_tcp *)base;
-    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
     pthread_mutex_lock(&ctl->lock);
-    /* A request takes a few rounds (hello, then its frame); short slices
-     * under the lock, so that others share it. */
-    for (int ms = timeout_ms > 0 ? timeout_ms : 0; ctl->join_fd < 0;
-         ms = ctl_remaining_ms(deadline)) {
-        ctl_progress(ctl, ms < 5 ? ms : 5);
-        if (ctl->join_fd >= 0 || ctl_remaining_ms(deadline) == 0)
-            break;
-        pthread_mutex_unlock(&ctl->lock);
-        pthread_mutex_lock(&ctl->lock);
-    }
+    /* One round: a request that is still coming in (it takes a few rounds:
+     * handshake, hello, its frame) is seen at a later call. */
+    if (ctl->join_fd < 0)
+        ctl_progress(ctl, timeout_ms);
     int rc = 0;
     if (ctl->join_fd >= 0) {
         if (ctl->join_len > capacity) {

@@ -262,7 +262,9 @@ void ctl_write(struct ctl_tcp *ctl, uint32_t j)
         p->out_sent = p->out_len = 0;
 }
 
-void ctl_progress(struct ctl_tcp *ctl, int ms)
+/* One poll of every connection and the listener, up to ms; true when a
+ * member's connection had something (the caller has news to look at). */
+static bool ctl_progress_round(struct ctl_tcp *ctl, int ms)
 {
     struct pollfd pfds[CTL_MAX_MEMBERS + 1 + CTL_PENDING_MAX];
     uint32_t n = CTL_MAX_MEMBERS;
@@ -276,16 +278,33 @@ void ctl_progress(struct ctl_tcp *ctl, int ms)
     uint32_t late = ctl_pending_poll_set(ctl, pfds + n, &ms);
     int ready = poll(pfds, n + late, ms);
     if (ready < 0)
-        return;
+        return true;
     ctl_pending_progress(ctl, pfds + n, late);
+    bool news = false;
     for (uint32_t j = 0; ready > 0 && j < n; j++) {
         if (pfds[j].fd < 0 || pfds[j].revents == 0)
             continue;
+        news = true;
         if (pfds[j].revents & POLLOUT)
             ctl_write(ctl, j);
         if (pfds[j].revents & (POLLIN | POLLHUP | POLLERR))
             ctl_read(ctl, j);
     }
+    return news;
+}
+
+void ctl_progress(struct ctl_tcp *ctl, int ms)
+{
+    /* While connections are pending and the caller's time lasts, go on:
+     * one that was just accepted has its hello on the way, and its dialer
+     * waits for the answer (a joiner connecting to its slot should not wait
+     * for the member's next call). A member's news or a join request ends
+     * it at once. */
+    uint64_t deadline = sp_now_ns() + (uint64_t)(ms > 0 ? ms : 0) * 1000000ull;
+    bool joining = ctl->join_fd >= 0;
+    while (!ctl_progress_round(ctl, ms) && ctl_pending_any(ctl) && (joining || ctl->join_fd < 0) &&
+           (ms = ctl_remaining_ms(deadline)) > 0)
+        ;
 }
 
 int ctl_tcp_publish(struct ctl *base, uint32_t tag, const void *blob, size_t length, uint64_t to)
