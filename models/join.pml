@@ -1,7 +1,7 @@
 /*
  * Join admission, src/view/view_join_leader.c and view_join_joiner.c, with
  * the late-accept rule of the control channel (src/control/ctl_tcp_join.c:
- * ctl_late_refusal, ctl_accept_late, ctl_tcp_expect_member,
+ * ctl_late_refusal, ctl_late_take, ctl_tcp_expect_member,
  * ctl_tcp_remove_member, ctl_reset_slot in ctl_tcp_mailbox.c).
  *
  * NM members start the group (ids 0..NM-1, admission 0); NJ joiner
@@ -350,7 +350,7 @@ end_run:
 		p = 0
 	}
 	/* open_channel (ctl_open_tcp_joiner): a hello to each member of the
-	 * offer in id order; ctl_accept_late there; a refusal or a member that
+	 * offer in id order; ctl_late_take there; a refusal or a member that
 	 * is gone makes the attempt fail (SPINDLE_EAGAIN). */
 	:: atomic {
 		RUNS && jst[me] == CONNECT && (k == NID || !HAS(oset[me], k) ||

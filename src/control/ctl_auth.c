@@ -122,6 +122,26 @@ int ctl_auth_dial(int fd, const struct ctl_keyring *keys, uint64_t deadline, str
     return 0;
 }
 
+void ctl_auth_nonce(uint8_t nonce[CTL_NONCE_BYTES])
+{
+    randombytes_buf(nonce, CTL_NONCE_BYTES);
+}
+
+int ctl_auth_answer(const struct ctl_keyring *keys, const uint8_t nonce_d[CTL_NONCE_BYTES],
+                    const uint8_t nonce_a[CTL_NONCE_BYTES], const uint8_t proof_d[CTL_PROOF_BYTES],
+                    uint8_t proof_a[CTL_PROOF_BYTES], struct ctl_sess *s, const char **why)
+{
+    /* Nothing but the nonce has left until the dialer proved the key. */
+    int k = ctl_auth_verify(keys, CTL_ROLE_DIALER, nonce_d, nonce_a, proof_d);
+    if (k < 0) {
+        *why = "the peer's proof of the group key is wrong (another key, or none)";
+        return SPINDLE_EAUTH;
+    }
+    ctl_auth_proof(keys->key[k], CTL_ROLE_ACCEPTOR, nonce_d, nonce_a, proof_a);
+    ctl_sess_derive(s, keys->key[k], CTL_ROLE_ACCEPTOR, nonce_d, nonce_a);
+    return 0;
+}
+
 int ctl_auth_accept(int fd, const struct ctl_keyring *keys, uint64_t deadline, struct ctl_sess *s,
                     const char **why)
 {
@@ -129,24 +149,18 @@ int ctl_auth_accept(int fd, const struct ctl_keyring *keys, uint64_t deadline, s
     if (keys == NULL || keys->count == 0)
         return 0;
     uint8_t nonce_d[CTL_NONCE_BYTES], nonce_a[CTL_NONCE_BYTES], proof[CTL_PROOF_BYTES];
-    randombytes_buf(nonce_a, sizeof nonce_a);
+    ctl_auth_nonce(nonce_a);
     int rc = ctl_auth_io(fd, nonce_d, sizeof nonce_d, 0, deadline, why);
     if (rc == 0)
         rc = ctl_auth_io(fd, nonce_a, sizeof nonce_a, 1, deadline, why);
     if (rc == 0)
         rc = ctl_auth_io(fd, proof, sizeof proof, 0, deadline, why);
-    if (rc != 0)
-        return rc;
-    /* Nothing but the nonce has left until the dialer proved the key. */
-    int k = ctl_auth_verify(keys, CTL_ROLE_DIALER, nonce_d, nonce_a, proof);
-    if (k < 0) {
-        *why = "the peer's proof of the group key is wrong (another key, or none)";
-        return SPINDLE_EAUTH;
-    }
-    ctl_auth_proof(keys->key[k], CTL_ROLE_ACCEPTOR, nonce_d, nonce_a, proof);
-    rc = ctl_auth_io(fd, proof, sizeof proof, 1, deadline, why);
     if (rc == 0)
-        ctl_sess_derive(s, keys->key[k], CTL_ROLE_ACCEPTOR, nonce_d, nonce_a);
+        rc = ctl_auth_answer(keys, nonce_d, nonce_a, proof, proof, s, why);
+    if (rc == 0)
+        rc = ctl_auth_io(fd, proof, sizeof proof, 1, deadline, why);
+    if (rc != 0)
+        ctl_sess_clear(s);
     return rc;
 }
 
@@ -195,9 +209,9 @@ int ctl_sess_check_header(struct ctl_sess *s, const uint8_t header[CTL_SEAL_HEAD
                  "a record out of sequence (counter %llu, expected %llu): replayed, reordered, "
                  "dropped or altered",
                  (unsigned long long)seq, (unsigned long long)s->rx_seq);
-    else if (len < CTL_SEAL_TAG || len > CTL_SEAL_MAX)
+    else if (len < CTL_SEAL_TAG || len > (s->rec_max ? s->rec_max : CTL_SEAL_MAX))
         snprintf(s->why, sizeof s->why, "a record of %u bytes (%u..%u)", len, CTL_SEAL_TAG,
-                 CTL_SEAL_MAX);
+                 s->rec_max ? s->rec_max : CTL_SEAL_MAX);
     else {
         *length = len;
         return 0;

@@ -64,7 +64,9 @@ struct ctl_sess {
     uint32_t rec_len;
     uint8_t *rec;
     size_t plain_len, plain_off;
-    char why[160]; /* why the last record was refused */
+    uint32_t rec_max; /* largest record accepted (0: CTL_SEAL_MAX); smaller
+                         while the peer is not yet a member */
+    char why[160];    /* why the last record was refused */
 };
 
 /* Result of ctl_sess_recv for a record that was refused (s->why says
@@ -98,6 +100,18 @@ int ctl_auth_dial(int fd, const struct ctl_keyring *keys, uint64_t deadline, str
                   const char **why);
 int ctl_auth_accept(int fd, const struct ctl_keyring *keys, uint64_t deadline, struct ctl_sess *s,
                     const char **why);
+/*
+ * The acceptor's handshake in steps, for a caller that does its own
+ * non-blocking I/O (control/ctl_tcp_accept.c); ctl_auth_accept is these
+ * around blocking reads and writes. ctl_auth_nonce: a fresh nonce_a.
+ * ctl_auth_answer: with nonce_d and proof_d read, checks the proof
+ * against each key of keys; 0 with proof_a (to send) written and s set up
+ * for the acceptor's end, or SPINDLE_EAUTH with *why (s untouched).
+ */
+void ctl_auth_nonce(uint8_t nonce[CTL_NONCE_BYTES]);
+int ctl_auth_answer(const struct ctl_keyring *keys, const uint8_t nonce_d[CTL_NONCE_BYTES],
+                    const uint8_t nonce_a[CTL_NONCE_BYTES], const uint8_t proof_d[CTL_PROOF_BYTES],
+                    uint8_t proof_a[CTL_PROOF_BYTES], struct ctl_sess *s, const char **why);
 
 /* Bytes that sealing len plaintext bytes puts on the wire. */
 size_t ctl_sess_sealed_size(const struct ctl_sess *s, size_t len);

@@ -1,9 +1,10 @@
 /*
  * TCP control channel, joins: the listening socket stays open after
- * set-up. A process that wants to join opens a short connection with a
- * hello from CTL_JOIN_FROM and one request frame; the member keeps it
- * pending (one at a time) until the membership layer answers with one
- * frame, then closes it. A joiner that was given a member id connects to
+ * set-up (its connections are accepted and identified without blocking,
+ * under caps: ctl_tcp_accept.c). A process that wants to join opens a
+ * short connection with a hello from CTL_JOIN_FROM and one request frame;
+ * the member keeps it pending (one at a time) until the membership layer
+ * answers with one frame, then closes it. A joiner that was given a member id connects to
  * every current member (hello from its id and its admission), and from
  * then on is a member of the framed exchange like any other. An id may be
  * given again once its holder is gone: a hello with a larger admission
@@ -24,11 +25,11 @@
 #include "util/error.h"
 #include "util/log.h"
 
-/* Why a late connection's hello is refused (NULL: taken). A join request
- * may leave the group open (0). Modelled in models/join.pml (LATE_OK, with
- * ctl_tcp_expect_member and ctl_tcp_remove_member). */
-static const char *ctl_late_refusal(const struct ctl_tcp *ctl, const struct ctl_hello *hello,
-                                    char *why, size_t cap)
+/* A join request may leave the group open (0). Modelled in
+ * models/join.pml (LATE_OK, with ctl_tcp_expect_member and
+ * ctl_tcp_remove_member). */
+const char *ctl_late_refusal(const struct ctl_tcp *ctl, const struct ctl_hello *hello, char *why,
+                             size_t cap)
 {
     if (hello->group != ctl->group && !(hello->from == CTL_JOIN_FROM && hello->group == 0))
         return "a member of another group";
@@ -51,52 +52,35 @@ static const char *ctl_late_refusal(const struct ctl_tcp *ctl, const struct ctl_
     return NULL;
 }
 
-void ctl_accept_late(struct ctl_tcp *ctl)
+const char *ctl_late_take(struct ctl_tcp *ctl, struct ctl_pending *p)
 {
-    int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0)
-        return;
-    struct ctl_hello hello;
-    uint64_t deadline = sp_now_ns() + CTL_HELLO_MS * 1000000ull;
-    char text[256];
-    const char *why = NULL;
-    struct ctl_sess sess = {0};
-    if (ctl_accept_hello(ctl, fd, deadline, &hello, &sess) < 0) {
-        snprintf(text, sizeof text, "%s", spindle_errmsg());
-        why = text;
+    const struct ctl_hello *hello = &p->hello;
+    if (hello->from == CTL_JOIN_FROM) {
+        /* Another request may have come in while this one was read. */
+        if (ctl->join_fd >= 0)
+            return "a join request while another one is pending";
+        ctl->join_fd = p->fd;
+        ctl->join_sess = p->sess;
+        ctl->join = p->body;
+        ctl->join_len = p->frame.length;
     } else {
-        why = ctl_late_refusal(ctl, &hello, text, sizeof text);
+        struct ctl_peer *slot = &ctl->peers[hello->from];
+        if (slot->used)
+            SP_LOG_INFO_("control", "member %u: slot %u passes from admission %llu to %llu",
+                         ctl->self, hello->from, (unsigned long long)slot->admission,
+                         (unsigned long long)hello->admission);
+        ctl_reset_slot(ctl, hello->from);
+        slot->fd = p->fd;
+        slot->sess = p->sess;
+        slot->sess.rec_max = 0; /* a member: blobs up to CTL_BLOB_MAX */
+        slot->used = true;
+        slot->admission = hello->admission;
+        SP_LOG_INFO_("control", "member %u: joiner %u connected", ctl->self, hello->from);
     }
-    if (why == NULL && hello.from == CTL_JOIN_FROM) {
-        uint8_t *request = NULL;
-        size_t length = 0;
-        if (ctl_read_frame(fd, &sess, CTL_JOIN_REQUEST_MAX, deadline, &request, &length, &why) ==
-            0) {
-            ctl->join_fd = fd;
-            ctl->join_sess = sess;
-            ctl->join = request;
-            ctl->join_len = length;
-            return;
-        }
-    }
-    if (why != NULL) {
-        SP_LOG_WARNING("control", "member %u dropped a connection: %s", ctl->self, why);
-        ctl_sess_clear(&sess);
-        close(fd);
-        return;
-    }
-    ctl_tune(fd, true);
-    struct ctl_peer *p = &ctl->peers[hello.from];
-    if (p->used)
-        SP_LOG_INFO_("control", "member %u: slot %u passes from admission %llu to %llu", ctl->self,
-                     hello.from, (unsigned long long)p->admission,
-                     (unsigned long long)hello.admission);
-    ctl_reset_slot(ctl, hello.from);
-    p->fd = fd;
-    p->sess = sess;
-    p->used = true;
-    p->admission = hello.admission;
-    SP_LOG_INFO_("control", "member %u: joiner %u connected", ctl->self, hello.from);
+    p->fd = -1;
+    memset(&p->sess, 0, sizeof p->sess); /* passed on, not to be cleared */
+    p->body = NULL;
+    return NULL;
 }
 
 int ctl_join_ask(const char *group_name, const struct ctl_versions *versions,
@@ -141,6 +125,8 @@ int ctl_tcp_join_poll(struct ctl *base, int timeout_ms, void *request, size_t ca
 {
     struct ctl_tcp *ctl = (struct ctl_tcp *)base;
     pthread_mutex_lock(&ctl->lock);
+    /* One round: a request that is still coming in (it takes a few rounds:
+     * handshake, hello, its frame) is seen at a later call. */
     if (ctl->join_fd < 0)
         ctl_progress(ctl, timeout_ms);
     int rc = 0;

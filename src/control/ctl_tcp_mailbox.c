@@ -8,7 +8,12 @@
  * Everything received is checked: a frame header that breaks the codec
  * (control/ctl_wire.h), a false sender, an oversized length or a wrong
  * checksum drops that connection with a logged reason, and waiting for
- * that member then fails with SPINDLE_EPROTO naming it. publish, collect
+ * that member then fails with SPINDLE_EPROTO naming it. What a member
+ * may make another hold is bounded: a partial frame of at most
+ * CTL_BLOB_MAX, and a queue of at most CTL_PEER_OUT_MAX for a member that
+ * does not read (beyond it that member is dropped, as gone). Each round of
+ * progress also advances the connections not yet identified
+ * (ctl_tcp_accept.c), never waiting on one. publish, collect
  * and allgather may be called from several threads (collect polls in short
  * slices under the lock so that one waiter does not hold the others up).
  */
@@ -78,13 +83,27 @@ int ctl_write_frame(int fd, struct ctl_sess *sess, uint32_t from, const void *bl
 static int ctl_queue(struct ctl_tcp *ctl, uint32_t j, const void *bytes, size_t length)
 {
     struct ctl_peer *p = &ctl->peers[j];
-    if (length == 0)
+    if (length == 0 || p->fd < 0)
         return 0;
     size_t size = ctl_sess_sealed_size(&p->sess, length);
+    if (p->out_sent > 0 && p->out_len + size > p->out_cap) { /* reuse what has left */
+        memmove(p->out, p->out + p->out_sent, p->out_len - p->out_sent);
+        p->out_len -= p->out_sent;
+        p->out_sent = 0;
+    }
+    if (p->out_len + size > CTL_PEER_OUT_MAX) {
+        char why[160];
+        snprintf(why, sizeof why, "member %u does not read: %zu bytes queued for it, at most %zu",
+                 ctl->members[j].id, p->out_len + size, (size_t)CTL_PEER_OUT_MAX);
+        ctl_drop(ctl, j, SPINDLE_EUNREACH, why);
+        return 0; /* as for any member that is gone: collects name it */
+    }
     if (p->out_len + size > p->out_cap) {
         size_t cap = p->out_cap ? p->out_cap : 256;
         while (cap < p->out_len + size)
             cap *= 2;
+        if (cap > CTL_PEER_OUT_MAX)
+            cap = CTL_PEER_OUT_MAX;
         uint8_t *grown = realloc(p->out, cap);
         if (grown == NULL)
             return sp_error(SPINDLE_ENOMEM, "control: out of memory queueing %zu bytes", length);
@@ -243,28 +262,49 @@ void ctl_write(struct ctl_tcp *ctl, uint32_t j)
         p->out_sent = p->out_len = 0;
 }
 
-void ctl_progress(struct ctl_tcp *ctl, int ms)
+/* One poll of every connection and the listener, up to ms; true when a
+ * member's connection had something (the caller has news to look at). */
+static bool ctl_progress_round(struct ctl_tcp *ctl, int ms)
 {
-    struct pollfd pfds[CTL_MAX_MEMBERS + 1];
+    struct pollfd pfds[CTL_MAX_MEMBERS + 1 + CTL_PENDING_MAX];
     uint32_t n = CTL_MAX_MEMBERS;
     for (uint32_t j = 0; j < n; j++) {
         const struct ctl_peer *p = &ctl->peers[j];
         pfds[j] =
             (struct pollfd){p->fd, (short)(POLLIN | (p->out_len > p->out_sent ? POLLOUT : 0)), 0};
     }
-    pfds[n] = (struct pollfd){ctl->listen_fd, POLLIN, 0};
-    if (poll(pfds, n + 1, ms) <= 0)
-        return;
-    if (pfds[n].fd >= 0 && (pfds[n].revents & POLLIN))
-        ctl_accept_late(ctl);
-    for (uint32_t j = 0; j < n; j++) {
+    /* The listener and the connections not yet identified: advanced
+     * without blocking, their deadlines met even when nothing happens. */
+    uint32_t late = ctl_pending_poll_set(ctl, pfds + n, &ms);
+    int ready = poll(pfds, n + late, ms);
+    if (ready < 0)
+        return true;
+    ctl_pending_progress(ctl, pfds + n, late);
+    bool news = false;
+    for (uint32_t j = 0; ready > 0 && j < n; j++) {
         if (pfds[j].fd < 0 || pfds[j].revents == 0)
             continue;
+        news = true;
         if (pfds[j].revents & POLLOUT)
             ctl_write(ctl, j);
         if (pfds[j].revents & (POLLIN | POLLHUP | POLLERR))
             ctl_read(ctl, j);
     }
+    return news;
+}
+
+void ctl_progress(struct ctl_tcp *ctl, int ms)
+{
+    /* While connections are pending and the caller's time lasts, go on:
+     * one that was just accepted has its hello on the way, and its dialer
+     * waits for the answer (a joiner connecting to its slot should not wait
+     * for the member's next call). A member's news or a join request ends
+     * it at once. */
+    uint64_t deadline = sp_now_ns() + (uint64_t)(ms > 0 ? ms : 0) * 1000000ull;
+    bool joining = ctl->join_fd >= 0;
+    while (!ctl_progress_round(ctl, ms) && ctl_pending_any(ctl) && (joining || ctl->join_fd < 0) &&
+           (ms = ctl_remaining_ms(deadline)) > 0)
+        ;
 }
 
 int ctl_tcp_publish(struct ctl *base, uint32_t tag, const void *blob, size_t length, uint64_t to)

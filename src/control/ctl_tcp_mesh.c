@@ -6,7 +6,10 @@
  * (control/ctl_wire.h): the dialer names itself, the acceptor checks the
  * group, the wire and layout versions, the member count and the slot, and
  * answers with its own hello, so the dialer can check the same and name
- * both versions when the builds differ.
+ * both versions when the builds differ. Set-up accepts one connection at
+ * a time, each given at most CTL_HELLO_MS, before the channel is shared;
+ * once it runs, the kept listener's connections are taken without blocking
+ * and under caps (ctl_tcp_accept.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -334,6 +337,7 @@ static void ctl_tcp_close(struct ctl *base)
     pthread_mutex_unlock(&ctl->lock);
     if (ctl->listen_fd >= 0)
         close(ctl->listen_fd);
+    ctl_pending_close_all(ctl);
     if (ctl->join_fd >= 0)
         close(ctl->join_fd);
     ctl_sess_clear(&ctl->join_sess);
@@ -349,6 +353,7 @@ static void ctl_tcp_close(struct ctl *base)
     free(ctl->fds);
     free(ctl->peers);
     free(ctl->members);
+    free(ctl->pending);
     free(ctl);
 }
 
@@ -403,12 +408,15 @@ static struct ctl_tcp *ctl_tcp_alloc(void)
         ctl->fds = malloc(CTL_MAX_MEMBERS * sizeof *ctl->fds);
         ctl->peers = calloc(CTL_MAX_MEMBERS, sizeof *ctl->peers);
         ctl->members = calloc(CTL_MAX_MEMBERS, sizeof *ctl->members);
+        ctl->pending = calloc(CTL_PENDING_MAX, sizeof *ctl->pending);
     }
-    if (ctl == NULL || ctl->fds == NULL || ctl->peers == NULL || ctl->members == NULL) {
+    if (ctl == NULL || ctl->fds == NULL || ctl->peers == NULL || ctl->members == NULL ||
+        ctl->pending == NULL) {
         if (ctl != NULL) {
             free(ctl->fds);
             free(ctl->peers);
             free(ctl->members);
+            free(ctl->pending);
         }
         free(ctl);
         return NULL;
@@ -444,6 +452,7 @@ static int ctl_tcp_open(const char *group_name, const struct ctl_member *members
         ctl->keys = *keys;
     ctl->listen_fd = -1;
     ctl->join_fd = -1;
+    ctl_pending_init(ctl);
     pthread_mutex_init(&ctl->lock, NULL);
     for (uint32_t j = 0; j < CTL_MAX_MEMBERS; j++) {
         ctl->fds[j] = -1;

@@ -8,6 +8,8 @@ spindle_add_test(test_ctl_wire SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_wire.c
   LABELS control wire)
 spindle_add_test(test_ctl_auth SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_auth.c TIMEOUT 90
   LABELS control security)
+spindle_add_test(test_ctl_accept SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ctl_accept.c TIMEOUT 120
+  LABELS control security)
 # Not a test: the group key's cost on the control channel (docs/SECURITY.md).
 add_executable(bench_ctl_rtt ${CMAKE_CURRENT_LIST_DIR}/bench_ctl_rtt.c)
 target_link_libraries(bench_ctl_rtt PRIVATE spindle_objects)
