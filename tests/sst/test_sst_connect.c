@@ -89,7 +89,8 @@ static void test_predicates_run_while_a_connect_waits(void **state)
     assert_int_equal(sst_table_create(engine, &schema, 2, 0, &c.table), 0);
     assert_int_equal(sst_table_export(c.table, &c.descs[0]), 0);
     uint64_t passes = 0;
-    assert_int_equal(sst_predicate_add(engine, always, count, &passes, SST_PRED_RECURRENT, NULL), 0);
+    assert_int_equal(sst_predicate_add(engine, always, count, &passes, SST_PRED_RECURRENT, NULL),
+                     0);
     assert_int_equal(sst_engine_start(engine), 0);
 
     uint16_t port = 0;
