@@ -101,9 +101,11 @@ static inline uint32_t sst_column_offset(const struct sst_schema *schema, int co
 
 struct sst_engine_options {
     bool early_unlock;   /* post pushes after releasing the lock (Spindle 3.4) */
-    uint32_t spin_us;    /* spin this long with no work before backing off */
-    uint32_t backoff_us; /* then yield/short-sleep this long before sleeping */
+    uint32_t spin_us;    /* spin this long with no work before sleeping, given CPUs
+                          * to spare (fewer CPUs: shorter, sst_thread.c) */
     int max_sleep_ms;    /* upper bound of one doorbell sleep (heartbeat period) */
+    bool announce_sleep; /* push the SLEEP word even where the doorbell is cheap
+                          * (always where it is not); lets tests see a sleep */
 };
 
 void sst_engine_options_default(struct sst_engine_options *options);

@@ -1,9 +1,9 @@
 /*
  * The predicate engine: one thread per process evaluating every registered
  * predicate, posting the pushes its triggers queue after the lock is released
- * (Spindle 3.4), and polling adaptively: spin while there is work, back off
- * with short sleeps, then announce sleep in the row header and block on the
- * transport doorbell until a peer pushes work and rings it.
+ * (Spindle 3.4), and polling adaptively: spin while there is work, then
+ * announce sleep in the row header and block on the transport doorbell until
+ * a peer pushes work and rings it (sst_thread.c).
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -26,11 +26,12 @@ void sst_stat_add(uint64_t *counter, uint64_t amount)
 
 void sst_engine_options_default(struct sst_engine_options *options)
 {
-    /* Short spin: on 2 cores shared by several members, a long spin steals
-     * the CPU the peer needs to produce the work we wait for. */
+    /* Short spin, and shorter still with few CPUs (sst_thread.c): on 2
+     * cores shared by several members, a long spin steals the CPU the peer
+     * needs to produce the work we wait for. */
     options->early_unlock = true;
     options->spin_us = 50;
-    options->backoff_us = 1000;
+    options->announce_sleep = false;
     options->max_sleep_ms = 100;
 }
 
@@ -90,6 +91,7 @@ void sst_engine_stats(struct sst_engine *engine, struct sst_engine_stats *out)
     memset(&transport, 0, sizeof transport);
     tp_stats(engine->endpoint, &transport);
     out->pinned_bytes = transport.pinned_bytes;
+    out->wakeups_sent = transport.wakeups_sent;
 }
 
 void sst_engine_lock(struct sst_engine *engine)
@@ -192,7 +194,7 @@ static void post_batch(struct sst_engine *engine, struct tp_peer *peer, struct t
         sst_stat_add(&engine->stats.writes_posted, count);
         sst_stat_add(&engine->stats.batches, 1);
         sst_stat_add(&engine->stats.doorbells, 1);
-        if (ring && (tp_attr(engine->endpoint)->caps & TP_CAP_CHEAP_DOORBELL) != 0)
+        if (ring) /* enqueue decided: always when cheap, else for a sleeper */
             (void)tp_doorbell_ring(peer);
     } else if (rc != SPINDLE_EPEERFAILED && rc != SPINDLE_EAGAIN) {
         SP_LOG_WARNING("sst", "posting %u writes failed: %s", count, spindle_errmsg());

@@ -218,10 +218,17 @@ static bool row_reachable(const struct sst_table *table, uint32_t row)
     return peer >= 0 && !atomic_load(&table->failed[row]) && !table->engine->peers[peer].failed;
 }
 
-/* Appends one write to row's owner (reachable) to the queue. Lock held. */
+/* Appends one write to row's owner (reachable) to the queue. Lock held. A
+ * write that asks for a ring gets one when the doorbell is cheap (shm,
+ * fabric); otherwise (verbs: a ring is a work request) only when the owner
+ * announced that it sleeps (odd SLEEP word in its row). Read before the
+ * post, that word can miss a sleep announced meanwhile; such a sleeper
+ * wakes at its next ring or at the end of its max_sleep_ms. */
 static int enqueue(struct sst_table *table, uint32_t row, struct tp_write write, bool ring)
 {
     struct sst_engine *engine = table->engine;
+    if (ring && (tp_attr(engine->endpoint)->caps & TP_CAP_CHEAP_DOORBELL) == 0)
+        ring = (sst_read_u64(table, row, SST_HEADER_SLEEP) & 1) != 0;
     if (engine->num_pending == engine->cap_pending) {
         uint32_t cap = engine->cap_pending ? engine->cap_pending * 2 : 64;
         struct sst_pending *grown = realloc(engine->pending, cap * sizeof *grown);

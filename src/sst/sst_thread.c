@@ -1,7 +1,12 @@
 /*
  * Predicate registration and the predicate thread's loop with adaptive
- * polling. The thread never holds the lock while sleeping or posting.
+ * polling: spin briefly after work (how long depends on the CPUs the
+ * process may use), then announce sleep and block on the transport
+ * doorbell, which every push that needs an answer rings. Every wait ends
+ * at a ring; none is an uninterruptible nap. The thread never holds the
+ * lock while sleeping or posting.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -12,8 +17,9 @@
 #include "util/error.h"
 #include "util/log.h"
 
-#define BACKOFF_PAUSE_NS 50000 /* one back-off nap */
-#define EVENTS_MAX       16
+#define EVENTS_MAX      16
+#define SPIN_SPARE_CPUS 4    /* this many CPUs or more: spin the full spin_us */
+#define SPIN_BRIEF_NS   5000 /* fewer (but more than one): spin at most this long */
 
 /* The engine whose predicate thread is the calling thread, if any: triggers
  * may add or remove predicates while the thread already holds the lock. A
@@ -196,24 +202,33 @@ static void bump_header(struct sst_engine *engine, uint32_t offset)
     sst_push_headers(engine);
 }
 
-/* Announces sleep, re-checks for work, then blocks on the doorbell. Returns
- * true when woken by a ring or found work (spin again), false on timeout. */
+/* Blocks on the doorbell after a last check for work; returns true when
+ * woken by a ring or found work (spin again), false on timeout. Where a
+ * ring is not cheap (verbs), pushers ring only a row that announced sleep,
+ * so the thread announces it first (odd SLEEP word, pushed) and withdraws
+ * it after; where it is (shm, fabric), every push rings and the
+ * announcement would only cost two writes to every peer per sleep. */
 static bool sleep_on_doorbell(struct sst_engine *engine)
 {
+    bool announce = engine->options.announce_sleep ||
+                    (tp_attr(engine->endpoint)->caps & TP_CAP_CHEAP_DOORBELL) == 0;
     uint64_t token = tp_doorbell_arm(engine->endpoint);
     pthread_mutex_lock(&engine->lock);
-    bump_header(engine, SST_HEADER_SLEEP); /* odd: asleep */
+    if (announce)
+        bump_header(engine, SST_HEADER_SLEEP); /* odd: asleep */
     uint32_t fired = run_predicates(engine);
-    if (fired > 0)
+    if (fired > 0 && announce)
         bump_header(engine, SST_HEADER_SLEEP);
     sst_unlock_and_post(engine);
     if (fired > 0)
         return true;
     sst_stat_add(&engine->stats.sleeps, 1);
     int rc = tp_doorbell_wait(engine->endpoint, token, engine->options.max_sleep_ms);
-    pthread_mutex_lock(&engine->lock);
-    bump_header(engine, SST_HEADER_SLEEP); /* even: awake */
-    sst_unlock_and_post(engine);
+    if (announce) {
+        pthread_mutex_lock(&engine->lock);
+        bump_header(engine, SST_HEADER_SLEEP); /* even: awake */
+        sst_unlock_and_post(engine);
+    }
     return rc == 0;
 }
 
@@ -237,6 +252,29 @@ static void request_short_slice(void)
 #endif
 }
 
+/*
+ * How long the thread spins with no work before it sleeps on the doorbell.
+ * A spin pays only when the work it waits for can arrive meanwhile, that
+ * is when the threads that produce it (peers' predicate threads, this
+ * process's application threads) have CPUs of their own. With few CPUs
+ * shared by several members (3 members on 2 CPUs), a spin holds the very
+ * CPU the answering member needs, and a futex wake costs less than the
+ * spin: spin only a few microseconds, enough for an immediate follow-up,
+ * and none on one CPU. With CPUs to spare, spin the full spin_us.
+ */
+static uint64_t spin_budget_ns(uint32_t spin_us)
+{
+    uint64_t full_ns = (uint64_t)spin_us * 1000;
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                            : sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus >= SPIN_SPARE_CPUS)
+        return full_ns;
+    if (cpus <= 1)
+        return 0;
+    return full_ns < SPIN_BRIEF_NS ? full_ns : SPIN_BRIEF_NS;
+}
+
 static void *predicate_thread(void *arg)
 {
     struct sst_engine *engine = arg;
@@ -244,8 +282,7 @@ static void *predicate_thread(void *arg)
     request_short_slice();
     uint64_t idle_since = sp_now_ns();
     uint64_t last_heartbeat = 0;
-    const uint64_t spin_ns = (uint64_t)engine->options.spin_us * 1000;
-    const uint64_t backoff_ns = spin_ns + (uint64_t)engine->options.backoff_us * 1000;
+    const uint64_t spin_ns = spin_budget_ns(engine->options.spin_us);
     const uint64_t heartbeat_ns = (uint64_t)engine->options.max_sleep_ms * 1000000;
     while (atomic_load(&engine->running)) {
         pthread_mutex_lock(&engine->lock);
@@ -265,15 +302,10 @@ static void *predicate_thread(void *arg)
             idle_since = now;
             continue;
         }
-        uint64_t idle = now - idle_since;
-        if (idle < spin_ns) {
+        if (now - idle_since < spin_ns)
             __builtin_ia32_pause();
-        } else if (idle < backoff_ns) {
-            struct timespec nap = {0, BACKOFF_PAUSE_NS};
-            nanosleep(&nap, NULL);
-        } else if (sleep_on_doorbell(engine)) {
+        else if (sleep_on_doorbell(engine)) /* at most max_sleep_ms: timers */
             idle_since = sp_now_ns();
-        }
     }
     return NULL;
 }

@@ -6,3 +6,7 @@ spindle_add_test(test_group_api SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_group_api
 # processes on shm, one of them killed).
 spindle_add_test(test_reservations SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_reservations.c
                  TIMEOUT 120 LABELS group)
+# An idle group of three processes on shm sleeps on its doorbells and stays
+# under a quarter of one core in total.
+spindle_add_test(test_group_idle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_group_idle.c
+                 TIMEOUT 60 LABELS group sst)

@@ -58,6 +58,7 @@ static int member_join(struct member *m, uint32_t index, uint32_t count, int tim
     sst_engine_options_default(&options);
     if (join_max_sleep_ms > 0)
         options.max_sleep_ms = join_max_sleep_ms;
+    options.announce_sleep = true; /* the wake test waits for a peer's sleep */
     if (sst_engine_create(&config, &options, &m->engine) != 0)
         return 10;
     if (join_on_failure != NULL)

@@ -548,10 +548,16 @@ static int shm_peer_state(struct tp_peer *tpeer)
     return 0;
 }
 
-static void ring(struct shm_control *control)
+/* Advances the sequence; wakes the waiter only when it sleeps (the same
+ * store/load pairing as shm_doorbell_wait: no lost wake-up). Returns
+ * whether it issued a wake. */
+static bool ring(struct shm_control *control)
 {
     __atomic_add_fetch(&control->doorbell_seq, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&control->sleeping, __ATOMIC_SEQ_CST) == 0)
+        return false;
     futex(&control->doorbell_seq, FUTEX_WAKE, 1, NULL);
+    return true;
 }
 
 static int shm_doorbell_ring(struct tp_peer *tpeer)
@@ -564,17 +570,14 @@ static int shm_doorbell_ring(struct tp_peer *tpeer)
      * sleep on a stale token; only the futex wake is skipped when the peer
      * is awake. (Skipping the advance too lost wake-ups: the peer's
      * sleeping flag is set after its last check for work.) */
-    __atomic_add_fetch(&peer->control->doorbell_seq, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&peer->control->sleeping, __ATOMIC_SEQ_CST) != 0) {
-        futex(&peer->control->doorbell_seq, FUTEX_WAKE, 1, NULL);
+    if (ring(peer->control))
         stat_add(&peer->ep->stats.wakeups_sent, 1);
-    }
     return 0;
 }
 
 static void shm_doorbell_ring_self(struct tp_endpoint *ep)
 {
-    ring(shm_ep(ep)->control);
+    (void)ring(shm_ep(ep)->control);
 }
 
 static uint64_t shm_doorbell_arm(struct tp_endpoint *ep)
