@@ -618,11 +618,18 @@ struct collect_args {
     struct ctl *ctl;
     uint8_t *blob;
     size_t length;
+    char all[32];
+    int gathered;
 };
 
-static int collect_tag_2(void *arg)
+/* Tag 1 by allgather, then tag 2. Both under the log capture: member 0
+ * may read the spoiled record (and drop the connection) while allgather
+ * still runs, since progress reads whatever has arrived. */
+static int gather_then_collect(void *arg)
 {
     struct collect_args *c = arg;
+    char mine[16] = "from member 0";
+    c->gathered = ctl_allgather(c->ctl, 1, mine, sizeof mine, c->all, 5000);
     return ctl_collect_one(c->ctl, 2, 1, c->blob, c->length, 5000);
 }
 
@@ -640,13 +647,12 @@ static void expect_spoiled_record_fails(enum mitm_mode mode, const char *reason)
     pthread_t thread;
     assert_int_equal(pthread_create(&thread, NULL, mitm_thread, &m), 0);
     assert_int_equal(open_member_0(&p), 0);
-    char mine[16] = "from member 0", all[32];
-    assert_int_equal(ctl_allgather(p.ctl, 1, mine, sizeof mine, all, 5000), 0);
-    assert_string_equal(all + 16, "from member 1");
-    struct collect_args c = {p.ctl, malloc(1u << 20), 1u << 20};
+    struct collect_args c = {p.ctl, malloc(1u << 20), 1u << 20, {0}, -1};
     int rc;
-    const char *log = logged_during(collect_tag_2, &c, &rc);
+    const char *log = logged_during(gather_then_collect, &c, &rc);
     free(c.blob);
+    assert_int_equal(c.gathered, 0);
+    assert_string_equal(c.all + 16, "from member 1");
     assert_non_null(strstr(log, "dropping the connection of member 1"));
     assert_non_null(strstr(log, reason));
     assert_int_equal(rc, SPINDLE_EPROTO);
