@@ -12,8 +12,10 @@
  * frame. An identified connection passes to ctl_tcp_join.c.
  *
  * Limits (control/ctl_tcp_impl.h): at most CTL_PENDING_MAX pending in all
- * and CTL_PENDING_PER_SOURCE from one source, a connection beyond either
- * being closed at once (reset, not queued); each must finish within
+ * and CTL_PENDING_PER_SOURCE from one source, a connection beyond the
+ * per-source cap being closed at once (reset, not queued), one beyond the
+ * total taking the place of the oldest entry of a busier source or, when
+ * there is none, being closed at once; each must finish within
  * CTL_HELLO_MS of its accept or it is closed; one that breaks the protocol
  * is closed when it does; a pending connection makes the member allocate
  * no more than its join request (CTL_JOIN_REQUEST_MAX), its session
@@ -303,8 +305,33 @@ static void ctl_pending_step(struct ctl_tcp *ctl, struct ctl_pending *p)
         ctl_pending_free(p, false);
 }
 
-/* Takes fd (accepted from addr) into a free entry, or closes it at once
- * when the caps are reached. */
+/* The entry a newcomer whose source holds `same` entries may take when
+ * the table is full: the oldest entry of the source holding the most, if
+ * that source holds more than the newcomer's; NULL when none does. So a
+ * stranger must hold the table from CTL_PENDING_MAX addresses, one entry
+ * each, to keep a joiner from another address out, rather than from
+ * CTL_PENDING_MAX / CTL_PENDING_PER_SOURCE. */
+static struct ctl_pending *ctl_pending_victim(struct ctl_tcp *ctl, uint32_t same)
+{
+    struct ctl_pending *victim = NULL;
+    uint32_t most = same;
+    for (uint32_t i = 0; i < CTL_PENDING_MAX; i++) {
+        struct ctl_pending *p = &ctl->pending[i];
+        uint32_t count = 0;
+        for (uint32_t j = 0; j < CTL_PENDING_MAX; j++)
+            if (memcmp(ctl->pending[j].source, p->source, sizeof p->source) == 0)
+                count++;
+        if (count > most || (victim != NULL && count == most && p->deadline < victim->deadline)) {
+            victim = p;
+            most = count;
+        }
+    }
+    return victim;
+}
+
+/* Takes fd (accepted from addr) into a free entry, or into the place of
+ * the busiest source's oldest entry when the table is full
+ * (ctl_pending_victim), or closes it at once. */
 static void ctl_pending_add(struct ctl_tcp *ctl, int fd, const struct sockaddr_storage *addr)
 {
     uint8_t source[16];
@@ -319,14 +346,22 @@ static void ctl_pending_add(struct ctl_tcp *ctl, int fd, const struct sockaddr_s
         else if (p->fd >= 0 && memcmp(p->source, source, sizeof source) == 0)
             same++;
     }
-    if (slot == NULL || same >= CTL_PENDING_PER_SOURCE) {
-        if (slot == NULL)
-            ctl_log_refusal(ctl, "%s: %u connections are pending already", name, CTL_PENDING_MAX);
-        else
-            ctl_log_refusal(ctl, "%s: %u connections from its address are pending already", name,
-                            CTL_PENDING_PER_SOURCE);
+    if (same >= CTL_PENDING_PER_SOURCE) {
+        ctl_log_refusal(ctl, "%s: %u connections from its address are pending already", name,
+                        CTL_PENDING_PER_SOURCE);
         ctl_close_reset(fd);
         return;
+    }
+    if (slot == NULL) {
+        slot = ctl_pending_victim(ctl, same);
+        if (slot == NULL) {
+            ctl_log_refusal(ctl, "%s: %u connections are pending already", name, CTL_PENDING_MAX);
+            ctl_close_reset(fd);
+            return;
+        }
+        ctl_log_refusal(ctl, "%s: gave its place to %s (%u connections are pending already)",
+                        slot->name, name, CTL_PENDING_MAX);
+        ctl_pending_free(slot, true);
     }
     ctl_tune(fd, false); /* accepted non-blocking */
     slot->fd = fd;

@@ -43,17 +43,21 @@
  * Connections accepted after set-up that have not yet identified
  * themselves (ctl_tcp_accept.c): at most CTL_PENDING_MAX in all and
  * CTL_PENDING_PER_SOURCE from one source (an IPv4 address, or an IPv6
- * /64, what one host usually holds); a connection beyond either is closed
- * as soon as it is accepted. Legitimately few are pending at once: one
- * join request at a time is kept (others are refused), and each admitted
- * joiner connects to a member once, within milliseconds. 32 leaves room
- * for a burst of joiners (a rack restarting) while it bounds what
- * strangers can make a member hold: 32 sockets in its poll set and 32 x
- * (struct ctl_pending + a join request of CTL_JOIN_REQUEST_MAX) ~ 300 KiB.
+ * /64, what one host usually holds); a connection beyond the per-source
+ * cap is closed as soon as it is accepted, and one beyond the total takes
+ * the place of the oldest connection of the source holding the most, if
+ * that source holds more than its own (else it is closed at once).
+ * Legitimately few are pending at once: one join request at a time is
+ * kept (others are refused), and each admitted joiner connects to a
+ * member once, within milliseconds. 32 leaves room for a burst of joiners
+ * (a rack restarting) while it bounds what strangers can make a member
+ * hold: 32 sockets in its poll set and 32 x (struct ctl_pending + a join
+ * request of CTL_JOIN_REQUEST_MAX) ~ 300 KiB.
  * 8 per source lets several processes on one host (a whole group on one
  * machine, as in tests and benchmarks) join together, each with its
  * request, its slot connection and a retry, yet one hostile address holds
- * at most a quarter of the table; filling it takes four addresses, and
+ * at most a quarter of the table; keeping a joiner from another address
+ * out takes 32 addresses (one entry each, each given way to in turn), and
  * each slot is given back within CTL_HELLO_MS.
  */
 #define CTL_PENDING_MAX        32

@@ -531,9 +531,60 @@ static void test_per_source_cap_resets_the_extra_connections_keyed(void **state)
     run_per_source_cap(true);
 }
 
-/* CTL_PENDING_MAX connections from several addresses fill the table; one
- * more, from yet another address, is reset at once. */
-static void test_total_cap_resets_beyond_the_table(void **state)
+/* Dials count connections to port, the i-th from 127.0.1.(1 + i / per). */
+static void fill_from(int *fds, int count, int per, uint16_t port)
+{
+    for (int i = 0; i < count; i++) {
+        char source[32];
+        snprintf(source, sizeof source, "127.0.1.%d", 1 + i / per);
+        fds[i] = dial_from(source, port);
+        assert_true(fds[i] >= 0);
+    }
+}
+
+/* Four addresses fill the table, eight connections each; a join from a
+ * fifth still gets in: it takes the place of the oldest connection of a
+ * busiest address, and the others stay pending. */
+static void run_full_table_gives_way(bool keyed)
+{
+    const struct ctl_keyring *keys = keys_for(keyed);
+    uint16_t port;
+    struct ctl *ctl = open_single(keys, &port);
+    int fds[CTL_PENDING_MAX];
+    uint64_t at[CTL_PENDING_MAX] = {0};
+    uint64_t opened = now_ms();
+    fill_from(fds, CTL_PENDING_MAX, CTL_PENDING_PER_SOURCE, port);
+    /* Every one is taken in: none is reset while the table fills. */
+    progress(ctl, 50);
+    for (int i = 0; i < CTL_PENDING_MAX; i++)
+        assert_false(closed_by_member(fds[i], 0));
+    join_round_trip(ctl, port, keys);
+    progress_until_closed(ctl, fds, at, 0, 1);
+    assert_true(at[0] != 0);
+    for (int i = 1; i < CTL_PENDING_MAX; i++)
+        assert_false(closed_by_member(fds[i], 0));
+    assert_true(now_ms() - opened < CTL_HELLO_MS);
+    for (int i = 0; i < CTL_PENDING_MAX; i++)
+        close(fds[i]);
+    ctl_close(ctl);
+}
+
+static void test_full_table_gives_way_to_another_address(void **state)
+{
+    (void)state;
+    run_full_table_gives_way(false);
+}
+
+static void test_full_table_gives_way_to_another_address_keyed(void **state)
+{
+    (void)state;
+    run_full_table_gives_way(true);
+}
+
+/* CTL_PENDING_MAX addresses fill the table with one connection each; one
+ * more from any of them is reset at once (no address is busier than its
+ * own), and the table keeps the earlier ones. */
+static void test_full_table_of_single_addresses_resets_one_more(void **state)
 {
     (void)state;
     uint16_t port;
@@ -542,12 +593,9 @@ static void test_total_cap_resets_beyond_the_table(void **state)
     int fds[ALL];
     uint64_t at[ALL] = {0};
     uint64_t opened = now_ms();
-    for (int i = 0; i < ALL; i++) {
-        char source[32];
-        snprintf(source, sizeof source, "127.0.1.%d", 1 + i / CTL_PENDING_PER_SOURCE);
-        fds[i] = dial_from(source, port);
-        assert_true(fds[i] >= 0);
-    }
+    fill_from(fds, CTL_PENDING_MAX, 1, port);
+    fds[CTL_PENDING_MAX] = dial_from("127.0.1.1", port);
+    assert_true(fds[CTL_PENDING_MAX] >= 0);
     progress_until_closed(ctl, fds, at, CTL_PENDING_MAX, ALL);
     assert_true(at[CTL_PENDING_MAX] != 0);
     for (int i = 0; i < CTL_PENDING_MAX; i++)
@@ -643,7 +691,9 @@ int main(void)
         cmocka_unit_test(test_flood_holds_neither_round_trips_nor_joins_keyed),
         cmocka_unit_test(test_per_source_cap_resets_the_extra_connections),
         cmocka_unit_test(test_per_source_cap_resets_the_extra_connections_keyed),
-        cmocka_unit_test(test_total_cap_resets_beyond_the_table),
+        cmocka_unit_test(test_full_table_gives_way_to_another_address),
+        cmocka_unit_test(test_full_table_gives_way_to_another_address_keyed),
+        cmocka_unit_test(test_full_table_of_single_addresses_resets_one_more),
         cmocka_unit_test(test_dribbled_hello_is_closed_at_its_deadline),
         cmocka_unit_test(test_dribbled_nonce_is_closed_at_its_deadline_keyed),
     };
