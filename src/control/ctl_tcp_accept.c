@@ -14,12 +14,11 @@
  * Limits (control/ctl_tcp_impl.h): at most CTL_PENDING_MAX pending in all
  * and CTL_PENDING_PER_SOURCE from one source, a connection beyond the
  * per-source cap being closed at once (reset, not queued), one beyond the
- * total taking the place of the oldest entry of a busier source or, when
- * there is none, being closed at once; each must finish within
- * CTL_HELLO_MS of its accept or it is closed; one that breaks the protocol
- * is closed when it does; a pending connection makes the member allocate
- * no more than its join request (CTL_JOIN_REQUEST_MAX), its session
- * taking no larger record. Every refusal is logged with its reason, at
+ * total taking the place of the oldest entry of the busiest source; each
+ * must finish within CTL_HELLO_MS of its accept or it is closed; one that
+ * breaks the protocol is closed when it does; a pending connection makes
+ * the member allocate no more than its join request (CTL_JOIN_REQUEST_MAX),
+ * its session taking no larger record. Every refusal is logged with its reason, at
  * most CTL_REFUSAL_LOG_PER_S lines a second.
  */
 #include <arpa/inet.h>
@@ -305,23 +304,23 @@ static void ctl_pending_step(struct ctl_tcp *ctl, struct ctl_pending *p)
         ctl_pending_free(p, false);
 }
 
-/* The entry a newcomer whose source holds `same` entries may take when
- * the table is full: the oldest entry of the source holding the most, if
- * that source holds more than the newcomer's; NULL when none does. So a
- * stranger must hold the table from CTL_PENDING_MAX addresses, one entry
- * each, to keep a joiner from another address out, rather than from
- * CTL_PENDING_MAX / CTL_PENDING_PER_SOURCE. */
-static struct ctl_pending *ctl_pending_victim(struct ctl_tcp *ctl, uint32_t same)
+/* The entry a newcomer takes when the table is full: the oldest entry of
+ * the source holding the most. A stranger cannot then keep a joiner out
+ * by holding the table, from however many addresses: the joiner's
+ * connection gets in, and stays unless a whole table of connections from
+ * sources at least as busy as its own arrives before it has said its
+ * hello (milliseconds for a real one). */
+static struct ctl_pending *ctl_pending_victim(struct ctl_tcp *ctl)
 {
-    struct ctl_pending *victim = NULL;
-    uint32_t most = same;
+    struct ctl_pending *victim = &ctl->pending[0];
+    uint32_t most = 0;
     for (uint32_t i = 0; i < CTL_PENDING_MAX; i++) {
         struct ctl_pending *p = &ctl->pending[i];
         uint32_t count = 0;
         for (uint32_t j = 0; j < CTL_PENDING_MAX; j++)
             if (memcmp(ctl->pending[j].source, p->source, sizeof p->source) == 0)
                 count++;
-        if (count > most || (victim != NULL && count == most && p->deadline < victim->deadline)) {
+        if (count > most || (count == most && p->deadline < victim->deadline)) {
             victim = p;
             most = count;
         }
@@ -331,7 +330,8 @@ static struct ctl_pending *ctl_pending_victim(struct ctl_tcp *ctl, uint32_t same
 
 /* Takes fd (accepted from addr) into a free entry, or into the place of
  * the busiest source's oldest entry when the table is full
- * (ctl_pending_victim), or closes it at once. */
+ * (ctl_pending_victim); closes it at once when its source holds
+ * CTL_PENDING_PER_SOURCE entries. */
 static void ctl_pending_add(struct ctl_tcp *ctl, int fd, const struct sockaddr_storage *addr)
 {
     uint8_t source[16];
@@ -353,12 +353,7 @@ static void ctl_pending_add(struct ctl_tcp *ctl, int fd, const struct sockaddr_s
         return;
     }
     if (slot == NULL) {
-        slot = ctl_pending_victim(ctl, same);
-        if (slot == NULL) {
-            ctl_log_refusal(ctl, "%s: %u connections are pending already", name, CTL_PENDING_MAX);
-            ctl_close_reset(fd);
-            return;
-        }
+        slot = ctl_pending_victim(ctl);
         ctl_log_refusal(ctl, "%s: gave its place to %s (%u connections are pending already)",
                         slot->name, name, CTL_PENDING_MAX);
         ctl_pending_free(slot, true);

@@ -45,8 +45,7 @@
  * CTL_PENDING_PER_SOURCE from one source (an IPv4 address, or an IPv6
  * /64, what one host usually holds); a connection beyond the per-source
  * cap is closed as soon as it is accepted, and one beyond the total takes
- * the place of the oldest connection of the source holding the most, if
- * that source holds more than its own (else it is closed at once).
+ * the place of the oldest connection of the source holding the most.
  * Legitimately few are pending at once: one join request at a time is
  * kept (others are refused), and each admitted joiner connects to a
  * member once, within milliseconds. 32 leaves room for a burst of joiners
@@ -56,9 +55,9 @@
  * 8 per source lets several processes on one host (a whole group on one
  * machine, as in tests and benchmarks) join together, each with its
  * request, its slot connection and a retry, yet one hostile address holds
- * at most a quarter of the table; keeping a joiner from another address
- * out takes 32 addresses (one entry each, each given way to in turn), and
- * each slot is given back within CTL_HELLO_MS.
+ * at most a quarter of the table; a joiner's connection is given a place
+ * whatever strangers hold, and each slot is given back within
+ * CTL_HELLO_MS.
  */
 #define CTL_PENDING_MAX        32
 #define CTL_PENDING_PER_SOURCE 8

@@ -542,9 +542,10 @@ static void fill_from(int *fds, int count, int per, uint16_t port)
     }
 }
 
-/* Four addresses fill the table, eight connections each; a join from a
- * fifth still gets in: it takes the place of the oldest connection of a
- * busiest address, and the others stay pending. */
+/* One connection from a quiet address, then four addresses with eight
+ * (the last seven) fill the table; a join from yet another address still
+ * gets in: it takes the place of the oldest connection of a busiest
+ * address, not of the oldest one, and the others stay pending. */
 static void run_full_table_gives_way(bool keyed)
 {
     const struct ctl_keyring *keys = keys_for(keyed);
@@ -553,15 +554,18 @@ static void run_full_table_gives_way(bool keyed)
     int fds[CTL_PENDING_MAX];
     uint64_t at[CTL_PENDING_MAX] = {0};
     uint64_t opened = now_ms();
-    fill_from(fds, CTL_PENDING_MAX, CTL_PENDING_PER_SOURCE, port);
+    fds[0] = dial_from("127.0.1.9", port);
+    assert_true(fds[0] >= 0);
+    fill_from(fds + 1, CTL_PENDING_MAX - 1, CTL_PENDING_PER_SOURCE, port);
     /* Every one is taken in: none is reset while the table fills. */
     progress(ctl, 50);
     for (int i = 0; i < CTL_PENDING_MAX; i++)
         assert_false(closed_by_member(fds[i], 0));
     join_round_trip(ctl, port, keys);
-    progress_until_closed(ctl, fds, at, 0, 1);
-    assert_true(at[0] != 0);
-    for (int i = 1; i < CTL_PENDING_MAX; i++)
+    progress_until_closed(ctl, fds, at, 1, 2);
+    assert_true(at[1] != 0);
+    assert_false(closed_by_member(fds[0], 0));
+    for (int i = 2; i < CTL_PENDING_MAX; i++)
         assert_false(closed_by_member(fds[i], 0));
     assert_true(now_ms() - opened < CTL_HELLO_MS);
     for (int i = 0; i < CTL_PENDING_MAX; i++)
@@ -582,9 +586,9 @@ static void test_full_table_gives_way_to_another_address_keyed(void **state)
 }
 
 /* CTL_PENDING_MAX addresses fill the table with one connection each; one
- * more from any of them is reset at once (no address is busier than its
- * own), and the table keeps the earlier ones. */
-static void test_full_table_of_single_addresses_resets_one_more(void **state)
+ * more, from the first of them, takes the place of the oldest (its own
+ * address's), and the table keeps the others. */
+static void test_full_table_of_single_addresses_gives_the_oldest_place(void **state)
 {
     (void)state;
     uint16_t port;
@@ -596,9 +600,9 @@ static void test_full_table_of_single_addresses_resets_one_more(void **state)
     fill_from(fds, CTL_PENDING_MAX, 1, port);
     fds[CTL_PENDING_MAX] = dial_from("127.0.1.1", port);
     assert_true(fds[CTL_PENDING_MAX] >= 0);
-    progress_until_closed(ctl, fds, at, CTL_PENDING_MAX, ALL);
-    assert_true(at[CTL_PENDING_MAX] != 0);
-    for (int i = 0; i < CTL_PENDING_MAX; i++)
+    progress_until_closed(ctl, fds, at, 0, 1);
+    assert_true(at[0] != 0);
+    for (int i = 1; i < ALL; i++)
         assert_false(closed_by_member(fds[i], 0));
     assert_true(now_ms() - opened < CTL_HELLO_MS);
     for (int i = 0; i < ALL; i++)
@@ -693,7 +697,7 @@ int main(void)
         cmocka_unit_test(test_per_source_cap_resets_the_extra_connections_keyed),
         cmocka_unit_test(test_full_table_gives_way_to_another_address),
         cmocka_unit_test(test_full_table_gives_way_to_another_address_keyed),
-        cmocka_unit_test(test_full_table_of_single_addresses_resets_one_more),
+        cmocka_unit_test(test_full_table_of_single_addresses_gives_the_oldest_place),
         cmocka_unit_test(test_dribbled_hello_is_closed_at_its_deadline),
         cmocka_unit_test(test_dribbled_nonce_is_closed_at_its_deadline_keyed),
     };
