@@ -31,10 +31,6 @@ static inline void bench_spin_ns(uint64_t ns)
         __builtin_ia32_pause();
 }
 
-/* CRC-32C (Castagnoli) of len bytes, continuing from crc (start with 0):
- * the checksum of each delivered message in a trace. */
-uint32_t bench_crc32c(uint32_t crc, const void *data, size_t len);
-
 /* SENDERS_FILE: each subgroup's senders from --config (all members without one). */
 enum bench_senders { SENDERS_ALL, SENDERS_HALF, SENDERS_ONE, SENDERS_FILE };
 

@@ -5,6 +5,7 @@
  * writes the delivery trace. A joiner (--join) only receives; with
  * --leave-after it leaves the group part-way through the stream.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,10 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "util/crc32c.h"
+
+/* Longest trace line: six numbers, the longest 20 digits. */
+#define TRACE_LINE_MAX 128
 
 struct member_state {
     const struct bench_config *config;
@@ -22,7 +27,10 @@ struct member_state {
     uint64_t *commit_ns;  /* [active * messages] own commit times */
     uint32_t *latency_ns; /* [active * messages] own latencies */
     uint64_t latency_count;
-    FILE *trace;
+    FILE *trace; /* written with write(2) from trace_buf, never through stdio */
+    char trace_buf[1u << 16];
+    size_t trace_len;
+    bool trace_failed;
     /* --tolerate-failures (atomics: written by the upcalls) */
     uint64_t *from_sender; /* [active * SPINDLE_MAX_MEMBERS] messages delivered */
     int duplicate;         /* a sender's app index out of order */
@@ -77,17 +85,33 @@ static int load_state(void *ctx, const void *data, size_t length)
     return 0;
 }
 
-uint32_t bench_crc32c(uint32_t crc, const void *data, size_t len)
+/* Writes out the trace lines gathered so far: whole lines only, so that a
+ * member killed between two writes leaves whole lines. */
+static void trace_flush(struct member_state *st)
 {
-    /* Bitwise, reflected polynomial 0x82F63B78: traces are not a hot path. */
-    const uint8_t *p = data;
-    crc = ~crc;
-    while (len-- > 0) {
-        crc ^= *p++;
-        for (int k = 0; k < 8; k++)
-            crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+    size_t done = 0;
+    while (done < st->trace_len) {
+        ssize_t n = write(fileno(st->trace), st->trace_buf + done, st->trace_len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            st->trace_failed = true;
+            break;
+        }
+        done += (size_t)n;
     }
-    return ~crc;
+    st->trace_len = 0;
+}
+
+static void trace_line(struct member_state *st, const struct spindle_message *m, uint64_t index)
+{
+    if (sizeof st->trace_buf - st->trace_len < TRACE_LINE_MAX)
+        trace_flush(st);
+    int n = snprintf(st->trace_buf + st->trace_len, TRACE_LINE_MAX, "%llu %u %u %llu %u %08x\n",
+                     (unsigned long long)m->view_id, m->subgroup, m->sender_id,
+                     (unsigned long long)index, m->length, sp_crc32c(0, m->data, m->length));
+    if (n > 0 && n < TRACE_LINE_MAX)
+        st->trace_len += (size_t)n;
 }
 
 uint32_t bench_num_senders(const struct bench_config *config, uint32_t members)
@@ -137,10 +161,10 @@ static void on_deliver(void *ctx, const struct spindle_message *messages, size_t
                 (uint32_t)(now - sent > UINT32_MAX ? UINT32_MAX : now - sent);
         }
         if (st->trace != NULL)
-            fprintf(st->trace, "%llu %u %u %llu %u %08x\n", (unsigned long long)m->view_id,
-                    m->subgroup, m->sender_id, (unsigned long long)index, m->length,
-                    bench_crc32c(0, m->data, m->length));
+            trace_line(st, m, index);
     }
+    if (st->trace != NULL)
+        trace_flush(st); /* one write per delivery batch */
     uint64_t total = __atomic_add_fetch(&st->delivered, count, __ATOMIC_RELEASE);
     if (total >= st->expected && __atomic_load_n(&st->done_ns, __ATOMIC_ACQUIRE) == 0)
         __atomic_store_n(&st->done_ns, now, __ATOMIC_RELEASE);
@@ -449,8 +473,6 @@ static int open_trace(const struct bench_config *config, struct member_state *st
     char path[4096];
     member_path(config, st, "trace", path, sizeof path);
     st->trace = fopen(path, "w");
-    if (st->trace != NULL && config->tolerate_failures)
-        setvbuf(st->trace, NULL, _IOLBF, 0); /* a killed member leaves whole lines */
     return st->trace != NULL ? 0 : SPINDLE_EIO;
 }
 
@@ -591,6 +613,8 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     if (result->ok && shut < 0)
         fail(result, "spindle_group_shutdown", shut);
     spindle_group_destroy(group);
+    if (result->ok && st.trace_failed)
+        fail(result, "writing the trace", SPINDLE_EIO);
 out:
     if (st.trace != NULL)
         fclose(st.trace);
