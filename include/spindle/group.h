@@ -213,10 +213,9 @@ struct spindle_group_options {
     /*
      * Key rotation (docs/SECURITY.md "Rotating the key"): a second key file
      * this member also accepts from members that connect to it, while it
-     * proves key_file itself. Restart members one by one with key_file the
-     * old key and accept_key_file the new one, then with key_file the new
-     * and accept_key_file the old, then with the new alone. Needs key_file;
-     * checked like it. NULL, the default: key_file alone.
+     * proves key_file itself (a member that starts during a rotation; a
+     * running one changes its keys with spindle_group_set_keys). Needs
+     * key_file; checked like it. NULL, the default: key_file alone.
      */
     const char *accept_key_file;
 };
@@ -347,6 +346,23 @@ SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms);
  * the group.
  */
 SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms);
+
+/*
+ * Key rotation without a restart (docs/SECURITY.md "Rotating the key"):
+ * from now on this member proves key_file on the control connections it
+ * makes and accepts connections proving key_file or accept_key_file (NULL:
+ * key_file alone). Both files are checked as options.key_file is.
+ * Connections already open keep their sessions. To replace a key, call it
+ * on every member with (old, new), then with (new, old), then (new, NULL)
+ * to drop the old key: at every moment any two members share a key one
+ * proves and the other accepts. Any thread. 0; SPINDLE_EINVAL when the
+ * group was created without a key (a key cannot be added to a running
+ * group) or key_file is NULL; a key file's own error (SPINDLE_ENOENT,
+ * SPINDLE_EINVAL naming the file and what is wrong). On error the keys in
+ * use are unchanged.
+ */
+SPINDLE_API int spindle_group_set_keys(spindle_group_t *group, const char *key_file,
+                                       const char *accept_key_file);
 
 /* Releases everything (stops the predicate thread if still running). Safe
  * on NULL. */

@@ -94,6 +94,16 @@ void ctl_expect_member(struct ctl *ctl, uint32_t id, uint64_t admission)
         ctl->vt->expect_member(ctl, id, admission);
 }
 
+int ctl_set_keys(struct ctl *ctl, const struct ctl_keyring *keys)
+{
+    if (ctl == NULL || keys == NULL || keys->count == 0 || keys->count > CTL_KEYS_MAX)
+        return sp_error(SPINDLE_EINVAL, "control: a key rotation needs 1 to %u keys", CTL_KEYS_MAX);
+    if (ctl->vt->set_keys == NULL)
+        return sp_error(SPINDLE_ENOTSUP,
+                        "control: a directory bootstrap has no key (its permissions protect it)");
+    return ctl->vt->set_keys(ctl, keys);
+}
+
 int ctl_collect_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t length,
                     int timeout_ms)
 {

@@ -172,6 +172,16 @@ int ctl_collect(struct ctl *ctl, uint32_t tag, uint64_t from, void *all, size_t 
  * otherwise); errors as ctl_collect, SPINDLE_EINVAL for from >= 64. */
 int ctl_collect_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t length,
                     int timeout_ms);
+/*
+ * Key rotation without a restart: from now on the channel proves keys'
+ * first key on connections it makes and accepts connections proving any
+ * of them; connections already open keep their sessions. Any thread.
+ * 0; SPINDLE_EINVAL when the channel was opened without a key (its
+ * listener and peers speak the unkeyed wire) or keys is empty or holds
+ * more than CTL_KEYS_MAX; SPINDLE_ENOTSUP for a directory channel. On
+ * error the keys in use are unchanged.
+ */
+int ctl_set_keys(struct ctl *ctl, const struct ctl_keyring *keys);
 
 /*
  * Joins (TCP only). A member keeps its listening socket open after

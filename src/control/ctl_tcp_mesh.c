@@ -388,6 +388,20 @@ static int ctl_tcp_setup(struct ctl_tcp *ctl, int timeout_ms)
     return rc;
 }
 
+static int ctl_tcp_set_keys(struct ctl *base, const struct ctl_keyring *keys)
+{
+    struct ctl_tcp *ctl = (struct ctl_tcp *)base;
+    pthread_mutex_lock(&ctl->lock);
+    int rc = 0;
+    if (ctl->keys.count == 0)
+        rc = sp_error(SPINDLE_EINVAL, "control: the channel was opened without a group key; "
+                                      "a key cannot be added to a running group");
+    else
+        ctl->keys = *keys;
+    pthread_mutex_unlock(&ctl->lock);
+    return rc;
+}
+
 static const struct ctl_vtable ctl_tcp_vtable = {
     .allgather = ctl_tcp_allgather,
     .publish = ctl_tcp_publish,
@@ -399,6 +413,7 @@ static const struct ctl_vtable ctl_tcp_vtable = {
     .remove_member = ctl_tcp_remove_member,
     .expect_member = ctl_tcp_expect_member,
     .collect_one = ctl_tcp_collect_one,
+    .set_keys = ctl_tcp_set_keys,
 };
 
 static struct ctl_tcp *ctl_tcp_alloc(void)

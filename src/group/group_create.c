@@ -197,6 +197,27 @@ static int load_key(struct spindle_group *group)
     return rc;
 }
 
+SPINDLE_API int spindle_group_set_keys(spindle_group_t *group, const char *key_file,
+                                       const char *accept_key_file)
+{
+    if (group == NULL || key_file == NULL)
+        return sp_error(SPINDLE_EINVAL, "spindle_group_set_keys: %s is NULL",
+                        group == NULL ? "group" : "key_file");
+    if (group->keys.count == 0)
+        return sp_error(SPINDLE_EINVAL, "spindle_group_set_keys: the group was created without "
+                                        "a key; a key cannot be added to a running group");
+    struct ctl_keyring keys = {0};
+    int rc = ctl_key_load(key_file, &keys);
+    if (rc == 0 && accept_key_file != NULL)
+        rc = ctl_key_load(accept_key_file, &keys);
+    if (rc == 0)
+        rc = ctl_set_keys(group->membership.ctl, &keys);
+    if (rc == 0)
+        group->keys = keys; /* the old key's bytes go with it */
+    ctl_keyring_clear(&keys);
+    return rc;
+}
+
 /* A member of a new group, from its member list. */
 static int create_first(struct spindle_group *group,
                         const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)

@@ -6,7 +6,8 @@
  * the leader handed over (sealed like every control frame): the leader's
  * delivery count as of the join, every message sent. The library also
  * refuses a key file that others may read, and a key with a directory
- * bootstrap, naming what is wrong.
+ * bootstrap, naming what is wrong. Running members change their keys
+ * (spindle_group_set_keys) without a restart.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -59,11 +60,42 @@ static void options(struct spindle_group_options *o, struct app *app, const char
 
 static const uint32_t everyone[MEMBERS] = {0, 1};
 
+/* A running member's key rotation, step by step on the parent's word:
+ * commands come in on `in` (one byte, the step 1..3), each step's result
+ * (0, or 1 when spindle_group_set_keys failed) goes out on `out`. */
+struct rotation {
+    const char *old_key, *new_key;
+    int in, out;
+};
+
+/* Runs the three steps of a rotation from old_key to new_key (SECURITY.md
+ * "Rotating the key") as the parent says; false when a read or a write
+ * on the pipes failed. */
+static bool rotate_on_command(spindle_group_t *g, const struct rotation *r)
+{
+    for (int step = 1; step <= 3; step++) {
+        uint8_t word = 0;
+        if (read(r->in, &word, 1) != 1 || word != step)
+            return false;
+        int rc = step == 1   ? spindle_group_set_keys(g, r->old_key, r->new_key)
+                 : step == 2 ? spindle_group_set_keys(g, r->new_key, r->old_key)
+                             : spindle_group_set_keys(g, r->new_key, NULL);
+        uint8_t result = rc == 0 ? 0 : 1;
+        if (rc != 0)
+            fprintf(stderr, "rotation step %d: %s\n", step, spindle_errmsg());
+        if (write(r->out, &result, 1) != 1)
+            return false;
+    }
+    return true;
+}
+
 /* A member proving key_file and also accepting accept_key_file (may be
- * NULL): sends, waits for every message and, when a joiner is expected,
- * for the join's view, then shuts down (with the joiner). */
+ * NULL): sends, waits for every message, rotates its keys when given a
+ * rotation, waits when a joiner is expected for the join's view, then
+ * shuts down (with the joiner). */
 static int member_main(const char *members, uint32_t self, const char *key_file,
-                       const char *accept_key_file, bool joiner_expected)
+                       const char *accept_key_file, bool joiner_expected,
+                       const struct rotation *rotation)
 {
     struct app app = {0};
     struct spindle_group_options o;
@@ -85,8 +117,11 @@ static int member_main(const char *members, uint32_t self, const char *key_file,
             return 3;
     if (spindle_flush(g, 20000) != 0)
         return 4;
-    while (__atomic_load_n(&app.delivered, __ATOMIC_ACQUIRE) < MEMBERS * MESSAGES ||
-           (joiner_expected && __atomic_load_n(&app.view_id, __ATOMIC_ACQUIRE) < 1))
+    while (__atomic_load_n(&app.delivered, __ATOMIC_ACQUIRE) < MEMBERS * MESSAGES)
+        usleep(1000);
+    if (rotation != NULL && !rotate_on_command(g, rotation))
+        return 6;
+    while (joiner_expected && __atomic_load_n(&app.view_id, __ATOMIC_ACQUIRE) < 1)
         usleep(1000);
     int rc = spindle_group_shutdown(g, 30000);
     spindle_group_destroy(g);
@@ -148,7 +183,7 @@ static void test_keyed_join_admits_the_key_and_refuses_another(void **state)
         assert_true(pids[i] >= 0);
         if (pids[i] == 0) {
             alarm(90);
-            _exit(member_main(members, i, key_a, NULL, true));
+            _exit(member_main(members, i, key_a, NULL, true, NULL));
         }
     }
     assert_int_equal(wait_exit(spawn_joiner(contact, key_b, 3000)), 10);
@@ -176,7 +211,7 @@ static void test_rotation_accepts_old_and_new_key(void **state)
             if (pids[i] == 0) {
                 alarm(60);
                 const char *accept = round == 0 ? (i == 0 ? new_key : old_key) : NULL;
-                _exit(member_main(members, i, i == 0 ? old_key : new_key, accept, false));
+                _exit(member_main(members, i, i == 0 ? old_key : new_key, accept, false, NULL));
             }
         }
         for (uint32_t i = 0; i < MEMBERS; i++) {
@@ -187,6 +222,87 @@ static void test_rotation_accepts_old_and_new_key(void **state)
                 assert_int_equal(rc, 2); /* neither could form the group */
         }
     }
+}
+
+/* Two running members with the old key are told to rotate, step by step
+ * (both at each step): (old, new), (new, old), (new alone). Afterwards a
+ * joiner with the old key is refused and one with the new key is
+ * admitted and loads the state: the keys changed without a restart. */
+static void test_running_members_rotate_their_key(void **state)
+{
+    (void)state;
+    const char *old_key = key("run-old.key", 0x11, 0600), *new_key = key("run-new.key", 0x22, 0600);
+    char members[96], contact[32];
+    uint16_t ports[MEMBERS] = {test_free_port(), test_free_port()};
+    snprintf(members, sizeof members, "127.0.0.1:%u,127.0.0.1:%u", ports[0], ports[1]);
+    snprintf(contact, sizeof contact, "127.0.0.1:%u", ports[0]);
+    pid_t pids[MEMBERS];
+    int commands[MEMBERS][2], results[MEMBERS][2];
+    for (uint32_t i = 0; i < MEMBERS; i++) {
+        assert_int_equal(pipe(commands[i]), 0);
+        assert_int_equal(pipe(results[i]), 0);
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            alarm(90);
+            struct rotation r = {old_key, new_key, commands[i][0], results[i][1]};
+            _exit(member_main(members, i, old_key, NULL, true, &r));
+        }
+    }
+    for (uint8_t step = 1; step <= 3; step++) {
+        for (uint32_t i = 0; i < MEMBERS; i++)
+            assert_int_equal(write(commands[i][1], &step, 1), 1);
+        for (uint32_t i = 0; i < MEMBERS; i++) {
+            uint8_t result = 0xff;
+            assert_int_equal(read(results[i][0], &result, 1), 1);
+            assert_int_equal(result, 0);
+        }
+    }
+    assert_int_equal(wait_exit(spawn_joiner(contact, old_key, 3000)), 10);
+    assert_int_equal(wait_exit(spawn_joiner(contact, new_key, 20000)), 0);
+    for (uint32_t i = 0; i < MEMBERS; i++) {
+        assert_int_equal(wait_exit(pids[i]), 0);
+        close(commands[i][0]);
+        close(commands[i][1]);
+        close(results[i][0]);
+        close(results[i][1]);
+    }
+}
+
+/* spindle_group_set_keys refuses what it must, naming it, and leaves the
+ * keys in use as they were: a group without a key, a NULL key file, a key
+ * file others may read. */
+static void test_set_keys_refusals_are_named(void **state)
+{
+    (void)state;
+    struct app app = {0};
+    struct spindle_group_options o;
+    char members[64];
+    snprintf(members, sizeof members, "127.0.0.1:%u", test_free_port());
+    options(&o, &app, members, NULL);
+    o.bootstrap_timeout_ms = 5000;
+    struct spindle_subgroup_config sg = {everyone, 1, everyone, 1, 16, 64, SPINDLE_MODE_ATOMIC};
+    spindle_group_t *g = NULL;
+    assert_int_equal(spindle_group_create(&o, &sg, 1, &g), 0);
+    const char *good = key("set-good.key", 5, 0600);
+    assert_int_equal(spindle_group_set_keys(g, good, NULL), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "created without a key"));
+    assert_int_equal(spindle_group_shutdown(g, 5000), 0);
+    spindle_group_destroy(g);
+
+    snprintf(members, sizeof members, "127.0.0.1:%u", test_free_port());
+    options(&o, &app, members, good);
+    g = NULL;
+    assert_int_equal(spindle_group_create(&o, &sg, 1, &g), 0);
+    assert_int_equal(spindle_group_set_keys(g, NULL, NULL), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "key_file is NULL"));
+    const char *open_key = key("set-open.key", 6, 0644);
+    assert_int_equal(spindle_group_set_keys(g, good, open_key), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), open_key));
+    assert_non_null(strstr(spindle_errmsg(), "mode 0644"));
+    assert_int_equal(spindle_group_set_keys(g, good, NULL), 0);
+    assert_int_equal(spindle_group_shutdown(g, 5000), 0);
+    spindle_group_destroy(g);
 }
 
 static void test_bad_key_options_are_named(void **state)
@@ -223,6 +339,8 @@ int main(void)
         cmocka_unit_test(test_bad_key_options_are_named),
         cmocka_unit_test(test_keyed_join_admits_the_key_and_refuses_another),
         cmocka_unit_test(test_rotation_accepts_old_and_new_key),
+        cmocka_unit_test(test_running_members_rotate_their_key),
+        cmocka_unit_test(test_set_keys_refusals_are_named),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[96];
