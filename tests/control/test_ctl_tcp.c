@@ -674,6 +674,59 @@ static void test_a_later_blob_of_a_tag_is_read(void **state)
     ctl_close(ctl);
 }
 
+/*
+ * A member that stops reading: member 1 opens the channel and then never
+ * runs its progress again (it waits on a pipe), so its socket fills. Member
+ * 0 publishes three largest blobs to it: the first two fit in
+ * CTL_PEER_OUT_MAX (what the kernel took out of the queue aside), the
+ * third does not, and member 1 is dropped as gone, named with the cause,
+ * rather than member 0's memory growing without bound.
+ */
+static int silent_main(const struct ctl_member *members, int ready, int release)
+{
+    struct ctl *ctl = NULL;
+    if (ctl_open_tcp("ctl-test", members, 2, 1, &versions, NULL, 10000, &ctl) != 0)
+        return 2;
+    char word = 1;
+    if (write(ready, &word, 1) != 1 || read(release, &word, 1) != 1)
+        return 3;
+    ctl_close(ctl);
+    return 0;
+}
+
+static void test_member_that_does_not_read_is_dropped_at_the_queue_cap(void **state)
+{
+    (void)state;
+    struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = test_free_port()},
+                                    {.host = "127.0.0.1", .id = 1, .port = test_free_port()}};
+    int ready[2], release[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(release), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(silent_main(members, ready[1], release[0]));
+    struct ctl *ctl = NULL;
+    assert_int_equal(ctl_open_tcp("ctl-test", members, 2, 0, &versions, NULL, 10000, &ctl), 0);
+    char word = 0;
+    assert_int_equal(read(ready[0], &word, 1), 1);
+    uint8_t *blob = calloc(1, CTL_BLOB_MAX);
+    assert_non_null(blob);
+    for (uint32_t tag = 1; tag <= 3; tag++)
+        assert_int_equal(ctl_publish(ctl, tag, blob, CTL_BLOB_MAX, 0x2), 0);
+    free(blob);
+    char small[8];
+    assert_int_equal(ctl_collect(ctl, 4, 0x2, small, sizeof small, 0, NULL), SPINDLE_EUNREACH);
+    assert_non_null(strstr(spindle_errmsg(), "member 1 does not read"));
+    ctl_close(ctl);
+    assert_int_equal(write(release[1], &word, 1), 1);
+    expect_exit_0(pid);
+    close(ready[0]);
+    close(ready[1]);
+    close(release[0]);
+    close(release[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -690,6 +743,7 @@ int main(void)
         cmocka_unit_test(test_hostile_join_requests_are_dropped),
         cmocka_unit_test(test_joiner_slot_exchanges_and_passes_on),
         cmocka_unit_test(test_a_later_blob_of_a_tag_is_read),
+        cmocka_unit_test(test_member_that_does_not_read_is_dropped_at_the_queue_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
