@@ -102,8 +102,9 @@ int ctl_auth_accept(int fd, const struct ctl_keyring *keys, uint64_t deadline, s
                     const char **why);
 /*
  * The acceptor's handshake in steps, for a caller that does its own
- * non-blocking I/O (control/ctl_tcp_accept.c); ctl_auth_accept is these
- * around blocking reads and writes. ctl_auth_nonce: a fresh nonce_a.
+ * non-blocking I/O (control/ctl_tcp_accept.c, the channel's only
+ * acceptor); ctl_auth_accept is these around blocking reads and writes,
+ * for a peer on a socket of its own (the handshake's tests). ctl_auth_nonce: a fresh nonce_a.
  * ctl_auth_answer: with nonce_d and proof_d read, checks the proof
  * against each key of keys; 0 with proof_a (to send) written and s set up
  * for the acceptor's end, or SPINDLE_EAUTH with *why (s untouched).

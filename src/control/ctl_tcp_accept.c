@@ -270,8 +270,9 @@ static const char *ctl_pending_next(struct ctl_tcp *ctl, struct ctl_pending *p, 
             snprintf(text, cap, "%s", spindle_errmsg());
             return text;
         }
-        const char *why = ctl_late_refusal(ctl, &p->hello, text, cap);
-        if (why == NULL && p->hello.from == CTL_JOIN_FROM)
+        const char *why = ctl->setup ? ctl_setup_refusal(ctl, &p->hello, text, cap)
+                                     : ctl_late_refusal(ctl, &p->hello, text, cap);
+        if (why == NULL && !ctl->setup && p->hello.from == CTL_JOIN_FROM)
             ctl_pending_expect(p, CTL_AT_HEADER, CTL_FRAME_SIZE);
         else
             *identified = why == NULL;
@@ -297,7 +298,7 @@ static void ctl_pending_step(struct ctl_tcp *ctl, struct ctl_pending *p)
     while (why == NULL && !identified && ctl_pending_io(p, &why) == 1)
         why = ctl_pending_next(ctl, p, &identified, text, sizeof text);
     if (why == NULL && identified)
-        why = ctl_late_take(ctl, p);
+        why = ctl->setup ? ctl_setup_take(ctl, p) : ctl_late_take(ctl, p);
     if (why != NULL)
         ctl_log_refusal(ctl, "%s: %s", p->name, why);
     if (why != NULL || identified)
@@ -346,7 +347,9 @@ static void ctl_pending_add(struct ctl_tcp *ctl, int fd, const struct sockaddr_s
         else if (p->fd >= 0 && memcmp(p->source, source, sizeof source) == 0)
             same++;
     }
-    if (same >= CTL_PENDING_PER_SOURCE) {
+    /* During set-up every initial member may connect from one address (a
+     * group on one host): no per-source cap then, only the table's. */
+    if (!ctl->setup && same >= CTL_PENDING_PER_SOURCE) {
         ctl_log_refusal(ctl, "%s: %u connections from its address are pending already", name,
                         CTL_PENDING_PER_SOURCE);
         ctl_close_reset(fd);
@@ -422,8 +425,11 @@ void ctl_pending_progress(struct ctl_tcp *ctl, const struct pollfd *pfds, uint32
         struct ctl_pending *p = &ctl->pending[i];
         if (p->fd < 0 || now < p->deadline)
             continue;
-        ctl_log_refusal(ctl, "%s: no complete %s within %u ms", p->name, ctl_stage_name(p->stage),
-                        CTL_HELLO_MS);
+        ctl_log_refusal(ctl, "%s: no complete %s within %u ms%s", p->name, ctl_stage_name(p->stage),
+                        CTL_HELLO_MS,
+                        p->stage <= CTL_AT_PROOF_OUT
+                            ? ": it failed authentication with the group key (it may hold none)"
+                            : "");
         ctl_pending_free(p, true);
     }
     if (count > 0 && pfds[0].fd >= 0 && (pfds[0].revents & POLLIN))

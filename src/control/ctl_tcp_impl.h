@@ -139,6 +139,8 @@ struct ctl_tcp {
     uint32_t group;             /* ctl_group_hash of the group name, checked in every hello */
     uint64_t admission;         /* this member's, in its hellos (0: an initial member) */
     bool joiner;                /* dials every member; accepts nobody during set-up */
+    bool setup;                 /* accepting the initial members (ctl_accept_all): pending
+                                   connections are judged and taken as such */
     struct ctl_versions versions;
     struct ctl_keyring keys; /* count 0: no key */
     int *fds;                /* per slot during set-up; -1 for self */
@@ -165,19 +167,14 @@ int ctl_remaining_ms(uint64_t deadline);
 int ctl_io(int fd, void *buf, size_t len, int sending, uint64_t deadline);
 /* This member's hello for `from`. */
 struct ctl_hello ctl_tcp_hello(const struct ctl_tcp *ctl, uint32_t from);
-/*
- * An acceptor's side of the hello: with a key, first the handshake
- * (control/ctl_auth.h), nothing said to a peer that fails it; then reads
- * the peer's hello on fd before the deadline, answers with this member's
- * own (whatever the peer's says, so that a member of another build or
- * group can name the difference), then decodes the peer's. 0, *out and
- * *sess (the connection's protection, to clear when dropped);
- * SPINDLE_EAUTH when the peer failed authentication; SPINDLE_ETIMEDOUT when
- * no complete hello came in time; SPINDLE_EPROTO naming what is wrong
- * (another wire version: both versions).
- */
-int ctl_accept_hello(const struct ctl_tcp *ctl, int fd, uint64_t deadline, struct ctl_hello *out,
-                     struct ctl_sess *sess);
+/* Why a connection accepted during set-up is refused (NULL: taken): it
+ * must name a higher initial member not yet connected, of this group,
+ * build and size. */
+const char *ctl_setup_refusal(const struct ctl_tcp *ctl, const struct ctl_hello *hello, char *why,
+                              size_t cap);
+/* Takes an identified set-up connection over from pending entry p into
+ * fds[] and its slot's session (p is left free); NULL. */
+const char *ctl_setup_take(struct ctl_tcp *ctl, struct ctl_pending *p);
 /*
  * Connects to host:port, authenticates with keys (when any), sends hello
  * and reads the answering hello, retrying while nothing listens there yet.

@@ -127,30 +127,6 @@ struct ctl_hello ctl_tcp_hello(const struct ctl_tcp *ctl, uint32_t from)
     return hello;
 }
 
-int ctl_accept_hello(const struct ctl_tcp *ctl, int fd, uint64_t deadline, struct ctl_hello *out,
-                     struct ctl_sess *sess)
-{
-    const char *why = NULL;
-    int rc = ctl_auth_accept(fd, &ctl->keys, deadline, sess, &why);
-    if (rc != 0)
-        return sp_error(rc == SPINDLE_EAUTH ? SPINDLE_EAUTH : SPINDLE_ETIMEDOUT,
-                        "a connection failed authentication: %s", why);
-    uint8_t bytes[CTL_HELLO_SIZE];
-    rc = ctl_sess_read(sess, fd, bytes, sizeof bytes, deadline);
-    if (rc == SPINDLE_EPROTO)
-        return sp_error(SPINDLE_EPROTO, "its hello was refused: %s", sess->why);
-    if (rc != 0)
-        return sp_error(SPINDLE_ETIMEDOUT, "no complete hello in time");
-    /* Answered before it is judged, even when it will be refused: the
-     * other side then names what differs (its build, its group). With a
-     * key, only a peer that proved it gets this far. */
-    uint8_t mine[CTL_HELLO_SIZE];
-    struct ctl_hello hello = ctl_tcp_hello(ctl, ctl->self);
-    ctl_wire_encode_hello(&hello, mine);
-    (void)ctl_sess_write(sess, fd, mine, sizeof mine, deadline);
-    return ctl_wire_decode_hello(bytes, sizeof bytes, out);
-}
-
 /* Authenticates (with a key), sends hello on a fresh connection and checks
  * the answering hello. */
 static int ctl_handshake(int fd, const char *who, const char *host, uint16_t port,
@@ -240,9 +216,8 @@ static int ctl_connect(struct ctl_tcp *ctl, uint32_t j, uint64_t deadline)
     return rc;
 }
 
-/* Why an accepted set-up connection's hello is refused, or NULL. */
-static const char *ctl_refusal(const struct ctl_tcp *ctl, const struct ctl_hello *hello, char *why,
-                               size_t cap)
+const char *ctl_setup_refusal(const struct ctl_tcp *ctl, const struct ctl_hello *hello, char *why,
+                              size_t cap)
 {
     if (hello->group != ctl->group)
         return "a member of another group";
@@ -259,63 +234,53 @@ static const char *ctl_refusal(const struct ctl_tcp *ctl, const struct ctl_hello
     return NULL;
 }
 
-/* Accepts one connection and validates its hello; returns 1 when it named
- * a higher member not yet connected, 0 when it was dropped. */
-static int ctl_accept_one(struct ctl_tcp *ctl, int listen_fd, uint64_t deadline)
+const char *ctl_setup_take(struct ctl_tcp *ctl, struct ctl_pending *p)
 {
-    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    struct ctl_hello hello;
-    /* A stray client gets at most a second to identify itself. */
-    uint64_t hello_deadline = sp_now_ns() + CTL_HELLO_MS * 1000000ull;
-    if (hello_deadline > deadline)
-        hello_deadline = deadline;
-    char text[256];
-    const char *why = NULL;
-    struct ctl_sess sess = {0};
-    if (ctl_accept_hello(ctl, fd, hello_deadline, &hello, &sess) < 0) {
-        snprintf(text, sizeof text, "%s", spindle_errmsg());
-        why = text;
-    } else {
-        why = ctl_refusal(ctl, &hello, text, sizeof text);
-    }
-    if (why != NULL) {
-        SP_LOG_WARNING("control", "member %u dropped a connection: %s", ctl->members[ctl->self].id,
-                       why);
-        ctl_sess_clear(&sess);
-        close(fd);
-        return 0;
-    }
-    ctl_tune(fd, false);
-    ctl->fds[hello.from] = fd;
-    ctl->peers[hello.from].sess = sess;
-    return 1;
+    uint32_t from = p->hello.from;
+    ctl->fds[from] = p->fd;
+    ctl->peers[from].sess = p->sess;
+    ctl->peers[from].sess.rec_max = 0; /* a member: blobs up to CTL_BLOB_MAX */
+    p->fd = -1;
+    memset(&p->sess, 0, sizeof p->sess); /* passed on, not to be cleared */
+    return NULL;
 }
 
-static int ctl_accept_all(struct ctl_tcp *ctl, int listen_fd, uint64_t deadline)
+/* The members that have not connected yet, by id, into names. */
+static uint32_t ctl_setup_missing(const struct ctl_tcp *ctl, char *names, size_t cap)
 {
-    uint32_t missing =
-        !ctl->joiner && ctl->self < ctl->num_members ? ctl->num_members - 1 - ctl->self : 0;
-    while (missing > 0) {
-        struct pollfd pfd = {listen_fd, POLLIN, 0};
-        int ms = ctl_remaining_ms(deadline);
-        if (ms > 0 && poll(&pfd, 1, ms) > 0) {
-            missing -= (uint32_t)ctl_accept_one(ctl, listen_fd, deadline);
-            continue;
+    uint32_t missing = 0;
+    names[0] = '\0';
+    for (uint32_t j = ctl->self + 1; !ctl->joiner && j < ctl->num_members; j++)
+        if (ctl->fds[j] < 0) {
+            size_t used = strlen(names);
+            snprintf(names + used, cap - used, "%s%u", used ? ", " : "", ctl->members[j].id);
+            missing++;
         }
-        if (ms > 0)
-            continue;
-        char names[256] = "";
-        for (uint32_t j = ctl->self + 1; j < ctl->num_members; j++)
-            if (ctl->fds[j] < 0) {
-                size_t used = strlen(names);
-                snprintf(names + used, sizeof names - used, "%s%u", used ? ", " : "",
-                         ctl->members[j].id);
-            }
-        return sp_error(SPINDLE_ETIMEDOUT, "control: members %s never connected", names);
+    return missing;
+}
+
+/* Waits for the higher members to connect. What connects goes through the
+ * pending table, as after set-up (ctl_tcp_accept.c), so that a stranger
+ * that connects and says nothing holds up neither the members nor the
+ * deadline; ctl->setup makes it judge hellos by ctl_setup_refusal. */
+static int ctl_accept_all(struct ctl_tcp *ctl, uint64_t deadline)
+{
+    char names[256];
+    int rc = 0;
+    ctl->setup = true;
+    while (rc == 0 && ctl_setup_missing(ctl, names, sizeof names) > 0) {
+        struct pollfd pfds[1 + CTL_PENDING_MAX];
+        int ms = ctl_remaining_ms(deadline);
+        if (ms == 0) {
+            rc = sp_error(SPINDLE_ETIMEDOUT, "control: members %s never connected", names);
+            break;
+        }
+        uint32_t count = ctl_pending_poll_set(ctl, pfds, &ms);
+        if (poll(pfds, count, ms) > 0 || ctl_pending_any(ctl))
+            ctl_pending_progress(ctl, pfds, count);
     }
-    return 0;
+    ctl->setup = false;
+    return rc;
 }
 
 static void ctl_tcp_close(struct ctl *base)
@@ -360,8 +325,12 @@ static void ctl_tcp_close(struct ctl *base)
 static int ctl_tcp_setup(struct ctl_tcp *ctl, int timeout_ms)
 {
     uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 30000) * 1000000ull;
-    int listen_fd = -1;
-    int rc = ctl_listen(&ctl->members[ctl->self], ctl->keys.count > 0, &listen_fd);
+    /* Non-blocking from the start: connections are accepted through the
+     * pending table, during set-up and after it (for join requests and
+     * joiners); ctl_tcp_close closes it on failure. */
+    int rc = ctl_listen(&ctl->members[ctl->self], ctl->keys.count > 0, &ctl->listen_fd);
+    if (rc == 0)
+        fcntl(ctl->listen_fd, F_SETFL, fcntl(ctl->listen_fd, F_GETFL) | O_NONBLOCK);
     /* Members dial the lower slots; a joiner dials every member (its id
      * may be a reused one, below theirs) and waits for nobody. */
     uint32_t dial_below = ctl->joiner ? CTL_MAX_MEMBERS : ctl->self;
@@ -369,14 +338,7 @@ static int ctl_tcp_setup(struct ctl_tcp *ctl, int timeout_ms)
         if (j != ctl->self && ctl->members[j].host != NULL)
             rc = ctl_connect(ctl, j, deadline);
     if (rc == 0)
-        rc = ctl_accept_all(ctl, listen_fd, deadline);
-    if (rc != 0 && listen_fd >= 0)
-        close(listen_fd);
-    if (rc == 0) {
-        /* Kept for join requests and joiners (accepted during progress). */
-        fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
-        ctl->listen_fd = listen_fd;
-    }
+        rc = ctl_accept_all(ctl, deadline);
     for (uint32_t j = 0; rc == 0 && j < CTL_MAX_MEMBERS; j++) {
         if (ctl->fds[j] >= 0)
             fcntl(ctl->fds[j], F_SETFL, fcntl(ctl->fds[j], F_GETFL) | O_NONBLOCK);

@@ -688,6 +688,85 @@ static void test_dribbled_nonce_is_closed_at_its_deadline_keyed(void **state)
     run_dribble(true);
 }
 
+/* ---- set-up ------------------------------------------------------------ */
+
+struct opener {
+    struct ctl_member members[2];
+    const struct ctl_keyring *keys;
+    struct ctl *ctl;
+    int rc;
+};
+
+static void *open_member_0(void *arg)
+{
+    struct opener *o = arg;
+    o->rc = ctl_open_tcp(GROUP, o->members, 2, 0, &versions, o->keys, 20000, &o->ctl);
+    return NULL;
+}
+
+/* Dials port from source until something listens there. */
+static int dial_when_listening(const char *source, uint16_t port)
+{
+    for (int tries = 0; tries < 500; tries++) {
+        int fd = dial_from(source, port);
+        if (fd >= 0)
+            return fd;
+        usleep(10000);
+    }
+    return -1;
+}
+
+/* Strangers connect to member 0 while it waits for member 1 during
+ * set-up, and say nothing: member 1, started after them, still gets in
+ * at once rather than after a second per stranger (set-up accepts
+ * through the pending table too). */
+static void run_setup_is_not_held(bool keyed)
+{
+    enum { STRANGERS = 10 };
+    struct opener o = {.members = {{.host = "127.0.0.1", .id = 0, .port = test_free_port()},
+                                   {.host = "127.0.0.1", .id = 1, .port = test_free_port()}},
+                       .keys = keys_for(keyed)};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, open_member_0, &o), 0);
+    int strangers[STRANGERS];
+    for (int i = 0; i < STRANGERS; i++) {
+        char source[32];
+        snprintf(source, sizeof source, "127.0.3.%d", 1 + i);
+        strangers[i] = dial_when_listening(source, o.members[0].port);
+        assert_true(strangers[i] >= 0);
+    }
+    uint64_t started = now_ms();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct ctl *ctl = NULL;
+        int rc = ctl_open_tcp(GROUP, o.members, 2, 1, &versions, o.keys, 20000, &ctl);
+        ctl_close(ctl);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    pthread_join(thread, NULL);
+    uint64_t took = now_ms() - started;
+    assert_int_equal(o.rc, 0);
+    expect_exit_0(pid);
+    /* The blocking acceptor took CTL_HELLO_MS per stranger here: 10 s. */
+    assert_true(took < STRANGERS * CTL_HELLO_MS / 2);
+    for (int i = 0; i < STRANGERS; i++)
+        close(strangers[i]);
+    ctl_close(o.ctl);
+}
+
+static void test_setup_is_not_held_by_silent_strangers(void **state)
+{
+    (void)state;
+    run_setup_is_not_held(false);
+}
+
+static void test_setup_is_not_held_by_silent_strangers_keyed(void **state)
+{
+    (void)state;
+    run_setup_is_not_held(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -700,6 +779,8 @@ int main(void)
         cmocka_unit_test(test_full_table_of_single_addresses_gives_the_oldest_place),
         cmocka_unit_test(test_dribbled_hello_is_closed_at_its_deadline),
         cmocka_unit_test(test_dribbled_nonce_is_closed_at_its_deadline_keyed),
+        cmocka_unit_test(test_setup_is_not_held_by_silent_strangers),
+        cmocka_unit_test(test_setup_is_not_held_by_silent_strangers_keyed),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
