@@ -92,6 +92,11 @@ int vb_addr_decode(const struct tp_desc *desc, struct vb_addr *out)
         return sp_error(SPINDLE_EPROTO,
                         "verbs: address descriptor: pad is 0x%x, not 0, at offset %zu", pad,
                         pad_at);
+    if (addr.has_dct > 1 || (addr.has_dct && addr.dc_key == 0))
+        return sp_error(SPINDLE_EPROTO,
+                        "verbs: address descriptor: has_dct %u with DC key %llu (a DCT has a "
+                        "nonzero key)",
+                        addr.has_dct, (unsigned long long)addr.dc_key);
     const uint8_t *nul = memchr(desc->bytes + VB_ADDR_WIRE, '\0', host_len);
     if (nul != NULL)
         return sp_error(SPINDLE_EPROTO,
@@ -312,7 +317,7 @@ static int vb_address(struct tp_endpoint *tep, struct tp_desc *out)
     if (ep->dct_enabled && ep->dct != NULL) {
         addr.has_dct = 1;
         addr.dctn = ep->dct->qp_num;
-        addr.dc_key = VB_DC_KEY;
+        addr.dc_key = ep->dc_key;
     }
     return vb_addr_encode(&addr, out);
 }

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include <arpa/inet.h>
+#include <sys/random.h>
 
 #include "transport/verbs/verbs_impl.h"
 #include "util/error.h"
@@ -102,7 +103,7 @@ static int vb_dct_create(struct vb_ep *ep)
     };
     struct mlx5dv_qp_init_attr dv = {.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC,
                                      .dc_init_attr = {.dc_type = MLX5DV_DCTYPE_DCT}};
-    dv.dc_init_attr.dct_access_key = VB_DC_KEY;
+    dv.dc_init_attr.dct_access_key = ep->dc_key;
     ep->dct = api->mlx5dv_create_qp(ep->ctx, &attr, &dv);
     if (ep->dct == NULL)
         return -1;
@@ -137,6 +138,16 @@ int vb_dct_open(struct vb_ep *ep, int use_dct)
         vb_dct_unsupported(ep, "not an mlx5 device");
         return 0;
     }
+    /* A DCT takes a write from any DCI that names its number and key; a
+     * fixed key would let anyone on the fabric who guesses the number
+     * write to this member's registered memory. Without randomness, no
+     * DCT (RC connections are set up through the connection manager). */
+    ep->dc_key = 0;
+    while (ep->dc_key == 0)
+        if (getrandom(&ep->dc_key, sizeof ep->dc_key, 0) != (ssize_t)sizeof ep->dc_key) {
+            vb_dct_unsupported(ep, "no random DC key (getrandom failed)");
+            return 0;
+        }
     int ok = vb_dct_create(ep) == 0;
     for (unsigned i = 0; ok && i < VB_DCI_POOL; i++)
         ok = vb_dci_create(ep, i) == 0;

@@ -66,7 +66,6 @@
 #define VB_DCI_POOL        4u    /* DC initiators per endpoint */
 #define VB_DCT_HOT_WRITES  4096u /* writes before a peer gets its own RC QP */
 #define VB_DEFAULT_TIMEOUT 5000
-#define VB_DC_KEY          0x5350494e444c45ull /* DC access key shared by all members */
 
 #define VB_ADDR_MAGIC 0x53505641u /* "SPVA" */
 #define VB_MR_MAGIC   0x5350564du /* "SPVM" */
@@ -299,6 +298,8 @@ struct vb_ep {
     char host[VB_HOST_MAX];
     uint16_t port;
     uint64_t nonce;
+    uint64_t dc_key; /* this DCT's access key: random, nonzero, advertised
+                        only in the address (over the control channel) */
     int timeout_ms;
 
     /* librdmacm listener */

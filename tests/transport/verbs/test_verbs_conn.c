@@ -809,7 +809,9 @@ static void test_dct_and_dci_pool_creation(void **state)
     assert_ptr_equal(dc.attr[0].pd, &fake_pd);
     assert_true(dc.dv[0].comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DC);
     assert_int_equal(dc.dv[0].dc_init_attr.dc_type, MLX5DV_DCTYPE_DCT);
-    assert_int_equal(dc.dv[0].dc_init_attr.dct_access_key, VB_DC_KEY);
+    /* Its key is drawn at random for this endpoint, and nonzero. */
+    assert_true(ep->dc_key != 0);
+    assert_int_equal(dc.dv[0].dc_init_attr.dct_access_key, ep->dc_key);
     /* DCT: INIT with remote write only, then RTR with the port's MTU. */
     const struct recorded_modify *init = &modifies.calls[0], *rtr = &modifies.calls[1];
     assert_ptr_equal(init->qp, ep->dct);
@@ -855,7 +857,7 @@ static void test_dct_and_dci_pool_creation(void **state)
     assert_int_equal(vb_addr_decode(&desc, &addr), 0);
     assert_int_equal(addr.has_dct, 1);
     assert_int_equal(addr.dctn, ep->dct->qp_num);
-    assert_int_equal(addr.dc_key, VB_DC_KEY);
+    assert_int_equal(addr.dc_key, ep->dc_key);
     vb_dct_close(ep);
     assert_int_equal(cm.qps_freed, 1 + VB_DCI_POOL);
     assert_int_equal(dc.srqs_freed, 1);
@@ -922,7 +924,8 @@ static void test_open_and_close_on_a_fake_device(void **state)
 
 /* Regression (tests/fuzz/fuzz_vb_addr): a peer's address descriptor with a
  * NUL inside the host (which cut it short) or a nonzero pad (which was
- * ignored) decoded to an address that re-encodes to other bytes. */
+ * ignored) decoded to an address that re-encodes to other bytes; a DCT
+ * advertised without a key is refused. */
 static void test_descriptors_the_encoder_cannot_write_are_refused(void **state)
 {
     (void)state;
@@ -938,6 +941,21 @@ static void test_descriptors_the_encoder_cannot_write_are_refused(void **state)
     desc.bytes[28] = 1; /* the pad after the DCT number */
     assert_int_equal(vb_addr_decode(&desc, &back), SPINDLE_EPROTO);
     assert_non_null(strstr(spindle_errmsg(), "pad is 0x1, not 0, at offset 28"));
+    /* A DCT with no key (a guessable target), or a has_dct that is no
+     * flag. */
+    addr.has_dct = 1;
+    addr.dctn = 77;
+    assert_int_equal(vb_addr_encode(&addr, &desc), 0);
+    assert_int_equal(vb_addr_decode(&desc, &back), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "has_dct 1 with DC key 0"));
+    addr.dc_key = 0x1234;
+    assert_int_equal(vb_addr_encode(&addr, &desc), 0);
+    assert_int_equal(vb_addr_decode(&desc, &back), 0);
+    assert_int_equal(back.dc_key, 0x1234);
+    addr.has_dct = 2;
+    assert_int_equal(vb_addr_encode(&addr, &desc), 0);
+    assert_int_equal(vb_addr_decode(&desc, &back), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "has_dct 2"));
 
     struct vb_region region = {0x7f0000001000ull, 4096, 0xabcd}, region_back;
     vb_region_encode(&region, &desc);

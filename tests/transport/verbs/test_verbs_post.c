@@ -348,7 +348,7 @@ static void use_dc(struct fixture *f)
     f->ep.dct_enabled = 1;
     f->peer.ah = &f->ah;
     f->peer.addr.dctn = 0x4242;
-    f->peer.addr.dc_key = VB_DC_KEY;
+    f->peer.addr.dc_key = FAKE_DC_KEY;
     snprintf(f->peer.addr.host, sizeof f->peer.addr.host, "127.0.0.1");
     f->peer.addr.port = 9;
     f->peer.dci = 0;
@@ -369,7 +369,7 @@ static void test_dc_writes_carry_the_peer_address(void **state)
     for (unsigned i = 0; i < 2; i++) {
         assert_ptr_equal(rec.wrs[i].ah, &f->ah);
         assert_int_equal(rec.wrs[i].dctn, 0x4242);
-        assert_int_equal(rec.wrs[i].dc_key, VB_DC_KEY);
+        assert_int_equal(rec.wrs[i].dc_key, FAKE_DC_KEY);
         assert_int_equal(rec.wrs[i].rkey, 0xabcd);
     }
     assert_int_equal(rec.wrs[0].remote_addr, f->rmr.addr);
@@ -430,7 +430,7 @@ static struct vb_peer *second_dc_peer(struct fixture *f, struct ibv_ah *ah)
     *other = (struct vb_peer){.ep = &f->ep, .ah = ah, .dci = 0};
     other->addr.id = 8;
     other->addr.dctn = 0x4343;
-    other->addr.dc_key = VB_DC_KEY;
+    other->addr.dc_key = FAKE_DC_KEY;
     snprintf(other->addr.host, sizeof other->addr.host, "10.0.0.8");
     atomic_init(&other->path, VB_PATH_DC);
     f->peer.next = other;
@@ -524,7 +524,7 @@ static void test_dci_reset_reposts_flushed_writes_of_healthy_peers(void **state)
             assert_int_equal(r->local_addr, want[i].local);
         assert_ptr_equal(r->ah, &ah_b);
         assert_int_equal(r->dctn, 0x4343);
-        assert_int_equal(r->dc_key, VB_DC_KEY);
+        assert_int_equal(r->dc_key, FAKE_DC_KEY);
         if (want[i].length > 0)
             assert_int_equal(r->rkey, 0xabcd);
         if (want[i].length > 0 && want[i].length <= 64)
@@ -691,7 +691,7 @@ static int connect_member(struct fixture *f, uint32_t id, struct vb_peer **out)
                            .port_num = 1,
                            .lid = (uint16_t)(100 + id),
                            .dctn = 0x1000 + id,
-                           .dc_key = VB_DC_KEY};
+                           .dc_key = FAKE_DC_KEY};
     snprintf(addr.host, sizeof addr.host, "10.0.0.%u", id);
     struct tp_desc desc;
     assert_int_equal(vb_addr_encode(&addr, &desc), 0);
@@ -785,7 +785,7 @@ static void test_new_member_is_written_through_its_pinned_dci(void **state)
             const struct recorded_wr *r = &rec.wrs[round * 3 + k];
             const struct vb_peer *p = k < 2 ? a : b;
             assert_int_equal(r->dctn, p->addr.dctn);
-            assert_int_equal(r->dc_key, VB_DC_KEY);
+            assert_int_equal(r->dc_key, FAKE_DC_KEY);
             assert_ptr_equal(r->ah, p->ah);
         }
         assert_int_equal(rec.wrs[round * 3].remote_addr, f->rmr.addr);

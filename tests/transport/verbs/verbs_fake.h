@@ -14,6 +14,9 @@
 
 #define MAX_RECORDED 1024
 
+/* A peer's DC key in the tests (an endpoint draws its own at random). */
+#define FAKE_DC_KEY 0x5350494e444c45ull
+
 struct recorded_wr {
     enum ibv_wr_opcode opcode;
     unsigned flags;
