@@ -10,6 +10,7 @@
 #include <spindle/error.h>
 #include <spindle/export.h>
 #include <spindle/group.h>
+#include <spindle/log.h>
 #include <spindle/version.h>
 #include <spindle/view.h>
 

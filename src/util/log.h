@@ -1,12 +1,22 @@
 /*
- * Minimal leveled logging to stderr. The level comes from
- * SPINDLE_LOG_LEVEL (error, warn, info, debug), read at the first log call.
- * Thread-safe: one fprintf per line.
+ * Leveled logging through the application's sink (include/spindle/log.h:
+ * the public side, the default stderr sink, the level). The library logs
+ * with sp_log and the SP_LOG_* shorthands below.
+ *
+ * Thread-safe: a lock serializes lines on their way to the sink; a line
+ * logged from inside the sink goes to stderr.
  */
 #ifndef SP_UTIL_LOG_H
 #define SP_UTIL_LOG_H
 
-enum sp_log_level { SP_LOG_ERROR = 0, SP_LOG_WARN, SP_LOG_INFO, SP_LOG_DEBUG };
+#include <spindle/log.h>
+
+enum sp_log_level {
+    SP_LOG_ERROR = SPINDLE_LOG_ERROR,
+    SP_LOG_WARN = SPINDLE_LOG_WARN,
+    SP_LOG_INFO = SPINDLE_LOG_INFO,
+    SP_LOG_DEBUG = SPINDLE_LOG_DEBUG,
+};
 
 /* Parses "error|warn|info|debug"; returns 0 or SPINDLE_EINVAL. */
 int sp_log_parse_level(const char *text, enum sp_log_level *out);

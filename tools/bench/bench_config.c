@@ -32,11 +32,12 @@ int bench_config_load(struct bench_config *c, const char *path)
     }
     c->file = file;
     c->config_path = path;
-    /* The library reads its log level from SPINDLE_LOG_LEVEL when it first
-     * logs; one set in the environment still wins (it names this run). The
-     * loader already checked the file's value. */
-    if (file->group.log_level != NULL)
-        setenv("SPINDLE_LOG_LEVEL", file->group.log_level, 0);
+    /* The file's log level, unless SPINDLE_LOG_LEVEL names one for this
+     * run. The loader already checked the file's value. */
+    enum spindle_log_level level;
+    if (file->group.log_level != NULL && getenv("SPINDLE_LOG_LEVEL") == NULL &&
+        spindle_log_parse_level(file->group.log_level, &level) == 0)
+        spindle_log_set_level(level);
     c->transport = file->group.transport;
     c->provider = file->group.provider;
     c->device = file->group.device;
