@@ -1,0 +1,461 @@
+#!/bin/bash
+# libspindle side by side with two peers on this host: Eclipse Cyclone DDS
+# (its ddsperf, reliable, keep-all) and Corosync CPG (scripts/peers/cpgbench.c,
+# agreed order). Run by hand, as root: it installs the peers' Debian
+# packages when they are missing, builds cpgbench with cc against libcpg,
+# starts its own corosync bound to 127.0.0.1 (and stops it on any exit),
+# runs every case RUNS times and prints markdown tables of the medians,
+# libspindle-to-peer ratios, each peer's exact configuration and what each
+# system guarantees.
+#
+# Cases (three processes on this host; libspindle over shared memory):
+#   throughput: every process sends as fast as it can, 1 KB and 10 KB
+#     messages, windows 100 and 1000 (libspindle atomic and unordered; CPG:
+#     at most W own messages sent and not yet delivered back; Cyclone has no
+#     window: its writer's history cache holds back a keep-all writer);
+#   light load: every process sends 1000, then 10 messages per second of
+#     1 KB; p50/p99 of the latency from send to the sender's own delivery
+#     (libspindle, CPG), and ddsperf's ping-pong round trip (Cyclone, two
+#     processes).
+#
+# Usage: sudo bash scripts/compare-peers.sh [--runs N] [--duration S]
+#        [--latency-duration S] [--warmup S] [--out DIR] [--plots DIR]
+#   --runs N               repetitions of every case (default 3); medians are printed
+#   --duration S           measured seconds of a throughput run (default 5)
+#   --latency-duration S   measured seconds of a light-load run (default 10)
+#   --warmup S             seconds left out at the start of every run (default 1)
+#   --out DIR              keep every run's figures in DIR/results.jsonl (one JSON
+#                          object a run) and the peers' configuration files
+#   --plots DIR            draw DIR/peers-throughput.png and DIR/peers-latency.png
+#                          with gnuplot
+# SPINDLE_BENCH names spindle-bench (default build/tools/bench/spindle-bench,
+# built with make when missing).
+set -euo pipefail
+
+RUNS=3 DURATION=5 LAT_DURATION=10 WARMUP=1 OUT="" PLOTS=""
+SIZES=(1024 10240)
+WINDOWS=(100 1000)
+RATES=(1000 10)
+PROCS=3
+
+die() {
+    echo "compare-peers: $*" >&2
+    exit 1
+}
+number() { [[ $2 =~ ^[0-9]+([.][0-9]+)?$ ]] || die "$1 '$2' must be a positive number"; }
+while [ $# -gt 0 ]; do
+    [ $# -ge 2 ] || die "$1 needs a value (see the top of $0)"
+    case $1 in
+    --runs) [[ $2 =~ ^[1-9][0-9]*$ ]] || die "--runs '$2' must be a whole number >= 1"; RUNS=$2 ;;
+    --duration) number "$1" "$2"; DURATION=$2 ;;
+    --latency-duration) number "$1" "$2"; LAT_DURATION=$2 ;;
+    --warmup) number "$1" "$2"; WARMUP=$2 ;;
+    --out) OUT=$2 ;;
+    --plots) PLOTS=$2 ;;
+    *) die "unknown option '$1' (see the top of $0)" ;;
+    esac
+    shift 2
+done
+[ "$(id -u)" -eq 0 ] || die "run as root: it installs packages and starts corosync"
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BENCH=${SPINDLE_BENCH:-$ROOT/build/tools/bench/spindle-bench}
+WORK=$(mktemp -d /tmp/compare-peers-XXXXXX)
+COROSYNC_PID=""
+cleanup() {
+    if [ -n "$COROSYNC_PID" ]; then
+        kill "$COROSYNC_PID" 2>/dev/null || true
+        wait "$COROSYNC_PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+[ -z "$OUT" ] || mkdir -p "$OUT"
+RESULTS=${OUT:-$WORK}/results.jsonl
+: >"$RESULTS"
+
+# The peers and the tools the script uses, installed once.
+install_peers() {
+    local missing=() pkg
+    for pkg in cyclonedds-tools corosync libcpg-dev jq gcc libc6-dev gnuplot-nox; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+            missing+=("$pkg")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "compare-peers: installing ${missing[*]}" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            "${missing[@]}" >/dev/null
+    fi
+}
+
+# One corosync of our own, one node on 127.0.0.1, no crypto; ready when
+# corosync-cpgtool (a CPG client) gets an answer.
+start_corosync() {
+    if corosync-cpgtool >/dev/null 2>&1; then
+        die "a corosync is already running and answering (pid $(pgrep -x corosync | xargs)):" \
+            "the comparison starts its own on 127.0.0.1; stop that one first"
+    fi
+    cat >"$WORK/corosync.conf" <<'EOF'
+totem {
+    version: 2
+    cluster_name: compare-peers
+    transport: knet
+    crypto_cipher: none
+    crypto_hash: none
+}
+nodelist {
+    node {
+        ring0_addr: 127.0.0.1
+        name: local
+        nodeid: 1
+    }
+}
+quorum {
+    provider: corosync_votequorum
+}
+logging {
+    to_stderr: yes
+    to_logfile: no
+    to_syslog: no
+}
+EOF
+    corosync -f -c "$WORK/corosync.conf" >"$WORK/corosync.log" 2>&1 &
+    COROSYNC_PID=$!
+    local tries=0
+    until corosync-cpgtool >/dev/null 2>&1; do
+        tries=$((tries + 1))
+        kill -0 "$COROSYNC_PID" 2>/dev/null || {
+            cat "$WORK/corosync.log" >&2
+            die "corosync exited at start"
+        }
+        [ "$tries" -lt 200 ] || die "corosync did not answer CPG clients within 20 s"
+        sleep 0.1
+    done
+}
+
+# Cyclone on the loopback interface, unicast only (no multicast on lo).
+write_cyclone_config() {
+    cat >"$WORK/cyclonedds.xml" <<'EOF'
+<CycloneDDS>
+  <Domain id="any">
+    <General>
+      <Interfaces><NetworkInterface address="127.0.0.1"/></Interfaces>
+      <AllowMulticast>false</AllowMulticast>
+    </General>
+    <Discovery>
+      <ParticipantIndex>auto</ParticipantIndex>
+      <MaxAutoParticipantIndex>20</MaxAutoParticipantIndex>
+      <Peers><Peer address="127.0.0.1"/></Peers>
+    </Discovery>
+  </Domain>
+</CycloneDDS>
+EOF
+    export CYCLONEDDS_URI="file://$WORK/cyclonedds.xml"
+}
+
+# record SYSTEM CASE SIZE WINDOW RATE RUN COMMAND...: runs COMMAND and
+# appends one line to results.jsonl from the JSON object it prints (with
+# msgs_per_s, mb_per_s, p50_latency_us, p99_latency_us); a failed run ends
+# the comparison.
+record() {
+    local json
+    json=$("${@:7}") || die "$1 $2 size $3 window $4 rate $5 failed: ${*:7}"
+    [ -n "$json" ] || die "$1 $2 size $3 window $4 rate $5 printed no figures: ${*:7}"
+    jq -c --arg system "$1" --arg case "$2" --argjson size "$3" --argjson window "$4" \
+        --argjson rate "$5" --argjson run "$6" \
+        '{system: $system, case: $case, size: $size, window: $window, rate: $rate, run: $run,
+          msgs_per_s: .msgs_per_s, mb_per_s: .mb_per_s, p50_us: .p50_latency_us,
+          p99_us: .p99_latency_us}' <<<"$json" >>"$RESULTS"
+}
+
+# spindle MODE SIZE WINDOW RATE DURATION: the JSON line of one run.
+spindle() {
+    local pace=()
+    [ "$4" -eq 0 ] || pace=(--rate "$4")
+    "$BENCH" --local "$PROCS" --mode "$1" --msg-size "$2" --window "$3" "${pace[@]}" \
+        --duration "$5" --warmup "$WARMUP" --timeout 60 2>"$WORK/bench.err" | tail -n 1 ||
+        { tail -n 5 "$WORK/bench.err" >&2; return 1; }
+}
+
+cpg() { # SIZE WINDOW RATE DURATION
+    local pace=(--window "$2")
+    [ "$3" -eq 0 ] || pace=(--rate "$3")
+    "$WORK/cpgbench" --local "$PROCS" --size "$1" "${pace[@]}" --duration "$4" --warmup "$WARMUP"
+}
+
+# Seconds of a ddsperf run: the warm-up, the measured time and one more
+# second (its last line may stop short).
+dds_seconds() { awk -v w="$WARMUP" -v d="$1" 'BEGIN { printf "%d", w + d + 1.999 }'; }
+
+# cyclone_throughput SIZE: PROCS ddsperf processes, each publishing as fast
+# as it can and subscribing (-L: its own samples too, as every libspindle
+# and CPG member delivers its own); the mean of each process' per-second
+# receive rate after the warm-up, averaged over the processes.
+cyclone_throughput() {
+    local i pids=() seconds
+    seconds=$(dds_seconds "$DURATION")
+    for ((i = 0; i < PROCS; i++)); do
+        ddsperf -L -k all -D "$seconds" -Q "minmatch:$PROCS" -Q initwait:20 pub size "$1" sub \
+            >"$WORK/dds-$i.out" 2>&1 &
+        pids+=($!)
+    done
+    for i in "${pids[@]}"; do
+        wait "$i" || die "ddsperf exited with an error: $(tail -n 3 "$WORK"/dds-*.out)"
+    done
+    cat "$WORK"/dds-*.out | awk -v w="$WARMUP" -v d="$DURATION" -v size="$1" -v n="$PROCS" '
+        # "[pid] T  size S total N lost L delta D lost L rate X kS/s ..."
+        $3 == "size" && $5 == "total" && $2 > w + 0.5 && $2 <= w + d + 0.5 {
+            for (i = 1; i < NF; i++)
+                if ($i == "rate") {
+                    v = $(i + 1); u = $(i + 2)
+                    if (u == "kS/s") v *= 1e3; else if (u == "MS/s") v *= 1e6
+                    sum += v; count++
+                }
+            lost += $8
+        }
+        END {
+            if (count == 0) exit 1
+            rate = sum / count
+            printf "{\"msgs_per_s\":%.1f,\"mb_per_s\":%.3f,\"p50_latency_us\":null,", rate, rate * size / 1e6
+            printf "\"p99_latency_us\":null,\"lost\":%d}\n", lost
+        }' || die "no ddsperf throughput lines in $WORK/dds-0.out"
+}
+
+# cyclone_latency RATE: ddsperf ping at RATE Hz against one pong: the
+# round trip; p50 the median of the per-second medians, p99 the largest
+# per-second 99th percentile, both after the warm-up.
+cyclone_latency() {
+    local seconds
+    seconds=$(dds_seconds "$LAT_DURATION")
+    ddsperf -D $((seconds + 2)) -Q minmatch:1 -Q initwait:20 pong >"$WORK/pong.out" 2>&1 &
+    local pong=$!
+    ddsperf -D "$seconds" -Q minmatch:1 -Q initwait:20 ping "${1}Hz" size 1024 \
+        >"$WORK/ping.out" 2>&1 || die "ddsperf ping failed: $(tail -n 3 "$WORK/ping.out")"
+    wait "$pong" || true # it outlives the pinger on purpose; its status says nothing
+    awk -v w="$WARMUP" -v d="$LAT_DURATION" '
+        function us(t) {
+            if (t ~ /us$/) return substr(t, 1, length(t) - 2) + 0
+            if (t ~ /ms$/) return substr(t, 1, length(t) - 2) * 1000
+            if (t ~ /ns$/) return substr(t, 1, length(t) - 2) / 1000
+            if (t ~ /s$/) return substr(t, 1, length(t) - 1) * 1e6
+            return t + 0
+        }
+        $4 == "size" && $6 == "mean" && $2 > w + 0.5 && $2 <= w + d + 0.5 {
+            for (i = 1; i < NF; i++) {
+                if ($i == "50%") p50[n] = us($(i + 1))
+                if ($i == "99%") { v = us($(i + 1)); if (v > p99) p99 = v }
+            }
+            n++
+        }
+        END {
+            if (n == 0) exit 1
+            # insertion sort: a few dozen values
+            for (i = 1; i < n; i++)
+                for (j = i; j > 0 && p50[j - 1] > p50[j]; j--) {
+                    t = p50[j]; p50[j] = p50[j - 1]; p50[j - 1] = t
+                }
+            printf "{\"msgs_per_s\":null,\"mb_per_s\":null,\"p50_latency_us\":%.2f,", p50[int(n / 2)]
+            printf "\"p99_latency_us\":%.2f}\n", p99
+        }' "$WORK/ping.out" || die "no ddsperf ping lines in $WORK/ping.out"
+}
+
+run_cases() {
+    local run size window rate mode
+    for ((run = 1; run <= RUNS; run++)); do
+        echo "compare-peers: run $run of $RUNS (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+        for size in "${SIZES[@]}"; do
+            for window in "${WINDOWS[@]}"; do
+                for mode in atomic unordered; do
+                    record "libspindle-$mode" throughput "$size" "$window" 0 "$run" \
+                        spindle "$mode" "$size" "$window" 0 "$DURATION"
+                done
+                record corosync-cpg throughput "$size" "$window" 0 "$run" \
+                    cpg "$size" "$window" 0 "$DURATION"
+            done
+            record cyclone-dds throughput "$size" 0 0 "$run" cyclone_throughput "$size"
+        done
+        for rate in "${RATES[@]}"; do
+            for mode in atomic unordered; do
+                record "libspindle-$mode" latency 1024 100 "$rate" "$run" \
+                    spindle "$mode" 1024 100 "$rate" "$LAT_DURATION"
+            done
+            record corosync-cpg latency 1024 100 "$rate" "$run" \
+                cpg 1024 100 "$rate" "$LAT_DURATION"
+            record cyclone-dds latency 1024 0 "$rate" "$run" cyclone_latency "$rate"
+        done
+    done
+}
+
+# The medians of every case: one JSON array of
+# {system, case, size, window, rate, runs, msgs_per_s, mb_per_s, p50_us, p99_us}.
+medians() {
+    jq -s '
+        def median: map(select(. != null)) | sort |
+            if length == 0 then null
+            elif length % 2 == 1 then .[length / 2 | floor]
+            else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+        group_by([.case, .system, .size, .window, .rate]) |
+        map({system: .[0].system, case: .[0].case, size: .[0].size, window: .[0].window,
+             rate: .[0].rate, runs: length,
+             msgs_per_s: (map(.msgs_per_s) | median), mb_per_s: (map(.mb_per_s) | median),
+             p50_us: (map(.p50_us) | median), p99_us: (map(.p99_us) | median)})' "$RESULTS"
+}
+
+print_tables() {
+    local summary=$1
+    echo "### Throughput: msgs/s delivered per member (MB/s), medians of $RUNS runs"
+    echo
+    echo "| size | window | libspindle atomic | libspindle unordered | Corosync CPG agreed |" \
+        "Cyclone DDS reliable keep-all | atomic / CPG | unordered / Cyclone | atomic / Cyclone |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    jq -r '
+        def cell: if . == null then "-" else "\(.msgs_per_s | round) (\(.mb_per_s * 10 | round / 10))" end;
+        def ratio(a; b): if a == null or b == null or b.msgs_per_s == 0 then "-"
+            else "\(a.msgs_per_s / b.msgs_per_s * 100 | round / 100)" end;
+        map(select(.case == "throughput")) as $t |
+        ($t | map(select(.system == "libspindle-atomic")) | map([.size, .window]) | unique)[] as [$s, $w] |
+        ($t | map(select(.size == $s and .window == $w)) | INDEX(.system)) as $row |
+        ($t | map(select(.size == $s and .system == "cyclone-dds")) | first) as $dds |
+        "| \($s) | \($w) | \($row["libspindle-atomic"] | cell) | \($row["libspindle-unordered"] | cell) | \($row["corosync-cpg"] | cell) | \($dds | cell) | \(ratio($row["libspindle-atomic"]; $row["corosync-cpg"])) | \(ratio($row["libspindle-unordered"]; $dds)) | \(ratio($row["libspindle-atomic"]; $dds)) |"
+    ' <<<"$summary"
+    echo
+    echo "### Light load: latency p50 / p99 in us, 1 KB messages, medians of $RUNS runs"
+    echo
+    echo "| msgs/s per sender | libspindle atomic | libspindle unordered | Corosync CPG agreed |" \
+        "Cyclone DDS ping-pong round trip | atomic / CPG (p50) | atomic / Cyclone (p50) |"
+    echo "| --- | --- | --- | --- | --- | --- | --- |"
+    jq -r '
+        def cell: if . == null then "-" else "\(.p50_us * 10 | round / 10) / \(.p99_us * 10 | round / 10)" end;
+        def ratio(a; b): if a == null or b == null or b.p50_us == 0 then "-"
+            else "\(a.p50_us / b.p50_us * 100 | round / 100)" end;
+        map(select(.case == "latency")) as $l |
+        ($l | map(.rate) | unique | reverse)[] as $r |
+        ($l | map(select(.rate == $r)) | INDEX(.system)) as $row |
+        "| \($r) | \($row["libspindle-atomic"] | cell) | \($row["libspindle-unordered"] | cell) | \($row["corosync-cpg"] | cell) | \($row["cyclone-dds"] | cell) | \(ratio($row["libspindle-atomic"]; $row["corosync-cpg"])) | \(ratio($row["libspindle-atomic"]; $row["cyclone-dds"])) |"
+    ' <<<"$summary"
+}
+
+print_configurations() {
+    cat <<EOF
+
+### Configurations
+
+- libspindle: \`$(basename "$BENCH") --local $PROCS --mode atomic|unordered --msg-size SIZE
+  --window W [--rate R] --duration S --warmup $WARMUP\`, shared-memory transport, batching,
+  null-sends and early unlock on (the defaults).
+- Corosync $(corosync -v | sed -n "s/.*version '\(.*\)'.*/\1/p"): one corosync, one node, on
+  loopback, started by this script with this corosync.conf (transport knet, no crypto):
+
+\`\`\`
+$(cat "$WORK/corosync.conf")
+\`\`\`
+
+  cpgbench (scripts/peers/cpgbench.c): $PROCS processes join one CPG group and send with
+  cpg_mcast_joined(CPG_TYPE_AGREED); window W = at most W own messages sent and not yet
+  delivered back; latency = send to the sender's own delivery.
+- Eclipse Cyclone DDS $(dpkg-query -W -f='${Version}' cyclonedds-tools): ddsperf, reliable (its
+  default; -u not given), keep-all (-k all), topic KS; throughput: $PROCS processes each
+  \`ddsperf -L -k all -D T -Qminmatch:$PROCS pub size SIZE sub\` (-L: each also receives its
+  own samples); latency: \`ddsperf ping RHz size 1024\` against one \`ddsperf pong\`
+  (ping/pong is keep-last-1 in ddsperf), the round trip. CYCLONEDDS_URI:
+
+\`\`\`xml
+$(cat "$WORK/cyclonedds.xml")
+\`\`\`
+
+### What each system guarantees
+
+- libspindle atomic: total order across all senders, and a message is delivered only once
+  every member has received it (stability before delivery); virtual synchrony across views.
+- libspindle unordered: per-sender FIFO, no order across senders.
+- Corosync CPG agreed: total order across senders, virtual synchrony (extended virtual
+  synchrony of Totem); the agreed level does not wait for every node to have received a
+  message before delivering it (that would be CPG_TYPE_SAFE, which Corosync does not
+  implement).
+- Cyclone DDS reliable keep-all: per-writer FIFO, no order across writers, no total order.
+
+Latency differs in kind: libspindle and CPG from send to the sender's own delivery ($PROCS
+members); Cyclone a ping-pong round trip between two processes (p50: median of ddsperf's
+per-second medians; p99: the largest of its per-second 99th percentiles). Throughput: each
+member's delivered messages per second after a ${WARMUP} s warm-up, averaged over the
+members; Cyclone has no send window, so its figure is the same for both windows.
+EOF
+}
+
+draw_plots() {
+    local summary=$1
+    mkdir -p "$PLOTS"
+    jq -r 'map(select(.case == "throughput"))[] |
+        "\(.system) \(.size) \(.window) \(.mb_per_s)"' <<<"$summary" >"$WORK/tput.dat"
+    gnuplot <<EOF
+set terminal pngcairo size 900,500
+set output "$PLOTS/peers-throughput.png"
+set title "Throughput per member, 3 processes on one host (medians of $RUNS runs)"
+set ylabel "MB/s delivered per member"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key top left
+set yrange [0:*]
+\$d << EOD
+case atomic unordered cpg cyclone
+$(jq -r '
+    def mb(s): (map(select(.system == s)) | first | .mb_per_s // 0);
+    map(select(.case == "throughput")) as $t |
+    ($t | map(select(.system == "libspindle-atomic")) | map([.size, .window]) | unique)[] as [$s, $w] |
+    ($t | map(select(.size == $s and (.window == $w or .system == "cyclone-dds")))) as $row |
+    "\"\($s / 1024 | floor)KB w\($w)\" \($row | mb("libspindle-atomic")) \($row | mb("libspindle-unordered")) \($row | mb("corosync-cpg")) \($row | mb("cyclone-dds"))"
+' <<<"$summary")
+EOD
+plot \$d using 2:xtic(1) title "libspindle atomic", '' using 3 title "libspindle unordered", \
+     '' using 4 title "Corosync CPG agreed", '' using 5 title "Cyclone DDS keep-all (no window)"
+EOF
+    jq -r 'map(select(.case == "latency"))[] |
+        "\(.system) \(.rate) \(.p50_us) \(.p99_us)"' <<<"$summary" >"$WORK/lat.dat"
+    gnuplot <<EOF
+set terminal pngcairo size 900,500
+set output "$PLOTS/peers-latency.png"
+set title "Light-load latency, 1 KB messages (medians of $RUNS runs; Cyclone: round trip)"
+set ylabel "microseconds (log scale)"
+set logscale y
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key top left
+\$d << EOD
+case atomic-p50 atomic-p99 unordered-p50 unordered-p99 cpg-p50 cpg-p99 cyclone-p50 cyclone-p99
+$(jq -r '
+    def at(s; f): (map(select(.system == s)) | first | .[f] // 0);
+    map(select(.case == "latency")) as $l | ($l | map(.rate) | unique | reverse)[] as $r |
+    ($l | map(select(.rate == $r))) as $row |
+    "\"\($r)/s\" \($row | at("libspindle-atomic"; "p50_us")) \($row | at("libspindle-atomic"; "p99_us")) \($row | at("libspindle-unordered"; "p50_us")) \($row | at("libspindle-unordered"; "p99_us")) \($row | at("corosync-cpg"; "p50_us")) \($row | at("corosync-cpg"; "p99_us")) \($row | at("cyclone-dds"; "p50_us")) \($row | at("cyclone-dds"; "p99_us"))"
+' <<<"$summary")
+EOD
+plot \$d using 2:xtic(1) title "libspindle atomic p50", '' using 3 title "p99", \
+     '' using 4 title "libspindle unordered p50", '' using 5 title "p99", \
+     '' using 6 title "CPG agreed p50", '' using 7 title "p99", \
+     '' using 8 title "Cyclone round trip p50", '' using 9 title "p99"
+EOF
+    echo "compare-peers: plots in $PLOTS/peers-throughput.png and $PLOTS/peers-latency.png" >&2
+}
+
+install_peers
+if [ ! -x "$BENCH" ]; then
+    make -C "$ROOT" build JOBS=2 >&2
+fi
+cc -O2 -Wall -o "$WORK/cpgbench" "$ROOT/scripts/peers/cpgbench.c" -lcpg
+start_corosync
+write_cyclone_config
+echo "compare-peers: $PROCS processes, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
+    "runs $RUNS, throughput ${DURATION} s, latency ${LAT_DURATION} s, warm-up ${WARMUP} s" >&2
+run_cases
+summary=$(medians)
+print_tables "$summary"
+print_configurations
+[ -z "$PLOTS" ] || draw_plots "$summary"
+if [ -n "$OUT" ]; then
+    cp "$WORK/corosync.conf" "$WORK/cyclonedds.xml" "$OUT/"
+    echo "$summary" >"$OUT/medians.json"
+fi
+echo "compare-peers: done (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
