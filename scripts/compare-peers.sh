@@ -16,7 +16,12 @@
 #   light load: every process sends 1000, then 10 messages per second of
 #     1 KB; p50/p99 of the latency from send to the sender's own delivery
 #     (libspindle, CPG), and ddsperf's ping-pong round trip (Cyclone, two
-#     processes).
+#     processes);
+#   with --netns, three hosts for real: three network namespaces on one
+#     bridge (veth pairs, 10.x addresses, as tests/fabric-hosts does), one
+#     process in each, throughput at 1 KB and 10 KB, window 100: libspindle
+#     over libfabric tcp, Corosync over knet (UDP; one corosync in each
+#     namespace), Cyclone over UDP unicast.
 #
 # Usage: sudo bash scripts/compare-peers.sh [--runs N] [--duration S]
 #        [--latency-duration S] [--warmup S] [--out DIR] [--plots DIR]
@@ -28,11 +33,12 @@
 #                          object a run) and the peers' configuration files
 #   --plots DIR            draw DIR/peers-throughput.png and DIR/peers-latency.png
 #                          with gnuplot
+#   --netns                also the three-namespace cases
 # SPINDLE_BENCH names spindle-bench (default build/tools/bench/spindle-bench,
 # built with make when missing).
 set -euo pipefail
 
-RUNS=3 DURATION=5 LAT_DURATION=10 WARMUP=1 OUT="" PLOTS=""
+RUNS=3 DURATION=5 LAT_DURATION=10 WARMUP=1 OUT="" PLOTS="" NETNS=0
 SIZES=(1024 10240)
 WINDOWS=(100 1000)
 RATES=(1000 10)
@@ -44,6 +50,11 @@ die() {
 }
 number() { [[ $2 =~ ^[0-9]+([.][0-9]+)?$ ]] || die "$1 '$2' must be a positive number"; }
 while [ $# -gt 0 ]; do
+    if [ "$1" = --netns ]; then
+        NETNS=1
+        shift
+        continue
+    fi
     [ $# -ge 2 ] || die "$1 needs a value (see the top of $0)"
     case $1 in
     --runs) [[ $2 =~ ^[1-9][0-9]*$ ]] || die "--runs '$2' must be a whole number >= 1"; RUNS=$2 ;;
@@ -62,14 +73,33 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=${SPINDLE_BENCH:-$ROOT/build/tools/bench/spindle-bench}
 WORK=$(mktemp -d /tmp/compare-peers-XXXXXX)
 COROSYNC_PID=""
+# --netns: names carry the PID; a 10.x /24 from the PID keeps parallel runs apart.
+TAG=$$
+BRIDGE="cpbr$TAG"
+NET="10.$((100 + TAG % 100)).$((TAG / 100 % 250))"
+NS_COROSYNC_PIDS=()
+ns() { echo "peers-$TAG-$1"; }
+veth_host() { echo "cp${TAG}h$1"; }
+veth_ns() { echo "cp${TAG}n$1"; }
+# shellcheck disable=SC2317 # called from the trap
 cleanup() {
-    if [ -n "$COROSYNC_PID" ]; then
-        kill "$COROSYNC_PID" 2>/dev/null || true
-        wait "$COROSYNC_PID" 2>/dev/null || true
+    local pid i
+    for pid in "$COROSYNC_PID" "${NS_COROSYNC_PIDS[@]}"; do
+        [ -n "$pid" ] || continue
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    if [ "$NETNS" = 1 ]; then
+        for i in 0 1 2; do
+            ip netns del "$(ns "$i")" 2>/dev/null || true
+            ip link del "$(veth_host "$i")" 2>/dev/null || true
+        done
+        ip link del "$BRIDGE" 2>/dev/null || true
     fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
 [ -z "$OUT" ] || mkdir -p "$OUT"
 RESULTS=${OUT:-$WORK}/results.jsonl
 : >"$RESULTS"
@@ -188,21 +218,9 @@ cpg() { # SIZE WINDOW RATE DURATION
 # second (its last line may stop short).
 dds_seconds() { awk -v w="$WARMUP" -v d="$1" 'BEGIN { printf "%d", w + d + 1.999 }'; }
 
-# cyclone_throughput SIZE: PROCS ddsperf processes, each publishing as fast
-# as it can and subscribing (-L: its own samples too, as every libspindle
-# and CPG member delivers its own); the mean of each process' per-second
-# receive rate after the warm-up, averaged over the processes.
-cyclone_throughput() {
-    local i pids=() seconds
-    seconds=$(dds_seconds "$DURATION")
-    for ((i = 0; i < PROCS; i++)); do
-        ddsperf -L -k all -D "$seconds" -Q "minmatch:$PROCS" -Q initwait:20 pub size "$1" sub \
-            >"$WORK/dds-$i.out" 2>&1 &
-        pids+=($!)
-    done
-    for i in "${pids[@]}"; do
-        wait "$i" || die "ddsperf exited with an error: $(tail -n 3 "$WORK"/dds-*.out)"
-    done
+# dds_throughput_figures SIZE: from WORK/dds-*.out, the mean of each
+# process' per-second receive rate after the warm-up, averaged over them.
+dds_throughput_figures() {
     cat "$WORK"/dds-*.out | awk -v w="$WARMUP" -v d="$DURATION" -v size="$1" -v n="$PROCS" '
         # "[pid] T  size S total N lost L delta D lost L rate X kS/s ..."
         $3 == "size" && $5 == "total" && $2 > w + 0.5 && $2 <= w + d + 0.5 {
@@ -222,6 +240,25 @@ cyclone_throughput() {
         }' || die "no ddsperf throughput lines in $WORK/dds-0.out"
 }
 
+# cyclone_throughput SIZE: PROCS ddsperf processes, each publishing as fast
+# as it can and subscribing (-L: its own samples too, as every libspindle
+# and CPG member delivers its own); the mean of each process' per-second
+# receive rate after the warm-up, averaged over the processes.
+cyclone_throughput() {
+    local i pids=() seconds
+    seconds=$(dds_seconds "$DURATION")
+    rm -f "$WORK"/dds-*.out
+    for ((i = 0; i < PROCS; i++)); do
+        ddsperf -L -k all -D "$seconds" -Q "minmatch:$PROCS" -Q initwait:20 pub size "$1" sub \
+            >"$WORK/dds-$i.out" 2>&1 &
+        pids+=($!)
+    done
+    for i in "${pids[@]}"; do
+        wait "$i" || die "ddsperf exited with an error: $(tail -n 3 "$WORK"/dds-*.out)"
+    done
+    dds_throughput_figures "$1"
+}
+
 # cyclone_latency RATE: ddsperf ping at RATE Hz against one pong: the
 # round trip; p50 the median of the per-second medians, p99 the largest
 # per-second 99th percentile, both after the warm-up.
@@ -234,6 +271,7 @@ cyclone_latency() {
         >"$WORK/ping.out" 2>&1 || die "ddsperf ping failed: $(tail -n 3 "$WORK/ping.out")"
     wait "$pong" || true # it outlives the pinger on purpose; its status says nothing
     awk -v w="$WARMUP" -v d="$LAT_DURATION" '
+        BEGIN { n = 0 }
         function us(t) {
             if (t ~ /us$/) return substr(t, 1, length(t) - 2) + 0
             if (t ~ /ms$/) return substr(t, 1, length(t) - 2) * 1000
@@ -258,6 +296,124 @@ cyclone_latency() {
             printf "{\"msgs_per_s\":null,\"mb_per_s\":null,\"p50_latency_us\":%.2f,", p50[int(n / 2)]
             printf "\"p99_latency_us\":%.2f}\n", p99
         }' "$WORK/ping.out" || die "no ddsperf ping lines in $WORK/ping.out"
+}
+
+# --netns: three namespaces on one bridge, NET.1 .. NET.3.
+setup_netns() {
+    ip link add "$BRIDGE" type bridge
+    ip link set "$BRIDGE" up
+    local i
+    for i in 0 1 2; do
+        ip netns add "$(ns "$i")"
+        ip link add "$(veth_host "$i")" type veth peer name "$(veth_ns "$i")"
+        ip link set "$(veth_ns "$i")" netns "$(ns "$i")"
+        ip link set "$(veth_host "$i")" master "$BRIDGE"
+        ip link set "$(veth_host "$i")" up
+        ip netns exec "$(ns "$i")" ip link set lo up
+        ip netns exec "$(ns "$i")" ip addr add "$NET.$((i + 1))/24" dev "$(veth_ns "$i")"
+        ip netns exec "$(ns "$i")" ip link set "$(veth_ns "$i")" up
+    done
+}
+
+# One corosync in each namespace (knet over UDP, no crypto), each with a
+# /run of its own (corosync locks /run/corosync.pid); ready when every
+# namespace's corosync-cpgtool gets an answer and the ring has 3 members.
+start_netns_corosync() {
+    local i tries
+    {
+        printf 'totem {\n    version: 2\n    cluster_name: compare-peers-netns\n'
+        printf '    transport: knet\n    crypto_cipher: none\n    crypto_hash: none\n}\n'
+        printf 'nodelist {\n'
+        for i in 0 1 2; do
+            printf '    node {\n        ring0_addr: %s.%d\n        name: node%d\n' "$NET" \
+                $((i + 1)) "$i"
+            printf '        nodeid: %d\n    }\n' $((i + 1))
+        done
+        printf '}\nquorum {\n    provider: corosync_votequorum\n}\n'
+        printf 'logging {\n    to_stderr: yes\n    to_logfile: no\n    to_syslog: no\n}\n'
+    } >"$WORK/corosync-netns.conf"
+    for i in 0 1 2; do
+        mkdir -p "$WORK/state-$i"
+        ip netns exec "$(ns "$i")" unshare -m sh -c \
+            "mount -t tmpfs tmpfs /run && exec corosync -f -c '$WORK/corosync-netns.conf'" \
+            >"$WORK/corosync-netns-$i.log" 2>&1 &
+        NS_COROSYNC_PIDS+=($!)
+    done
+    for i in 0 1 2; do
+        tries=0
+        until ip netns exec "$(ns "$i")" corosync-cpgtool >/dev/null 2>&1 &&
+            grep -q "Members\[3\]" "$WORK/corosync-netns-$i.log"; do
+            tries=$((tries + 1))
+            [ "$tries" -lt 300 ] || {
+                cat "$WORK/corosync-netns-$i.log" >&2
+                die "corosync in $(ns "$i") did not form a 3-node ring within 30 s"
+            }
+            sleep 0.1
+        done
+    done
+}
+
+# netns_run SYSTEM SIZE: one process in each namespace, then one JSON object
+# (mean msgs_per_s and mb_per_s, median p50, largest p99 of the three).
+netns_run() {
+    local system=$1 size=$2 i pids=() group="cpgbench-netns-$TAG-$RANDOM"
+    for i in 0 1 2; do
+        case $system in
+        libspindle-*)
+            ip netns exec "$(ns "$i")" "$BENCH" --config "$WORK/netns.ini" --id "$i" \
+                --mode "${system#libspindle-}" --msg-size "$size" --window 100 \
+                --duration "$DURATION" --warmup "$WARMUP" --timeout 60 \
+                >"$WORK/netns-$i.out" 2>"$WORK/netns-$i.err" &
+            ;;
+        corosync-cpg)
+            ip netns exec "$(ns "$i")" "$WORK/cpgbench" --members 3 --id "$i" --group "$group" \
+                --size "$size" --window 100 --duration "$DURATION" --warmup "$WARMUP" \
+                >"$WORK/netns-$i.out" 2>"$WORK/netns-$i.err" &
+            ;;
+        cyclone-dds)
+            rm -f "$WORK/dds-$i.out"
+            ip netns exec "$(ns "$i")" env CYCLONEDDS_URI="file://$WORK/cyclonedds-$i.xml" \
+                ddsperf -L -k all -D "$(dds_seconds "$DURATION")" -Q minmatch:3 -Q initwait:20 \
+                pub size "$size" sub >"$WORK/dds-$i.out" 2>"$WORK/netns-$i.err" &
+            ;;
+        esac
+        pids+=($!)
+    done
+    for i in 0 1 2; do
+        wait "${pids[i]}" || die "$system in $(ns "$i") failed: $(tail -n 3 "$WORK/netns-$i.err")"
+    done
+    if [ "$system" = cyclone-dds ]; then
+        dds_throughput_figures "$size"
+        return
+    fi
+    for i in 0 1 2; do tail -n 1 "$WORK/netns-$i.out"; done | jq -s '
+        {msgs_per_s: (map(.msgs_per_s) | add / length), mb_per_s: (map(.mb_per_s) | add / length),
+         p50_latency_us: (map(.p50_latency_us) | sort | .[1]),
+         p99_latency_us: (map(.p99_latency_us) | max)}'
+}
+
+run_netns_cases() {
+    local run size system i
+    {
+        printf '[group]\nname = compare-peers-%s\ntransport = fabric\nprovider = tcp\n\n' "$TAG"
+        for i in 0 1 2; do
+            printf '[member.%d]\nhost = %s.%d\nport = %d\n\n' "$i" "$NET" $((i + 1)) $((7400 + i))
+        done
+        printf '[subgroup.0]\nmembers = 0, 1, 2\nwindow_size = 100\nmax_payload = 10240\n'
+    } >"$WORK/netns.ini"
+    for i in 0 1 2; do
+        sed -e "s|<NetworkInterface address=\"127.0.0.1\"/>|<NetworkInterface address=\"$NET.$((i + 1))\"/>|" \
+            -e "s|<Peers><Peer address=\"127.0.0.1\"/></Peers>|<Peers><Peer address=\"$NET.1\"/><Peer address=\"$NET.2\"/><Peer address=\"$NET.3\"/></Peers>|" \
+            "$WORK/cyclonedds.xml" >"$WORK/cyclonedds-$i.xml"
+    done
+    for ((run = 1; run <= RUNS; run++)); do
+        echo "compare-peers: namespaces, run $run of $RUNS (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+        for size in "${SIZES[@]}"; do
+            for system in libspindle-atomic libspindle-unordered corosync-cpg cyclone-dds; do
+                record "$system" netns "$size" 100 0 "$run" netns_run "$system" "$size"
+            done
+        done
+    done
 }
 
 run_cases() {
@@ -319,6 +475,24 @@ print_tables() {
         ($t | map(select(.size == $s and .system == "cyclone-dds")) | first) as $dds |
         "| \($s) | \($w) | \($row["libspindle-atomic"] | cell) | \($row["libspindle-unordered"] | cell) | \($row["corosync-cpg"] | cell) | \($dds | cell) | \(ratio($row["libspindle-atomic"]; $row["corosync-cpg"])) | \(ratio($row["libspindle-unordered"]; $dds)) | \(ratio($row["libspindle-atomic"]; $dds)) |"
     ' <<<"$summary"
+    if jq -e 'any(.case == "netns")' <<<"$summary" >/dev/null; then
+        echo
+        echo "### Three network namespaces, one process each: msgs/s delivered per member" \
+            "(MB/s), window 100, medians of $RUNS runs"
+        echo
+        echo "| size | libspindle atomic, fabric/tcp | libspindle unordered, fabric/tcp |" \
+            "Corosync CPG agreed, knet/UDP | Cyclone DDS reliable keep-all, UDP |" \
+            "atomic / CPG | unordered / Cyclone | atomic / Cyclone |"
+        echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+        jq -r '
+            def cell: if . == null then "-" else "\(.msgs_per_s | round) (\(.mb_per_s * 10 | round / 10))" end;
+            def ratio(a; b): if a == null or b == null or b.msgs_per_s == 0 then "-"
+                else "\(a.msgs_per_s / b.msgs_per_s * 100 | round / 100)" end;
+            map(select(.case == "netns")) as $n | ($n | map(.size) | unique)[] as $s |
+            ($n | map(select(.size == $s)) | INDEX(.system)) as $row |
+            "| \($s) | \($row["libspindle-atomic"] | cell) | \($row["libspindle-unordered"] | cell) | \($row["corosync-cpg"] | cell) | \($row["cyclone-dds"] | cell) | \(ratio($row["libspindle-atomic"]; $row["corosync-cpg"])) | \(ratio($row["libspindle-unordered"]; $row["cyclone-dds"])) | \(ratio($row["libspindle-atomic"]; $row["cyclone-dds"])) |"
+        ' <<<"$summary"
+    fi
     echo
     echo "### Light load: latency p50 / p99 in us, 1 KB messages, medians of $RUNS runs"
     echo
@@ -334,6 +508,29 @@ print_tables() {
         ($l | map(select(.rate == $r)) | INDEX(.system)) as $row |
         "| \($r) | \($row["libspindle-atomic"] | cell) | \($row["libspindle-unordered"] | cell) | \($row["corosync-cpg"] | cell) | \($row["cyclone-dds"] | cell) | \(ratio($row["libspindle-atomic"]; $row["corosync-cpg"])) | \(ratio($row["libspindle-atomic"]; $row["cyclone-dds"])) |"
     ' <<<"$summary"
+}
+
+netns_configurations() {
+    [ "$NETNS" = 1 ] || return 0
+    cat <<EOF
+- Three namespaces ($NET.1 .. $NET.3 on one bridge): libspindle from this file, each member
+  \`spindle-bench --config FILE --id I --mode MODE --msg-size SIZE --window 100 --duration S\`:
+
+\`\`\`ini
+$(cat "$WORK/netns.ini")
+\`\`\`
+
+  Corosync: one corosync in each namespace (its own /run), this corosync.conf:
+
+\`\`\`
+$(cat "$WORK/corosync-netns.conf")
+\`\`\`
+
+  and \`cpgbench --members 3 --id I --group NAME --size SIZE --window 100\` in each;
+  Cyclone: the XML above with NetworkInterface set to the namespace's address and the three
+  addresses as Peers, and the same ddsperf command in each.
+
+EOF
 }
 
 print_configurations() {
@@ -364,6 +561,7 @@ $(cat "$WORK/corosync.conf")
 $(cat "$WORK/cyclonedds.xml")
 \`\`\`
 
+$(netns_configurations)
 ### What each system guarantees
 
 - libspindle atomic: total order across all senders, and a message is delivered only once
@@ -450,12 +648,18 @@ write_cyclone_config
 echo "compare-peers: $PROCS processes, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
     "runs $RUNS, throughput ${DURATION} s, latency ${LAT_DURATION} s, warm-up ${WARMUP} s" >&2
 run_cases
+if [ "$NETNS" = 1 ]; then
+    setup_netns
+    start_netns_corosync
+    run_netns_cases
+fi
 summary=$(medians)
 print_tables "$summary"
 print_configurations
 [ -z "$PLOTS" ] || draw_plots "$summary"
 if [ -n "$OUT" ]; then
     cp "$WORK/corosync.conf" "$WORK/cyclonedds.xml" "$OUT/"
+    [ "$NETNS" = 0 ] || cp "$WORK/netns.ini" "$WORK/corosync-netns.conf" "$OUT/"
     echo "$summary" >"$OUT/medians.json"
 fi
 echo "compare-peers: done (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2

@@ -5,14 +5,18 @@
  *
  *   cpgbench --local N [--size BYTES] [--window W | --rate MSGS_PER_S]
  *            [--duration S] [--warmup S]
+ *   cpgbench --members N --id I --group NAME [the same workload flags]
  *
- * Forks N processes; each joins one CPG group (named for the launcher's
- * pid), waits until the group has N members, then sends with
+ * Forks N processes (or, with --members, is process I of a group of N
+ * spread over hosts, each started on its own); each joins one CPG group
+ * (named for the launcher's pid, or NAME), waits until the group has N
+ * members, then sends with
  * cpg_mcast_joined(CPG_TYPE_AGREED) for the warm-up plus the duration:
  * either as fast as it can with at most W of its own messages sent and not
  * yet delivered back to it (the window), or paced at a fixed rate. The
  * payload carries the sender, its sequence number and the send time
- * (CLOCK_MONOTONIC: one host, one clock). Each process counts what it
+ * (CLOCK_MONOTONIC; only the sender's own messages are timed, so the
+ * clocks of different hosts never meet). Each process counts what it
  * delivered between the end of the warm-up and the end, checks that every
  * sender's messages arrive in sequence, and samples the latency of its own
  * messages (send to delivery back to it, as spindle-bench does). The
@@ -46,7 +50,10 @@ struct header {
 };
 
 struct options {
-    unsigned procs, size, window, rate;
+    unsigned procs; /* processes in the group */
+    int id;         /* --members: this process' index; -1: --local forks them all */
+    const char *group;
+    unsigned size, window, rate;
     double duration_s, warmup_s;
 };
 
@@ -268,11 +275,12 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void report(const struct options *opt, const struct result *results)
+/* The JSON line of results[0..count): count is procs, or 1 (--members). */
+static void report(const struct options *opt, const struct result *results, unsigned count)
 {
     double rate_sum = 0, p50s[MAX_PROCS], p99 = 0;
     uint64_t delivered = 0, out_of_order = 0;
-    for (unsigned i = 0; i < opt->procs; i++) {
+    for (unsigned i = 0; i < count; i++) {
         rate_sum += results[i].seconds > 0 ? results[i].delivered / results[i].seconds : 0;
         delivered += results[i].delivered;
         out_of_order += results[i].out_of_order;
@@ -280,41 +288,53 @@ static void report(const struct options *opt, const struct result *results)
         if (results[i].p99_us > p99)
             p99 = results[i].p99_us;
     }
-    qsort(p50s, opt->procs, sizeof p50s[0], cmp_double);
-    double msgs_per_s = rate_sum / opt->procs;
+    qsort(p50s, count, sizeof p50s[0], cmp_double);
+    double msgs_per_s = rate_sum / count;
     printf("{\"system\":\"corosync-cpg\",\"guarantee\":\"agreed\",\"members\":%u,\"senders\":%u,"
            "\"msg_size\":%u,\"window\":%u,\"rate\":%u,\"duration_s\":%.3f,\"warmup_s\":%.3f,"
            "\"messages_delivered\":%llu,\"msgs_per_s\":%.1f,\"mb_per_s\":%.3f,"
            "\"p50_latency_us\":%.2f,\"p99_latency_us\":%.2f,\"out_of_order\":%llu}\n",
            opt->procs, opt->procs, opt->size, opt->rate > 0 ? 0 : opt->window, opt->rate,
            opt->duration_s, opt->warmup_s, (unsigned long long)delivered, msgs_per_s,
-           msgs_per_s * opt->size / 1e6, p50s[opt->procs / 2], p99,
-           (unsigned long long)out_of_order);
+           msgs_per_s * opt->size / 1e6, p50s[count / 2], p99, (unsigned long long)out_of_order);
 }
 
 static int usage(const char *what)
 {
     fprintf(stderr,
-            "cpgbench: %s\nusage: cpgbench --local N [--size BYTES] [--window W | --rate "
-            "MSGS_PER_S] [--duration S] [--warmup S]\n",
+            "cpgbench: %s\nusage: cpgbench --local N | --members N --id I --group NAME\n"
+            "                [--size BYTES] [--window W | --rate MSGS_PER_S] [--duration S] "
+            "[--warmup S]\n",
             what);
     return 2;
 }
 
 static int parse(int argc, char **argv, struct options *opt)
 {
-    *opt =
-        (struct options){.procs = 0, .size = 1024, .window = 100, .duration_s = 10, .warmup_s = 1};
+    *opt = (struct options){
+        .procs = 0, .id = -1, .size = 1024, .window = 100, .duration_s = 10, .warmup_s = 1};
+    unsigned local = 0;
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (value == NULL)
             return usage("every flag takes a value");
+        if (strcmp(flag, "--group") == 0) {
+            if (strlen(value) == 0 || strlen(value) >= CPG_MAX_NAME_LENGTH)
+                return usage("--group takes a name of 1 to 127 characters");
+            opt->group = value;
+            i++;
+            continue;
+        }
         double v = strtod(value, &end);
         if (end == value || *end != '\0' || v < 0)
             return usage("values are non-negative numbers");
-        if (strcmp(flag, "--local") == 0 && v >= 1 && v <= MAX_PROCS)
+        if ((strcmp(flag, "--local") == 0 || strcmp(flag, "--members") == 0) && v >= 1 &&
+            v <= MAX_PROCS) {
             opt->procs = (unsigned)v;
+            local += strcmp(flag, "--local") == 0;
+        } else if (strcmp(flag, "--id") == 0 && v < MAX_PROCS)
+            opt->id = (int)v;
         else if (strcmp(flag, "--size") == 0 && v >= sizeof(struct header) && v <= 1048576)
             opt->size = (unsigned)v;
         else if (strcmp(flag, "--window") == 0 && v >= 1)
@@ -331,7 +351,13 @@ static int parse(int argc, char **argv, struct options *opt)
         }
         i++;
     }
-    return opt->procs > 0 ? 0 : usage("give --local N (1..16)");
+    if (opt->procs == 0)
+        return usage("give --local N or --members N (1..16)");
+    if (local && (opt->id >= 0 || opt->group != NULL))
+        return usage("--local forks every process: --id and --group go with --members");
+    if (!local && (opt->id < 0 || (unsigned)opt->id >= opt->procs || opt->group == NULL))
+        return usage("--members N needs --id I (0..N-1) and --group NAME");
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -339,6 +365,16 @@ int main(int argc, char **argv)
     struct options opt;
     if (parse(argc, argv, &opt) != 0)
         return 2;
+    if (opt.id >= 0) {
+        struct result r = {0};
+        run_proc(&opt, (unsigned)opt.id, opt.group, &r);
+        if (!r.ok) {
+            fprintf(stderr, "cpgbench: process %d: %s\n", opt.id, r.error);
+            return 1;
+        }
+        report(&opt, &r, 1);
+        return 0;
+    }
     char group[64];
     snprintf(group, sizeof group, "cpgbench-%d", (int)getpid());
     pid_t pids[MAX_PROCS];
@@ -371,6 +407,6 @@ int main(int argc, char **argv)
         waitpid(pids[i], &status, 0);
     }
     if (!bad)
-        report(&opt, results);
+        report(&opt, results, opt.procs);
     return bad;
 }
