@@ -34,11 +34,13 @@
 #   --plots DIR            draw DIR/peers-throughput.png and DIR/peers-latency.png
 #                          with gnuplot
 #   --netns                also the three-namespace cases
+#   --from DIR             run nothing: print the tables (and draw the plots) again
+#                          from an earlier --out DIR
 # SPINDLE_BENCH names spindle-bench (default build/tools/bench/spindle-bench,
 # built with make when missing).
 set -euo pipefail
 
-RUNS=3 DURATION=5 LAT_DURATION=10 WARMUP=1 OUT="" PLOTS="" NETNS=0
+RUNS=3 DURATION=5 LAT_DURATION=10 WARMUP=1 OUT="" PLOTS="" NETNS=0 FROM=""
 SIZES=(1024 10240)
 WINDOWS=(100 1000)
 RATES=(1000 10)
@@ -63,11 +65,13 @@ while [ $# -gt 0 ]; do
     --warmup) number "$1" "$2"; WARMUP=$2 ;;
     --out) OUT=$2 ;;
     --plots) PLOTS=$2 ;;
+    --from) [ -f "$2/results.jsonl" ] || die "--from $2: no results.jsonl there"; FROM=$2 ;;
     *) die "unknown option '$1' (see the top of $0)" ;;
     esac
     shift 2
 done
-[ "$(id -u)" -eq 0 ] || die "run as root: it installs packages and starts corosync"
+[ -n "$FROM" ] || [ "$(id -u)" -eq 0 ] ||
+    die "run as root: it installs packages and starts corosync"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=${SPINDLE_BENCH:-$ROOT/build/tools/bench/spindle-bench}
@@ -101,8 +105,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 [ -z "$OUT" ] || mkdir -p "$OUT"
-RESULTS=${OUT:-$WORK}/results.jsonl
-: >"$RESULTS"
+if [ -n "$FROM" ]; then
+    RESULTS=$FROM/results.jsonl
+    RUNS=$(jq -s 'map(.run) | max' "$RESULTS")
+    cp "$FROM"/*.conf "$FROM"/*.xml "$FROM"/*.ini "$WORK/" 2>/dev/null || true
+else
+    RESULTS=${OUT:-$WORK}/results.jsonl
+    : >"$RESULTS"
+fi
 
 # The peers and the tools the script uses, installed once.
 install_peers() {
@@ -511,9 +521,10 @@ print_tables() {
 }
 
 netns_configurations() {
-    [ "$NETNS" = 1 ] || return 0
+    [ -f "$WORK/netns.ini" ] || return 0
     cat <<EOF
-- Three namespaces ($NET.1 .. $NET.3 on one bridge): libspindle from this file, each member
+- Three namespaces on one bridge ($(sed -n 's/^host = //p' "$WORK/netns.ini" | xargs)):
+  libspindle from this file, each member
   \`spindle-bench --config FILE --id I --mode MODE --msg-size SIZE --window 100 --duration S\`:
 
 \`\`\`ini
@@ -587,17 +598,16 @@ draw_plots() {
     jq -r 'map(select(.case == "throughput"))[] |
         "\(.system) \(.size) \(.window) \(.mb_per_s)"' <<<"$summary" >"$WORK/tput.dat"
     gnuplot <<EOF
-set terminal pngcairo size 900,500
+set terminal pngcairo size 1000,500
 set output "$PLOTS/peers-throughput.png"
 set title "Throughput per member, 3 processes on one host (medians of $RUNS runs)"
 set ylabel "MB/s delivered per member"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set key top left
+set key outside right
 set yrange [0:*]
 \$d << EOD
-case atomic unordered cpg cyclone
 $(jq -r '
     def mb(s): (map(select(.system == s)) | first | .mb_per_s // 0);
     map(select(.case == "throughput")) as $t |
@@ -612,7 +622,7 @@ EOF
     jq -r 'map(select(.case == "latency"))[] |
         "\(.system) \(.rate) \(.p50_us) \(.p99_us)"' <<<"$summary" >"$WORK/lat.dat"
     gnuplot <<EOF
-set terminal pngcairo size 900,500
+set terminal pngcairo size 1000,500
 set output "$PLOTS/peers-latency.png"
 set title "Light-load latency, 1 KB messages (medians of $RUNS runs; Cyclone: round trip)"
 set ylabel "microseconds (log scale)"
@@ -620,9 +630,8 @@ set logscale y
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set key top left
+set key outside right
 \$d << EOD
-case atomic-p50 atomic-p99 unordered-p50 unordered-p99 cpg-p50 cpg-p99 cyclone-p50 cyclone-p99
 $(jq -r '
     def at(s; f): (map(select(.system == s)) | first | .[f] // 0);
     map(select(.case == "latency")) as $l | ($l | map(.rate) | unique | reverse)[] as $r |
@@ -638,6 +647,13 @@ EOF
     echo "compare-peers: plots in $PLOTS/peers-throughput.png and $PLOTS/peers-latency.png" >&2
 }
 
+if [ -n "$FROM" ]; then
+    summary=$(medians)
+    print_tables "$summary"
+    print_configurations
+    [ -z "$PLOTS" ] || draw_plots "$summary"
+    exit 0
+fi
 install_peers
 if [ ! -x "$BENCH" ]; then
     make -C "$ROOT" build JOBS=2 >&2
