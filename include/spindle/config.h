@@ -76,7 +76,7 @@ struct spindle_config {
     struct {
         uint64_t messages;     /* default 100000 */
         uint32_t message_size; /* 1..SPINDLE_MAX_PAYLOAD, default 64 */
-        uint32_t duration_ms;  /* 0 = until messages are sent (default) */
+        uint32_t duration_ms;  /* 0 = until messages are sent (default); else a timed run */
     } bench;
 };
 

@@ -15,3 +15,10 @@ if(TARGET spindle-keygen)
   spindle_add_test(test_keygen SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_keygen.c
     ARGS $<TARGET_FILE:spindle-keygen> TIMEOUT 30 LABELS tools security)
 endif()
+# spindle-bench --duration: flag validation, a timed run that stops by
+# itself with a nonzero count, [bench] duration_ms, a joiner's summary.
+if(TARGET spindle-bench)
+  add_test(NAME bench_duration_runs_and_stops
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_duration.sh $<TARGET_FILE:spindle-bench>)
+  set_tests_properties(bench_duration_runs_and_stops PROPERTIES LABELS "tools" TIMEOUT 180)
+endif()

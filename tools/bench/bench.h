@@ -73,15 +73,22 @@ struct bench_config {
     const char *join;            /* --join HOST:PORT: join a running group */
     const char *listen;          /* --listen HOST:PORT: the joiner's own address */
     uint64_t leave_after; /* --leave-after: a joiner leaves after this many deliveries (0: stays) */
+    uint64_t duration_ns; /* --duration / [bench] duration_ms: send this long (0: --messages) */
+    uint64_t warmup_ns;   /* --warmup: the first part of a --duration run, not measured */
+    bool messages_given;  /* --messages on the command line */
 };
 
 struct bench_result {
     int ok;
     int member;
     char error[256];
-    uint64_t delivered;
+    uint64_t delivered;       /* in the measured interval (--duration: after the warm-up) */
+    uint64_t delivered_total; /* over the whole run */
     uint64_t expected;
-    double seconds;
+    double seconds; /* of the measured interval */
+    /* The views this member was in (a joiner's differ from the launch). */
+    uint32_t view_members_min, view_members_max, senders;
+    uint64_t first_view, last_view;
     uint64_t messages_sent;
     uint64_t writes_posted;
     uint64_t doorbells;

@@ -4,7 +4,7 @@
  * the TCP bootstrap address, which is also where the member's transport
  * listens), the transport and provider, the failure timeout and the
  * subgroups; its [bench] section gives the workload defaults. Command-line
- * flags override the workload (--messages, --msg-size, --window, --mode,
+ * flags override the workload (--messages, --duration, --msg-size, --window, --mode,
  * --senders, --active-subgroups) and --transport/--provider.
  *
  * Also the per-subgroup view of the workload that bench_member.c uses, with
@@ -48,6 +48,7 @@ int bench_config_load(struct bench_config *c, const char *path)
     c->accept_key_file = file->group.accept_key_file;
     snprintf(c->group_name, sizeof c->group_name, "%s", file->group.name);
     c->messages = file->bench.messages;
+    c->duration_ns = (uint64_t)file->bench.duration_ms * 1000000ull; /* 0: counted run */
     c->msg_size = file->bench.message_size;
     c->window = 0;           /* 0: each subgroup's window_size */
     c->subgroups = 0;        /* must stay 0: the file lists the subgroups */
@@ -92,9 +93,6 @@ int bench_config_finish(struct bench_config *c)
                                "the subgroups)");
     if (c->id < 0)
         return config_error(c, "give --id N: which member of the file this process is");
-    if (file->bench.duration_ms != 0)
-        return config_error(c, "[bench] duration_ms is not supported by spindle-bench: leave it "
-                               "0 and set messages");
     if (file->num_members == 0)
         return config_error(c, "the file defines no members (add [member.0] ... sections)");
     if (file->num_members > SPINDLE_MAX_MEMBERS)

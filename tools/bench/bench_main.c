@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +51,7 @@ static const char usage[] =
     "                         (ids 0..N-1, fixed ports), [group] transport, provider,\n"
     "                         failure_timeout_ms, [subgroup.N] members, senders, window_size,\n"
     "                         max_payload, mode (all subgroups active), [bench] messages,\n"
-    "                         message_size; the flags below override the file\n"
+    "                         message_size, duration_ms; the flags below override the file\n"
     "Workload:\n"
     "  --senders all|half|one which members send (default all; half = first N/2)\n"
     "  --msg-size BYTES       message size, 1..1048576 (default 1024)\n"
@@ -63,6 +64,12 @@ static const char usage[] =
     "  --mode atomic|unordered  delivery guarantee (default atomic)\n"
     "  --rate MSGS_PER_S      pace each sender to at most this many messages per second\n"
     "                         (sleeping, not spinning; default: as fast as it can)\n"
+    "  --duration SECONDS     a timed run instead of --messages: senders send for the\n"
+    "                         warm-up plus SECONDS (decimals allowed), and the figures count\n"
+    "                         what each member delivered after the warm-up; a progress line\n"
+    "                         per second goes to stderr ([bench] duration_ms in --config)\n"
+    "  --warmup SECONDS       the first part of a --duration run, left out of the figures\n"
+    "                         (default 1)\n"
     "Transport:\n"
     "  --transport shm|fabric|verbs  (default shm)\n"
     "  --provider NAME        libfabric provider for --transport fabric (tcp, sockets, ...)\n"
@@ -130,6 +137,24 @@ static int parse_u64(const char *text, const char *flag, uint64_t min, uint64_t 
     return 0;
 }
 
+/* SECONDS as a decimal number (millisecond resolution) in min_s..max_s,
+ * into nanoseconds; -1 after printing what was wrong. */
+static int parse_seconds(const char *text, const char *flag, double min_s, double max_s,
+                         uint64_t *out_ns)
+{
+    char *end;
+    errno = 0;
+    double v = text != NULL ? strtod(text, &end) : NAN;
+    if (text == NULL || errno != 0 || end == text || *end != '\0' || !isfinite(v) || v < min_s ||
+        v > max_s) {
+        fprintf(stderr, "spindle-bench: %s '%s' must be a number of seconds in %g..%g\n", flag,
+                text != NULL ? text : "", min_s, max_s);
+        return -1;
+    }
+    *out_ns = (uint64_t)llround(v * 1000.0) * 1000000ull;
+    return 0;
+}
+
 enum {
     OPT_LOCAL = 256,
     OPT_ID,
@@ -166,6 +191,8 @@ enum {
     OPT_LEAVE_AFTER,
     OPT_NAME,
     OPT_INCARNATION,
+    OPT_DURATION,
+    OPT_WARMUP,
     OPT_HELP
 };
 
@@ -205,6 +232,8 @@ static const struct option long_options[] = {
     {"leave-after", required_argument, 0, OPT_LEAVE_AFTER},
     {"name", required_argument, 0, OPT_NAME},
     {"incarnation", required_argument, 0, OPT_INCARNATION},
+    {"duration", required_argument, 0, OPT_DURATION},
+    {"warmup", required_argument, 0, OPT_WARMUP},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -217,8 +246,11 @@ static uint32_t count_members(const char *list)
     return n;
 }
 
+/* Flags whose absence means something (parse_number notes them). */
+enum { GIVEN_DELAYED = 1, GIVEN_DURATION = 2, GIVEN_WARMUP = 4 };
+
 /* Applies one numeric option; -1 on a bad value. */
-static int parse_number(int opt, const char *arg, struct bench_config *c, bool *delayed_given)
+static int parse_number(int opt, const char *arg, struct bench_config *c, unsigned *given)
 {
     uint64_t v;
     switch (opt) {
@@ -246,6 +278,7 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
         if (parse_u64(arg, "--messages", 1, 1ull << 32, &v) < 0)
             return -1;
         c->messages = v;
+        c->messages_given = true;
         return 0;
     case OPT_SUBGROUPS:
         if (parse_u64(arg, "--subgroups", 1, 1024, &v) < 0)
@@ -266,7 +299,7 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
         if (parse_u64(arg, "--delayed-senders", 0, SPINDLE_MAX_MEMBERS, &v) < 0)
             return -1;
         c->delayed_senders = (uint32_t)v;
-        *delayed_given = true;
+        *given |= GIVEN_DELAYED;
         return 0;
     case OPT_TIMEOUT:
         if (parse_u64(arg, "--timeout", 1, 86400, &v) < 0)
@@ -306,6 +339,16 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, bool *
         if (parse_u64(arg, "--control-port", 1, 65535, &v) < 0)
             return -1;
         c->control_port = (uint32_t)v;
+        return 0;
+    case OPT_DURATION:
+        if (parse_seconds(arg, "--duration", 0.001, 86400, &c->duration_ns) < 0)
+            return -1;
+        *given |= GIVEN_DURATION;
+        return 0;
+    case OPT_WARMUP:
+        if (parse_seconds(arg, "--warmup", 0, 3600, &c->warmup_ns) < 0)
+            return -1;
+        *given |= GIVEN_WARMUP;
         return 0;
     case OPT_LEAVE_AFTER:
         if (parse_u64(arg, "--leave-after", 1, UINT64_MAX >> 1, &v) < 0)
@@ -357,8 +400,34 @@ static int parse_word(int opt, const char *arg, struct bench_config *c)
     }
 }
 
-static int check_config(struct bench_config *c, bool delayed_given)
+/* --duration and --warmup with each other, with --messages and with the
+ * file's [bench] duration_ms (already in duration_ns): the command line
+ * wins over the file. */
+static int check_timing(struct bench_config *c, unsigned given)
 {
+    if ((given & GIVEN_DURATION) && c->messages_given)
+        return bad("%s--duration and --messages cannot be combined: a run is either timed or "
+                   "counted",
+                   "");
+    if (c->messages_given)
+        c->duration_ns = 0; /* over the file's duration_ms */
+    if ((given & GIVEN_WARMUP) && c->duration_ns == 0)
+        return bad("%s--warmup goes with --duration (or [bench] duration_ms): a counted run has "
+                   "no warm-up",
+                   "");
+    if (c->duration_ns > 0 && !(given & GIVEN_WARMUP))
+        c->warmup_ns = 1000000000ull;
+    if (c->duration_ns > 0 && c->tolerate_failures)
+        return bad("%s--duration cannot be combined with --tolerate-failures or --join: those "
+                   "runs end when every sender's --messages are in",
+                   "");
+    return 0;
+}
+
+static int check_config(struct bench_config *c, unsigned given)
+{
+    if (check_timing(c, given) != 0)
+        return 2;
     if (c->join != NULL) {
         if (c->local > 0 || c->id >= 0 || c->members != NULL)
             return bad("%s--join cannot be combined with --local, --id or --members", "");
@@ -384,7 +453,7 @@ static int check_config(struct bench_config *c, bool delayed_given)
         return bad("--id is outside the --members list '%s'", c->members);
     if (c->active_subgroups > c->subgroups)
         return bad("%s--active-subgroups exceeds --subgroups", "");
-    if (!delayed_given)
+    if (!(given & GIVEN_DELAYED))
         c->delayed_senders = c->delay_us > 0 ? 1 : 0;
     uint32_t members = c->local > 0 ? c->local : count_members(c->members);
     if (c->delayed_senders > bench_num_senders(c, members))
@@ -426,7 +495,7 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
     const char *config_path = find_config(argc, argv);
     if (config_path != NULL && bench_config_load(c, config_path) != 0)
         return 2;
-    bool delayed_given = false;
+    unsigned given = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
         switch (opt) {
@@ -480,7 +549,7 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
         case '?':
             return bad("unknown or incomplete option '%s'", argv[optind - 1]);
         default:
-            if (parse_number(opt, optarg, c, &delayed_given) < 0)
+            if (parse_number(opt, optarg, c, &given) < 0)
                 return 2;
         }
     }
@@ -488,7 +557,7 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
         return bad("unexpected argument '%s'", argv[optind]);
     if (c->file != NULL && bench_config_finish(c) != 0)
         return 2;
-    return check_config(c, delayed_given);
+    return check_config(c, given);
 }
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -599,7 +668,8 @@ static int run_local_members(const struct bench_config *config, uint32_t n)
             return 1;
     }
     /* Results are smaller than a pipe buffer: children never block. */
-    uint64_t deadline = bench_now_ns() + ((uint64_t)config->timeout_s + 120) * 1000000000ull;
+    uint64_t deadline = bench_now_ns() + ((uint64_t)config->timeout_s + 120) * 1000000000ull +
+                        config->warmup_ns + config->duration_ns;
     bool killed[SPINDLE_MAX_MEMBERS] = {false};
     int failed = reap_children(pids, n, deadline, config->tolerate_failures ? killed : NULL);
     struct bench_result *results = calloc(n, sizeof *results);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_timing.h"
 #include "util/crc32c.h"
 
 /* Longest trace line: six numbers, the longest 20 digits. */
@@ -22,12 +23,13 @@ struct member_state {
     const struct bench_config *config;
     uint32_t self;
     uint64_t expected;
-    uint64_t delivered;   /* atomic: written by the delivery callback */
-    uint64_t done_ns;     /* atomic: when delivered reached expected */
-    uint64_t *commit_ns;  /* [active * messages] own commit times */
-    uint32_t *latency_ns; /* [active * messages] own latencies */
-    uint64_t latency_count;
-    FILE *trace; /* written with write(2) from trace_buf, never through stdio */
+    uint64_t delivered;           /* atomic: written by the delivery callback */
+    uint64_t done_ns;             /* atomic: when delivered reached expected */
+    struct bench_latency latency; /* own commit times and latency samples */
+    struct bench_clock clock;     /* --duration: the run's time and its measured interval */
+    char who[32];                 /* "member <id>" in the progress line */
+    uint32_t max_window;          /* the largest window of the active subgroups */
+    FILE *trace;                  /* written with write(2) from trace_buf, never through stdio */
     char trace_buf[1u << 16];
     size_t trace_len;
     bool trace_failed;
@@ -35,8 +37,9 @@ struct member_state {
     uint64_t *from_sender; /* [active * SPINDLE_MAX_MEMBERS] messages delivered */
     int duplicate;         /* a sender's app index out of order */
     uint64_t view_id;
-    uint64_t view_mask;   /* member ids of the current view */
-    bool *sends;          /* [active] this member sends in the subgroup */
+    uint64_t view_mask;                          /* member ids of the current view */
+    uint32_t view_members_min, view_members_max; /* over the views it was in */
+    bool *sends;                                 /* [active] this member sends in the subgroup */
     int sender_rank;      /* rank among the senders of its first sending subgroup, or -1 */
     uint32_t num_senders; /* senders are member ids 0..num_senders-1 */
     uint64_t first_view;  /* a joiner's first view (UINT64_MAX: not reported yet) */
@@ -153,13 +156,8 @@ static void on_deliver(void *ctx, const struct spindle_message *messages, size_t
         const struct spindle_message *m = &messages[i];
         uint64_t index = app_index(st, m);
         if (m->sender_id == __atomic_load_n(&st->self, __ATOMIC_RELAXED) &&
-            m->subgroup < st->config->active_subgroups && index < st->config->messages &&
-            st->latency_count < st->config->messages * st->config->active_subgroups) {
-            uint64_t slot = (uint64_t)m->subgroup * st->config->messages + index;
-            uint64_t sent = st->commit_ns[slot];
-            st->latency_ns[st->latency_count++] =
-                (uint32_t)(now - sent > UINT32_MAX ? UINT32_MAX : now - sent);
-        }
+            m->subgroup < st->config->active_subgroups)
+            bench_latency_deliver(&st->latency, m->subgroup, index, now);
         if (st->trace != NULL)
             trace_line(st, m, index);
     }
@@ -178,6 +176,10 @@ static void on_view(void *ctx, const struct spindle_view_info *view)
     for (uint32_t i = 0; i < view->num_members; i++)
         mask |= 1ull << view->members[i];
     __atomic_store_n(&st->view_mask, mask, __ATOMIC_RELEASE);
+    if (view->num_members < __atomic_load_n(&st->view_members_min, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&st->view_members_min, view->num_members, __ATOMIC_RELEASE);
+    if (view->num_members > __atomic_load_n(&st->view_members_max, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&st->view_members_max, view->num_members, __ATOMIC_RELEASE);
     __atomic_store_n(&st->view_id, view->view_id, __ATOMIC_RELEASE);
     uint64_t unset = UINT64_MAX;
     __atomic_compare_exchange_n(&st->first_view, &unset, view->view_id, false, __ATOMIC_ACQ_REL,
@@ -211,12 +213,6 @@ static void fill_payload(uint8_t *data, uint32_t size, uint32_t self, uint32_t s
     }
     for (; i < size; i++)
         data[i] = (uint8_t)(word >> (8 * (i & 7)));
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 static void fail(struct bench_result *result, const char *what, int rc)
@@ -307,30 +303,52 @@ static uint64_t plan_subgroups(const struct bench_config *config, uint32_t membe
         st->sends[g] = rank >= 0;
         if (st->sender_rank < 0)
             st->sender_rank = rank;
+        if (sub.window_size > st->max_window)
+            st->max_window = sub.window_size;
         if (bench_is_member(&sub, st->self))
             expected += config->messages * sub.num_senders;
     }
     return expected;
 }
 
+/* The members of the current view. */
+static uint32_t view_size(struct member_state *st)
+{
+    return (uint32_t)__builtin_popcountll(__atomic_load_n(&st->view_mask, __ATOMIC_ACQUIRE));
+}
+
+/* --duration: moves the run clock on (progress line from member 0 of
+ * --local, from every standalone process). True once the time is over. */
+static bool run_over(const struct bench_config *config, struct member_state *st)
+{
+    bool progress = config->local == 0 || st->self == 0;
+    return bench_clock_tick(&st->clock, __atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE),
+                            view_size(st), progress);
+}
+
+/* Sleeps until message i of a --rate run is due. */
+static void pace(const struct bench_config *config, uint64_t start, uint64_t i)
+{
+    uint64_t due = start + i * 1000000000ull / config->rate, now = bench_now_ns();
+    if (due > now) {
+        struct timespec pause = {(time_t)((due - now) / 1000000000ull),
+                                 (long)((due - now) % 1000000000ull)};
+        nanosleep(&pause, NULL);
+    }
+}
+
 /* Streams this member's messages round-robin over the active subgroups it
- * sends in. */
+ * sends in: --messages of them, or until the --duration is over. */
 static int send_all(const struct bench_config *config, spindle_group_t *group,
                     struct member_state *st)
 {
     bool delayed = st->sender_rank >= 0 && (uint32_t)st->sender_rank < config->delayed_senders &&
                    config->delay_us > 0;
+    bool timed = config->duration_ns > 0;
     uint64_t start = bench_now_ns();
-    for (uint64_t i = 0; i < config->messages; i++) {
-        if (config->rate > 0) {
-            /* Message i is due at start + i / rate. */
-            uint64_t due = start + i * 1000000000ull / config->rate, now = bench_now_ns();
-            if (due > now) {
-                struct timespec pause = {(time_t)((due - now) / 1000000000ull),
-                                         (long)((due - now) % 1000000000ull)};
-                nanosleep(&pause, NULL);
-            }
-        }
+    for (uint64_t i = 0; timed ? !run_over(config, st) : i < config->messages; i++) {
+        if (config->rate > 0)
+            pace(config, start, i);
         for (uint32_t g = 0; g < config->active_subgroups; g++) {
             if (!st->sends[g])
                 continue;
@@ -341,7 +359,7 @@ static int send_all(const struct bench_config *config, spindle_group_t *group,
             fill_payload(slot, config->msg_size, st->self, g, i);
             if (config->tolerate_failures)
                 memcpy(slot, &i, 8);
-            st->commit_ns[(uint64_t)g * config->messages + i] = bench_now_ns();
+            bench_latency_commit(&st->latency, g, i, bench_now_ns());
             rc = spindle_commit(group, g);
             if (rc < 0)
                 return rc;
@@ -386,7 +404,7 @@ static int wait_delivered(const struct bench_config *config, spindle_group_t *gr
                           struct member_state *st)
 {
     uint64_t deadline = bench_now_ns() + (uint64_t)config->timeout_s * 1000000000ull;
-    while (!all_delivered(config, st)) {
+    while (config->duration_ns > 0 ? !run_over(config, st) : !all_delivered(config, st)) {
         if (bench_now_ns() > deadline)
             return SPINDLE_ETIMEDOUT;
         int status = spindle_group_status(group); /* stopped: cut off, ... */
@@ -402,7 +420,7 @@ static void collect(struct member_state *st, spindle_group_t *group, struct benc
 {
     struct spindle_stats stats;
     spindle_group_stats(group, &stats);
-    result->delivered = __atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE);
+    result->delivered_total = __atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE);
     result->messages_sent = stats.messages_sent;
     result->writes_posted = stats.writes_posted;
     result->doorbells = stats.doorbells;
@@ -418,14 +436,7 @@ static void collect(struct member_state *st, spindle_group_t *group, struct benc
     result->receive_msgs = stats.receive_batch_messages;
     result->delivery_batches = stats.delivery_batch_count;
     result->delivery_msgs = stats.delivery_batch_messages;
-    if (st->latency_count > 0) {
-        qsort(st->latency_ns, st->latency_count, sizeof *st->latency_ns, cmp_u32);
-        result->has_latency = 1;
-        /* Indexes of the percentiles, rounded down on purpose. */
-        uint64_t p50 = st->latency_count / 2, p99 = st->latency_count * 99 / 100;
-        result->p50_us = st->latency_ns[p50] / 1000.0;
-        result->p99_us = st->latency_ns[p99] / 1000.0;
-    }
+    result->has_latency = bench_latency_percentiles(&st->latency, &result->p50_us, &result->p99_us);
 }
 
 /* DIR/member-<id>.<suffix> of an initial member; a joiner's names carry
@@ -504,6 +515,42 @@ static int write_end(const struct bench_config *config, struct member_state *st)
     return fclose(file) == 0 ? 0 : SPINDLE_EIO;
 }
 
+/* Starts the --duration clock; its measured interval also bounds the
+ * latency samples. */
+static void start_clock(const struct bench_config *config, struct member_state *st)
+{
+    if (config->duration_ns == 0)
+        return;
+    snprintf(st->who, sizeof st->who, "member %u", __atomic_load_n(&st->self, __ATOMIC_RELAXED));
+    bench_clock_start(&st->clock, config->warmup_ns, config->duration_ns, config->msg_size,
+                      st->who);
+    st->latency.from_ns = st->clock.measure_ns;
+    st->latency.to_ns = st->clock.end_ns;
+}
+
+/* What this member did: the deliveries and time of the measured interval
+ * (--duration), of the whole stream (--messages; a joiner: from its join
+ * to its end), and the views it was in. */
+static void measured(const struct bench_config *config, struct member_state *st, uint64_t start,
+                     uint64_t end, struct bench_result *result)
+{
+    result->view_members_min = __atomic_load_n(&st->view_members_min, __ATOMIC_ACQUIRE);
+    result->view_members_max = __atomic_load_n(&st->view_members_max, __ATOMIC_ACQUIRE);
+    result->first_view = __atomic_load_n(&st->first_view, __ATOMIC_ACQUIRE);
+    result->last_view = __atomic_load_n(&st->view_id, __ATOMIC_ACQUIRE);
+    result->senders = st->num_senders;
+    if (config->duration_ns > 0) {
+        result->delivered = st->clock.measured_to - st->clock.measured_from;
+        result->seconds = (double)(st->clock.measured_to_ns - st->clock.measured_from_ns) / 1e9;
+        return;
+    }
+    result->delivered = __atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE);
+    uint64_t done = __atomic_load_n(&st->done_ns, __ATOMIC_ACQUIRE);
+    if (config->join != NULL || done <= start)
+        done = end; /* a joiner expects nothing: it ends when the stream does */
+    result->seconds = (double)(done - start) / 1e9;
+}
+
 void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t members,
                       struct bench_result *result)
 {
@@ -513,7 +560,6 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     bool joiner = config->join != NULL;
     uint32_t num_senders = joiner ? 0 : bench_num_senders(config, members);
     st.num_senders = num_senders; /* a joiner's comes with the state */
-    uint64_t own = (uint64_t)config->active_subgroups * config->messages;
     st.sends = calloc(config->active_subgroups, sizeof *st.sends);
     if (st.sends == NULL) {
         fail(result, "allocating the subgroup plan", SPINDLE_ENOMEM);
@@ -523,14 +569,16 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     if (!joiner) /* a joiner receives only (the default layout) */
         st.expected = plan_subgroups(config, members, &st);
     result->expected = st.expected;
-    st.commit_ns = calloc(own > 0 ? own : 1, sizeof *st.commit_ns);
     st.view_mask = members >= 64 ? UINT64_MAX : (1ull << members) - 1;
+    st.view_members_min = joiner ? UINT32_MAX : members;
+    st.view_members_max = joiner ? 0 : members;
     if (joiner)
         st.self = self = UINT32_MAX;
     st.from_sender =
         calloc((size_t)config->active_subgroups * SPINDLE_MAX_MEMBERS + 1, sizeof *st.from_sender);
-    st.latency_ns = calloc(own > 0 ? own : 1, sizeof *st.latency_ns);
-    if (st.commit_ns == NULL || st.latency_ns == NULL || st.from_sender == NULL) {
+    int rc = bench_latency_init(&st.latency, config->active_subgroups,
+                                config->duration_ns > 0 ? 0 : config->messages, st.max_window);
+    if (rc < 0 || st.from_sender == NULL) {
         fail(result, "allocating latency arrays", SPINDLE_ENOMEM);
         goto out;
     }
@@ -544,7 +592,7 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         member_path(config, &st, "trace", joining_trace, sizeof joining_trace);
     spindle_group_t *group = NULL;
     uint64_t asked = bench_now_ns();
-    int rc = create_group(config, self, members, &st, &group);
+    rc = create_group(config, self, members, &st, &group);
     if (rc < 0) {
         fail(result, "spindle_group_create", rc);
         goto out;
@@ -569,10 +617,12 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     /* A joiner comes in after the start: the others are past the barrier. */
     rc = joiner ? 0 : spindle_barrier(group, 60000);
     uint64_t start = bench_now_ns();
+    start_clock(config, &st);
     if (rc == 0 && st.sender_rank >= 0)
         rc = send_all(config, group, &st);
     if (rc == 0)
         rc = wait_delivered(config, group, &st);
+    uint64_t end = bench_now_ns();
     if (rc == 0 && __atomic_load_n(&st.duplicate, __ATOMIC_ACQUIRE))
         rc = SPINDLE_EPROTO;
     if (rc < 0) {
@@ -587,8 +637,7 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
                  (unsigned long long)st.expected);
     } else {
         result->ok = 1;
-        uint64_t done = __atomic_load_n(&st.done_ns, __ATOMIC_ACQUIRE);
-        result->seconds = (double)((done > start ? done : bench_now_ns()) - start) / 1e9;
+        measured(config, &st, start, end, result);
     }
     if (result->ok && leave_due(config, &st)) {
         /* Leaving flushes this member's messages (a joiner has none) and
@@ -618,8 +667,7 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
 out:
     if (st.trace != NULL)
         fclose(st.trace);
-    free(st.commit_ns);
-    free(st.latency_ns);
+    bench_latency_release(&st.latency);
     free(st.from_sender);
     free(st.sends);
 }

@@ -33,7 +33,7 @@ static void print_hist(const char *name, const uint64_t *hist)
 }
 
 struct totals {
-    uint64_t delivered, writes, doorbells, nulls, post_ns, sent;
+    uint64_t delivered, delivered_total, writes, doorbells, nulls, post_ns, sent;
     uint64_t pinned_max; /* most bytes one member's transport kept pinned */
     uint64_t send_hist[SPINDLE_HIST_BUCKETS], receive_hist[SPINDLE_HIST_BUCKETS],
         delivery_hist[SPINDLE_HIST_BUCKETS];
@@ -49,6 +49,7 @@ static void sum_results(const struct bench_result *results, uint32_t count, stru
     for (uint32_t i = 0; i < count; i++) {
         const struct bench_result *r = &results[i];
         t->delivered += r->delivered;
+        t->delivered_total += r->delivered_total;
         t->sent += r->messages_sent;
         t->writes += r->writes_posted;
         t->doorbells += r->doorbells;
@@ -91,6 +92,11 @@ void bench_report(const struct bench_config *config, uint32_t members,
     double msgs_per_s = t.rate_sum / count; /* per receiving member */
     double mb_per_s = msgs_per_s * config->msg_size / 1e6;
     uint32_t senders = bench_num_senders(config, members);
+    if (config->join != NULL) {
+        /* A joiner reports the views it was in. */
+        members = results[0].view_members_max;
+        senders = results[0].senders;
+    }
     const char *mode = config->mode == SPINDLE_MODE_ATOMIC ? "atomic" : "unordered";
     if (config->file != NULL && !config->mode_given)
         mode = "per-subgroup";        /* --config subgroups with different modes */
@@ -104,11 +110,22 @@ void bench_report(const struct bench_config *config, uint32_t members,
            "sender(s)\n",
            config->batching ? "on" : "off", config->null_sends ? "on" : "off",
            config->early_unlock ? "on" : "off", config->delay_us, config->delayed_senders);
+    if (config->join != NULL)
+        printf("  joiner: member %d in views %llu..%llu of %u to %u members; its figures run "
+               "from its join to its end\n",
+               results[0].member, (unsigned long long)results[0].first_view,
+               (unsigned long long)results[0].last_view, results[0].view_members_min,
+               results[0].view_members_max);
+    if (config->duration_ns > 0)
+        printf("  timed run: %.3f s measured after a %.3f s warm-up; %llu messages delivered in "
+               "all\n",
+               (double)config->duration_ns / 1e9, (double)config->warmup_ns / 1e9,
+               (unsigned long long)t.delivered_total);
     printf("  delivered %llu messages (all members) in %.3f s: %.0f msgs/s, %.2f MB/s per member\n",
            (unsigned long long)t.delivered, t.seconds, msgs_per_s, mb_per_s);
     printf("  latency p50 %.1f us, p99 %.1f us; writes posted %llu (%.3f per delivered message), "
            "nulls %llu\n",
-           t.p50, t.p99, (unsigned long long)t.writes, mean(t.writes, t.delivered),
+           t.p50, t.p99, (unsigned long long)t.writes, mean(t.writes, t.delivered_total),
            (unsigned long long)t.nulls);
     printf("  mean batch: send %.2f, receive %.2f, delivery %.2f; pinned %llu bytes at most per "
            "member\n",
@@ -117,7 +134,8 @@ void bench_report(const struct bench_config *config, uint32_t members,
     printf("{\"members\":%u,\"senders\":%u,\"msg_size\":%u,\"window\":%u,\"subgroups\":%u,"
            "\"active_subgroups\":%u,\"mode\":\"%s\",\"transport\":\"%s\",\"batching\":%s,"
            "\"null_sends\":%s,\"early_unlock\":%s,\"delay_us\":%u,\"delayed_senders\":%u,"
-           "\"messages_per_sender\":%llu,\"messages_delivered\":%llu,\"seconds\":%.6f,"
+           "\"messages_per_sender\":%llu,\"duration_s\":%.3f,\"warmup_s\":%.3f,"
+           "\"messages_delivered\":%llu,\"messages_delivered_total\":%llu,\"seconds\":%.6f,"
            "\"msgs_per_s\":%.1f,\"mb_per_s\":%.3f,\"writes_posted\":%llu,\"doorbells\":%llu,"
            "\"writes_per_message\":%.4f,\"nulls_sent\":%llu,\"post_ms\":%.3f,"
            "\"p50_latency_us\":%.2f,\"p99_latency_us\":%.2f,\"send_batch_mean\":%.3f,"
@@ -125,11 +143,14 @@ void bench_report(const struct bench_config *config, uint32_t members,
            members, senders, config->msg_size, config->window, config->subgroups,
            config->active_subgroups, mode, config->transport, config->batching ? "true" : "false",
            config->null_sends ? "true" : "false", config->early_unlock ? "true" : "false",
-           config->delay_us, config->delayed_senders, (unsigned long long)config->messages,
-           (unsigned long long)t.delivered, t.seconds, msgs_per_s, mb_per_s,
-           (unsigned long long)t.writes, (unsigned long long)t.doorbells,
-           mean(t.writes, t.delivered), (unsigned long long)t.nulls, (double)t.post_ns / 1e6, t.p50,
-           t.p99, mean(t.send_m, t.send_b), mean(t.recv_m, t.recv_b), mean(t.deliv_m, t.deliv_b));
+           config->delay_us, config->delayed_senders,
+           (unsigned long long)(config->duration_ns > 0 ? 0 : config->messages),
+           (double)config->duration_ns / 1e9, (double)config->warmup_ns / 1e9,
+           (unsigned long long)t.delivered, (unsigned long long)t.delivered_total, t.seconds,
+           msgs_per_s, mb_per_s, (unsigned long long)t.writes, (unsigned long long)t.doorbells,
+           mean(t.writes, t.delivered_total), (unsigned long long)t.nulls, (double)t.post_ns / 1e6,
+           t.p50, t.p99, mean(t.send_m, t.send_b), mean(t.recv_m, t.recv_b),
+           mean(t.deliv_m, t.deliv_b));
     print_hist("send_hist", t.send_hist);
     print_hist("receive_hist", t.receive_hist);
     print_hist("delivery_hist", t.delivery_hist);

@@ -1,0 +1,73 @@
+/*
+ * spindle-bench timing: own-message latency samples and the clock of a
+ * time-based run (--duration).
+ *
+ * Latency: the sending thread notes each own message's commit time; the
+ * delivery upcall (the library's predicate thread) turns the local delivery
+ * of that message into a sample. A --messages run keeps every commit time
+ * and every sample; a --duration run keeps commit times in a ring per
+ * subgroup (an entry carries its message index, so a slot reused before its
+ * message came back gives no sample rather than a wrong one) and at most
+ * BENCH_MAX_SAMPLES samples (a uniform reservoir beyond that), and samples
+ * only messages committed inside the measured interval.
+ *
+ * The run clock: a --duration run sends from start until start + warm-up +
+ * duration; the figures count what was delivered between the end of the
+ * warm-up and the end (the calling thread notes both edges as it passes
+ * them), and a progress line goes to stderr every second.
+ */
+#ifndef SPINDLE_BENCH_TIMING_H
+#define SPINDLE_BENCH_TIMING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define BENCH_MAX_SAMPLES (1u << 22)
+
+struct bench_latency {
+    uint64_t *commit_ns;    /* [subgroups * ring] */
+    uint64_t *commit_index; /* [subgroups * ring] (duration runs: which message) */
+    uint64_t ring;          /* entries per subgroup */
+    bool wrap;              /* ring (duration run) rather than one entry per message */
+    uint32_t *samples;      /* nanoseconds, saturated at UINT32_MAX */
+    uint64_t count, capacity, seen;
+    uint64_t random;         /* reservoir sampling state */
+    uint64_t from_ns, to_ns; /* sample messages committed in [from_ns, to_ns) */
+};
+
+/* Sizes the recorder for subgroups subgroups: one entry per message when
+ * messages > 0, else a ring of at least 8 * window entries. Returns 0 or
+ * SPINDLE_ENOMEM. */
+int bench_latency_init(struct bench_latency *lat, uint32_t subgroups, uint64_t messages,
+                       uint32_t window);
+void bench_latency_release(struct bench_latency *lat);
+/* Sending thread: message index of subgroup was committed at now. */
+void bench_latency_commit(struct bench_latency *lat, uint32_t subgroup, uint64_t index,
+                          uint64_t now);
+/* Delivery upcall: own message index of subgroup was delivered at now. */
+void bench_latency_deliver(struct bench_latency *lat, uint32_t subgroup, uint64_t index,
+                           uint64_t now);
+/* After the run: sorts the samples; false when there are none. */
+bool bench_latency_percentiles(struct bench_latency *lat, double *p50_us, double *p99_us);
+
+struct bench_clock {
+    uint64_t start_ns, measure_ns, end_ns; /* the run's start, warm-up end, end */
+    uint64_t next_progress_ns;
+    uint64_t last_delivered, last_ns;
+    uint64_t measured_from, measured_to;       /* delivered counts at the two edges */
+    uint64_t measured_from_ns, measured_to_ns; /* when they were read */
+    bool measuring, ended;
+    const char *who; /* "member 0", for the progress line */
+    uint32_t msg_size;
+};
+
+/* A run of duration_ns after warmup_ns, starting now. */
+void bench_clock_start(struct bench_clock *clock, uint64_t warmup_ns, uint64_t duration_ns,
+                       uint32_t msg_size, const char *who);
+/* Called often by the running thread with the current delivered count and
+ * the members of the current view: notes the interval's edges, prints the
+ * progress line when due. Returns true once the run's time is over. */
+bool bench_clock_tick(struct bench_clock *clock, uint64_t delivered, uint32_t members,
+                      bool progress);
+
+#endif
