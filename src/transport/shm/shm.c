@@ -115,16 +115,21 @@ static long futex(uint32_t *word, int op, uint32_t value, const struct timespec 
     return syscall(SYS_futex, word, op, value, timeout, NULL, 0);
 }
 
+/* The seals every object shares: its size can change no more (a peer
+ * that maps it cannot shrink it under its owner, whose next touch of the
+ * lost pages would be a SIGBUS), nor can the seals. */
+#define SHM_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
 static int memfd_map(const char *name, size_t length, int *fd_out, void **addr_out)
 {
-    int fd = memfd_create(name, MFD_CLOEXEC);
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return sp_error(SPINDLE_EIO, "shm: memfd_create(%s): %s", name, strerror(errno));
-    if (ftruncate(fd, (off_t)length) != 0) {
+    if (ftruncate(fd, (off_t)length) != 0 || fcntl(fd, F_ADD_SEALS, SHM_SEALS) != 0) {
         int err = errno;
         close(fd);
-        return sp_error(SPINDLE_ENOMEM, "shm: cannot size %s to %zu bytes: %s", name, length,
-                        strerror(err));
+        return sp_error(SPINDLE_ENOMEM, "shm: cannot size and seal %s at %zu bytes: %s", name,
+                        length, strerror(err));
     }
     void *addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (addr == MAP_FAILED) {
@@ -190,7 +195,38 @@ int shm_desc_decode(const struct tp_desc *desc, uint32_t kind, struct shm_wire *
     return 0;
 }
 
-/* Maps another process's memfd through /proc. */
+/* Why the object fd (opened from path) is not one of a peer's: not a
+ * memory object of this backend, not sealed as memfd_map seals them, or
+ * not exactly the size its descriptor claims (a stale descriptor whose fd
+ * number now names something else). NULL when it is. */
+static const char *remote_refusal(int fd, const char *path, uint64_t length, char *why, size_t cap)
+{
+    char target[128] = "";
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n > 0)
+        target[n] = '\0';
+    if (n <= 0 || strncmp(target, "/memfd:spindle-", 15) != 0) {
+        snprintf(why, cap, "is %s, not a memory object of this backend",
+                 n > 0 ? target : "unreadable");
+        return why;
+    }
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || (seals & SHM_SEALS) != SHM_SEALS) {
+        snprintf(why, cap, "is not sealed (seals %#x): its owner could shrink it under us",
+                 seals < 0 ? 0 : (unsigned)seals);
+        return why;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != length) {
+        snprintf(why, cap, "holds %lld bytes, not the %llu its descriptor claims",
+                 (long long)st.st_size, (unsigned long long)length);
+        return why;
+    }
+    return NULL;
+}
+
+/* Maps another process's memfd through /proc, once it is checked to be
+ * one (remote_refusal). */
 static int map_remote(const struct shm_wire *wire, void **addr_out)
 {
     char path[64];
@@ -202,13 +238,10 @@ static int map_remote(const struct shm_wire *wire, void **addr_out)
                         "shm: cannot open peer pid %d object %s: %s", wire->pid, path,
                         strerror(err));
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < wire->length) {
+    char why[192];
+    if (remote_refusal(fd, path, wire->length, why, sizeof why) != NULL) {
         close(fd);
-        return sp_error(SPINDLE_EPROTO,
-                        "shm: peer pid %d object is smaller than the %llu "
-                        "bytes its descriptor claims",
-                        wire->pid, (unsigned long long)wire->length);
+        return sp_error(SPINDLE_EPROTO, "shm: peer pid %d object %s %s", wire->pid, path, why);
     }
     void *addr = mmap(NULL, wire->length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int err = errno;

@@ -2,8 +2,11 @@
  * Shared-memory backend, what only it does (the contract itself, T1-T4 and
  * the doorbell, is tests/transport/conformance): a ring reaches a peer
  * blocked in futex(2) and counts as a wake-up, a killed peer's pidfd is
- * noticed within the failure timeout, and descriptors are checked.
+ * noticed within the failure timeout, and descriptors are checked, the
+ * objects they name too (sealed memory objects of the claimed size).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -14,11 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "transport/shm/shm_impl.h"
 #include "transport/transport.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -197,12 +202,77 @@ static void test_bad_descriptors_and_ranges_are_rejected(void **state)
     tp_close(ep);
 }
 
+/* What a peer can and cannot do to the objects it maps: a region and the
+ * control page are sealed (the importer cannot shrink them under their
+ * owner), and an import refuses what is not one of this backend's sealed
+ * objects of exactly the claimed size, naming what it found. */
+static void test_objects_are_sealed_and_checked_on_import(void **state)
+{
+    (void)state;
+    struct tp_endpoint *ep = open_ep(1000);
+    struct tp_desc address, region;
+    struct tp_peer *peer;
+    void *addr;
+    struct tp_mr *mr;
+    struct tp_rmr *rmr;
+    assert_int_equal(tp_address(ep, &address), 0);
+    assert_int_equal(tp_connect(ep, &address, 100, &peer), 0);
+    assert_int_equal(tp_mr_alloc(ep, REGION_SIZE, TP_MR_REMOTE_WRITE, &addr, &mr), 0);
+    assert_int_equal(tp_mr_export(mr, &region), 0);
+    assert_int_equal(tp_rmr_import(peer, &region, &rmr), 0);
+
+    /* As a peer would open it: it cannot be shrunk or grown. */
+    struct shm_wire wire;
+    assert_int_equal(shm_desc_decode(&region, SHM_KIND_REGION, &wire), 0);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", wire.pid, wire.fd);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, 0), -1);
+    assert_int_equal(errno, EPERM);
+    assert_int_equal(ftruncate(fd, 2 * REGION_SIZE), -1);
+    assert_int_equal(errno, EPERM);
+    close(fd);
+
+    /* A descriptor naming an unsealed memfd of the same process... */
+    int unsealed = memfd_create("spindle-region", MFD_CLOEXEC);
+    assert_true(unsealed >= 0);
+    assert_int_equal(ftruncate(unsealed, REGION_SIZE), 0);
+    struct shm_wire forged = wire;
+    forged.fd = unsealed;
+    struct tp_desc desc;
+    shm_desc_encode(&forged, &desc);
+    struct tp_rmr *other;
+    assert_int_equal(tp_rmr_import(peer, &desc, &other), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "is not sealed"));
+    close(unsealed);
+    /* ...a file that is no memory object at all... */
+    int file = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    assert_true(file >= 0);
+    forged.fd = file;
+    shm_desc_encode(&forged, &desc);
+    assert_int_equal(tp_rmr_import(peer, &desc, &other), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "not a memory object of this backend"));
+    close(file);
+    /* ...and the real region claimed larger than it is. */
+    forged = wire;
+    forged.length = 2 * REGION_SIZE;
+    shm_desc_encode(&forged, &desc);
+    assert_int_equal(tp_rmr_import(peer, &desc, &other), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "holds 4096 bytes, not the 8192"));
+
+    tp_rmr_release(peer, rmr);
+    tp_mr_free(ep, mr);
+    tp_close(ep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_wakes_sleeping_peer),
         cmocka_unit_test(test_killed_peer_is_reported),
         cmocka_unit_test(test_bad_descriptors_and_ranges_are_rejected),
+        cmocka_unit_test(test_objects_are_sealed_and_checked_on_import),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
