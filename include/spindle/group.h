@@ -218,6 +218,18 @@ struct spindle_group_options {
      * key_file; checked like it. NULL, the default: key_file alone.
      */
     const char *accept_key_file;
+    /*
+     * Dedicated-CPU polling, for hosts with cores to spare
+     * (docs/PERFORMANCE.md). false, the default: adaptive polling, the
+     * predicate thread spins briefly after work (as long as the CPUs it
+     * may use allow) and then sleeps on its doorbell. true: the predicate
+     * thread is pinned to CPU poll_cpu and polls without ever sleeping,
+     * taking that CPU whole; give each member on a host its own CPU and
+     * keep other busy threads off them. spindle_group_create fails with
+     * SPINDLE_EINVAL when poll_cpu is not a CPU this process may run on.
+     */
+    bool poll_dedicated;
+    uint32_t poll_cpu;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram

@@ -4,6 +4,8 @@
  * membership layer (src/view) does the work; this file checks what the
  * application gave and translates it.
  */
+#include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,22 @@ static int check_timeouts(const struct spindle_group_options *options)
     return 0;
 }
 
+/* A dedicated polling CPU must be one this process may run on. */
+static int check_poll_cpu(const struct spindle_group_options *options)
+{
+    if (!options->poll_dedicated)
+        return 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return sp_error(SPINDLE_EIO, "poll_cpu %u: cannot read this process's CPUs: %s",
+                        options->poll_cpu, strerror(errno));
+    if (options->poll_cpu >= CPU_SETSIZE || !CPU_ISSET(options->poll_cpu, &set))
+        return sp_error(SPINDLE_EINVAL,
+                        "poll_cpu %u is not a CPU this process may run on (it may use %d CPUs)",
+                        options->poll_cpu, CPU_COUNT(&set));
+    return 0;
+}
+
 static int check_options(const struct spindle_group_options *options, uint32_t num_subgroups)
 {
     if (options->join == NULL) { /* a joiner's self and num_members come from the group */
@@ -65,6 +83,8 @@ static int check_options(const struct spindle_group_options *options, uint32_t n
         return sp_error(SPINDLE_EINVAL, "num_subgroups %u exceeds the limit of %u", num_subgroups,
                         SPINDLE_MAX_SUBGROUPS);
     int rc = check_timeouts(options);
+    if (rc == 0)
+        rc = check_poll_cpu(options);
     if (rc == 0 && tp_backend_find(options->transport) == NULL)
         rc = SPINDLE_ENOTSUP; /* the message names the transport and the built ones */
     return rc;
@@ -113,6 +133,8 @@ static void view_config_of(const struct spindle_group *group, struct view_config
         out->transport.host = group->boot.hosts[o->self].host;
     sst_engine_options_default(&out->engine);
     out->engine.early_unlock = o->early_unlock;
+    out->engine.poll_dedicated = o->poll_dedicated;
+    out->engine.poll_cpu = o->poll_cpu;
     out->batching = o->batching;
     out->null_sends = o->null_sends;
     out->deliver = o->deliver;

@@ -106,6 +106,8 @@ struct sst_engine_options {
     int max_sleep_ms;    /* upper bound of one doorbell sleep (heartbeat period) */
     bool announce_sleep; /* push the SLEEP word even where the doorbell is cheap
                           * (always where it is not); lets tests see a sleep */
+    bool poll_dedicated; /* pin the predicate thread to poll_cpu and never sleep */
+    uint32_t poll_cpu;
 };
 
 void sst_engine_options_default(struct sst_engine_options *options);

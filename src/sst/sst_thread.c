@@ -4,10 +4,13 @@
  * process may use), then announce sleep and block on the transport
  * doorbell, which every push that needs an answer rings. Every wait ends
  * at a ring; none is an uninterruptible nap. The thread never holds the
- * lock while sleeping or posting.
+ * lock while sleeping or posting. With a dedicated CPU (poll_dedicated)
+ * it is pinned there and never sleeps.
  */
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -275,14 +278,31 @@ static uint64_t spin_budget_ns(uint32_t spin_us)
     return full_ns < SPIN_BRIEF_NS ? full_ns : SPIN_BRIEF_NS;
 }
 
+/* Dedicated-CPU polling: pins the calling thread to cpu; the loop then
+ * never sleeps. Returns false (logged) when the pin failed, and the thread
+ * polls adaptively instead rather than spin on a CPU it shares. */
+static bool pin_to(uint32_t cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (rc != 0)
+        SP_LOG_WARNING("sst", "cannot pin the predicate thread to CPU %u (%s): polling adaptively",
+                       cpu, strerror(rc));
+    return rc == 0;
+}
+
 static void *predicate_thread(void *arg)
 {
     struct sst_engine *engine = arg;
     current_engine = engine;
-    request_short_slice();
+    bool dedicated = engine->options.poll_dedicated && pin_to(engine->options.poll_cpu);
+    if (!dedicated)
+        request_short_slice();
     uint64_t idle_since = sp_now_ns();
     uint64_t last_heartbeat = 0;
-    const uint64_t spin_ns = spin_budget_ns(engine->options.spin_us);
+    const uint64_t spin_ns = dedicated ? UINT64_MAX : spin_budget_ns(engine->options.spin_us);
     const uint64_t heartbeat_ns = (uint64_t)engine->options.max_sleep_ms * 1000000;
     while (atomic_load(&engine->running)) {
         pthread_mutex_lock(&engine->lock);

@@ -10,3 +10,7 @@ spindle_add_test(test_reservations SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_reserv
 # under a quarter of one core in total.
 spindle_add_test(test_group_idle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_group_idle.c
                  TIMEOUT 60 LABELS group sst)
+# Dedicated-CPU polling: two members' predicate threads pinned to their
+# CPUs, never sleeping; a CPU the process may not use refused.
+spindle_add_test(test_group_poll SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_group_poll.c TIMEOUT 60
+  LABELS group)

@@ -59,11 +59,13 @@ struct bench_config {
     /* --config FILE: the loaded file (members, subgroups, [bench] defaults) */
     const char *config_path;
     struct spindle_config *file;
-    char *owned_members;         /* --members built from the file */
-    int failure_timeout_ms;      /* 0: library default */
-    int slow_member_ms;          /* 0: back-pressure only */
-    bool tie_breaker;            /* half of a view with its leader goes on */
-    const char *key_file;        /* --key-file / [group] key_file: the group key */
+    char *owned_members;                     /* --members built from the file */
+    int failure_timeout_ms;                  /* 0: library default */
+    int slow_member_ms;                      /* 0: back-pressure only */
+    bool tie_breaker;                        /* half of a view with its leader goes on */
+    uint32_t poll_cpus[SPINDLE_MAX_MEMBERS]; /* --poll-cpus: member i polls on poll_cpus[i] */
+    uint32_t num_poll_cpus;                  /* 0: adaptive polling */
+    const char *key_file;                    /* --key-file / [group] key_file: the group key */
     const char *accept_key_file; /* --accept-key-file: a second key accepted (rotation) */
     const char *name;            /* --name: member_name (--local: NAME-<id>); NULL: default */
     uint64_t incarnation;        /* --incarnation (0: the library's default) */

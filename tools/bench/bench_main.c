@@ -15,6 +15,7 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,9 @@ static const char usage[] =
     "                         removed (default 0: senders wait for it; overrides --config)\n"
     "  --tie-breaker          half of a view holding its leader goes on (two members\n"
     "                         survive the non-leader's failure; every member needs it)\n"
+    "  --poll-cpus LIST       dedicated-CPU polling: member i's predicate thread is pinned\n"
+    "                         to the i-th CPU of LIST (comma-separated; with --id, that\n"
+    "                         member's) and never sleeps (default: adaptive polling)\n"
     "  --name NAME            this member's persistent name (with --local: NAME-<id>;\n"
     "                         default its control address, or member-<id>@<host>)\n"
     "  --incarnation N        this member's incarnation, larger at each restart under one\n"
@@ -117,6 +121,29 @@ static int bad(const char *fmt, const char *value)
     fprintf(stderr, fmt, value);
     fprintf(stderr, "\n(see spindle-bench --help)\n");
     return 2;
+}
+
+/* --poll-cpus LIST: CPU numbers, comma-separated, one per member at most. */
+static int parse_cpus(const char *text, struct bench_config *c)
+{
+    c->num_poll_cpus = 0;
+    for (const char *p = text; c->num_poll_cpus == 0 || *p != '\0';) {
+        char *end = NULL;
+        unsigned long cpu = strtoul(p, &end, 10);
+        if (end == p || (*end != ',' && *end != '\0') || cpu >= CPU_SETSIZE ||
+            c->num_poll_cpus == SPINDLE_MAX_MEMBERS) {
+            fprintf(stderr,
+                    "spindle-bench: --poll-cpus '%s': give CPU numbers below %d separated by "
+                    "commas, at most %d\n",
+                    text, CPU_SETSIZE, SPINDLE_MAX_MEMBERS);
+            return -1;
+        }
+        c->poll_cpus[c->num_poll_cpus++] = (uint32_t)cpu;
+        p = *end == ',' ? end + 1 : end;
+        if (*end == ',' && *p == '\0')
+            p = end; /* a trailing comma: refused on the next turn */
+    }
+    return 0;
 }
 
 static int parse_u64(const char *text, const char *flag, uint64_t min, uint64_t max, uint64_t *out)
@@ -184,6 +211,7 @@ enum {
     OPT_FAILURE_TIMEOUT,
     OPT_SLOW_MEMBER,
     OPT_TIE_BREAKER,
+    OPT_POLL_CPUS,
     OPT_KEY_FILE,
     OPT_ACCEPT_KEY_FILE,
     OPT_JOIN,
@@ -225,6 +253,7 @@ static const struct option long_options[] = {
     {"failure-timeout-ms", required_argument, 0, OPT_FAILURE_TIMEOUT},
     {"slow-member-ms", required_argument, 0, OPT_SLOW_MEMBER},
     {"tie-breaker", no_argument, 0, OPT_TIE_BREAKER},
+    {"poll-cpus", required_argument, 0, OPT_POLL_CPUS},
     {"key-file", required_argument, 0, OPT_KEY_FILE},
     {"accept-key-file", required_argument, 0, OPT_ACCEPT_KEY_FILE},
     {"join", required_argument, 0, OPT_JOIN},
@@ -314,6 +343,8 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, unsign
     case OPT_TIE_BREAKER:
         c->tie_breaker = true;
         return 0;
+    case OPT_POLL_CPUS:
+        return parse_cpus(arg, c);
     case OPT_INCARNATION:
         if (parse_u64(arg, "--incarnation", 1, UINT64_MAX, &v) < 0)
             return -1;

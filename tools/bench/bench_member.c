@@ -251,6 +251,10 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
         options.failure_timeout_ms = config->failure_timeout_ms;
     options.slow_member_ms = config->slow_member_ms;
     options.tie_breaker = config->tie_breaker;
+    if (config->num_poll_cpus > 0) {
+        options.poll_dedicated = true;
+        options.poll_cpu = config->poll_cpus[self % config->num_poll_cpus];
+    }
     char name[SPINDLE_MEMBER_NAME_MAX];
     if (config->name != NULL) {
         if (config->local > 0)
