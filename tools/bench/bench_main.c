@@ -126,24 +126,31 @@ static int bad(const char *fmt, const char *value)
 /* --poll-cpus LIST: CPU numbers, comma-separated, one per member at most. */
 static int parse_cpus(const char *text, struct bench_config *c)
 {
+    char list[256];
+    if (text == NULL) /* getopt gives every required_argument one */
+        text = "";
+    size_t length = strlen(text);
+    bool ok = length > 0 && length < sizeof list && text[0] != ',' && text[length - 1] != ',' &&
+              strstr(text, ",,") == NULL;
+    snprintf(list, sizeof list, "%s", text);
     c->num_poll_cpus = 0;
-    for (const char *p = text; c->num_poll_cpus == 0 || *p != '\0';) {
+    char *save = NULL;
+    for (char *item = strtok_r(list, ",", &save); ok && item != NULL;
+         item = strtok_r(NULL, ",", &save)) {
         char *end = NULL;
-        unsigned long cpu = strtoul(p, &end, 10);
-        if (end == p || (*end != ',' && *end != '\0') || cpu >= CPU_SETSIZE ||
-            c->num_poll_cpus == SPINDLE_MAX_MEMBERS) {
-            fprintf(stderr,
-                    "spindle-bench: --poll-cpus '%s': give CPU numbers below %d separated by "
-                    "commas, at most %d\n",
-                    text, CPU_SETSIZE, SPINDLE_MAX_MEMBERS);
-            return -1;
-        }
-        c->poll_cpus[c->num_poll_cpus++] = (uint32_t)cpu;
-        p = *end == ',' ? end + 1 : end;
-        if (*end == ',' && *p == '\0')
-            p = end; /* a trailing comma: refused on the next turn */
+        unsigned long cpu = strtoul(item, &end, 10);
+        ok = end != item && *end == '\0' && cpu < CPU_SETSIZE &&
+             c->num_poll_cpus < SPINDLE_MAX_MEMBERS;
+        if (ok)
+            c->poll_cpus[c->num_poll_cpus++] = (uint32_t)cpu;
     }
-    return 0;
+    if (ok && c->num_poll_cpus > 0)
+        return 0;
+    fprintf(stderr,
+            "spindle-bench: --poll-cpus '%s': give CPU numbers below %d separated by commas, at "
+            "most %u\n",
+            text, CPU_SETSIZE, (unsigned)SPINDLE_MAX_MEMBERS);
+    return -1;
 }
 
 static int parse_u64(const char *text, const char *flag, uint64_t min, uint64_t max, uint64_t *out)
