@@ -29,9 +29,9 @@ void sst_engine_options_default(struct sst_engine_options *options)
     /* Short spin, and shorter still with few CPUs (sst_thread.c): on 2
      * cores shared by several members, a long spin steals the CPU the peer
      * needs to produce the work we wait for. */
+    memset(options, 0, sizeof *options); /* no dedicated CPU, and any field added later */
     options->early_unlock = true;
     options->spin_us = 50;
-    options->announce_sleep = false;
     options->max_sleep_ms = 100;
 }
 
