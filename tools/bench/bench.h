@@ -59,19 +59,19 @@ struct bench_config {
     /* --config FILE: the loaded file (members, subgroups, [bench] defaults) */
     const char *config_path;
     struct spindle_config *file;
-    char *owned_members;         /* --members built from the file */
-    int failure_timeout_ms;      /* 0: library default */
-    int slow_member_ms;          /* 0: back-pressure only */
-    bool tie_breaker;            /* half of a view with its leader goes on */
-    const char *key_file;        /* --key-file / [group] key_file: the group key */
-    const char *accept_key_file; /* --accept-key-file: a second key accepted (rotation) */
-    const char *name;            /* --name: member_name (--local: NAME-<id>); NULL: default */
-    uint64_t incarnation;        /* --incarnation (0: the library's default) */
-    bool mode_given;             /* --mode overrides the file's subgroup modes */
-    uint32_t control_port;       /* --local --control-port: TCP bootstrap from this port */
-    uint32_t rate;               /* --rate: messages per second per sender (0: unpaced) */
-    const char *join;            /* --join HOST:PORT: join a running group */
-    const char *listen;          /* --listen HOST:PORT: the joiner's own address */
+    struct spindle_group_setup setup; /* --members built from the file */
+    int failure_timeout_ms;           /* 0: library default */
+    int slow_member_ms;               /* 0: back-pressure only */
+    bool tie_breaker;                 /* half of a view with its leader goes on */
+    const char *key_file;             /* --key-file / [group] key_file: the group key */
+    const char *accept_key_file;      /* --accept-key-file: a second key accepted (rotation) */
+    const char *name;                 /* --name: member_name (--local: NAME-<id>); NULL: default */
+    uint64_t incarnation;             /* --incarnation (0: the library's default) */
+    bool mode_given;                  /* --mode overrides the file's subgroup modes */
+    uint32_t control_port;            /* --local --control-port: TCP bootstrap from this port */
+    uint32_t rate;                    /* --rate: messages per second per sender (0: unpaced) */
+    const char *join;                 /* --join HOST:PORT: join a running group */
+    const char *listen;               /* --listen HOST:PORT: the joiner's own address */
     uint64_t leave_after; /* --leave-after: a joiner leaves after this many deliveries (0: stays) */
     uint64_t duration_ns; /* --duration / [bench] duration_ms: send this long (0: --messages) */
     uint64_t warmup_ns;   /* --warmup: the first part of a --duration run, not measured */
