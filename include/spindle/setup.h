@@ -50,7 +50,7 @@ struct spindle_group_setup {
     struct spindle_group_options options; /* TCP bootstrap, self, num_members, file values */
     struct spindle_subgroup_config *subgroups;
     uint32_t num_subgroups;
-    uint32_t local_rank; /* this process's index among the members on its host */
+    uint32_t local_rank; /* from_env: this process's index among the members on its host */
     struct spindle_group_setup_storage *storage;
 };
 
