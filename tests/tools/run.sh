@@ -78,7 +78,12 @@ has "$WORK/err" "spindle-run: rank 1: exit 0"
 "$RUN" -n 1 "$WORK/missing" >"$WORK/out" 2>"$WORK/err" && fail "a missing program, but exit 0"
 has "$WORK/err" "[0] spindle-run: $WORK/missing: No such file or directory"
 has "$WORK/err" "spindle-run: rank 0: exit 127"
-echo "ok: a signal and a missing program are named"
+# The copies get SIGPIPE's default (spindle-run ignores it for itself):
+# yes dies quietly when head is done, instead of reporting a broken pipe.
+"$RUN" -n 1 sh -c 'yes | head -n 1' >"$WORK/out" 2>"$WORK/err" || fail "yes | head failed"
+has "$WORK/out" "[0] y"
+grep -q -i "broken pipe" "$WORK/err" && fail "the copy inherited an ignored SIGPIPE"
+echo "ok: a signal and a missing program are named; SIGPIPE is the default"
 
 # Bad command lines.
 "$RUN" -n 0 true 2>"$WORK/err" && fail "-n 0 accepted"

@@ -149,6 +149,7 @@ static void exec_child(unsigned rank, unsigned size, unsigned base_port, const i
     int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(pipes[0][1], 1) < 0 || dup2(pipes[1][1], 2) < 0)
         _exit(127);
+    signal(SIGPIPE, SIG_DFL); /* an ignored signal would stay ignored in the program */
     sigprocmask(SIG_SETMASK, old_mask, NULL);
     execvp(argv[0], argv);
     fprintf(stderr, "spindle-run: %s: %s\n", argv[0], strerror(errno));
