@@ -327,6 +327,19 @@ static void config_seeds(const char *example)
     write_seed("fuzz_config", "cluster.ini", buf, len);
 }
 
+/* The launcher formats: the first byte picks the parser (fuzz_launch.c). */
+static void launch_seeds(void)
+{
+    static const char *const texts[][2] = {
+        {"hostlist", "\0node[01-04,07],gpu[1-2]-ib,login"},
+        {"hostlist-groups", "\0a[1-2]b[08-10].example.org"},
+        {"tasks", "\0012(x3),1"},
+        {"hostfile", "\002# the cluster\nalpha slots=2\nbeta # spare\n"},
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        write_seed("fuzz_launch", texts[i][0], texts[i][1], 1 + strlen(texts[i][1] + 1));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -345,5 +358,6 @@ int main(int argc, char **argv)
     verbs_seeds();
 #endif
     config_seeds(argv[2]);
+    launch_seeds();
     return 0;
 }

@@ -22,3 +22,12 @@ if(TARGET spindle-bench)
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_duration.sh $<TARGET_FILE:spindle-bench>)
   set_tests_properties(bench_duration_runs_and_stops PROPERTIES LABELS "tools" TIMEOUT 180)
 endif()
+# spindle-run starts a group of spindle-hello from the environment alone,
+# prefixes output, forwards SIGTERM and names how each copy ended.
+if(TARGET spindle-run AND TARGET spindle-hello)
+  add_test(NAME run_starts_a_group_from_the_environment
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run.sh $<TARGET_FILE:spindle-run>
+                   $<TARGET_FILE:spindle-hello>)
+  set_tests_properties(run_starts_a_group_from_the_environment PROPERTIES LABELS "tools"
+                       TIMEOUT 120)
+endif()

@@ -59,7 +59,7 @@ struct bench_config {
     /* --config FILE: the loaded file (members, subgroups, [bench] defaults) */
     const char *config_path;
     struct spindle_config *file;
-    char *owned_members;                     /* --members built from the file */
+    struct spindle_group_setup setup;        /* --members built from the file */
     int failure_timeout_ms;                  /* 0: library default */
     int slow_member_ms;                      /* 0: back-pressure only */
     bool tie_breaker;                        /* half of a view with its leader goes on */

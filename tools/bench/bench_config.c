@@ -32,12 +32,6 @@ int bench_config_load(struct bench_config *c, const char *path)
     }
     c->file = file;
     c->config_path = path;
-    /* The file's log level, unless SPINDLE_LOG_LEVEL names one for this
-     * run. The loader already checked the file's value. */
-    enum spindle_log_level level;
-    if (file->group.log_level != NULL && getenv("SPINDLE_LOG_LEVEL") == NULL &&
-        spindle_log_parse_level(file->group.log_level, &level) == 0)
-        spindle_log_set_level(level);
     c->transport = file->group.transport;
     c->provider = file->group.provider;
     c->device = file->group.device;
@@ -63,22 +57,6 @@ static int config_error(const struct bench_config *c, const char *what)
     return 2;
 }
 
-/* Builds "host:port,..." in member id order. */
-static int member_list(struct bench_config *c)
-{
-    const struct spindle_config *file = c->file;
-    size_t cap = 1;
-    for (uint32_t i = 0; i < file->num_members; i++)
-        cap += strlen(file->members[i].host) + 8;
-    char *list = malloc(cap), *p = list;
-    if (list == NULL)
-        return config_error(c, "out of memory for the member list");
-    for (uint32_t i = 0; i < file->num_members; i++)
-        p += sprintf(p, "%s%s:%u", i > 0 ? "," : "", file->members[i].host, file->members[i].port);
-    c->members = c->owned_members = list;
-    return 0;
-}
-
 /* Checks what the file and the command line say together. Returns 0 or 2
  * after printing one message naming the culprit. */
 int bench_config_finish(struct bench_config *c)
@@ -93,30 +71,20 @@ int bench_config_finish(struct bench_config *c)
                                "the subgroups)");
     if (c->id < 0)
         return config_error(c, "give --id N: which member of the file this process is");
-    if (file->num_members == 0)
-        return config_error(c, "the file defines no members (add [member.0] ... sections)");
-    if (file->num_members > SPINDLE_MAX_MEMBERS)
-        return config_error(c, "more members than spindle-bench supports (64)");
-    for (uint32_t i = 0; i < file->num_members; i++) {
-        const struct spindle_config_member *m = &file->members[i];
-        if (m->id != i) {
-            snprintf(what, sizeof what,
-                     "member ids must be 0..%u without gaps, but [member.%u] is missing",
-                     file->num_members - 1, i);
-            return config_error(c, what);
-        }
-        if (m->port == 0) {
-            snprintf(what, sizeof what,
-                     "[member.%u] needs a port: members find each other at host:port", i);
-            return config_error(c, what);
-        }
-    }
-    const struct spindle_config_member *own = spindle_config_member(file, (uint32_t)c->id);
-    if (own == NULL) {
+    /* The library checks the member list (ids without gaps, ports) and
+     * builds the bootstrap list; the file's log level applies from here. */
+    int rc = spindle_group_setup_from_config(file, (uint32_t)c->id, &c->setup);
+    if (rc == SPINDLE_EINVAL) {
         snprintf(what, sizeof what, "--id %d is not a member (the file defines members 0..%u)",
                  c->id, file->num_members - 1);
         return config_error(c, what);
     }
+    if (rc != 0) {
+        fprintf(stderr, "spindle-bench: %s\n(see spindle-bench --help)\n", spindle_errmsg());
+        return 2;
+    }
+    c->members = c->setup.options.bootstrap;
+    const struct spindle_config_member *own = spindle_config_member(file, (uint32_t)c->id);
     if (c->name == NULL)
         c->name = own->name; /* --name wins over [member.N] name */
     /* --tolerate-failures counts deliveries per sender of the whole group. */
@@ -142,12 +110,6 @@ int bench_config_finish(struct bench_config *c)
     }
     for (uint32_t g = 0; g < file->num_subgroups; g++) {
         const struct spindle_config_subgroup *s = &file->subgroups[g];
-        if (s->index != g) {
-            snprintf(what, sizeof what,
-                     "subgroup indices must be 0..%u without gaps, but [subgroup.%u] is missing",
-                     file->num_subgroups - 1, g);
-            return config_error(c, what);
-        }
         if (g < c->active_subgroups && c->msg_size > s->max_payload) {
             snprintf(what, sizeof what,
                      "message size %u (--msg-size, or [bench] message_size) exceeds max_payload %u "
@@ -169,7 +131,7 @@ int bench_config_finish(struct bench_config *c)
         c->mode = file->subgroups[0].mode;
         c->mode_given = true;
     }
-    return member_list(c);
+    return 0;
 }
 
 /* The subgroup senders with --senders applied: the first k members. */
@@ -235,8 +197,7 @@ bool bench_is_member(const struct spindle_subgroup_config *sub, uint32_t self)
 
 void bench_config_release(struct bench_config *c)
 {
-    free(c->owned_members);
-    c->owned_members = NULL;
+    spindle_group_setup_free(&c->setup);
     spindle_config_free(c->file);
     c->file = NULL;
 }
