@@ -15,3 +15,8 @@ if(TARGET spindle-keygen)
   spindle_add_test(test_keygen SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_keygen.c
     ARGS $<TARGET_FILE:spindle-keygen> TIMEOUT 30 LABELS tools security)
 endif()
+# spindle-log checks, repairs, prints and compares member logs.
+if(TARGET spindle-log)
+  spindle_add_test(test_log_tool SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_tool.c
+    ARGS $<TARGET_FILE:spindle-log> TIMEOUT 60 LABELS tools log)
+endif()
