@@ -217,8 +217,6 @@ static int init_sync(struct log_appender *app)
     return 0;
 }
 
-/* Called by tests/log until logged delivery (src/view) calls it. */
-// cppcheck-suppress unusedFunction
 int log_appender_start(struct log *log, const struct log_appender_options *options,
                        struct log_appender **out)
 {
@@ -284,8 +282,6 @@ static int measure_batch(const struct log_appender *app, const struct log_record
     return 0;
 }
 
-/* Called by tests/log until logged delivery (src/view) calls it. */
-// cppcheck-suppress unusedFunction
 int log_appender_submit(struct log_appender *app, const struct log_record *records, size_t count,
                         uint64_t *end_position)
 {
@@ -321,27 +317,30 @@ int log_appender_submit(struct log_appender *app, const struct log_record *recor
     return rc;
 }
 
+size_t log_appender_room(struct log_appender *app)
+{
+    pthread_mutex_lock(&app->lock);
+    const struct log_queue *q = &app->queue;
+    size_t room = q->b_active ? q->a_start - q->b_end : (app->cap - q->a_end) + q->a_start;
+    pthread_mutex_unlock(&app->lock);
+    return room;
+}
+
 uint64_t log_appender_durable(const struct log_appender *app)
 {
     return atomic_load_explicit(&app->durable_position, memory_order_acquire);
 }
 
-/* Called by tests/log until logged delivery (src/view) calls it. */
-// cppcheck-suppress unusedFunction
 uint64_t log_appender_syncs(const struct log_appender *app)
 {
     return atomic_load_explicit(&app->syncs, memory_order_relaxed);
 }
 
-/* Called by tests/log until logged delivery (src/view) calls it. */
-// cppcheck-suppress unusedFunction
 uint64_t log_appender_durable_bytes(const struct log_appender *app)
 {
     return atomic_load_explicit(&app->durable_bytes, memory_order_relaxed);
 }
 
-/* Called by tests/log until logged delivery (src/view) calls it. */
-// cppcheck-suppress unusedFunction
 int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_ms)
 {
     struct timespec deadline;
@@ -371,8 +370,6 @@ int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_m
     return rc;
 }
 
-/* Called by tests/log until logged delivery (src/view) calls it. */
-// cppcheck-suppress unusedFunction
 int log_appender_stop(struct log_appender *app)
 {
     if (app == NULL)

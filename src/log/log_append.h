@@ -55,6 +55,14 @@ int log_appender_start(struct log *log, const struct log_appender_options *optio
 int log_appender_submit(struct log_appender *app, const struct log_record *records, size_t count,
                         uint64_t *end_position);
 
+/*
+ * Free bytes in the queue now. A batch of records fits when its bytes
+ * (log_record_size) and those of its largest record together are no more
+ * than this: at most one record's worth is wasted where the queue wraps.
+ * Only submits make it smaller, so a single submitter may rely on it.
+ */
+size_t log_appender_room(struct log_appender *app);
+
 /* One past the last durable record. Lock-free; any thread. */
 uint64_t log_appender_durable(const struct log_appender *app);
 

@@ -102,6 +102,15 @@ struct smc_options {
     int slow_member_ms;
     spindle_deliver_fn deliver;
     void *deliver_ctx;
+    /* Bounded delivery (logged subgroups, view/view_log.c), atomic
+     * subgroups: called with deliver_ctx on the predicate thread before
+     * each delivery step, it returns how many bytes the subgroup may
+     * deliver now, each message counting deliver_overhead + its length;
+     * the step stops before the first message past it (the rest waits in
+     * the ring for a later pass). The trim of a view change is delivered
+     * whole. NULL: no bound. */
+    size_t (*deliver_room)(void *ctx, uint32_t subgroup);
+    uint32_t deliver_overhead;
     /* Test hook (0 in production): every sender's stream starts at this
      * position instead of 0, as if that many positions (nulls) had passed,
      * so that a short test crosses the slot header's 2^39 position wrap

@@ -173,7 +173,8 @@ void smc_wake_waiters(struct smc_group *group);
 
 /* Delivers sequence numbers [delivered, bound) this member holds, in
  * order (one message when batching is off). Lock held. */
-void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t bound);
+void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t bound,
+                       size_t room);
 
 bool smc_predicate(void *ctx);
 void smc_trigger(void *ctx);

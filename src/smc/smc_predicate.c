@@ -358,7 +358,10 @@ static void null_step(struct smc_group *group, struct smc_subgroup *sub)
  * order, as one upcall; nulls are skipped. Baseline: one message. */
 static void delivery_step(struct smc_group *group, struct smc_subgroup *sub)
 {
-    smc_deliver_range(group, sub, stable_count(group, sub));
+    size_t room = SIZE_MAX;
+    if (group->options.deliver_room != NULL)
+        room = group->options.deliver_room(group->options.deliver_ctx, sub->index);
+    smc_deliver_range(group, sub, stable_count(group, sub), room);
 }
 
 /* The sequence number of the next application message this member can
@@ -380,7 +383,8 @@ static uint64_t next_app_seq(const struct smc_subgroup *sub, uint64_t limit)
     return next;
 }
 
-void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t stable)
+void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t stable,
+                       size_t room)
 {
     uint32_t senders = sub->layout.num_senders;
     uint32_t window = sub->layout.window_size;
@@ -391,8 +395,15 @@ void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64
         uint64_t round = sub->delivered / senders;
         struct smc_sender *sender = &sub->senders[s];
         uint32_t index = (uint32_t)(sender->deliv_app % window);
+        bool message = sender->deliv_app < sender->recv_app && sender->app_position[index] == round;
+        if (message) {
+            size_t cost = (size_t)group->options.deliver_overhead + sender->app_length[index];
+            if (cost > room)
+                break; /* bounded delivery: it waits in the ring */
+            room -= cost;
+        }
         sub->delivered++;
-        if (sender->deliv_app < sender->recv_app && sender->app_position[index] == round) {
+        if (message) {
             uint8_t *slot = smc_ring(group, sub, s) + (size_t)index * sub->slot_size;
             struct spindle_message *msg = &sub->batch[count++];
             msg->subgroup = sub->index;

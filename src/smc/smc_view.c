@@ -66,7 +66,7 @@ int smc_group_deliver_upto(struct smc_group *group, uint32_t subgroup, uint64_t 
     while (rc == 0 && sub->delivered < delivered_total) {
         if (sub->layout.mode != SPINDLE_MODE_ATOMIC)
             break; /* unordered subgroups delivered on receipt */
-        smc_deliver_range(group, sub, delivered_total);
+        smc_deliver_range(group, sub, delivered_total, SIZE_MAX);
     }
     sst_engine_unlock(group->engine);
     return rc;

@@ -264,6 +264,7 @@ void view_membership_destroy(struct view_membership *m)
         sst_engine_stop(m->engine);
     view_epoch_free(m->current);
     m->current = NULL;
+    view_log_close(m);
     if (m->engine != NULL)
         sst_engine_destroy(m->engine);
     ctl_close(m->ctl);

@@ -17,6 +17,7 @@
 
 #include "../log/log_samples.h"
 #include "log/log.h"
+#include "log_tool_run.h"
 
 static const char *tool;
 static char root[64];
@@ -26,26 +27,8 @@ static char output[1 << 16];
  * status, its stdout and stderr in output. */
 static int run(const char *a, const char *b, const char *c, const char *d)
 {
-    char path[128];
-    snprintf(path, sizeof path, "%s/output", root);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-            _exit(99);
-        execl(tool, tool, a, b, c, d, (char *)NULL);
-        _exit(98);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    FILE *file = fopen(path, "r");
-    assert_non_null(file);
-    size_t got = fread(output, 1, sizeof output - 1, file);
-    output[got] = '\0';
-    fclose(file);
-    return WEXITSTATUS(status);
+    const char *args[] = {tool, a, b, c, d, NULL};
+    return log_tool_run(root, output, sizeof output, args);
 }
 
 static void expect_output(const char *says)

@@ -20,3 +20,9 @@ if(TARGET spindle-log)
   spindle_add_test(test_log_tool SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_tool.c
     ARGS $<TARGET_FILE:spindle-log> TIMEOUT 60 LABELS tools log)
 endif()
+# Logged delivery end to end: three member processes, then spindle-log
+# compare over their logs.
+if(TARGET spindle-log)
+  spindle_add_test(test_logged_group SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_logged_group.c
+    ARGS $<TARGET_FILE:spindle-log> TIMEOUT 120 LABELS tools log group)
+endif()
