@@ -266,8 +266,9 @@ struct spindle_stats {
     uint64_t window_full_ns;
     int32_t window_holder;
     /* Logged delivery (docs/LOGS.md), this member's local persistence
-     * frontier: records of its log on stable storage (messages of logged
-     * subgroups, counted from the log's first position), the bytes and
+     * frontier: records of its log on stable storage (the messages of
+     * logged subgroups and the views it installed, counted from the log's
+     * first position), the bytes and
      * the fdatasync calls this process wrote them with. */
     uint64_t log_records_durable;
     uint64_t log_bytes_durable;

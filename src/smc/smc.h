@@ -214,6 +214,9 @@ void smc_group_wedge(struct smc_group *group);
 int smc_group_received(struct smc_group *group, uint32_t subgroup, uint32_t row, uint64_t *received,
                        uint32_t cap);
 int smc_group_deliver_upto(struct smc_group *group, uint32_t subgroup, uint64_t delivered_total);
+/* This member's delivered_num of subgroup (atomic: sequence numbers,
+ * unordered: messages); 0 for an unknown subgroup. */
+uint64_t smc_group_delivered(struct smc_group *group, uint32_t subgroup);
 
 /*
  * Resend support (wedged group, after deliver_upto): *first = this member's

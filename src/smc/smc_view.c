@@ -72,6 +72,16 @@ int smc_group_deliver_upto(struct smc_group *group, uint32_t subgroup, uint64_t 
     return rc;
 }
 
+uint64_t smc_group_delivered(struct smc_group *group, uint32_t subgroup)
+{
+    if (subgroup >= group->num_subgroups)
+        return 0;
+    sst_engine_lock(group->engine);
+    uint64_t delivered = group->subgroups[subgroup].delivered;
+    sst_engine_unlock(group->engine);
+    return delivered;
+}
+
 int smc_group_undelivered(struct smc_group *group, uint32_t subgroup, uint64_t *first,
                           uint64_t *count)
 {

@@ -92,6 +92,15 @@ bool view_logged(const struct view_config *config, uint32_t subgroup);
 int view_log_open(struct view_membership *m);
 /* Stops the appender (syncing what is queued) and closes the log. */
 void view_log_close(struct view_membership *m);
+/*
+ * Makes epoch's view durable in m's log before anything is delivered in
+ * it (a view record: its members, and previous's delivered_num of each of
+ * its previous_subgroups subgroups, the trim delivered up to; NULL for a
+ * member's first view). Waits for the fdatasync; nothing when nothing is
+ * logged. The appender's error.
+ */
+int view_log_view(struct view_membership *m, const struct view_epoch *epoch,
+                  struct smc_group *previous, uint32_t previous_subgroups);
 /* smc_options.deliver_room of an epoch (ctx). */
 size_t view_log_room(void *ctx, uint32_t subgroup);
 /* Appends count (<= 64) delivered messages of one subgroup, already

@@ -61,6 +61,33 @@ void view_log_close(struct view_membership *m)
     m->log = NULL;
 }
 
+int view_log_view(struct view_membership *m, const struct view_epoch *epoch,
+                  struct smc_group *previous, uint32_t previous_subgroups)
+{
+    if (m->appender == NULL)
+        return 0;
+    struct log_record record;
+    memset(&record, 0, sizeof record);
+    record.type = LOG_REC_VIEW;
+    const struct view *view = &epoch->view;
+    record.view.view_id = view->id;
+    record.view.member_count = view->num_members;
+    memcpy(record.view.members, view->member_ids, view->num_members * sizeof view->member_ids[0]);
+    record.view.subgroup_count = previous != NULL ? previous_subgroups : 0;
+    for (uint32_t g = 0; g < record.view.subgroup_count; g++)
+        record.view.delivered_through[g] = smc_group_delivered(previous, g);
+    uint64_t end;
+    int rc = log_appender_submit(m->appender, &record, 1, &end);
+    while (rc == SPINDLE_EAGAIN) {
+        rc = log_appender_wait(m->appender, log_appender_durable(m->appender) + 1, -1);
+        if (rc == 0)
+            rc = log_appender_submit(m->appender, &record, 1, &end);
+    }
+    if (rc == 0)
+        rc = log_appender_wait(m->appender, end, -1);
+    return rc;
+}
+
 size_t view_log_room(void *ctx, uint32_t subgroup)
 {
     const struct view_epoch *epoch = ctx;

@@ -113,6 +113,8 @@ int view_prepare(struct view_membership *m, const char *group_name,
     else
         view_clear(&view);
     if (rc == 0)
+        rc = view_log_view(m, m->current, NULL, 0);
+    if (rc == 0)
         __atomic_store_n(&m->num_members, num_members, __ATOMIC_RELEASE);
     return rc;
 }
