@@ -273,6 +273,13 @@ struct spindle_stats {
     uint64_t log_records_durable;
     uint64_t log_bytes_durable;
     uint64_t log_syncs;
+    /* Back-pressure of the log (docs/LOGS.md "Logged delivery"): delivery
+     * steps of logged subgroups stopped where the log's queue had no more
+     * room (the rest waited in the ring), and the times the predicate
+     * thread itself waited for room (only to deliver a view change's trim
+     * whole). Counted in the current view. */
+    uint64_t log_deliveries_held;
+    uint64_t log_queue_waits;
 };
 
 /* Flags of spindle_reserve. */

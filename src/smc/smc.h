@@ -146,6 +146,8 @@ struct smc_stats {
      * full window (the first one found behind; -1: none yet). */
     uint64_t window_full, window_full_ns;
     int32_t window_holder_row;
+    /* Delivery steps stopped at smc_options.deliver_room. */
+    uint64_t deliveries_held;
 };
 
 /*

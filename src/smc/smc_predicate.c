@@ -398,8 +398,10 @@ void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64
         bool message = sender->deliv_app < sender->recv_app && sender->app_position[index] == round;
         if (message) {
             size_t cost = (size_t)group->options.deliver_overhead + sender->app_length[index];
-            if (cost > room)
+            if (cost > room) {
+                group->stats.deliveries_held++;
                 break; /* bounded delivery: it waits in the ring */
+            }
             room -= cost;
         }
         sub->delivered++;

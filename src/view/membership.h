@@ -73,7 +73,8 @@ struct view_epoch {
     struct view view;
     const struct view_config *config;
     struct smc_group *smc;
-    struct log_appender *log; /* the member's (logged subgroups), or NULL */
+    struct log_appender *log;  /* the member's (logged subgroups), or NULL */
+    uint64_t *log_queue_waits; /* the membership's counter */
 };
 
 /* The joiner taking part in the next view change (at most one). */
@@ -123,6 +124,8 @@ struct view_membership {
     /* Logged delivery (view_log.c): open from view_prepare to destroy. */
     struct log *log;
     struct log_appender *appender;
+    uint64_t log_queue_waits; /* atomic: spindle_stats.log_queue_waits */
+    uint64_t log_queue_bytes; /* test hook: the appender's queue (0: its default) */
 };
 
 /* The versions this build's hellos carry (control/ctl.h). */

@@ -48,6 +48,7 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
         return rc;
     }
     epoch->log = m->appender;
+    epoch->log_queue_waits = &m->log_queue_waits;
     /* Without failure tolerance ids never change and views never do: the
      * application's upcall is called directly, without the mapping, unless
      * the delivery is logged. */

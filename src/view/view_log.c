@@ -43,7 +43,8 @@ int view_log_open(struct view_membership *m)
                        "%s: cut %" PRIu64 " bytes of torn tail in %s at offset %" PRIu64 " (%s)",
                        m->config.log_dir, report.tail_bytes, report.tail_segment,
                        report.tail_offset, report.why);
-    rc = log_appender_start(m->log, NULL, &m->appender);
+    struct log_appender_options options = {.queue_bytes = m->log_queue_bytes};
+    rc = log_appender_start(m->log, &options, &m->appender);
     if (rc < 0) {
         log_close(m->log);
         m->log = NULL;
@@ -123,6 +124,7 @@ void view_log_append(const struct view_epoch *epoch, const struct spindle_messag
     while ((rc = log_appender_submit(epoch->log, records, count, NULL)) == SPINDLE_EAGAIN) {
         /* Only the trim of a view change passes the room: wait for the
          * writer to make some. */
+        __atomic_add_fetch(epoch->log_queue_waits, 1, __ATOMIC_RELAXED);
         rc = log_appender_wait(epoch->log, log_appender_durable(epoch->log) + 1, -1);
         if (rc < 0)
             break;
