@@ -31,6 +31,8 @@ struct log_queue {
 struct log_appender {
     struct log *log;
     uint64_t segment_bytes;
+    void (*on_durable)(void *ctx);
+    void *on_durable_ctx;
     pthread_t writer;
     pthread_mutex_t lock;
     pthread_cond_t work;     /* the writer: records queued, or stop */
@@ -158,25 +160,36 @@ static int write_batch(struct log_appender *app)
     size_t bytes = iov[0].iov_len + (count == 2 ? iov[1].iov_len : 0);
     int rc = write_stretches(app, iov, count, bytes);
     struct log *log = app->log;
-    if (rc == 0) {
+    bool durable = rc == 0;
+    if (durable) {
         struct log_segment *seg = &log->segments[log->segment_count - 1];
         seg->size += bytes;
         seg->end_position = position;
         log->end_position = position;
         atomic_fetch_add_explicit(&app->syncs, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&app->durable_bytes, bytes, memory_order_relaxed);
-        atomic_store_explicit(&app->durable_position, position, memory_order_release);
         /* Sealed: the next batch starts a segment (it was synced above). */
         if (seg->size >= app->segment_bytes)
             rc = log_segment_start(log);
     }
     pthread_mutex_lock(&app->lock);
+    if (durable) {
+        /* The room first, then the position: whoever reads the position
+         * (lock-free) and then the room finds the room that came with it
+         * (smc_options.deliver_progress relies on it). */
+        queue_release(&app->queue, &taken);
+        atomic_store_explicit(&app->durable_position, position, memory_order_release);
+        pthread_cond_broadcast(&app->progress);
+    }
     if (rc < 0) {
         set_error(app, rc);
         return rc;
     }
-    queue_release(&app->queue, &taken);
-    pthread_cond_broadcast(&app->progress);
+    if (app->on_durable != NULL) {
+        pthread_mutex_unlock(&app->lock);
+        app->on_durable(app->on_durable_ctx);
+        pthread_mutex_lock(&app->lock);
+    }
     return 0;
 }
 
@@ -225,10 +238,12 @@ int log_appender_start(struct log *log, const struct log_appender_options *optio
         options != NULL && options->queue_bytes != 0 ? options->queue_bytes : DEFAULT_QUEUE_BYTES;
     if (!log->writable)
         return sp_error(SPINDLE_EINVAL, "log: %s was opened read-only: cannot append", log->dir);
-    if (cap < LOG_MAX_RECORD)
+    /* Two largest records: one fits even behind the waste at the end. */
+    size_t least = (size_t)2 * LOG_MAX_RECORD;
+    if (cap < least)
         return sp_error(SPINDLE_EINVAL,
-                        "log: queue_bytes %zu is smaller than one largest record (%u bytes)", cap,
-                        (unsigned)LOG_MAX_RECORD);
+                        "log: queue_bytes %zu is smaller than two largest records (%zu bytes)", cap,
+                        least);
     if (log->segment_count == 0) {
         int rc = log_segment_start(log);
         if (rc < 0)
@@ -247,6 +262,10 @@ int log_appender_start(struct log *log, const struct log_appender_options *optio
     app->segment_bytes = options != NULL && options->segment_bytes != 0 ? options->segment_bytes
                                                                         : DEFAULT_SEGMENT_BYTES;
     app->submitted_position = log->end_position;
+    if (options != NULL) {
+        app->on_durable = options->on_durable;
+        app->on_durable_ctx = options->on_durable_ctx;
+    }
     atomic_init(&app->durable_position, log->end_position);
     atomic_init(&app->durable_bytes, 0);
     atomic_init(&app->syncs, 0);

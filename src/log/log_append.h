@@ -31,13 +31,20 @@ struct log_appender;
 struct log_appender_options {
     size_t queue_bytes;     /* records submitted, not yet durable; 0: 8 MiB */
     uint64_t segment_bytes; /* a segment is sealed once it holds this much; 0: 64 MiB */
+    /* Called on the writer thread, without locks, each time the durable
+     * position moved, after the queue room that came with it was freed
+     * (may be NULL). */
+    void (*on_durable)(void *ctx);
+    void *on_durable_ctx;
 };
 
 /*
  * Starts appending to log (opened with LOG_OPEN_WRITE; the appender owns it
  * until log_appender_stop) on a writer thread, creating the first segment
  * of an empty log. SPINDLE_EINVAL for a read-only log or a queue smaller
- * than one largest record (LOG_MAX_RECORD), SPINDLE_EIO, SPINDLE_ENOMEM.
+ * than two largest records (2 * LOG_MAX_RECORD: by the rule of
+ * log_appender_room one then always fits an empty queue), SPINDLE_EIO,
+ * SPINDLE_ENOMEM.
  */
 int log_appender_start(struct log *log, const struct log_appender_options *options,
                        struct log_appender **out);

@@ -111,6 +111,12 @@ struct smc_options {
      * whole. NULL: no bound. */
     size_t (*deliver_room)(void *ctx, uint32_t subgroup);
     uint32_t deliver_overhead;
+    /* With deliver_room: a token (lock-free) that changes when the room
+     * may have grown. A subgroup held at the bound is not tried again
+     * until it changes, so the predicate thread may sleep meanwhile; who
+     * changes it wakes the engine (sst_engine_wake). NULL: retried on
+     * every pass. */
+    uint64_t (*deliver_progress)(void *ctx);
     /* Test hook (0 in production): every sender's stream starts at this
      * position instead of 0, as if that many positions (nulls) had passed,
      * so that a short test crosses the slot header's 2^39 position wrap

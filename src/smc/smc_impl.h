@@ -82,6 +82,10 @@ struct smc_subgroup {
     uint64_t delivered_own;        /* atomic: my own app messages delivered */
     struct spindle_message *batch; /* [S * W] */
     bool ack_dirty;
+    /* The last delivery step stopped at deliver_room, when the progress
+     * token was held_token (predicate thread). */
+    bool held;
+    uint64_t held_token;
 };
 
 struct smc_group {

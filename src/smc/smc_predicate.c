@@ -98,6 +98,9 @@ static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
         if (!sub->senders[s].lied &&
             read_sent(group, sub, &sub->senders[s]) > sub->senders[s].recv_position)
             return true;
+    if (sub->held && group->options.deliver_progress != NULL &&
+        group->options.deliver_progress(group->options.deliver_ctx) == sub->held_token)
+        return false; /* waits for room: the log's writer wakes the engine */
     return sub->layout.mode == SPINDLE_MODE_ATOMIC && sub->delivered < stable_count(group, sub);
 }
 
@@ -359,9 +362,17 @@ static void null_step(struct smc_group *group, struct smc_subgroup *sub)
 static void delivery_step(struct smc_group *group, struct smc_subgroup *sub)
 {
     size_t room = SIZE_MAX;
-    if (group->options.deliver_room != NULL)
+    uint64_t token = 0;
+    if (group->options.deliver_room != NULL) {
+        /* The token first: room that grows after it changes it too. */
+        if (group->options.deliver_progress != NULL)
+            token = group->options.deliver_progress(group->options.deliver_ctx);
         room = group->options.deliver_room(group->options.deliver_ctx, sub->index);
+    }
+    uint64_t held_before = group->stats.deliveries_held;
     smc_deliver_range(group, sub, stable_count(group, sub), room);
+    sub->held = group->stats.deliveries_held != held_before;
+    sub->held_token = token;
 }
 
 /* The sequence number of the next application message this member can

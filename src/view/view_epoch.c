@@ -61,6 +61,7 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
         .deliver_ctx = direct ? m->config.deliver_ctx : (void *)epoch,
         .first_position = m->config.smc_first_position,
         .deliver_room = epoch->log != NULL ? view_log_room : NULL,
+        .deliver_progress = epoch->log != NULL ? view_log_progress : NULL,
         .deliver_overhead = LOG_RECORD_HEADER_SIZE + LOG_MESSAGE_FIXED_SIZE,
     };
     const struct view *v = &epoch->view;

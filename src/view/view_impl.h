@@ -101,6 +101,9 @@ void view_log_close(struct view_membership *m);
  */
 int view_log_view(struct view_membership *m, const struct view_epoch *epoch,
                   struct smc_group *previous, uint32_t previous_subgroups);
+/* smc_options.deliver_progress of an epoch (ctx): the log's durable
+ * position, whose writer wakes the engine when it moves. */
+uint64_t view_log_progress(void *ctx);
 /* smc_options.deliver_room of an epoch (ctx). */
 size_t view_log_room(void *ctx, uint32_t subgroup);
 /* Appends count (<= 64) delivered messages of one subgroup, already

@@ -30,6 +30,19 @@ static bool any_logged(const struct view_config *config)
     return false;
 }
 
+/* The log's writer made room: a delivery held at the bound may go on. */
+static void wake_engine(void *ctx)
+{
+    sst_engine_wake(ctx);
+}
+
+/* The log's durable position (view/view_impl.h). */
+uint64_t view_log_progress(void *ctx)
+{
+    const struct view_epoch *epoch = ctx;
+    return log_appender_durable(epoch->log);
+}
+
 int view_log_open(struct view_membership *m)
 {
     if (m->appender != NULL || m->config.log_dir == NULL || !any_logged(&m->config))
@@ -43,7 +56,11 @@ int view_log_open(struct view_membership *m)
                        "%s: cut %" PRIu64 " bytes of torn tail in %s at offset %" PRIu64 " (%s)",
                        m->config.log_dir, report.tail_bytes, report.tail_segment,
                        report.tail_offset, report.why);
-    struct log_appender_options options = {.queue_bytes = m->log_queue_bytes};
+    struct log_appender_options options = {
+        .queue_bytes = m->log_queue_bytes,
+        .on_durable = wake_engine,
+        .on_durable_ctx = m->engine,
+    };
     rc = log_appender_start(m->log, &options, &m->appender);
     if (rc < 0) {
         log_close(m->log);

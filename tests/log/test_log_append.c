@@ -92,18 +92,18 @@ static void test_a_batch_larger_than_the_queue_is_refused(void **state)
 {
     (void)state;
     struct fixture f;
-    struct log_appender_options options = {.queue_bytes = LOG_MAX_RECORD};
+    struct log_appender_options options = {.queue_bytes = 2 * LOG_MAX_RECORD};
     start(&f, "bounded", &options);
     static uint8_t big[SPINDLE_MAX_PAYLOAD];
-    struct log_record records[2];
+    struct log_record records[3];
     memset(records, 0, sizeof records);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         records[i].type = LOG_REC_MESSAGE;
         records[i].message.length = SPINDLE_MAX_PAYLOAD;
         records[i].message.payload = big;
     }
     uint64_t end = 99;
-    int rc = log_appender_submit(f.app, records, 2, &end);
+    int rc = log_appender_submit(f.app, records, 3, &end);
     assert_int_equal(rc, SPINDLE_EMSGSIZE);
     assert_non_null(strstr(spindle_errmsg(), "queue_bytes"));
     assert_int_equal(end, 99);

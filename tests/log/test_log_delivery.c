@@ -23,7 +23,7 @@
 #include "util/clock.h"
 
 #define MESSAGES 400
-#define SIZE     60000 /* 24 MB in all through a 1 MiB queue */
+#define SIZE     60000 /* 24 MB in all through a 2 MiB queue */
 
 static char root[64];
 static uint64_t delivered; /* atomic */
@@ -50,7 +50,7 @@ static void test_a_small_log_queue_holds_delivery_back(void **state)
     o.logged_subgroups = self; /* subgroup 0 */
     o.num_logged_subgroups = 1;
     struct spindle_subgroup_config sg = {self, 1, self, 1, 64, 65536, SPINDLE_MODE_ATOMIC};
-    struct group_test_options test = {.log_queue_bytes = LOG_MAX_RECORD};
+    struct group_test_options test = {.log_queue_bytes = 2 * LOG_MAX_RECORD};
     spindle_group_t *g;
     assert_int_equal(group_create_with(&o, &sg, 1, &test, &g), 0);
     static uint8_t message[SIZE];
