@@ -53,6 +53,7 @@ struct spindle_config_subgroup {
     uint32_t max_payload;    /* 1..SPINDLE_MAX_PAYLOAD (1048576) bytes, default 1024; window_size
                               * slots of it must fit SPINDLE_MAX_RING_BYTES */
     enum spindle_delivery_mode mode;
+    bool logged; /* logged delivery (docs/LOGS.md), default false; atomic only */
 };
 
 struct spindle_config {
@@ -68,6 +69,7 @@ struct spindle_config {
         const char *log_level;       /* error|warn|info|debug, default "warn" */
         const char *key_file;        /* group key file (docs/SECURITY.md), NULL = none */
         const char *accept_key_file; /* a second key accepted (rotation), NULL = none */
+        const char *log_dir;         /* this member's log directory (docs/LOGS.md), NULL = none */
     } group;
     uint32_t num_members;
     const struct spindle_config_member *members; /* sorted by id */

@@ -230,6 +230,20 @@ struct spindle_group_options {
      */
     bool poll_dedicated;
     uint32_t poll_cpu;
+    /*
+     * Logged delivery (docs/LOGS.md): in each subgroup listed in
+     * logged_subgroups (indices; num_logged_subgroups of them), every
+     * member appends each message it delivers to its log in log_dir, in
+     * delivery order, before the upcall. Atomic subgroups only (the members
+     * of an unordered one deliver in no common order). log_dir is created
+     * (mode 0700) when missing; it must belong to this user and be writable
+     * by no one else, and no symbolic link is followed; give each member a
+     * directory of its own. A torn tail left by a crash is cut at open.
+     * NULL and 0, the defaults: nothing is logged.
+     */
+    const char *log_dir;
+    const uint32_t *logged_subgroups;
+    uint32_t num_logged_subgroups;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram
@@ -262,6 +276,21 @@ struct spindle_stats {
     uint64_t window_full;
     uint64_t window_full_ns;
     int32_t window_holder;
+    /* Logged delivery (docs/LOGS.md), this member's local persistence
+     * frontier: records of its log on stable storage (the messages of
+     * logged subgroups and the views it installed, counted from the log's
+     * first position), the bytes and
+     * the fdatasync calls this process wrote them with. */
+    uint64_t log_records_durable;
+    uint64_t log_bytes_durable;
+    uint64_t log_syncs;
+    /* Back-pressure of the log (docs/LOGS.md "Logged delivery"): delivery
+     * steps of logged subgroups stopped where the log's queue had no more
+     * room (the rest waited in the ring), and the times the predicate
+     * thread itself waited for room (only to deliver a view change's trim
+     * whole). Counted in the current view. */
+    uint64_t log_deliveries_held;
+    uint64_t log_queue_waits;
 };
 
 /* Flags of spindle_reserve. */

@@ -18,7 +18,8 @@
 
 struct cfg_owner {
     struct spindle_config pub; /* first: the public pointer is the owner */
-    char *path, *name, *transport, *provider, *device, *log_level, *key_file, *accept_key_file;
+    char *path, *name, *transport, *provider, *device, *log_level, *key_file, *accept_key_file,
+        *log_dir;
     struct cfg_member *members;
     struct cfg_subgroup *subgroups;
     struct spindle_config_member *pub_members;
@@ -42,20 +43,13 @@ static int cfg_problem(const char *fmt, ...)
     return -1;
 }
 
-static const char *const group_keys[] = {"name",
-                                         "transport",
-                                         "provider",
-                                         "device",
-                                         "failure_timeout_ms",
-                                         "slow_member_ms",
-                                         "tie_breaker",
-                                         "log_level",
-                                         "key_file",
-                                         "accept_key_file",
-                                         NULL};
+static const char *const group_keys[] = {
+    "name",           "transport",   "provider",  "device",   "failure_timeout_ms",
+    "slow_member_ms", "tie_breaker", "log_level", "key_file", "accept_key_file",
+    "log_dir",        NULL};
 static const char *const member_keys[] = {"host", "port", NULL};
-static const char *const subgroup_keys[] = {"members",     "senders", "window_size",
-                                            "max_payload", "mode",    NULL};
+static const char *const subgroup_keys[] = {"members", "senders", "window_size", "max_payload",
+                                            "mode",    "logged",  NULL};
 static const char *const bench_keys[] = {"messages", "message_size", "duration_ms", NULL};
 
 const char *const *cfg_keys(enum cfg_kind kind)
@@ -220,9 +214,15 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
             return cfg_problem("must name a key file (spindle-keygen FILE)");
         return cfg_string(&o->accept_key_file, value);
     }
+    if (strcmp(key, "log_dir") == 0) {
+        /* Checked when the group opens it (owner, mode, no link). */
+        if (value[0] == '\0')
+            return cfg_problem("must name this member's log directory");
+        return cfg_string(&o->log_dir, value);
+    }
     return cfg_problem("unknown key in [group] (known: name, transport, provider, device, "
                        "failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
-                       "accept_key_file)");
+                       "accept_key_file, log_dir)");
 }
 
 static int cfg_apply_member(struct cfg_member *m, const char *key, const char *value)
@@ -296,8 +296,14 @@ static int cfg_apply_subgroup(struct cfg_subgroup *s, const char *key, const cha
             return cfg_problem("must be atomic or unordered");
         return 0;
     }
+    if (strcmp(key, "logged") == 0) {
+        if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
+            return cfg_problem("must be true or false");
+        s->pub.logged = strcmp(value, "true") == 0;
+        return 0;
+    }
     return cfg_problem("unknown key in [subgroup.%u] (known: members, senders, window_size, "
-                       "max_payload, mode)",
+                       "max_payload, mode, logged)",
                        s->pub.index);
 }
 
@@ -335,6 +341,7 @@ static void cfg_sync(struct cfg_owner *o)
     o->pub.group.log_level = o->log_level;
     o->pub.group.key_file = o->key_file;
     o->pub.group.accept_key_file = o->accept_key_file;
+    o->pub.group.log_dir = o->log_dir;
 }
 
 int cfg_apply(struct spindle_config *config, const struct cfg_target *t, const char *key,
@@ -425,6 +432,13 @@ static int cfg_check_subgroup(struct cfg_subgroup *s, const char *path,
     char where[300];
     if (cfg_check_ring(s, path, msg, len) != 0)
         return -1;
+    if (s->pub.logged && s->pub.mode != SPINDLE_MODE_ATOMIC) {
+        snprintf(msg, len,
+                 "%s: [subgroup.%u]: logged = true needs mode = atomic (an unordered subgroup's "
+                 "members deliver in no order they share, so their logs could not agree)",
+                 path, s->pub.index);
+        return -1;
+    }
     if (s->members == NULL) {
         snprintf(msg, len, "%s: [subgroup.%u]: members is required", path, s->pub.index);
         return -1;
@@ -517,5 +531,6 @@ void spindle_config_free(struct spindle_config *config)
     free(o->log_level);
     free(o->key_file);
     free(o->accept_key_file);
+    free(o->log_dir);
     free(o);
 }

@@ -16,6 +16,7 @@
 
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/private_dir.h"
 
 /* Bytes of the run file that carry the locks (never written: a lock may
  * lie past the end of a file). */
@@ -28,33 +29,13 @@ int ctl_dir_files_open(struct ctl_dir_files *files, const char *dir, uint32_t se
     files->dir_fd = -1;
     files->run_fd = -1;
     files->self = self;
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sp_error(SPINDLE_EIO, "control: cannot create directory %s: %s", dir,
-                        strerror(errno));
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
-        return sp_error(SPINDLE_EPERM, "control: bootstrap directory %s is %s: refusing it", dir,
-                        lstat(dir, &st) == 0 && S_ISLNK(st.st_mode) ? "a symbolic link"
-                                                                    : "not a directory");
-    if (fd < 0)
-        return sp_error(SPINDLE_EIO, "control: cannot open directory %s: %s", dir, strerror(errno));
-    const char *wrong = NULL;
-    if (fstat(fd, &st) != 0)
-        wrong = "not readable by fstat";
-    else if (st.st_uid != geteuid())
-        wrong = "owned by another user";
-    else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-        wrong = "writable by group or others";
-    if (wrong != NULL) {
-        close(fd);
-        return sp_error(SPINDLE_EPERM,
-                        "control: bootstrap directory %s (owner uid %u, mode %04o) is %s; "
-                        "this process runs as uid %u: use a directory only its owner can "
-                        "write, such as one under $XDG_RUNTIME_DIR",
-                        dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), wrong,
-                        (unsigned)geteuid());
-    }
+    int fd;
+    int rc = sp_private_dir_open(dir, true, "control: bootstrap directory",
+                                 "use a directory only its owner can write, such as one under "
+                                 "$XDG_RUNTIME_DIR",
+                                 &fd);
+    if (rc < 0)
+        return rc;
     files->dir = strdup(dir);
     if (files->dir == NULL) {
         close(fd);
@@ -84,35 +65,12 @@ static bool is_exchange_name(const char *name)
 }
 
 /* Opens name in the directory (access: O_RDONLY, or O_RDWR to lock it for
- * writing), without following a link and
- * without blocking on a planted FIFO: 1 and *fd, 0 when absent, or
+ * writing) as util/private_dir.h does: 1 and *fd, 0 when absent, or
  * SPINDLE_EPERM naming what is wrong with it. */
 static int open_checked(const struct ctl_dir_files *files, const char *name, int access, int *fd,
                         struct stat *st)
 {
-    *fd = openat(files->dir_fd, name, access | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (*fd < 0 && errno == ENOENT)
-        return 0;
-    if (*fd < 0 && errno == ELOOP)
-        return sp_error(SPINDLE_EPERM,
-                        "control: %s/%s is a symbolic link, which the exchange never writes: "
-                        "refusing to follow it",
-                        files->dir, name);
-    if (*fd < 0)
-        return sp_error(SPINDLE_EIO, "control: cannot open %s/%s: %s", files->dir, name,
-                        strerror(errno));
-    const char *wrong = NULL;
-    if (fstat(*fd, st) != 0)
-        wrong = "cannot be examined";
-    else if (!S_ISREG(st->st_mode))
-        wrong = "is not a regular file";
-    else if (st->st_uid != geteuid())
-        wrong = "is owned by another user";
-    if (wrong == NULL)
-        return 1;
-    close(*fd);
-    return sp_error(SPINDLE_EPERM, "control: %s/%s (owner uid %u, mode %04o) %s: refusing it",
-                    files->dir, name, (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777), wrong);
+    return sp_private_file_open(files->dir_fd, files->dir, name, access, "control", fd, st);
 }
 
 /* 1 when fd's file begins with this run's nonce. */

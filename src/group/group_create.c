@@ -113,6 +113,38 @@ static int convert_subgroup(const struct spindle_subgroup_config *config, uint32
     return smc_layout_validate(layout, index, num_rows);
 }
 
+/* Logged delivery (docs/LOGS.md): the listed subgroups exist, are atomic,
+ * and have a directory; they become config's bits. */
+static int logged_of(const struct spindle_group_options *o,
+                     const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups,
+                     struct view_config *config)
+{
+    if (o->num_logged_subgroups > 0 && o->logged_subgroups == NULL)
+        return sp_error(SPINDLE_EINVAL, "num_logged_subgroups %u but logged_subgroups is NULL",
+                        o->num_logged_subgroups);
+    if (o->num_logged_subgroups > 0 && o->log_dir == NULL)
+        return sp_error(SPINDLE_EINVAL,
+                        "%u logged subgroups but no log_dir: each member needs a log directory "
+                        "of its own",
+                        o->num_logged_subgroups);
+    for (uint32_t i = 0; i < o->num_logged_subgroups; i++) {
+        uint32_t g = o->logged_subgroups[i];
+        if (g >= num_subgroups)
+            return sp_error(SPINDLE_EINVAL,
+                            "logged_subgroups[%u] is %u, but the group has %u subgroups", i, g,
+                            num_subgroups);
+        if (subgroups[g].mode != SPINDLE_MODE_ATOMIC)
+            return sp_error(SPINDLE_EINVAL,
+                            "subgroup %u is unordered and cannot be logged: its members deliver "
+                            "on receipt, in no order they share, so their logs could not agree; "
+                            "make it atomic (SPINDLE_MODE_ATOMIC) or leave it unlogged",
+                            g);
+        config->logged[g / 64] |= UINT64_C(1) << (g % 64);
+    }
+    config->log_dir = o->log_dir;
+    return 0;
+}
+
 /* What the membership layer needs of the options. */
 static void view_config_of(const struct spindle_group *group, struct view_config *out)
 {
@@ -326,9 +358,13 @@ int group_create_with(const struct spindle_group_options *options,
     view_config_of(group, &config);
     if (rc == 0)
         rc = identity_of(group, &config.identity);
+    if (rc == 0)
+        rc = logged_of(options, subgroups, num_subgroups, &config);
     if (test != NULL)
         config.smc_first_position = test->smc_first_position;
     view_membership_init(&group->membership, &config);
+    if (test != NULL)
+        group->membership.log_queue_bytes = test->log_queue_bytes;
     if (rc == 0)
         rc = options->join != NULL ? create_joiner(group, subgroups, num_subgroups)
                                    : create_first(group, subgroups, num_subgroups);

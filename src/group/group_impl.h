@@ -30,6 +30,7 @@ struct spindle_group {
  * group must be given the same). */
 struct group_test_options {
     uint64_t smc_first_position; /* smc_options.first_position: streams start there */
+    uint64_t log_queue_bytes;    /* the log appender's queue (0: its default) */
 };
 
 /* spindle_group_create with test hooks (test NULL: none, as the public

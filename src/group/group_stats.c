@@ -55,6 +55,15 @@ SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats
         sst_engine_stats(group->membership.engine, &engine);
     fill_stats(&smc, &engine, out);
     out->window_holder = holder;
+    out->log_deliveries_held = smc.deliveries_held;
+    out->log_queue_waits = __atomic_load_n(&group->membership.log_queue_waits, __ATOMIC_RELAXED);
+    /* The appender lives from creation to destroy; its counters are atomics. */
+    const struct log_appender *log = group->membership.appender;
+    if (log != NULL) {
+        out->log_records_durable = log_appender_durable(log);
+        out->log_bytes_durable = log_appender_durable_bytes(log);
+        out->log_syncs = log_appender_syncs(log);
+    }
     return 0;
 }
 

@@ -102,6 +102,21 @@ struct smc_options {
     int slow_member_ms;
     spindle_deliver_fn deliver;
     void *deliver_ctx;
+    /* Bounded delivery (logged subgroups, view/view_log.c), atomic
+     * subgroups: called with deliver_ctx on the predicate thread before
+     * each delivery step, it returns how many bytes the subgroup may
+     * deliver now, each message counting deliver_overhead + its length;
+     * the step stops before the first message past it (the rest waits in
+     * the ring for a later pass). The trim of a view change is delivered
+     * whole. NULL: no bound. */
+    size_t (*deliver_room)(void *ctx, uint32_t subgroup);
+    uint32_t deliver_overhead;
+    /* With deliver_room: a token (lock-free) that changes when the room
+     * may have grown. A subgroup held at the bound is not tried again
+     * until it changes, so the predicate thread may sleep meanwhile; who
+     * changes it wakes the engine (sst_engine_wake). NULL: retried on
+     * every pass. */
+    uint64_t (*deliver_progress)(void *ctx);
     /* Test hook (0 in production): every sender's stream starts at this
      * position instead of 0, as if that many positions (nulls) had passed,
      * so that a short test crosses the slot header's 2^39 position wrap
@@ -137,6 +152,8 @@ struct smc_stats {
      * full window (the first one found behind; -1: none yet). */
     uint64_t window_full, window_full_ns;
     int32_t window_holder_row;
+    /* Delivery steps stopped at smc_options.deliver_room. */
+    uint64_t deliveries_held;
 };
 
 /*
@@ -205,6 +222,9 @@ void smc_group_wedge(struct smc_group *group);
 int smc_group_received(struct smc_group *group, uint32_t subgroup, uint32_t row, uint64_t *received,
                        uint32_t cap);
 int smc_group_deliver_upto(struct smc_group *group, uint32_t subgroup, uint64_t delivered_total);
+/* This member's delivered_num of subgroup (atomic: sequence numbers,
+ * unordered: messages); 0 for an unknown subgroup. */
+uint64_t smc_group_delivered(struct smc_group *group, uint32_t subgroup);
 
 /*
  * Resend support (wedged group, after deliver_upto): *first = this member's

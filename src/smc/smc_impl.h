@@ -82,6 +82,10 @@ struct smc_subgroup {
     uint64_t delivered_own;        /* atomic: my own app messages delivered */
     struct spindle_message *batch; /* [S * W] */
     bool ack_dirty;
+    /* The last delivery step stopped at deliver_room, when the progress
+     * token was held_token (predicate thread). */
+    bool held;
+    uint64_t held_token;
 };
 
 struct smc_group {
@@ -173,7 +177,8 @@ void smc_wake_waiters(struct smc_group *group);
 
 /* Delivers sequence numbers [delivered, bound) this member holds, in
  * order (one message when batching is off). Lock held. */
-void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t bound);
+void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t bound,
+                       size_t room);
 
 bool smc_predicate(void *ctx);
 void smc_trigger(void *ctx);

@@ -98,6 +98,9 @@ static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
         if (!sub->senders[s].lied &&
             read_sent(group, sub, &sub->senders[s]) > sub->senders[s].recv_position)
             return true;
+    if (sub->held && group->options.deliver_progress != NULL &&
+        group->options.deliver_progress(group->options.deliver_ctx) == sub->held_token)
+        return false; /* waits for room: the log's writer wakes the engine */
     return sub->layout.mode == SPINDLE_MODE_ATOMIC && sub->delivered < stable_count(group, sub);
 }
 
@@ -358,7 +361,18 @@ static void null_step(struct smc_group *group, struct smc_subgroup *sub)
  * order, as one upcall; nulls are skipped. Baseline: one message. */
 static void delivery_step(struct smc_group *group, struct smc_subgroup *sub)
 {
-    smc_deliver_range(group, sub, stable_count(group, sub));
+    size_t room = SIZE_MAX;
+    uint64_t token = 0;
+    if (group->options.deliver_room != NULL) {
+        /* The token first: room that grows after it changes it too. */
+        if (group->options.deliver_progress != NULL)
+            token = group->options.deliver_progress(group->options.deliver_ctx);
+        room = group->options.deliver_room(group->options.deliver_ctx, sub->index);
+    }
+    uint64_t held_before = group->stats.deliveries_held;
+    smc_deliver_range(group, sub, stable_count(group, sub), room);
+    sub->held = group->stats.deliveries_held != held_before;
+    sub->held_token = token;
 }
 
 /* The sequence number of the next application message this member can
@@ -380,7 +394,8 @@ static uint64_t next_app_seq(const struct smc_subgroup *sub, uint64_t limit)
     return next;
 }
 
-void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t stable)
+void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t stable,
+                       size_t room)
 {
     uint32_t senders = sub->layout.num_senders;
     uint32_t window = sub->layout.window_size;
@@ -391,8 +406,17 @@ void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64
         uint64_t round = sub->delivered / senders;
         struct smc_sender *sender = &sub->senders[s];
         uint32_t index = (uint32_t)(sender->deliv_app % window);
+        bool message = sender->deliv_app < sender->recv_app && sender->app_position[index] == round;
+        if (message) {
+            size_t cost = (size_t)group->options.deliver_overhead + sender->app_length[index];
+            if (cost > room) {
+                group->stats.deliveries_held++;
+                break; /* bounded delivery: it waits in the ring */
+            }
+            room -= cost;
+        }
         sub->delivered++;
-        if (sender->deliv_app < sender->recv_app && sender->app_position[index] == round) {
+        if (message) {
             uint8_t *slot = smc_ring(group, sub, s) + (size_t)index * sub->slot_size;
             struct spindle_message *msg = &sub->batch[count++];
             msg->subgroup = sub->index;

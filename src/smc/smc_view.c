@@ -66,10 +66,20 @@ int smc_group_deliver_upto(struct smc_group *group, uint32_t subgroup, uint64_t 
     while (rc == 0 && sub->delivered < delivered_total) {
         if (sub->layout.mode != SPINDLE_MODE_ATOMIC)
             break; /* unordered subgroups delivered on receipt */
-        smc_deliver_range(group, sub, delivered_total);
+        smc_deliver_range(group, sub, delivered_total, SIZE_MAX);
     }
     sst_engine_unlock(group->engine);
     return rc;
+}
+
+uint64_t smc_group_delivered(struct smc_group *group, uint32_t subgroup)
+{
+    if (subgroup >= group->num_subgroups)
+        return 0;
+    sst_engine_lock(group->engine);
+    uint64_t delivered = group->subgroups[subgroup].delivered;
+    sst_engine_unlock(group->engine);
+    return delivered;
 }
 
 int smc_group_undelivered(struct smc_group *group, uint32_t subgroup, uint64_t *first,

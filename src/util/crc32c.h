@@ -1,4 +1,4 @@
-/* CRC-32C (Castagnoli), as used in delivery traces. Thread-safe, pure. */
+/* CRC-32C (Castagnoli), as used in delivery traces and logs. Thread-safe, pure. */
 #ifndef SP_UTIL_CRC32C_H
 #define SP_UTIL_CRC32C_H
 

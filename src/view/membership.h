@@ -31,6 +31,7 @@
 #include <spindle/group.h>
 
 #include "control/ctl.h"
+#include "log/log_append.h"
 #include "smc/smc.h"
 #include "sst/sst.h"
 #include "transport/transport.h"
@@ -60,6 +61,10 @@ struct view_config {
     spindle_state_load_fn state_load;
     void *state_ctx;
     uint64_t smc_first_position; /* test hook: smc_options.first_position (0) */
+    /* Logged delivery (docs/LOGS.md): this member's log directory (NULL:
+     * none) and the subgroups that log, one bit each. */
+    const char *log_dir;
+    uint64_t logged[SPINDLE_MAX_SUBGROUPS / 64];
 };
 
 /* One installed view and the multicast that runs in it. The epoch is the
@@ -68,6 +73,8 @@ struct view_epoch {
     struct view view;
     const struct view_config *config;
     struct smc_group *smc;
+    struct log_appender *log;  /* the member's (logged subgroups), or NULL */
+    uint64_t *log_queue_waits; /* the membership's counter */
 };
 
 /* The joiner taking part in the next view change (at most one). */
@@ -114,6 +121,11 @@ struct view_membership {
     char terminal_msg[384]; /* why the member stopped */
     bool thread_started;
     pthread_t thread;
+    /* Logged delivery (view_log.c): open from view_prepare to destroy. */
+    struct log *log;
+    struct log_appender *appender;
+    uint64_t log_queue_waits; /* atomic: spindle_stats.log_queue_waits */
+    uint64_t log_queue_bytes; /* test hook: the appender's queue (0: its default) */
 };
 
 /* The versions this build's hellos carry (control/ctl.h). */

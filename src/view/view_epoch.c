@@ -14,7 +14,7 @@ static void view_deliver(void *ctx, const struct spindle_message *messages, size
 {
     const struct view_epoch *epoch = ctx;
     const struct view_config *config = epoch->config;
-    if (config->deliver == NULL)
+    if (config->deliver == NULL && epoch->log == NULL)
         return;
     struct spindle_message chunk[64];
     while (count > 0) {
@@ -24,7 +24,9 @@ static void view_deliver(void *ctx, const struct spindle_message *messages, size
             chunk[i].sender_id = epoch->view.member_ids[messages[i].sender_id];
             chunk[i].view_id = epoch->view.id;
         }
-        config->deliver(config->deliver_ctx, chunk, n);
+        view_log_append(epoch, chunk, n);
+        if (config->deliver != NULL)
+            config->deliver(config->deliver_ctx, chunk, n);
         messages += n;
         count -= n;
     }
@@ -40,9 +42,17 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
     epoch->view = *view;
     memset(view, 0, sizeof *view);
     epoch->config = &m->config;
+    int rc = view_log_open(m);
+    if (rc < 0) {
+        view_epoch_free(epoch);
+        return rc;
+    }
+    epoch->log = m->appender;
+    epoch->log_queue_waits = &m->log_queue_waits;
     /* Without failure tolerance ids never change and views never do: the
-     * application's upcall is called directly, without the mapping. */
-    bool direct = !m->config.tolerate_failures;
+     * application's upcall is called directly, without the mapping, unless
+     * the delivery is logged. */
+    bool direct = !m->config.tolerate_failures && epoch->log == NULL;
     struct smc_options options = {
         .batching = m->config.batching,
         .null_sends = m->config.null_sends,
@@ -50,10 +60,13 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
         .deliver = direct ? m->config.deliver : view_deliver,
         .deliver_ctx = direct ? m->config.deliver_ctx : (void *)epoch,
         .first_position = m->config.smc_first_position,
+        .deliver_room = epoch->log != NULL ? view_log_room : NULL,
+        .deliver_progress = epoch->log != NULL ? view_log_progress : NULL,
+        .deliver_overhead = LOG_RECORD_HEADER_SIZE + LOG_MESSAGE_FIXED_SIZE,
     };
     const struct view *v = &epoch->view;
-    int rc = smc_group_create(m->engine, v->layouts, v->num_subgroups, v->num_members, v->my_rank,
-                              &options, &epoch->smc);
+    rc = smc_group_create(m->engine, v->layouts, v->num_subgroups, v->num_members, v->my_rank,
+                          &options, &epoch->smc);
     if (rc < 0) {
         view_epoch_free(epoch);
         return rc;

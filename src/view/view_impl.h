@@ -82,6 +82,35 @@ struct view_next {
  * multicast's error; view is cleared on failure.
  */
 int view_epoch_create(struct view_membership *m, struct view *view, struct view_epoch **out);
+
+/* Logged delivery (view_log.c, docs/LOGS.md). */
+/* True when subgroup is logged (config.logged). */
+bool view_logged(const struct view_config *config, uint32_t subgroup);
+/* Opens m's log and starts its appender when config.log_dir is set and a
+ * subgroup is logged (once; later calls do nothing). log_open's or
+ * log_appender_start's error. */
+int view_log_open(struct view_membership *m);
+/* Stops the appender (syncing what is queued) and closes the log. */
+void view_log_close(struct view_membership *m);
+/*
+ * Makes epoch's view durable in m's log before anything is delivered in
+ * it (a view record: its members, and previous's delivered_num of each of
+ * its previous_subgroups subgroups, the trim delivered up to; NULL for a
+ * member's first view). Waits for the fdatasync; nothing when nothing is
+ * logged. The appender's error.
+ */
+int view_log_view(struct view_membership *m, const struct view_epoch *epoch,
+                  struct smc_group *previous, uint32_t previous_subgroups);
+/* smc_options.deliver_progress of an epoch (ctx): the log's durable
+ * position, whose writer wakes the engine when it moves. */
+uint64_t view_log_progress(void *ctx);
+/* smc_options.deliver_room of an epoch (ctx). */
+size_t view_log_room(void *ctx, uint32_t subgroup);
+/* Appends count (<= 64) delivered messages of one subgroup, already
+ * stamped with member ids and the view id, when it is logged. A failed
+ * log fails the multicast (smc_group_fail). Predicate thread. */
+void view_log_append(const struct view_epoch *epoch, const struct spindle_message *messages,
+                     size_t count);
 /* Stops and frees the epoch's multicast and the epoch. Safe on NULL. */
 void view_epoch_free(struct view_epoch *epoch);
 /* Connects the epoch's table to every row (descs by rank), within the

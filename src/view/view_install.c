@@ -320,6 +320,10 @@ static int prepare(struct view_membership *m, struct view_next *next, struct res
     int rc = view_exchange(m, next);
     for (uint32_t g = 0; g < m->current->view.num_subgroups && rc == 0; g++)
         rc = deliver_trim(m, next, g);
+    /* Durable views: the next view and the trim are on stable storage
+     * before anything is delivered in it. */
+    if (rc == 0)
+        rc = view_log_view(m, next->epoch, m->current->smc, m->current->view.num_subgroups);
     const struct view *view = &next->epoch->view;
     struct sst_member_desc descs[SST_MAX_ROWS];
     if (rc == 0)

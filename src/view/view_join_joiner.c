@@ -225,6 +225,8 @@ static int adopt_offer(struct view_membership *m, const struct view_join_offer *
         rc = view_epoch_create(m, &view, &m->current);
     else
         view_clear(&view);
+    if (rc == 0)
+        rc = view_log_view(m, m->current, NULL, 0);
     return rc;
 }
 

@@ -113,6 +113,8 @@ int view_prepare(struct view_membership *m, const char *group_name,
     else
         view_clear(&view);
     if (rc == 0)
+        rc = view_log_view(m, m->current, NULL, 0);
+    if (rc == 0)
         __atomic_store_n(&m->num_members, num_members, __ATOMIC_RELEASE);
     return rc;
 }
@@ -264,6 +266,7 @@ void view_membership_destroy(struct view_membership *m)
         sst_engine_stop(m->engine);
     view_epoch_free(m->current);
     m->current = NULL;
+    view_log_close(m);
     if (m->engine != NULL)
         sst_engine_destroy(m->engine);
     ctl_close(m->ctl);

@@ -105,7 +105,7 @@ static void test_malformed_files_name_file_line_key_value(void **state)
     expect_error("[group]\ncolour = red\n",
                  ":2: colour = red: unknown key in [group] (known: name, transport, provider, "
                  "device, failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
-                 "accept_key_file)");
+                 "accept_key_file, log_dir)");
     expect_error("[member.1]\nport = 70000\n", ":2: port = 70000: must be between 0 and 65535");
     expect_error("[member.1]\nport = 12ab\n",
                  ":2: port = 12ab: must be an integer between 0 and 65535");
@@ -377,6 +377,27 @@ static void test_environment_overrides_the_file(void **state)
     unsetenv("SPINDLE_GROUP_KEY_FILE");
 }
 
+static void test_logged_subgroups_and_their_directory(void **state)
+{
+    (void)state;
+    char text[256];
+    struct spindle_config *c = expect_loads(
+        subgroup_with(text, sizeof text, "logged = true\n[group]\nlog_dir = /var/lib/m0\n"));
+    assert_true(c->subgroups[0].logged);
+    assert_string_equal(c->group.log_dir, "/var/lib/m0");
+    spindle_config_free(c);
+    c = expect_loads(subgroup_with(text, sizeof text, ""));
+    assert_false(c->subgroups[0].logged);
+    assert_null(c->group.log_dir);
+    spindle_config_free(c);
+    expect_error(subgroup_with(text, sizeof text, "logged = yes\n"),
+                 ":4: logged = yes: must be true or false");
+    expect_error(subgroup_with(text, sizeof text, "mode = unordered\nlogged = true\n"),
+                 ": [subgroup.0]: logged = true needs mode = atomic (an unordered subgroup's "
+                 "members deliver in no order they share, so their logs could not agree)");
+    expect_error("[group]\nlog_dir =\n", ":2: log_dir = : must name this member's log directory");
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -398,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_member_limits_are_the_librarys),
         cmocka_unit_test(test_subgroup_limits_are_the_librarys),
         cmocka_unit_test(test_duplicates_are_found_among_many_keys),
+        cmocka_unit_test(test_logged_subgroups_and_their_directory),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -18,6 +18,7 @@
 #include "control/ctl_wire.h"
 #include "fuzz_common.h"
 #include "fuzz_ctl_keys.h"
+#include "log/log_format.h"
 #include "transport/shm/shm_impl.h"
 #include "view/view_wire_samples.h"
 #ifdef SPINDLE_HAVE_FABRIC
@@ -340,6 +341,49 @@ static void launch_seeds(void)
         write_seed("fuzz_launch", texts[i][0], texts[i][1], 1 + strlen(texts[i][1] + 1));
 }
 
+/* A message record, a view record and a segment header, as a log holds
+ * them. */
+static void log_seeds(void)
+{
+    static const uint8_t payload[] = "a logged message";
+    struct log_record record;
+    memset(&record, 0, sizeof record);
+    record.type = LOG_REC_MESSAGE;
+    record.position = 41;
+    record.message = (struct log_message){.subgroup = 2,
+                                          .sender_id = 5,
+                                          .sender_index = 9,
+                                          .seq = 30,
+                                          .view_id = 3,
+                                          .length = sizeof payload,
+                                          .payload = payload};
+    size_t len = log_record_encode(&record, buf, sizeof buf);
+    struct log_record decoded;
+    size_t used;
+    require(log_record_decode(buf, len, &decoded, &used) == 1 ? 0 : -1, "fuzz_log_record",
+            "message");
+    write_seed("fuzz_log_record", "message", buf, len);
+    memset(&record, 0, sizeof record);
+    record.type = LOG_REC_VIEW;
+    record.position = 40;
+    record.view.view_id = 3;
+    record.view.member_count = 3;
+    record.view.members[0] = 2;
+    record.view.members[1] = 0;
+    record.view.members[2] = 5;
+    record.view.subgroup_count = 2;
+    record.view.delivered_through[0] = 17;
+    record.view.delivered_through[1] = 4;
+    len = log_record_encode(&record, buf, sizeof buf);
+    require(log_record_decode(buf, len, &decoded, &used) == 1 ? 0 : -1, "fuzz_log_record", "view");
+    write_seed("fuzz_log_record", "view", buf, len);
+    log_segment_header_encode(1000, buf);
+    uint64_t first;
+    require(log_segment_header_decode(buf, LOG_SEGMENT_HEADER_SIZE, &first), "fuzz_log_record",
+            "segment-header");
+    write_seed("fuzz_log_record", "segment-header", buf, LOG_SEGMENT_HEADER_SIZE);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -359,5 +403,6 @@ int main(int argc, char **argv)
 #endif
     config_seeds(argv[2]);
     launch_seeds();
+    log_seeds();
     return 0;
 }

@@ -31,3 +31,21 @@ if(TARGET spindle-run AND TARGET spindle-hello)
   set_tests_properties(run_starts_a_group_from_the_environment PROPERTIES LABELS "tools"
                        TIMEOUT 120)
 endif()
+# spindle-log checks, repairs, prints and compares member logs.
+if(TARGET spindle-log)
+  spindle_add_test(test_log_tool SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_tool.c
+    ARGS $<TARGET_FILE:spindle-log> TIMEOUT 60 LABELS tools log)
+endif()
+# Logged delivery end to end: three member processes, then spindle-log
+# compare over their logs.
+if(TARGET spindle-log)
+  spindle_add_test(test_logged_group SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_logged_group.c
+    ARGS $<TARGET_FILE:spindle-log> TIMEOUT 120 LABELS tools log group)
+endif()
+# spindle-bench --log-dir: the log's figures, and logs that agree.
+if(TARGET spindle-bench AND TARGET spindle-log)
+  add_test(NAME bench_log_dir_logs_every_message
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_log.sh $<TARGET_FILE:spindle-bench>
+                   $<TARGET_FILE:spindle-log>)
+  set_tests_properties(bench_log_dir_logs_every_message PROPERTIES LABELS "tools;log" TIMEOUT 120)
+endif()

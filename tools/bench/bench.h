@@ -66,6 +66,7 @@ struct bench_config {
     uint32_t poll_cpus[SPINDLE_MAX_MEMBERS]; /* --poll-cpus: member i polls on poll_cpus[i] */
     uint32_t num_poll_cpus;                  /* 0: adaptive polling */
     const char *key_file;                    /* --key-file / [group] key_file: the group key */
+    const char *log_dir;         /* --log-dir / [group] log_dir: log every subgroup there */
     const char *accept_key_file; /* --accept-key-file: a second key accepted (rotation) */
     const char *name;            /* --name: member_name (--local: NAME-<id>); NULL: default */
     uint64_t incarnation;        /* --incarnation (0: the library's default) */
@@ -105,6 +106,8 @@ struct bench_result {
     uint64_t send_batches, send_msgs;
     uint64_t receive_batches, receive_msgs;
     uint64_t delivery_batches, delivery_msgs;
+    /* --log-dir: the member's log at the end (spindle_stats log_*). */
+    uint64_t log_records, log_bytes, log_syncs;
 };
 
 /* Number of senders for the configuration (members of the group). */

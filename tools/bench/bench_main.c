@@ -111,6 +111,10 @@ static const char usage[] =
     "                         same; overrides --config's [group] key_file)\n"
     "  --accept-key-file FILE also accept connections proving this key (rotation:\n"
     "                         docs/SECURITY.md; overrides [group] accept_key_file)\n"
+    "  --log-dir DIR          log every subgroup (docs/LOGS.md): each member appends what\n"
+    "                         it delivers to its log in DIR (with --local: DIR/member-<id>,\n"
+    "                         DIR created when missing); adds the log's figures to the\n"
+    "                         report (overrides [group] log_dir; atomic subgroups only)\n"
     "  --timeout SECONDS      give up when deliveries take longer (default 120), or when\n"
     "                         members are missing for longer (at most 60)\n"
     "  --help                 this text\n";
@@ -221,6 +225,7 @@ enum {
     OPT_POLL_CPUS,
     OPT_KEY_FILE,
     OPT_ACCEPT_KEY_FILE,
+    OPT_LOG_DIR,
     OPT_JOIN,
     OPT_LISTEN,
     OPT_LEAVE_AFTER,
@@ -263,6 +268,7 @@ static const struct option long_options[] = {
     {"poll-cpus", required_argument, 0, OPT_POLL_CPUS},
     {"key-file", required_argument, 0, OPT_KEY_FILE},
     {"accept-key-file", required_argument, 0, OPT_ACCEPT_KEY_FILE},
+    {"log-dir", required_argument, 0, OPT_LOG_DIR},
     {"join", required_argument, 0, OPT_JOIN},
     {"listen", required_argument, 0, OPT_LISTEN},
     {"leave-after", required_argument, 0, OPT_LEAVE_AFTER},
@@ -362,6 +368,9 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, unsign
         return 0;
     case OPT_ACCEPT_KEY_FILE:
         c->accept_key_file = arg;
+        return 0;
+    case OPT_LOG_DIR:
+        c->log_dir = arg;
         return 0;
     case OPT_SLOW_MEMBER:
         if (parse_u64(arg, "--slow-member-ms", 0, 3600000, &v) < 0)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -266,6 +267,32 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     options.incarnation = config->incarnation;
     options.key_file = config->key_file;
     options.accept_key_file = config->accept_key_file;
+    /* --log-dir: every subgroup logged; --local members each in a
+     * directory of their own under it (created here, mode 0700). */
+    char log_dir[4096];
+    uint32_t *logged = calloc(config->subgroups, sizeof *logged);
+    if (logged == NULL) {
+        free(subgroups);
+        return SPINDLE_ENOMEM;
+    }
+    if (config->log_dir != NULL) {
+        snprintf(log_dir, sizeof log_dir, "%s", config->log_dir);
+        if (config->local > 0) {
+            if (mkdir(config->log_dir, 0700) != 0 && errno != EEXIST) {
+                fprintf(stderr, "spindle-bench: --log-dir %s: %s\n", config->log_dir,
+                        strerror(errno));
+                free(logged);
+                free(subgroups);
+                return SPINDLE_EIO;
+            }
+            snprintf(log_dir, sizeof log_dir, "%s/member-%u", config->log_dir, self);
+        }
+        for (uint32_t g = 0; g < config->subgroups; g++)
+            logged[g] = g;
+        options.log_dir = log_dir;
+        options.logged_subgroups = logged;
+        options.num_logged_subgroups = config->subgroups;
+    }
     options.batching = config->batching;
     options.null_sends = config->null_sends;
     options.early_unlock = config->early_unlock;
@@ -285,6 +312,7 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
         options.group_name = NULL; /* the group tells */
     }
     int rc = spindle_group_create(&options, subgroups, config->subgroups, out);
+    free(logged);
     free(subgroups);
     return rc;
 }
@@ -420,11 +448,25 @@ static int wait_delivered(const struct bench_config *config, spindle_group_t *gr
     return 0;
 }
 
-static void collect(struct member_state *st, spindle_group_t *group, struct bench_result *result)
+static void collect(const struct bench_config *config, struct member_state *st,
+                    spindle_group_t *group, struct bench_result *result)
 {
     struct spindle_stats stats;
     spindle_group_stats(group, &stats);
     result->delivered_total = __atomic_load_n(&st->delivered, __ATOMIC_ACQUIRE);
+    /* --log-dir: the writer syncs the last batch just after its upcall;
+     * wait (at most 10 s) until the log holds the first view and every
+     * delivered message. */
+    uint64_t deadline = bench_now_ns() + 10000000000ull;
+    while (config->log_dir != NULL && stats.log_records_durable < result->delivered_total + 1 &&
+           bench_now_ns() < deadline) {
+        struct timespec pause = {0, 100000};
+        nanosleep(&pause, NULL);
+        spindle_group_stats(group, &stats);
+    }
+    result->log_records = stats.log_records_durable;
+    result->log_bytes = stats.log_bytes_durable;
+    result->log_syncs = stats.log_syncs;
     result->messages_sent = stats.messages_sent;
     result->writes_posted = stats.writes_posted;
     result->doorbells = stats.doorbells;
@@ -662,7 +704,7 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         fprintf(stderr, "spindle-bench: member %u: shutdown: %s\n", self, spindle_errmsg());
         shut = 0;
     }
-    collect(&st, group, result);
+    collect(config, &st, group, result);
     if (result->ok && shut < 0)
         fail(result, "spindle_group_shutdown", shut);
     spindle_group_destroy(group);

@@ -39,6 +39,8 @@ struct totals {
         delivery_hist[SPINDLE_HIST_BUCKETS];
     uint64_t send_b, send_m, recv_b, recv_m, deliv_b, deliv_m;
     double seconds, rate_sum, p50, p99;
+    uint64_t log_records, log_bytes, log_syncs;
+    double log_rate_sum, log_bytes_rate_sum; /* per member, per second */
 };
 
 static void sum_results(const struct bench_result *results, uint32_t count, struct totals *t)
@@ -72,6 +74,13 @@ static void sum_results(const struct bench_result *results, uint32_t count, stru
             t->seconds = r->seconds;
         if (r->seconds > 0)
             t->rate_sum += (double)r->delivered / r->seconds;
+        t->log_records += r->log_records;
+        t->log_bytes += r->log_bytes;
+        t->log_syncs += r->log_syncs;
+        if (r->seconds > 0) {
+            t->log_rate_sum += (double)r->log_records / r->seconds;
+            t->log_bytes_rate_sum += (double)r->log_bytes / r->seconds;
+        }
         if (r->has_latency) {
             p50s[lat++] = r->p50_us;
             if (r->p99_us > t->p99)
@@ -131,6 +140,12 @@ void bench_report(const struct bench_config *config, uint32_t members,
            "member\n",
            mean(t.send_m, t.send_b), mean(t.recv_m, t.recv_b), mean(t.deliv_m, t.deliv_b),
            (unsigned long long)t.pinned_max);
+    if (config->log_dir != NULL)
+        printf("  log: %llu records, %llu bytes durable (all members): %.0f records/s, %.2f MB/s "
+               "per member; %.4f fdatasync per record\n",
+               (unsigned long long)t.log_records, (unsigned long long)t.log_bytes,
+               t.log_rate_sum / count, t.log_bytes_rate_sum / count / 1e6,
+               mean(t.log_syncs, t.log_records));
     printf("{\"members\":%u,\"senders\":%u,\"msg_size\":%u,\"window\":%u,\"subgroups\":%u,"
            "\"active_subgroups\":%u,\"mode\":\"%s\",\"transport\":\"%s\",\"batching\":%s,"
            "\"null_sends\":%s,\"early_unlock\":%s,\"delay_us\":%u,\"delayed_senders\":%u,"
@@ -151,6 +166,13 @@ void bench_report(const struct bench_config *config, uint32_t members,
            mean(t.writes, t.delivered_total), (unsigned long long)t.nulls, (double)t.post_ns / 1e6,
            t.p50, t.p99, mean(t.send_m, t.send_b), mean(t.recv_m, t.recv_b),
            mean(t.deliv_m, t.deliv_b));
+    if (config->log_dir != NULL) {
+        printf(",\"log_records\":%llu,\"log_bytes\":%llu,\"log_syncs\":%llu,"
+               "\"log_records_per_s\":%.1f,\"log_mb_per_s\":%.3f,\"fdatasync_per_record\":%.5f",
+               (unsigned long long)t.log_records, (unsigned long long)t.log_bytes,
+               (unsigned long long)t.log_syncs, t.log_rate_sum / count,
+               t.log_bytes_rate_sum / count / 1e6, mean(t.log_syncs, t.log_records));
+    }
     print_hist("send_hist", t.send_hist);
     print_hist("receive_hist", t.receive_hist);
     print_hist("delivery_hist", t.delivery_hist);

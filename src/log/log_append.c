@@ -1,0 +1,408 @@
+/* The batched appender (log/log_append.h). */
+#include "log/log_append.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/error.h"
+
+#define DEFAULT_QUEUE_BYTES   ((size_t)8 << 20)
+#define DEFAULT_SEGMENT_BYTES ((uint64_t)64 << 20)
+
+/*
+ * The queue is a bip buffer: queued bytes are region A = [a_start, a_end)
+ * and, once A reached the end of the buffer, region B = [0, b_end) before
+ * a_start. A record never straddles the end, so the writer takes at most
+ * two stretches, in order, A then B.
+ */
+struct log_queue {
+    size_t a_start, a_end, b_end;
+    bool b_active;
+};
+
+struct log_appender {
+    struct log *log;
+    uint64_t segment_bytes;
+    void (*on_durable)(void *ctx);
+    void *on_durable_ctx;
+    pthread_t writer;
+    pthread_mutex_t lock;
+    pthread_cond_t work;     /* the writer: records queued, or stop */
+    pthread_cond_t progress; /* waiters: durable position moved, or an error */
+    uint8_t *buf;
+    size_t cap;
+    struct log_queue queue;      /* under lock */
+    uint64_t submitted_position; /* under lock: next position to assign */
+    bool stopping;               /* under lock */
+    int error;                   /* under lock: the writer's failure, sticky */
+    char error_message[512];
+    atomic_uint_fast64_t durable_position;
+    atomic_uint_fast64_t durable_bytes;
+    atomic_uint_fast64_t syncs;
+};
+
+static bool queue_empty(const struct log_queue *q)
+{
+    return q->a_start == q->a_end && !q->b_active;
+}
+
+/* Reserves size contiguous bytes: true and *offset, or false. */
+static bool queue_reserve(struct log_queue *q, size_t cap, size_t size, size_t *offset)
+{
+    if (q->b_active) {
+        if (q->b_end + size > q->a_start)
+            return false;
+        *offset = q->b_end;
+        q->b_end += size;
+        return true;
+    }
+    if (q->a_end + size <= cap) {
+        *offset = q->a_end;
+        q->a_end += size;
+        return true;
+    }
+    if (size > q->a_start)
+        return false;
+    q->b_active = true;
+    *offset = 0;
+    q->b_end = size;
+    return true;
+}
+
+/* Frees what the writer took (a snapshot of the queue) once written. */
+static void queue_release(struct log_queue *q, const struct log_queue *taken)
+{
+    if (taken->b_active) {
+        /* A could not grow while B was active: all of it went. */
+        q->a_start = taken->b_end;
+        q->a_end = q->b_end;
+        q->b_active = false;
+    } else {
+        q->a_start = taken->a_end;
+        if (q->a_start == q->a_end && q->b_active) {
+            q->a_start = 0;
+            q->a_end = q->b_end;
+            q->b_active = false;
+        }
+    }
+    if (queue_empty(q))
+        q->a_start = q->a_end = 0;
+}
+
+/* Records the writer's failure (the thread-local message is copied so that
+ * callers on other threads can report it). Under lock. */
+static void set_error(struct log_appender *app, int rc)
+{
+    app->error = rc;
+    snprintf(app->error_message, sizeof app->error_message, "%s", spindle_errmsg());
+    pthread_cond_broadcast(&app->progress);
+}
+
+static int report_error(const struct log_appender *app)
+{
+    return sp_error(app->error, "%s", app->error_message);
+}
+
+/* Writes the stretches at the end of the tail segment and syncs them. */
+static int write_stretches(struct log_appender *app, struct iovec *iov, int count, size_t bytes)
+{
+    struct log *log = app->log;
+    struct log_segment *seg = &log->segments[log->segment_count - 1];
+    uint64_t offset = seg->size;
+    for (size_t done = 0; done < bytes;) {
+        ssize_t wrote = pwritev(log->tail_fd, iov, count, (off_t)offset);
+        if (wrote < 0 && errno == EINTR)
+            continue;
+        if (wrote <= 0)
+            goto failed;
+        done += (size_t)wrote;
+        offset += (uint64_t)wrote;
+        for (size_t skip = (size_t)wrote; count > 0 && skip > 0;) {
+            size_t part = skip < iov->iov_len ? skip : iov->iov_len;
+            iov->iov_base = (uint8_t *)iov->iov_base + part;
+            iov->iov_len -= part;
+            skip -= part;
+            if (iov->iov_len == 0) {
+                iov++;
+                count--;
+            }
+        }
+    }
+    if (fdatasync(log->tail_fd) != 0)
+        goto failed;
+    return 0;
+failed:;
+    char name[LOG_SEGMENT_NAME_SIZE + 1];
+    log_segment_name(seg->first_position, name);
+    return sp_error(SPINDLE_EIO, "log: cannot append %zu bytes to %s/%s: %s", bytes, log->dir, name,
+                    errno != 0 ? strerror(errno) : "the disk took no bytes");
+}
+
+/* One batch: everything queued, written and synced; then the durable
+ * position moves. Called with the lock held; drops it across the I/O. */
+static int write_batch(struct log_appender *app)
+{
+    struct log_queue taken = app->queue;
+    uint64_t position = app->submitted_position;
+    pthread_mutex_unlock(&app->lock);
+    struct iovec iov[2] = {{app->buf + taken.a_start, taken.a_end - taken.a_start}};
+    int count = 1;
+    if (taken.b_active)
+        iov[count++] = (struct iovec){app->buf, taken.b_end};
+    size_t bytes = iov[0].iov_len + (count == 2 ? iov[1].iov_len : 0);
+    int rc = write_stretches(app, iov, count, bytes);
+    struct log *log = app->log;
+    bool durable = rc == 0;
+    if (durable) {
+        struct log_segment *seg = &log->segments[log->segment_count - 1];
+        seg->size += bytes;
+        seg->end_position = position;
+        log->end_position = position;
+        atomic_fetch_add_explicit(&app->syncs, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&app->durable_bytes, bytes, memory_order_relaxed);
+        /* Sealed: the next batch starts a segment (it was synced above). */
+        if (seg->size >= app->segment_bytes)
+            rc = log_segment_start(log);
+    }
+    pthread_mutex_lock(&app->lock);
+    if (durable) {
+        /* The room first, then the position: whoever reads the position
+         * (lock-free) and then the room finds the room that came with it
+         * (smc_options.deliver_progress relies on it). */
+        queue_release(&app->queue, &taken);
+        atomic_store_explicit(&app->durable_position, position, memory_order_release);
+        pthread_cond_broadcast(&app->progress);
+    }
+    if (rc < 0) {
+        set_error(app, rc);
+        return rc;
+    }
+    if (app->on_durable != NULL) {
+        pthread_mutex_unlock(&app->lock);
+        app->on_durable(app->on_durable_ctx);
+        pthread_mutex_lock(&app->lock);
+    }
+    return 0;
+}
+
+static void *writer_main(void *arg)
+{
+    struct log_appender *app = arg;
+    pthread_mutex_lock(&app->lock);
+    for (;;) {
+        while (queue_empty(&app->queue) && !app->stopping)
+            pthread_cond_wait(&app->work, &app->lock);
+        if (queue_empty(&app->queue) || write_batch(app) < 0)
+            break;
+    }
+    pthread_mutex_unlock(&app->lock);
+    return NULL;
+}
+
+static int init_sync(struct log_appender *app)
+{
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0)
+        return -1;
+    int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (rc == 0 && pthread_cond_init(&app->progress, &attr) != 0)
+        rc = -1;
+    pthread_condattr_destroy(&attr);
+    if (rc != 0)
+        return -1;
+    if (pthread_cond_init(&app->work, NULL) != 0) {
+        pthread_cond_destroy(&app->progress);
+        return -1;
+    }
+    if (pthread_mutex_init(&app->lock, NULL) != 0) {
+        pthread_cond_destroy(&app->work);
+        pthread_cond_destroy(&app->progress);
+        return -1;
+    }
+    return 0;
+}
+
+int log_appender_start(struct log *log, const struct log_appender_options *options,
+                       struct log_appender **out)
+{
+    *out = NULL;
+    size_t cap =
+        options != NULL && options->queue_bytes != 0 ? options->queue_bytes : DEFAULT_QUEUE_BYTES;
+    if (!log->writable)
+        return sp_error(SPINDLE_EINVAL, "log: %s was opened read-only: cannot append", log->dir);
+    /* Two largest records: one fits even behind the waste at the end. */
+    size_t least = (size_t)2 * LOG_MAX_RECORD;
+    if (cap < least)
+        return sp_error(SPINDLE_EINVAL,
+                        "log: queue_bytes %zu is smaller than two largest records (%zu bytes)", cap,
+                        least);
+    if (log->segment_count == 0) {
+        int rc = log_segment_start(log);
+        if (rc < 0)
+            return rc;
+    }
+    struct log_appender *app = calloc(1, sizeof *app);
+    uint8_t *buf = malloc(cap);
+    if (app == NULL || buf == NULL || init_sync(app) != 0) {
+        free(buf);
+        free(app);
+        return sp_error(SPINDLE_ENOMEM, "log: out of memory for a %zu-byte queue", cap);
+    }
+    app->log = log;
+    app->buf = buf;
+    app->cap = cap;
+    app->segment_bytes = options != NULL && options->segment_bytes != 0 ? options->segment_bytes
+                                                                        : DEFAULT_SEGMENT_BYTES;
+    app->submitted_position = log->end_position;
+    if (options != NULL) {
+        app->on_durable = options->on_durable;
+        app->on_durable_ctx = options->on_durable_ctx;
+    }
+    atomic_init(&app->durable_position, log->end_position);
+    atomic_init(&app->durable_bytes, 0);
+    atomic_init(&app->syncs, 0);
+    int err = pthread_create(&app->writer, NULL, writer_main, app);
+    if (err != 0) {
+        pthread_mutex_destroy(&app->lock);
+        pthread_cond_destroy(&app->work);
+        pthread_cond_destroy(&app->progress);
+        free(buf);
+        free(app);
+        return sp_error(SPINDLE_EIO, "log: cannot start the writer thread: %s", strerror(err));
+    }
+    *out = app;
+    return 0;
+}
+
+/* Checks the batch and sizes it: 0, or the error. */
+static int measure_batch(const struct log_appender *app, const struct log_record *records,
+                         size_t count, size_t *total)
+{
+    *total = 0;
+    for (size_t i = 0; i < count; i++) {
+        int rc = log_record_check(&records[i]);
+        if (rc < 0)
+            return rc;
+        *total += log_record_size(&records[i]);
+    }
+    if (*total > app->cap)
+        return sp_error(SPINDLE_EMSGSIZE,
+                        "log: a batch of %zu records, %zu bytes, exceeds the %zu-byte log queue "
+                        "(queue_bytes): submit it in parts",
+                        count, *total, app->cap);
+    return 0;
+}
+
+int log_appender_submit(struct log_appender *app, const struct log_record *records, size_t count,
+                        uint64_t *end_position)
+{
+    size_t total;
+    int rc = measure_batch(app, records, count, &total);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&app->lock);
+    if (app->error < 0)
+        rc = report_error(app);
+    else if (app->stopping)
+        rc = sp_error(SPINDLE_ESHUTDOWN, "log: the appender of %s is stopping", app->log->dir);
+    /* All or nothing: try the whole batch on a copy of the queue first. */
+    struct log_queue trial = app->queue;
+    size_t offset;
+    for (size_t i = 0; rc == 0 && i < count; i++)
+        if (!queue_reserve(&trial, app->cap, log_record_size(&records[i]), &offset))
+            rc = sp_error(SPINDLE_EAGAIN,
+                          "log: the queue of %s is full (%zu bytes awaiting fdatasync)",
+                          app->log->dir, app->cap);
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        struct log_record record = records[i];
+        record.position = app->submitted_position++;
+        size_t size = log_record_size(&record);
+        queue_reserve(&app->queue, app->cap, size, &offset);
+        log_record_encode(&record, app->buf + offset, size);
+    }
+    if (rc == 0 && count > 0)
+        pthread_cond_signal(&app->work);
+    if (rc == 0 && end_position != NULL)
+        *end_position = app->submitted_position;
+    pthread_mutex_unlock(&app->lock);
+    return rc;
+}
+
+size_t log_appender_room(struct log_appender *app)
+{
+    pthread_mutex_lock(&app->lock);
+    const struct log_queue *q = &app->queue;
+    size_t room = q->b_active ? q->a_start - q->b_end : (app->cap - q->a_end) + q->a_start;
+    pthread_mutex_unlock(&app->lock);
+    return room;
+}
+
+uint64_t log_appender_durable(const struct log_appender *app)
+{
+    return atomic_load_explicit(&app->durable_position, memory_order_acquire);
+}
+
+uint64_t log_appender_syncs(const struct log_appender *app)
+{
+    return atomic_load_explicit(&app->syncs, memory_order_relaxed);
+}
+
+uint64_t log_appender_durable_bytes(const struct log_appender *app)
+{
+    return atomic_load_explicit(&app->durable_bytes, memory_order_relaxed);
+}
+
+int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    if (timeout_ms >= 0) {
+        deadline.tv_sec += timeout_ms / 1000;
+        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+    }
+    int rc = 0;
+    pthread_mutex_lock(&app->lock);
+    while (log_appender_durable(app) < position && app->error == 0 && rc == 0) {
+        if (timeout_ms < 0)
+            pthread_cond_wait(&app->progress, &app->lock);
+        else if (pthread_cond_timedwait(&app->progress, &app->lock, &deadline) == ETIMEDOUT)
+            rc = sp_error(SPINDLE_ETIMEDOUT,
+                          "log: position %llu of %s not durable within %d ms (durable: %llu)",
+                          (unsigned long long)position, app->log->dir, timeout_ms,
+                          (unsigned long long)log_appender_durable(app));
+    }
+    if (rc == 0 && log_appender_durable(app) < position)
+        rc = report_error(app);
+    pthread_mutex_unlock(&app->lock);
+    return rc;
+}
+
+int log_appender_stop(struct log_appender *app)
+{
+    if (app == NULL)
+        return 0;
+    pthread_mutex_lock(&app->lock);
+    app->stopping = true;
+    pthread_cond_signal(&app->work);
+    pthread_mutex_unlock(&app->lock);
+    pthread_join(app->writer, NULL);
+    int rc = app->error < 0 ? report_error(app) : 0;
+    pthread_mutex_destroy(&app->lock);
+    pthread_cond_destroy(&app->work);
+    pthread_cond_destroy(&app->progress);
+    free(app->buf);
+    free(app);
+    return rc;
+}

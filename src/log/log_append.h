@@ -1,0 +1,95 @@
+/*
+ * The batched appender of a log (docs/LOGS.md "Appending"): callers submit
+ * batches of records; a writer thread of its own writes everything queued
+ * with one pwritev and makes it durable with one fdatasync, then publishes
+ * how far the log is durable.
+ *
+ * Records are copied into a bounded queue (queue_bytes) when submitted, so
+ * the caller's buffers (ring slots) are free when submit returns. A batch
+ * that does not fit is refused whole with SPINDLE_EAGAIN rather than
+ * waiting: the submitter (the predicate thread, eventually) never blocks on
+ * the disk and feels back-pressure instead, while the queue never grows.
+ *
+ * Threads: submit, wait and the readers may be called from any thread;
+ * submit holds the queue's lock while it copies its batch, the writer only
+ * to take or release a stretch of the queue, never across I/O. The
+ * durable position and the fdatasync count are C11 atomics, read without
+ * locks. Invariants: positions are assigned in submission order, durable
+ * <= submitted, both only grow; a record is durable only when every record
+ * before it is.
+ */
+#ifndef SP_LOG_LOG_APPEND_H
+#define SP_LOG_LOG_APPEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log/log.h"
+
+struct log_appender;
+
+struct log_appender_options {
+    size_t queue_bytes;     /* records submitted, not yet durable; 0: 8 MiB */
+    uint64_t segment_bytes; /* a segment is sealed once it holds this much; 0: 64 MiB */
+    /* Called on the writer thread, without locks, each time the durable
+     * position moved, after the queue room that came with it was freed
+     * (may be NULL). */
+    void (*on_durable)(void *ctx);
+    void *on_durable_ctx;
+};
+
+/*
+ * Starts appending to log (opened with LOG_OPEN_WRITE; the appender owns it
+ * until log_appender_stop) on a writer thread, creating the first segment
+ * of an empty log. SPINDLE_EINVAL for a read-only log or a queue smaller
+ * than two largest records (2 * LOG_MAX_RECORD: by the rule of
+ * log_appender_room one then always fits an empty queue), SPINDLE_EIO,
+ * SPINDLE_ENOMEM.
+ */
+int log_appender_start(struct log *log, const struct log_appender_options *options,
+                       struct log_appender **out);
+
+/*
+ * Queues count records as one batch, assigning their positions (the
+ * records' own position fields are ignored); *end_position (may be NULL)
+ * receives the position after the batch, which log_appender_wait takes.
+ * SPINDLE_EAGAIN when the queue has no room for the whole batch now
+ * (nothing queued; retry once the durable position moved), SPINDLE_EMSGSIZE
+ * when the batch is larger than the whole queue, SPINDLE_EINVAL for a
+ * record the format cannot hold, the writer's error (naming the file) once
+ * a write or fdatasync failed, SPINDLE_ESHUTDOWN while stopping.
+ */
+int log_appender_submit(struct log_appender *app, const struct log_record *records, size_t count,
+                        uint64_t *end_position);
+
+/*
+ * Free bytes in the queue now. A batch of records fits when its bytes
+ * (log_record_size) and those of its largest record together are no more
+ * than this: at most one record's worth is wasted where the queue wraps.
+ * Only submits make it smaller, so a single submitter may rely on it.
+ */
+size_t log_appender_room(struct log_appender *app);
+
+/* One past the last durable record. Lock-free; any thread. */
+uint64_t log_appender_durable(const struct log_appender *app);
+
+/* fdatasync calls made for records so far (segment creation not counted). */
+uint64_t log_appender_syncs(const struct log_appender *app);
+
+/* Bytes of records made durable so far. */
+uint64_t log_appender_durable_bytes(const struct log_appender *app);
+
+/*
+ * Waits until every record before position is durable. SPINDLE_ETIMEDOUT
+ * after timeout_ms (< 0: no limit), the writer's error once it failed.
+ */
+int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_ms);
+
+/*
+ * Writes and syncs what is queued, stops the writer and frees the
+ * appender; the log is the caller's again. Returns the writer's error, if
+ * it had one. Safe on NULL.
+ */
+int log_appender_stop(struct log_appender *app);
+
+#endif
