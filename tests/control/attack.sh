@@ -19,7 +19,10 @@
 # asserted).
 #
 # Usage: attack.sh SPINDLE_BENCH SPINDLE_ATTACK SPINDLE_KEYGEN CHECK_TRACES
-#                  [ROUNDS [MESSAGES_PER_SENDER [IDLE GARBAGE REPLAY]]]
+#                  [ROUNDS [MESSAGES_PER_SENDER [IDLE GARBAGE REPLAY [PACE]]]]
+#   PACE: messages per second per sender (0, the default: as fast as they
+#   can, the benchmark); the test paces the stream so that it outlasts the
+#   joiner's start on a fast machine.
 set -u
 BENCH=$1
 ATTACK=$2
@@ -30,6 +33,7 @@ MESSAGES=${6:-30000}
 IDLE=${7:-200}
 GARBAGE=${8:-20}
 REPLAY=${9:-20}
+PACE=${10:-0}
 SIZE=1024
 TIMEOUT=60
 
@@ -97,6 +101,7 @@ run_once() {
     what="round $RUN_NUMBER ($mode, ports $PORT..)"
     local common=(--tolerate-failures --trace "$RUN_DIR" --messages "$MESSAGES" --msg-size "$SIZE"
         --timeout "$TIMEOUT" --key-file "$WORK/group.key")
+    [ "$PACE" = 0 ] || common+=(--rate "$PACE")
     "$BENCH" --local 3 --control-port "$PORT" "${common[@]}" >"$RUN_DIR/members.out" 2>&1 &
     launcher=$!
     PIDS=("$launcher")

@@ -24,13 +24,13 @@ add_executable(spindle-attack ${CMAKE_CURRENT_LIST_DIR}/attack.c)
 # benchmark's rounds and figures are in docs/SECURITY.md.
 if(TARGET spindle-bench AND TARGET spindle-keygen)
   if(SPINDLE_TSAN OR SPINDLE_ASAN)
-    set(SPINDLE_ATTACK_MESSAGES 10000)
+    set(SPINDLE_ATTACK_MESSAGES 15000)
   else()
     set(SPINDLE_ATTACK_MESSAGES 30000)
   endif()
   add_test(NAME attack_keyed_group
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/attack.sh $<TARGET_FILE:spindle-bench>
                    $<TARGET_FILE:spindle-attack> $<TARGET_FILE:spindle-keygen>
-                   $<TARGET_FILE:check_traces> 1 ${SPINDLE_ATTACK_MESSAGES})
+                   $<TARGET_FILE:check_traces> 1 ${SPINDLE_ATTACK_MESSAGES} 200 20 20 5000)
   set_tests_properties(attack_keyed_group PROPERTIES LABELS "control;security" TIMEOUT 180)
 endif()
