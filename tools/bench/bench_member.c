@@ -30,6 +30,7 @@ struct member_state {
     struct bench_clock clock;     /* --duration: the run's time and its measured interval */
     char who[32];                 /* "member <id>" in the progress line */
     uint32_t max_window;          /* the largest window of the active subgroups */
+    uint64_t delivered_view;      /* atomic: the latest view a message was delivered in */
     FILE *trace;                  /* written with write(2) from trace_buf, never through stdio */
     char trace_buf[1u << 16];
     size_t trace_len;
@@ -159,6 +160,8 @@ static void on_deliver(void *ctx, const struct spindle_message *messages, size_t
         if (m->sender_id == __atomic_load_n(&st->self, __ATOMIC_RELAXED) &&
             m->subgroup < st->config->active_subgroups)
             bench_latency_deliver(&st->latency, m->subgroup, index, now);
+        if (m->view_id > __atomic_load_n(&st->delivered_view, __ATOMIC_RELAXED))
+            __atomic_store_n(&st->delivered_view, m->view_id, __ATOMIC_RELEASE);
         if (st->trace != NULL)
             trace_line(st, m, index);
     }
@@ -540,6 +543,16 @@ static int write_end(const struct bench_config *config, struct member_state *st)
 {
     if (config->trace_dir == NULL)
         return 0;
+    /* A message of a new view may be delivered before that view's upcall
+     * has run; the final view named must be the one it came in (at most
+     * 10 s, as the upcall follows the install). */
+    uint64_t give_up = bench_now_ns() + 10000000000ull;
+    while (__atomic_load_n(&st->view_id, __ATOMIC_ACQUIRE) <
+               __atomic_load_n(&st->delivered_view, __ATOMIC_ACQUIRE) &&
+           bench_now_ns() < give_up) {
+        struct timespec pause = {0, 100000};
+        nanosleep(&pause, NULL);
+    }
     char path[4096];
     member_path(config, st, "end", path, sizeof path);
     FILE *file = fopen(path, "w");
