@@ -170,8 +170,15 @@ run_once() {
     what="run $RUN_NUMBER ($kind): $members members, $RUN_MODE, size $size, window $window,"
     what="$what SIG$signal {$targets}"
     if ! wait_for_traffic "$members" "$want"; then
+        # Every member delivered everything before the traces were seen
+        # to pass the kill point (a fast run on a busy machine, whose
+        # poller was not scheduled in time): no fault was injected, so the
+        # run is not counted, as when the kill lands after the end.
         wait_for_launcher
-        fail "$what: spindle-bench ended (exit $LAUNCH_RC) before the kill at $want trace bytes"
+        [ "$LAUNCH_RC" -eq 0 ] ||
+            fail "$what: spindle-bench exited $LAUNCH_RC before the kill at $want trace bytes"
+        echo "note: $what: the run ended before the kill at $want trace bytes; not counted"
+        return 2
     fi
     pids=""
     for t in $targets; do pids="$pids $(cat "$RUN_DIR/member-$t.pid")"; done
