@@ -301,6 +301,13 @@ static int member_main(const struct scenario *s, uint32_t self)
         rc = spindle_send(group, 0, payload, sizeof payload, 0);
         if (i == MESSAGES / 4 && ((victims >> self) & 1) && write(s->progress_fd, "x", 1) != 1)
             return 11;
+        /* A victim to be killed stops itself here, its predicate thread
+         * too: on a loaded machine it could otherwise send (or null-send)
+         * the rest of the stream before the kill lands, and the others
+         * would deliver everything in view 0. Stopped, it holds them to
+         * at most a window past this point, so they go on in view 1. */
+        if (i == MESSAGES / 4 && ((s->dead_mask >> self) & 1))
+            raise(SIGSTOP);
         if (i == MESSAGES / 2 && s->early_mask != 0 && !early) {
             char byte;
             while (read(s->go[0], &byte, 1) > 0)
