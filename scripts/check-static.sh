@@ -2,6 +2,8 @@
 # Static checks of the project's own code, as CI runs them:
 #   1. formatting      clang-format --dry-run -Werror (root .clang-format)
 #   2. layering        scripts/check-layers.sh (no upward include, no circle)
+#      environment     scripts/check-env.sh (every variable src/ reads is
+#                      declared in src/config/config_env.c)
 #   3. clang-tidy      root .clang-tidy, over src/, tools/ and examples/
 #   4. cppcheck        warnings, portability, performance, and functions
 #                      that nothing in src/, tools/ or examples/ calls (code
@@ -41,6 +43,9 @@ clang-format --dry-run -Werror $files || status=1
 echo "== layering"
 sh scripts/check-layers.sh || status=1
 
+echo "== environment variables"
+sh scripts/check-env.sh || status=1
+
 echo "== clang-tidy"
 run-clang-tidy -quiet -p "$build" -j "$jobs" "$root/(src|tools|examples)/" >"$build/clang-tidy.log" 2>&1
 tidy_rc=$?
@@ -73,5 +78,5 @@ if [ -s "$build/cppcheck.findings" ]; then
     status=1
 fi
 
-[ "$status" -eq 0 ] && echo "check-static: formatting, layering, clang-tidy and cppcheck are clean"
+[ "$status" -eq 0 ] && echo "check-static: formatting, layering, environment, clang-tidy and cppcheck are clean"
 exit "$status"
