@@ -6,8 +6,10 @@
 #   make asan    the suite under AddressSanitizer + UBSan (build-asan/)
 #   make tsan    the suite under ThreadSanitizer (build-tsan/)
 #   make bench   spindle-bench in build/tools/
-#   make install installs the library, headers, pkg-config and CMake files
-#   make check   static checks (clang-format, layering, clang-tidy, cppcheck)
+#   make install installs the library, headers, pkg-config and CMake files,
+#                the tools and the manual pages
+#   make check   static checks (clang-format, layering, environment variables,
+#                manual pages, clang-tidy, cppcheck)
 #                of the configured build in $(BUILD); non-zero on any finding
 #   make models  the protocol models of models/ checked by spin (docs/MODELS.md);
 #                non-zero when a model fails or a broken variant is not caught

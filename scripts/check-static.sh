@@ -2,6 +2,11 @@
 # Static checks of the project's own code, as CI runs them:
 #   1. formatting      clang-format --dry-run -Werror (root .clang-format)
 #   2. layering        scripts/check-layers.sh (no upward include, no circle)
+#      environment     scripts/check-env.sh (every variable src/ reads is
+#                      declared in src/config/config_env.c)
+#      manual pages    scripts/check-man.sh (every page renders without a
+#                      warning; every public function and installed tool
+#                      has one)
 #   3. clang-tidy      root .clang-tidy, over src/, tools/ and examples/
 #   4. cppcheck        warnings, portability, performance, and functions
 #                      that nothing in src/, tools/ or examples/ calls (code
@@ -20,7 +25,7 @@ cd "$root"
 status=0
 jobs=$(nproc 2>/dev/null || echo 2)
 
-for tool in clang-format clang-tidy run-clang-tidy cppcheck; do
+for tool in clang-format clang-tidy run-clang-tidy cppcheck man; do
     if ! command -v "$tool" >/dev/null 2>&1; then
         echo "check-static: $tool is not installed (sh scripts/install-deps.sh)" >&2
         exit 2
@@ -40,6 +45,12 @@ clang-format --dry-run -Werror $files || status=1
 
 echo "== layering"
 sh scripts/check-layers.sh || status=1
+
+echo "== environment variables"
+sh scripts/check-env.sh || status=1
+
+echo "== manual pages"
+sh scripts/check-man.sh || status=1
 
 echo "== clang-tidy"
 run-clang-tidy -quiet -p "$build" -j "$jobs" "$root/(src|tools|examples)/" >"$build/clang-tidy.log" 2>&1
@@ -73,5 +84,5 @@ if [ -s "$build/cppcheck.findings" ]; then
     status=1
 fi
 
-[ "$status" -eq 0 ] && echo "check-static: formatting, layering, clang-tidy and cppcheck are clean"
+[ "$status" -eq 0 ] && echo "check-static: formatting, layering, environment, manual pages, clang-tidy and cppcheck are clean"
 exit "$status"

@@ -2,9 +2,10 @@
  * libspindle configuration files (INI). See docs/CONFIG.md for every key.
  *
  *   [group]        name, transport, provider, device, failure_timeout_ms,
- *                  slow_member_ms, tie_breaker, log_level
+ *                  slow_member_ms, tie_breaker, log_level, key_file,
+ *                  accept_key_file, log_dir
  *   [member.N]     host, port, name      (N is the member id)
- *   [subgroup.N]   members, senders, window_size, max_payload, mode
+ *   [subgroup.N]   members, senders, window_size, max_payload, mode, logged
  *   [bench]        messages, message_size, duration_ms
  *
  * Every key can be overridden by the environment variable
@@ -13,6 +14,9 @@
  * SPINDLE_SUBGROUP_0_WINDOW_SIZE). An override replaces the file's value
  * for a section the file defines ([group] and [bench] always count as
  * defined); it cannot create members or subgroups.
+ *
+ * spindle-info -k lists every key with its default, spindle-info -e every
+ * variable.
  *
  * The loaded configuration is a plain read-only structure; all strings and
  * arrays belong to it and are released by spindle_config_free.

@@ -19,6 +19,7 @@
 #include <spindle/config.h>
 #include <spindle/group.h> /* SPINDLE_MAX_SUBGROUPS, SPINDLE_MAX_MEMBERS */
 
+#include "config/config_env.h"
 #include "config/config_keys.h"
 #include "util/error.h"
 
@@ -234,7 +235,7 @@ static int cfg_handler(void *user, const char *section, const char *name, const 
     }
     char env[160];
     cfg_env_name(section, name, env, sizeof env);
-    if (cfg_key_known(t.kind, name) && getenv(env) != NULL)
+    if (cfg_key_known(t.kind, name) && cfg_env_get(env) != NULL)
         return 1; /* the environment wins; applied after parsing */
     return cfg_apply(st->config, &t, name, value, st->line) == 0
                ? 1
@@ -266,7 +267,7 @@ static void cfg_apply_env(struct cfg_load *st)
         for (const char *const *key = cfg_keys(t.kind); *key != NULL && !st->failed; key++) {
             char env[160];
             cfg_env_name(section, *key, env, sizeof env);
-            const char *value = getenv(env);
+            const char *value = cfg_env_get(env);
             if (value == NULL)
                 continue;
             if (cfg_apply(st->config, &t, *key, value, 0) != 0) {

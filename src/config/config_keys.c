@@ -47,7 +47,7 @@ static const char *const group_keys[] = {
     "name",           "transport",   "provider",  "device",   "failure_timeout_ms",
     "slow_member_ms", "tie_breaker", "log_level", "key_file", "accept_key_file",
     "log_dir",        NULL};
-static const char *const member_keys[] = {"host", "port", NULL};
+static const char *const member_keys[] = {"host", "port", "name", NULL};
 static const char *const subgroup_keys[] = {"members", "senders", "window_size", "max_payload",
                                             "mode",    "logged",  NULL};
 static const char *const bench_keys[] = {"messages", "message_size", "duration_ms", NULL};

@@ -18,7 +18,7 @@
 
 enum cfg_kind { CFG_GROUP, CFG_MEMBER, CFG_SUBGROUP, CFG_BENCH };
 
-/* Most keys a section kind has ([group]'s ten). */
+/* Most keys a section kind has ([group]'s eleven). */
 #define CFG_MAX_KEYS 11
 
 /* The line each key of one section was set on in the file (0: not set),

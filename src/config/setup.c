@@ -10,6 +10,7 @@
 #include <spindle/log.h>
 #include <spindle/setup.h>
 
+#include "config/config_env.h"
 #include "config/setup_internal.h"
 #include "util/error.h"
 
@@ -98,7 +99,7 @@ static int setup_group_values(const struct spindle_config *config, uint32_t self
         return sp_error(SPINDLE_ENOMEM, "out of memory for the group setup");
     /* The loader checked the file's level; SPINDLE_LOG_LEVEL names one for this run. */
     enum spindle_log_level level;
-    if (config->group.log_level != NULL && getenv("SPINDLE_LOG_LEVEL") == NULL &&
+    if (config->group.log_level != NULL && cfg_env_get("SPINDLE_LOG_LEVEL") == NULL &&
         spindle_log_parse_level(config->group.log_level, &level) == 0)
         spindle_log_set_level(level);
     return 0;

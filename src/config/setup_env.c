@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config_env.h"
 #include "config/setup_internal.h"
 #include "util/error.h"
 
@@ -27,7 +28,7 @@ struct launch_env {
 /* The variable as a number 0..max; *present false when it is unset. */
 static int env_number(const char *var, uint32_t max, uint32_t *out, bool *present)
 {
-    const char *text = getenv(var);
+    const char *text = cfg_env_get(var);
     *present = text != NULL;
     if (text == NULL)
         return 0;
@@ -68,7 +69,7 @@ static int launch_rank_size(struct launch_env *env)
     env->slurm = strcmp(env->rank_var, "SLURM_PROCID") == 0;
     const char *size_var = "SPINDLE_SIZE";
     if (strcmp(env->rank_var, "PMIX_RANK") == 0)
-        size_var = getenv("SLURM_NTASKS") != NULL ? "SLURM_NTASKS" : "OMPI_COMM_WORLD_SIZE";
+        size_var = cfg_env_get("SLURM_NTASKS") != NULL ? "SLURM_NTASKS" : "OMPI_COMM_WORLD_SIZE";
     else if (env->slurm)
         size_var = "SLURM_NTASKS";
     rc = env_required(size_var, "the number of tasks", SPINDLE_MAX_MEMBERS, &env->size);
@@ -125,8 +126,8 @@ static int launch_read_hostfile(struct launch_env *env, const char *path)
 /* Slurm's step: its node list and tasks per node, block distribution. */
 static int launch_slurm_hosts(struct launch_env *env)
 {
-    const char *list = getenv("SLURM_STEP_NODELIST");
-    const char *tasks = getenv("SLURM_STEP_TASKS_PER_NODE");
+    const char *list = cfg_env_get("SLURM_STEP_NODELIST");
+    const char *tasks = cfg_env_get("SLURM_STEP_TASKS_PER_NODE");
     if (list == NULL || tasks == NULL)
         return sp_error(SPINDLE_ECONFIG,
                         "%s is not set (Slurm gives it to every step; or set "
@@ -148,7 +149,7 @@ static int launch_slurm_hosts(struct launch_env *env)
 /* The members' hosts. */
 static int launch_hosts(struct launch_env *env)
 {
-    const char *hostfile = getenv("SPINDLE_HOSTFILE");
+    const char *hostfile = cfg_env_get("SPINDLE_HOSTFILE");
     if (hostfile != NULL && hostfile[0] != '\0')
         return launch_read_hostfile(env, hostfile);
     if (env->slurm)
@@ -180,7 +181,7 @@ static int launch_check_local(const struct launch_env *env, uint32_t local)
                     "%s %u, but rank %u is task %u of %s in block order (%s): start the "
                     "tasks in block distribution",
                     var, given, env->rank, local, env->rank_host[env->rank],
-                    getenv("SPINDLE_HOSTFILE") != NULL ? "SPINDLE_HOSTFILE" : "the node list");
+                    cfg_env_get("SPINDLE_HOSTFILE") != NULL ? "SPINDLE_HOSTFILE" : "the node list");
 }
 
 static int launch_members(struct launch_env *env, struct spindle_group_setup *out,
@@ -191,7 +192,7 @@ static int launch_members(struct launch_env *env, struct spindle_group_setup *ou
     int rc = env_number("SPINDLE_BASE_PORT", 65535, &base, &present);
     if (rc == 0 && base == 0)
         rc = sp_error(SPINDLE_ECONFIG, "SPINDLE_BASE_PORT '%s': must be a number 1..65535",
-                      getenv("SPINDLE_BASE_PORT"));
+                      cfg_env_get("SPINDLE_BASE_PORT"));
     for (uint32_t r = 0; rc == 0 && r < env->size; r++) {
         uint32_t port = base + launch_local_index(env, r);
         if (port > 65535)

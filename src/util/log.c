@@ -54,6 +54,8 @@ static int level_now(void)
     int level = atomic_load_explicit(&current_level, memory_order_relaxed);
     if (level < 0) {
         enum sp_log_level parsed = SP_LOG_WARN;
+        /* Declared in src/config/config_env.c, which this layer may not
+         * include: scripts/check-env.sh holds the name to the table. */
         const char *env = getenv("SPINDLE_LOG_LEVEL");
         if (env != NULL)
             (void)sp_log_parse_level(env, &parsed);

@@ -10,3 +10,5 @@ spindle_add_test(test_launch_parse SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_launch
   TIMEOUT 30 LABELS config unit)
 spindle_add_test(test_setup_env SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_setup_env.c TIMEOUT 30
   LABELS config unit)
+spindle_add_test(test_config_env SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_config_env.c TIMEOUT 30
+  LABELS config unit)

@@ -2,7 +2,8 @@
 # Installs the built tree into a temporary prefix, then builds and runs a
 # user program against it three ways: pkg-config (shared), find_package
 # (shared) and find_package (static). Proves the installed headers, the
-# libspindle.pc file and the CMake package are complete and usable.
+# libspindle.pc file and the CMake package are complete and usable, and
+# that the tools and every manual page were installed where man finds them.
 # Usage: install_consumer.sh BUILD_DIR SOURCE_DIR
 set -eu
 BUILD=$1
@@ -16,6 +17,25 @@ cmake --install "$BUILD" --prefix "$PREFIX" >"$WORK/install.log" ||
 pc=$(find "$PREFIX" -name libspindle.pc | head -n 1)
 [ -n "$pc" ] || { echo "FAIL: libspindle.pc was not installed under $PREFIX"; exit 1; }
 export PKG_CONFIG_PATH="$(dirname "$pc")"
+
+# The tools, and the manual pages: every page of man/ under share/man, and
+# man opening a function's link page and a tool's page from there.
+"$PREFIX/bin/spindle-info" --version >/dev/null || { echo "FAIL: spindle-info not installed"; exit 1; }
+"$PREFIX/bin/spindle-bench" --help >/dev/null ||
+    { echo "FAIL: the installed spindle-bench does not run (its runpath?)"; exit 1; }
+mandir=$(find "$PREFIX" -type d -name man -path '*/share/man' | head -n 1)
+[ -n "$mandir" ] || { echo "FAIL: no share/man under $PREFIX"; exit 1; }
+for page in "$SRC"/man/man[1-9]/*.[1-9]; do
+    name=$(basename "$(dirname "$page")")/$(basename "$page")
+    [ -f "$mandir/$name" ] || { echo "FAIL: $name was not installed under $mandir"; exit 1; }
+done
+if command -v man >/dev/null 2>&1; then
+    for what in "3 spindle_commit" "1 spindle-info" "5 spindle.ini"; do
+        # shellcheck disable=SC2086
+        MAN_DISABLE_SECCOMP=1 MANWIDTH=80 man -M "$mandir" $what 2>/dev/null | grep -q "${what#* }" ||
+            { echo "FAIL: man -M $mandir $what does not open its page"; exit 1; }
+    done
+fi
 
 run() { # name binary
     mkdir -p "$WORK/boot-$1"

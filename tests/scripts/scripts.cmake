@@ -4,3 +4,18 @@ add_test(NAME check_layers
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_layers_test.sh
                  ${CMAKE_SOURCE_DIR}/scripts/check-layers.sh ${CMAKE_SOURCE_DIR})
 set_tests_properties(check_layers PROPERTIES LABELS "scripts" TIMEOUT 60)
+# Every environment variable the library reads is declared in
+# src/config/config_env.c; the checker catches one that is not.
+add_test(NAME check_env_declared
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_env_test.sh
+                 ${CMAKE_SOURCE_DIR}/scripts/check-env.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(check_env_declared PROPERTIES LABELS "scripts;config" TIMEOUT 60)
+# The manual pages render without a warning and cover every public function
+# and installed tool; the checker catches a page that is missing or broken.
+find_program(SPINDLE_MAN_PROGRAM man)
+if(SPINDLE_MAN_PROGRAM)
+  add_test(NAME check_man_pages
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_man_test.sh
+                   ${CMAKE_SOURCE_DIR}/scripts/check-man.sh ${CMAKE_SOURCE_DIR})
+  set_tests_properties(check_man_pages PROPERTIES LABELS "scripts" TIMEOUT 120)
+endif()

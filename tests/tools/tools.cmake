@@ -49,3 +49,12 @@ if(TARGET spindle-bench AND TARGET spindle-log)
                    $<TARGET_FILE:spindle-log>)
   set_tests_properties(bench_log_dir_logs_every_message PROPERTIES LABELS "tools;log" TIMEOUT 120)
 endif()
+# spindle-info lists every variable of the environment table, marks the
+# ones set, and every configuration key.
+if(TARGET spindle-info)
+  add_test(NAME info_lists_every_variable_and_key
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/info.sh $<TARGET_FILE:spindle-info>
+                   ${CMAKE_SOURCE_DIR})
+  set_tests_properties(info_lists_every_variable_and_key PROPERTIES LABELS "tools;config"
+                       TIMEOUT 30)
+endif()

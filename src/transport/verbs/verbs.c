@@ -220,7 +220,9 @@ static int vb_setup_queues(struct vb_ep *ep)
 
 /* DC is tried by default: the group API leaves tp_config.use_dct 0, and a
  * device without DC costs one log line. SPINDLE_VERBS_DCT=0 turns the
- * default off (a config with use_dct set still asks for DC). */
+ * default off (a config with use_dct set still asks for DC). Declared in
+ * src/config/config_env.c, which a backend may not include:
+ * scripts/check-env.sh holds the name to the table. */
 static int vb_dct_default(void)
 {
     const char *env = getenv("SPINDLE_VERBS_DCT");
