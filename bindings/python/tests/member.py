@@ -1,10 +1,11 @@
 """One member process of the multi-process tests (test_group.py).
 
-    python3 member.py SCENARIO RANK BOOTSTRAP_DIR
+    python3 member.py SCENARIO RANK BOOTSTRAP
 
 prints one JSON object on its last line of stdout (what it delivered, its
 views, its stats) and exits 0, or names what went wrong on stderr and
-exits 1. SCENARIO is "multicast" or "leave".
+exits 1. SCENARIO is "multicast" or "leave" (BOOTSTRAP: a directory), or
+"join" (BOOTSTRAP: "PORT,PORT", the member's and the joiner's).
 """
 
 import json
@@ -144,9 +145,49 @@ def leave(rank, bootstrap):
     }
 
 
+def join(rank, ports):
+    """Rank 0 runs a group of one and prints "ready"; rank 1 joins it,
+    getting rank 0's state through state_save and state_load. Rank 0 then
+    sends; both deliver. The joiner is a receiver, not a sender."""
+    member, joiner = (f"127.0.0.1:{port}" for port in ports.split(","))
+    subgroups = [spindle.Subgroup(members=[0], window=8, max_payload=64)]
+    options = dict(bootstrap_kind="tcp", tolerate_failures=True, bootstrap_timeout_ms=20000)
+    loaded = []
+    if rank == 0:
+        group = spindle.Group(
+            subgroups, self=0, num_members=1, bootstrap=member,
+            state_save=lambda: b"state of member 0", **options,
+        )
+        print("ready", flush=True)
+    else:
+        group = spindle.Group(
+            subgroups, join=member, bootstrap=joiner, state_load=loaded.append, **options
+        )
+    with group:
+        view = group.wait_for_view(lambda v: len(v.members) == 2, WAIT)
+        refused = None
+        if rank == 0:
+            group.send(0, b"after the join")
+        else:
+            try:
+                group.send(0, b"a receiver cannot send")
+            except spindle.NotPermitted as e:
+                refused = e.name
+        batch = group.receive(timeout=WAIT)
+        member_id = group.member_id
+        group.shutdown(WAIT)
+    return {
+        "member_id": member_id,
+        "view": [view.view_id, list(view.members), list(view.joined)],
+        "loaded": [state.decode() for state in loaded],
+        "delivered": [[m.sender_id, m.data.decode()] for m in batch],
+        "refused": refused,
+    }
+
+
 def main():
     scenario, rank, bootstrap = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    result = {"multicast": multicast, "leave": leave}[scenario](rank, bootstrap)
+    result = {"multicast": multicast, "leave": leave, "join": join}[scenario](rank, bootstrap)
     print(json.dumps(result), flush=True)
 
 

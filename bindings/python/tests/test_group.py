@@ -8,6 +8,8 @@ import sys
 import tempfile
 import unittest
 
+from support import free_port
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 MEMBER = os.path.join(HERE, "member.py")
 MEMBERS = 3
@@ -147,6 +149,38 @@ class LeaveTest(unittest.TestCase):
                 f"member {rank}: no 'view ... installed' INFO line on spindle.view: "
                 f"{result['logged']}",
             )
+
+
+class JoinTest(unittest.TestCase):
+    def test_a_joiner_gets_the_state_and_later_messages(self):
+        ports = f"{free_port()},{free_port()}"
+        start = [sys.executable, MEMBER, "join"]
+        member = subprocess.Popen(
+            start + ["0", ports], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            ready = member.stdout.readline()  # the group of one is up
+            if ready != "ready\n":
+                self.fail(f"member 0 did not start its group: {ready}{member.stderr.read()}")
+            joiner = subprocess.run(
+                start + ["1", ports], capture_output=True, text=True, timeout=DEADLINE
+            )
+            out, err = member.communicate(timeout=DEADLINE)
+        finally:
+            if member.poll() is None:
+                member.kill()
+                member.communicate()
+        self.assertEqual(member.returncode, 0, f"member 0:\n{err}")
+        self.assertEqual(joiner.returncode, 0, f"joiner:\n{joiner.stderr}")
+        original = json.loads(out.splitlines()[-1])
+        joined = json.loads(joiner.stdout.splitlines()[-1])
+        self.assertEqual(joined["loaded"], ["state of member 0"])
+        self.assertEqual(joined["member_id"], 1)
+        for result in (original, joined):
+            self.assertEqual(result["view"][1:], [[0, 1], [1]])
+            self.assertEqual(result["delivered"], [[0, "after the join"]])
+        self.assertEqual(original["view"][0], joined["view"][0])
+        self.assertEqual(joined["refused"], "SPINDLE_EPERM")
 
 
 if __name__ == "__main__":
