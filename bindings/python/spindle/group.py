@@ -571,10 +571,10 @@ class Group:
         if isinstance(data, bytes):
             buffer, size = data, len(data)
         else:
-            view = memoryview(data).cast("B")
+            view = memoryview(data)
             size = view.nbytes
             if view.readonly or not view.c_contiguous:
-                buffer = bytes(view)
+                buffer = view.tobytes()  # ctypes takes only writable buffers in place
             else:
                 buffer = (ctypes.c_char * size).from_buffer(view) if size else None
         flags = 0 if block else _lib.RESERVE_NONBLOCK
@@ -679,7 +679,8 @@ class Group:
 
     def close(self):
         """Releases the member (spindle_group_destroy): not an orderly
-        end by itself (see shutdown and leave). Idempotent."""
+        end by itself (see shutdown and leave). Idempotent. No other
+        thread may be inside a call on this group meanwhile."""
         if getattr(_local, "in_callback", False):
             raise RuntimeError("close() called from a delivery or view callback")
         self._finalizer()

@@ -106,8 +106,8 @@ class GroupErrorsTest(unittest.TestCase):
         group = one_member(self.directory.name)
         with self.assertRaises(spindle.TimedOut):
             group.receive(timeout=0.05)
-        group.send(0, memoryview(b"abc"))
-        group.send(0, bytearray(b"de"))
+        group.send(0, memoryview(b"xaxbxc")[1::2])  # read-only and strided: copied
+        group.send(0, memoryview(bytearray(b"de")))  # writable: taken in place
         with group.reserve(0, 3) as slot:
             slot[:] = b"fgh"
         with self.assertRaises(KeyError):
