@@ -1,6 +1,10 @@
 """Failures as exceptions: the code, its name and the library's message."""
 
+import gc
+import os
 import re
+import subprocess
+import sys
 import tempfile
 import threading
 import unittest
@@ -122,6 +126,37 @@ class GroupErrorsTest(unittest.TestCase):
         group.close()
         group.close()  # twice is fine
         self.assertEqual(list(group.messages(timeout=1)), [])
+
+
+
+class LifetimeTest(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory(prefix="spindle-py-")
+        self.addCleanup(self.directory.cleanup)
+
+    def test_a_group_nobody_holds_is_destroyed(self):
+        group = one_member(self.directory.name)
+        core = group._core
+        group.send(0, b"left behind")
+        del group
+        gc.collect()
+        self.assertIsNone(core.handle, "the dropped group was not destroyed")
+
+    def test_the_interpreter_exits_with_a_group_still_open(self):
+        script = (
+            "import sys; sys.path.insert(0, sys.argv[1]); import spindle\n"
+            "g = spindle.Group([spindle.Subgroup([0])], bootstrap=sys.argv[2])\n"
+            "g.send(0, b'unflushed')\n"
+            "print('exiting', flush=True)\n"
+        )
+        package = os.path.join(support.HERE, "..")
+        ran = subprocess.run(
+            [sys.executable, "-c", script, package, self.directory.name],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        self.assertEqual((ran.returncode, ran.stdout), (0, "exiting\n"), ran.stderr)
 
 
 if __name__ == "__main__":
