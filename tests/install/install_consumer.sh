@@ -2,8 +2,9 @@
 # Installs the built tree into a temporary prefix, then builds and runs a
 # user program against it three ways: pkg-config (shared), find_package
 # (shared) and find_package (static). Proves the installed headers, the
-# libspindle.pc file and the CMake package are complete and usable, and
-# that the tools and every manual page were installed where man finds them.
+# libspindle.pc file and the CMake package are complete and usable, that
+# the tools and every manual page were installed where man finds them, and
+# that the installed Python package finds the installed library by itself.
 # Usage: install_consumer.sh BUILD_DIR SOURCE_DIR
 set -eu
 BUILD=$1
@@ -57,4 +58,24 @@ cmake --build "$WORK/consumer" >"$WORK/build.log" 2>&1 ||
     { cat "$WORK/build.log"; echo "FAIL: building against spindle::spindle"; exit 1; }
 run find_package-shared "$WORK/consumer/consumer_shared"
 run find_package-static "$WORK/consumer/consumer_static"
+# The Python package, when it was installed and there is a python3: with
+# only PYTHONPATH set, it loads the library of this prefix and a member of
+# one delivers what it sent.
+pydir=$(find "$PREFIX" -type d -name spindle -path '*dist-packages/spindle' | head -n 1)
+if [ -n "$pydir" ] && command -v python3 >/dev/null 2>&1; then
+    mkdir -p "$WORK/boot-python"
+    env -u SPINDLE_LIBRARY PYTHONPATH="$(dirname "$pydir")" PYTHONDONTWRITEBYTECODE=1 \
+        python3 - "$PREFIX" "$WORK/boot-python" <<'PYTHON' ||
+import os, sys
+import spindle
+prefix, bootstrap = sys.argv[1], sys.argv[2]
+assert os.path.realpath(spindle.library_path).startswith(os.path.realpath(prefix)), \
+    f"loaded {spindle.library_path}, not the library under {prefix}"
+with spindle.Group([spindle.Subgroup([0], window=4, max_payload=64)], bootstrap=bootstrap) as g:
+    g.send(0, b"installed")
+    assert [m.data for m in g.receive(timeout=10)] == [b"installed"]
+    g.shutdown(10)
+PYTHON
+        { echo "FAIL: the installed Python package (PYTHONPATH=$(dirname "$pydir"))"; exit 1; }
+fi
 echo "ok: installed headers, libspindle.pc and find_package(spindle) all build a working program"

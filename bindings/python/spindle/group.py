@@ -1,0 +1,713 @@
+"""Group: one member's side of a libspindle group (include/spindle/group.h).
+
+Threads. Deliveries and views arrive on the library's predicate thread; the
+callbacks given as on_deliver and on_view run there, holding the GIL (ctypes
+takes it), while the library holds its predicate lock: keep them short, and
+call no method of a group from inside them (that raises RuntimeError rather
+than deadlock). Without on_deliver, each batch is put on a queue that any
+Python thread drains with receive() or messages(). The blocking calls
+(creation, send and reserve while the window is full, flush, barrier,
+shutdown, leave) release the GIL while they wait, so other Python threads
+run meanwhile. A reservation (reserve()) belongs to the thread that made it.
+
+An exception raised by a callback is logged on the logger "spindle" and
+dropped: it never reaches the library's thread, which goes on.
+"""
+
+import contextlib
+import ctypes
+import dataclasses
+import enum
+import logging
+import os
+import queue
+import threading
+import weakref
+from typing import Callable, NamedTuple, Sequence
+
+from . import _lib
+from . import errors
+from .errors import Shutdown, TimedOut, check, make_error
+
+_log = logging.getLogger("spindle")
+_local = threading.local()  # .in_callback: this thread runs one of our callbacks
+_libc = ctypes.CDLL(None)
+_libc.malloc.restype = ctypes.c_void_p
+_libc.malloc.argtypes = [ctypes.c_size_t]
+
+
+class Mode(enum.IntEnum):
+    """enum spindle_delivery_mode."""
+
+    ATOMIC = _lib.MODE_ATOMIC  # total order, delivered once stable everywhere
+    UNORDERED = _lib.MODE_UNORDERED  # delivered on receipt, per-sender FIFO
+
+
+class Bootstrap(enum.IntEnum):
+    """enum spindle_bootstrap_kind."""
+
+    AUTO = _lib.BOOTSTRAP_AUTO
+    DIR = _lib.BOOTSTRAP_DIR
+    TCP = _lib.BOOTSTRAP_TCP
+
+
+@dataclasses.dataclass(frozen=True)
+class Subgroup:
+    """struct spindle_subgroup_config: members and senders are member ids
+    (indices into the group's member list); senders None means every
+    member sends, in the order of members."""
+
+    members: Sequence[int]
+    senders: Sequence[int] | None = None
+    window: int = 100
+    max_payload: int = 1024
+    mode: Mode | str = Mode.ATOMIC
+
+
+class Message(NamedTuple):
+    """One delivered message; data is a copy, valid for as long as needed."""
+
+    subgroup: int
+    sender_id: int
+    sender_index: int
+    seq: int
+    view_id: int
+    data: bytes
+
+
+class Identity(NamedTuple):
+    """struct spindle_member_identity."""
+
+    name: str
+    incarnation: int
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    """An installed view (struct spindle_view_info), member ids in rank
+    order. View 0, the group as created, is not reported by the library:
+    the bindings make it up from the member list and identities."""
+
+    view_id: int
+    members: tuple
+    my_rank: int
+    joined: tuple = ()
+    left: tuple = ()
+    identities: tuple = ()
+    joined_identities: tuple = ()
+    left_identities: tuple = ()
+    detected_ns: int = 0
+    installed_ns: int = 0
+
+
+def _stats_field(name, ctype):
+    return (name, tuple if hasattr(ctype, "_length_") else int)
+
+
+# struct spindle_stats as a dataclass; histograms are tuples. Follows the
+# ctypes mirror, so a field added there appears here.
+Stats = dataclasses.make_dataclass(
+    "Stats",
+    [_stats_field(name, ctype) for name, ctype in _lib.Stats._fields_],
+    frozen=True,
+    namespace={"__doc__": "struct spindle_stats of one member (group.h)."},
+)
+Stats.__module__ = __name__
+
+
+def _stats_from_c(raw):
+    values = {}
+    for name, ctype in _lib.Stats._fields_:
+        value = getattr(raw, name)
+        values[name] = tuple(value) if hasattr(ctype, "_length_") else value
+    return Stats(**values)
+
+
+def _identities(pointer, count):
+    if count == 0 or not pointer:
+        return ()
+    return tuple(
+        Identity(pointer[i].name.decode(errors="replace"), pointer[i].incarnation)
+        for i in range(count)
+    )
+
+
+def _ids(pointer, count):
+    if count == 0 or not pointer:
+        return ()
+    return tuple(pointer[i] for i in range(count))
+
+
+def _view_from_c(info):
+    return View(
+        view_id=info.view_id,
+        members=_ids(info.members, info.num_members),
+        my_rank=info.my_rank,
+        joined=_ids(info.joined, info.num_joined),
+        left=_ids(info.left, info.num_left),
+        identities=_identities(info.identities, info.num_members),
+        joined_identities=_identities(info.joined_identities, info.num_joined),
+        left_identities=_identities(info.left_identities, info.num_left),
+        detected_ns=info.detected_ns,
+        installed_ns=info.installed_ns,
+    )
+
+
+def _encode(name, value):
+    if value is None:
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        return os.fsencode(value)
+    if isinstance(value, bytes):
+        return value
+    raise TypeError(f"option {name} must be a str or path, not {type(value).__name__}")
+
+
+def _u32_array(values):
+    values = list(values)
+    return (ctypes.c_uint32 * max(len(values), 1))(*values), len(values)
+
+
+def _mode(value):
+    if isinstance(value, str):
+        try:
+            return Mode[value.upper()]
+        except KeyError:
+            raise ValueError(f"mode {value!r} is not 'atomic' or 'unordered'") from None
+    return Mode(value)
+
+
+# Option fields the bindings fill themselves: a callback or an array and
+# its count. Every other field of struct spindle_group_options is a
+# keyword argument of Group under its C name.
+_MANAGED = {
+    "deliver": "on_deliver",
+    "deliver_ctx": "on_deliver",
+    "view_changed": "on_view",
+    "view_ctx": "on_view",
+    "state_save": "state_save",
+    "state_load": "state_load",
+    "state_ctx": "state_save/state_load",
+    "layout": "(not supported by the bindings yet)",
+    "layout_ctx": "(not supported by the bindings yet)",
+    "num_logged_subgroups": "logged_subgroups",
+}
+
+
+class _Core:
+    """What the library's threads reach: the callbacks and their targets.
+    It outlives the Group object until the handle is destroyed."""
+
+    def __init__(self, on_deliver, on_view, state_save, state_load):
+        self.on_deliver = on_deliver
+        self.on_view = on_view
+        self.state_save = state_save
+        self.state_load = state_load
+        self.queue = queue.SimpleQueue()
+        self.view = None
+        self.view_changed = threading.Condition()
+        self.handle = None
+        self.keep = []  # arrays and strings the options point to
+        self.c_deliver = _lib.DELIVER_FN(self._deliver)
+        self.c_view = _lib.VIEW_FN(self._view)
+        self.c_state_save = _lib.STATE_SAVE_FN(self._state_save)
+        self.c_state_load = _lib.STATE_LOAD_FN(self._state_load)
+
+    def _deliver(self, ctx, messages, count):
+        _local.in_callback = True
+        try:
+            batch = []
+            for i in range(count):
+                m = messages[i]
+                data = ctypes.string_at(m.data, m.length) if m.length else b""
+                batch.append(
+                    Message(m.subgroup, m.sender_id, m.sender_index, m.seq, m.view_id, data)
+                )
+            if self.on_deliver is not None:
+                self.on_deliver(batch)
+            else:
+                self.queue.put(batch)
+        except BaseException:
+            _log.exception("spindle: the delivery callback raised; the batch is dropped")
+        finally:
+            _local.in_callback = False
+
+    def _view(self, ctx, info):
+        _local.in_callback = True
+        try:
+            view = _view_from_c(info.contents)
+            with self.view_changed:
+                self.view = view
+                self.view_changed.notify_all()
+            if self.on_view is not None:
+                self.on_view(view)
+        except BaseException:
+            _log.exception("spindle: the view callback raised")
+        finally:
+            _local.in_callback = False
+
+    def _state_save(self, ctx, data, length):
+        try:
+            state = bytes(self.state_save())
+            buffer = _libc.malloc(max(len(state), 1))
+            if not buffer:
+                return errors.ENOMEM
+            ctypes.memmove(buffer, state, len(state))
+            data[0] = buffer
+            length[0] = len(state)
+            return 0
+        except BaseException:
+            _log.exception("spindle: state_save raised; the join fails")
+            return errors.EIO
+
+    def _state_load(self, ctx, data, length):
+        try:
+            self.state_load(ctypes.string_at(data, length) if length else b"")
+            return 0
+        except BaseException:
+            _log.exception("spindle: state_load raised; the join fails")
+            return errors.EIO
+
+    def destroy(self):
+        handle, self.handle = self.handle, None
+        if handle is None:
+            return
+        _lib.lib.spindle_group_destroy(handle)
+        self.queue.put(None)  # ends messages() and receive() waits
+
+
+# Cores whose group is open, destroyed at interpreter exit (spindle/__init__).
+_open = set()
+_open_lock = threading.Lock()
+
+
+def _finalize(core):
+    with _open_lock:
+        _open.discard(core)
+    if getattr(_local, "in_callback", False):
+        # Collected on the library's own thread: destroying there would
+        # wait for that thread. Leave it to the exit hook.
+        with _open_lock:
+            _open.add(core)
+        return
+    core.destroy()
+
+
+def close_all():
+    """Destroys every group still open (at interpreter exit)."""
+    with _open_lock:
+        cores = list(_open)
+        _open.clear()
+    for core in cores:
+        core.destroy()
+
+
+def _seconds_to_ms(timeout):
+    if timeout is None:
+        return -1
+    if timeout < 0:
+        raise ValueError(f"timeout {timeout} is negative (None waits without limit)")
+    return int(timeout * 1000)
+
+
+class Group:
+    """This process's member of a group; spindle_group_create.
+
+    Group(subgroups, self=..., num_members=..., bootstrap=..., ...) takes
+    every field of struct spindle_group_options as a keyword argument
+    under its C name (transport, provider, group_name, self, num_members,
+    bootstrap, bootstrap_kind, bootstrap_timeout_ms, failure_timeout_ms,
+    batching, null_sends, early_unlock, tolerate_failures, device, join,
+    slow_member_ms, tie_breaker, member_name, incarnation, key_file,
+    accept_key_file, poll_dedicated, poll_cpu, log_dir, ...); fields not
+    given keep spindle_group_options_init's defaults. Strings may be str
+    or paths. logged_subgroups is a list of subgroup indices. Callbacks:
+    on_deliver(list[Message]), on_view(View), state_save() -> bytes and
+    state_load(bytes) for joins. Blocks until every member is there (or the
+    join is done).
+    """
+
+    def __init__(
+        self,
+        subgroups=(),
+        /,
+        *,
+        on_deliver: Callable[[list], None] | None = None,
+        on_view: Callable[[View], None] | None = None,
+        state_save: Callable[[], bytes] | None = None,
+        state_load: Callable[[bytes], None] | None = None,
+        logged_subgroups: Sequence[int] | None = None,
+        _setup=None,
+        **options,
+    ):
+        core = _Core(on_deliver, on_view, state_save, state_load)
+        self._core = core
+        self._closed = False
+        opts = _lib.GroupOptions()
+        if _setup is not None:
+            ctypes.pointer(opts)[0] = _setup.options
+        else:
+            _lib.lib.spindle_group_options_init(ctypes.byref(opts))
+        self._apply_options(opts, options)
+        if logged_subgroups is not None:
+            array, count = _u32_array(logged_subgroups)
+            core.keep.append(array)
+            opts.logged_subgroups = array
+            opts.num_logged_subgroups = count
+        opts.deliver = core.c_deliver
+        opts.view_changed = core.c_view
+        if state_save is not None:
+            opts.state_save = core.c_state_save
+        if state_load is not None:
+            opts.state_load = core.c_state_load
+        if subgroups:
+            configs, count = self._subgroup_configs(subgroups)
+        elif _setup is not None:
+            configs, count = _setup.subgroups, _setup.num_subgroups
+        else:
+            raise ValueError("a group needs at least one Subgroup")
+        core.keep.append(opts)
+        handle = ctypes.c_void_p()
+        check(
+            _lib.lib.spindle_group_create(
+                ctypes.byref(opts), configs, count, ctypes.byref(handle)
+            ),
+            "spindle_group_create",
+        )
+        core.handle = handle.value
+        with _open_lock:
+            _open.add(core)
+        self._finalizer = weakref.finalize(self, _finalize, core)
+        self._finalizer.atexit = False  # close_all() does it, before the log sink goes
+        self._first_view()
+
+    @classmethod
+    def from_config(cls, path, member, /, **kwargs):
+        """Member `member` of the group a configuration file describes
+        (spindle_config_load, spindle_group_setup_from_config). Keyword
+        arguments are those of Group and override the file's options;
+        subgroups come from the file unless given as `subgroups`."""
+        config = ctypes.c_void_p()
+        check(
+            _lib.lib.spindle_config_load(os.fsencode(path), ctypes.byref(config)),
+            "spindle_config_load",
+        )
+        setup = _lib.GroupSetup()
+        try:
+            check(
+                _lib.lib.spindle_group_setup_from_config(config, member, ctypes.byref(setup)),
+                "spindle_group_setup_from_config",
+            )
+        finally:
+            _lib.lib.spindle_config_free(config)
+        return cls._from_setup(setup, kwargs)
+
+    @classmethod
+    def from_env(cls, config=None, /, **kwargs):
+        """This process's member of a group its launcher started (srun,
+        PMIx, spindle-run: spindle_group_setup_from_env), with an optional
+        configuration file for the rest. Keyword arguments as from_config."""
+        handle = ctypes.c_void_p()
+        if config is not None:
+            check(
+                _lib.lib.spindle_config_load(os.fsencode(config), ctypes.byref(handle)),
+                "spindle_config_load",
+            )
+        setup = _lib.GroupSetup()
+        try:
+            check(
+                _lib.lib.spindle_group_setup_from_env(handle, ctypes.byref(setup)),
+                "spindle_group_setup_from_env",
+            )
+        finally:
+            _lib.lib.spindle_config_free(handle)
+        return cls._from_setup(setup, kwargs)
+
+    @classmethod
+    def _from_setup(cls, setup, kwargs):
+        try:
+            subgroups = kwargs.pop("subgroups", ())
+            group = cls(subgroups, _setup=setup, **kwargs)
+            group.local_rank = setup.local_rank
+            group.setup_subgroups = tuple(
+                _subgroup_from_c(setup.subgroups[i]) for i in range(setup.num_subgroups)
+            )
+            return group
+        finally:
+            _lib.lib.spindle_group_setup_free(ctypes.byref(setup))
+
+    # -- options ------------------------------------------------------
+
+    def _apply_options(self, opts, options):
+        fields = dict(_lib.GroupOptions._fields_)
+        for name, value in options.items():
+            if name in _MANAGED:
+                raise TypeError(f"option {name} is set through {_MANAGED[name]}")
+            if name not in fields:
+                known = ", ".join(n for n in fields if n not in _MANAGED)
+                raise TypeError(f"unknown option {name!r}; the options are: {known}")
+            ctype = fields[name]
+            if ctype is ctypes.c_char_p:
+                value = _encode(name, value)
+                self._core.keep.append(value)
+            elif name == "bootstrap_kind" and isinstance(value, str):
+                try:
+                    value = Bootstrap[value.upper()]
+                except KeyError:
+                    raise ValueError(
+                        f"bootstrap_kind {value!r} is not 'auto', 'dir' or 'tcp'"
+                    ) from None
+            setattr(opts, name, value)
+
+    def _subgroup_configs(self, subgroups):
+        configs = (_lib.SubgroupConfig * len(subgroups))()
+        for i, sub in enumerate(subgroups):
+            if not isinstance(sub, Subgroup):
+                raise TypeError(f"subgroup {i} is a {type(sub).__name__}, not a Subgroup")
+            members, num_members = _u32_array(sub.members)
+            senders, num_senders = _u32_array(
+                sub.members if sub.senders is None else sub.senders
+            )
+            self._core.keep += [members, senders]
+            configs[i] = _lib.SubgroupConfig(
+                members, num_members, senders, num_senders, sub.window, sub.max_payload,
+                _mode(sub.mode),
+            )
+        self._core.keep.append(configs)
+        return configs, len(subgroups)
+
+    def _first_view(self):
+        """View 0 (the library reports only later views; a joiner's first
+        one is reported)."""
+        if self._core.view is not None:
+            return
+        lib, handle = _lib.lib, self._core.handle
+        size, me = lib.spindle_group_size(handle), lib.spindle_group_self(handle)
+        identities = []
+        for member in range(size):
+            raw = _lib.MemberIdentity()
+            if lib.spindle_group_identity(handle, member, ctypes.byref(raw)) == 0:
+                identities.append(Identity(raw.name.decode(errors="replace"), raw.incarnation))
+        view = View(0, tuple(range(size)), me, identities=tuple(identities))
+        with self._core.view_changed:
+            if self._core.view is None:
+                self._core.view = view
+
+    # -- state --------------------------------------------------------
+
+    def _handle(self, call):
+        if getattr(_local, "in_callback", False):
+            raise RuntimeError(
+                f"{call} called from a delivery or view callback: those run on the "
+                "library's thread with its lock held; hand the work to another thread"
+            )
+        if self._core.handle is None:
+            raise Shutdown.make("the group is closed", call)
+        return self._core.handle
+
+    @property
+    def member_id(self):
+        """This member's id (spindle_group_self)."""
+        return _lib.lib.spindle_group_self(self._handle("member_id"))
+
+    @property
+    def size(self):
+        """Number of members (spindle_group_size)."""
+        return _lib.lib.spindle_group_size(self._handle("size"))
+
+    @property
+    def view(self):
+        """The current View (the last one installed)."""
+        return self._core.view
+
+    def wait_for_view(self, predicate, timeout=None):
+        """Waits until predicate(view) is true of the current view and
+        returns it; TimedOut after timeout seconds."""
+        with self._core.view_changed:
+            if not self._core.view_changed.wait_for(
+                lambda: self._core.view is not None and predicate(self._core.view), timeout
+            ):
+                raise TimedOut.make(
+                    f"no such view within {timeout} s; the last is {self._core.view}",
+                    "wait_for_view",
+                )
+            return self._core.view
+
+    def identity(self, member_id):
+        """Identity of member_id in the current view (spindle_group_identity)."""
+        raw = _lib.MemberIdentity()
+        check(
+            _lib.lib.spindle_group_identity(
+                self._handle("identity"), member_id, ctypes.byref(raw)
+            ),
+            "spindle_group_identity",
+        )
+        return Identity(raw.name.decode(errors="replace"), raw.incarnation)
+
+    def status(self):
+        """None while this member takes part in the group; else the
+        SpindleError that stopped it (EMINORITY, EREMOVED, ...), not raised."""
+        code = _lib.lib.spindle_group_status(self._handle("status"))
+        if code == 0:
+            return None
+        return make_error(code, "spindle_group_status")
+
+    def stats(self):
+        """This member's Stats (spindle_group_stats)."""
+        raw = _lib.Stats()
+        check(
+            _lib.lib.spindle_group_stats(self._handle("stats"), ctypes.byref(raw)),
+            "spindle_group_stats",
+        )
+        return _stats_from_c(raw)
+
+    # -- sending ------------------------------------------------------
+
+    def send(self, subgroup, data, *, block=True):
+        """Sends data (any bytes-like object) in subgroup: reserve, copy,
+        commit. Blocks while the window is full unless block=False, which
+        raises Again instead. MessageTooLarge above max_payload."""
+        handle = self._handle("send")
+        if isinstance(data, bytes):
+            buffer, size = data, len(data)
+        else:
+            view = memoryview(data)
+            size = view.nbytes
+            if view.readonly or not view.c_contiguous:
+                buffer = view.tobytes()  # ctypes takes only writable buffers in place
+            else:
+                buffer = (ctypes.c_char * size).from_buffer(view) if size else None
+        flags = 0 if block else _lib.RESERVE_NONBLOCK
+        check(_lib.lib.spindle_send(handle, subgroup, buffer, size, flags), "spindle_send")
+
+    @contextlib.contextmanager
+    def reserve(self, subgroup, size, *, block=True):
+        """In-place send: `with group.reserve(0, n) as slot: slot[:] = ...`
+        gives a writable memoryview of n bytes in the ring, committed when
+        the block ends. The library cannot take a reservation back: when
+        the block raises, the slot is zeroed and committed anyway (the
+        members deliver n zero bytes) and the exception goes on. Use the
+        memoryview only inside the block."""
+        handle = self._handle("reserve")
+        slot = ctypes.c_void_p()
+        flags = 0 if block else _lib.RESERVE_NONBLOCK
+        check(
+            _lib.lib.spindle_reserve(handle, subgroup, size, flags, ctypes.byref(slot)),
+            "spindle_reserve",
+        )
+        view = memoryview((ctypes.c_char * size).from_address(slot.value)).cast("B")
+        completed = False
+        try:
+            yield view
+            completed = True
+        finally:
+            if not completed and size:
+                ctypes.memset(slot.value, 0, size)
+            with contextlib.suppress(BufferError):
+                view.release()
+            check(_lib.lib.spindle_commit(handle, subgroup), "spindle_commit")
+
+    # -- receiving ----------------------------------------------------
+
+    def receive(self, timeout=None):
+        """The next batch of Messages, in delivery order (without
+        on_deliver). TimedOut after timeout seconds; Shutdown once the
+        group is closed and every batch was taken."""
+        if self._core.on_deliver is not None:
+            raise RuntimeError("deliveries go to on_deliver; receive() has nothing")
+        try:
+            batch = self._core.queue.get(timeout=timeout)
+        except queue.Empty:
+            raise TimedOut.make(
+                f"no delivery within {timeout} s", "receive"
+            ) from None
+        if batch is None:
+            self._core.queue.put(None)  # for the next caller too
+            raise Shutdown.make("the group is closed", "receive")
+        return batch
+
+    def messages(self, timeout=None):
+        """Iterates over delivered Messages one at a time until the group
+        is closed; TimedOut when none came for timeout seconds."""
+        while True:
+            try:
+                batch = self.receive(timeout)
+            except Shutdown:
+                return
+            yield from batch
+
+    # -- collective calls and the end ---------------------------------
+
+    def flush(self, timeout=None):
+        """Waits until this member's messages are delivered locally (and
+        received everywhere in unordered subgroups); spindle_flush."""
+        handle = self._handle("flush")
+        check(_lib.lib.spindle_flush(handle, _seconds_to_ms(timeout)), "spindle_flush")
+
+    def barrier(self, timeout=None):
+        """Returns once every member called it; spindle_barrier."""
+        handle = self._handle("barrier")
+        check(_lib.lib.spindle_barrier(handle, _seconds_to_ms(timeout)), "spindle_barrier")
+
+    def shutdown(self, timeout=30.0):
+        """Orderly, collective end (spindle_group_shutdown): flush, wait for
+        every member, stop. close() afterwards (or leave the with block)."""
+        handle = self._handle("shutdown")
+        check(
+            _lib.lib.spindle_group_shutdown(handle, _seconds_to_ms(timeout)),
+            "spindle_group_shutdown",
+        )
+
+    def leave(self, timeout=30.0):
+        """Graceful departure (tolerate_failures): the others install a
+        view without this member; spindle_group_leave. close() afterwards."""
+        handle = self._handle("leave")
+        check(
+            _lib.lib.spindle_group_leave(handle, _seconds_to_ms(timeout)),
+            "spindle_group_leave",
+        )
+
+    def set_keys(self, key_file, accept_key_file=None):
+        """Key rotation; spindle_group_set_keys."""
+        handle = self._handle("set_keys")
+        check(
+            _lib.lib.spindle_group_set_keys(
+                handle, _encode("key_file", key_file), _encode("accept_key_file", accept_key_file)
+            ),
+            "spindle_group_set_keys",
+        )
+
+    def close(self):
+        """Releases the member (spindle_group_destroy): not an orderly
+        end by itself (see shutdown and leave). Idempotent. No other
+        thread may be inside a call on this group meanwhile."""
+        if getattr(_local, "in_callback", False):
+            raise RuntimeError("close() called from a delivery or view callback")
+        self._finalizer()
+
+    @property
+    def closed(self):
+        return self._core.handle is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        if self.closed:
+            return "<spindle.Group closed>"
+        return f"<spindle.Group member {self.member_id} of {self.size}, view {self.view.view_id}>"
+
+
+def _subgroup_from_c(config):
+    return Subgroup(
+        members=_ids(config.members, config.num_members),
+        senders=_ids(config.senders, config.num_senders),
+        window=config.window_size,
+        max_payload=config.max_payload,
+        mode=Mode(config.mode),
+    )
+
