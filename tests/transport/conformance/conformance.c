@@ -283,37 +283,56 @@ static void link_close(struct tp_endpoint *ep, struct link *l)
     tp_disconnect(ep, l->peer);
 }
 
+/* Takes the events there are, counting WRITE_DONE into *done; with none,
+ * waits up to 1 ms on the doorbell. Sets *failed on any other event (a
+ * failure report). */
+static void reap_once(struct tp_endpoint *ep, uint64_t *done, bool *failed)
+{
+    struct tp_event events[32];
+    int n = tp_poll(ep, events, 32);
+    for (int i = 0; i < n; i++) {
+        if (events[i].type != TP_EVENT_WRITE_DONE)
+            *failed = true;
+        else
+            (*done)++;
+    }
+    if (n == 0)
+        tp_doorbell_wait(ep, tp_doorbell_arm(ep), 1);
+}
+
 /* Polls until n WRITE_DONE events arrived (counting into *done); false
  * on a failure event or after 60 s. */
 static bool reap(struct tp_endpoint *ep, uint64_t *done, uint64_t want)
 {
     uint64_t deadline = sp_now_ns() + 60ull * 1000000000ull;
-    while (*done < want) {
-        struct tp_event events[32];
-        int n = tp_poll(ep, events, 32);
-        for (int i = 0; i < n; i++) {
-            if (events[i].type != TP_EVENT_WRITE_DONE)
-                return false;
-            (*done)++;
-        }
-        if (n == 0) {
-            if (sp_now_ns() > deadline)
-                return false;
-            tp_doorbell_wait(ep, tp_doorbell_arm(ep), 1);
-        }
+    bool failed = false;
+    while (*done < want && !failed) {
+        if (sp_now_ns() > deadline)
+            return false;
+        reap_once(ep, done, &failed);
     }
-    return true;
+    return !failed;
 }
 
-/* Posts a batch, polling while the transport pushes back. */
+/* Posts a batch, polling while the transport pushes back. Credits may come
+ * back without a completion of ours (fabric: the target's acknowledgement
+ * can trail the local completion), so a refused post is retried after
+ * every poll, as the contract says, not only after a new completion.
+ * SPINDLE_EPEERFAILED on a failure event, SPINDLE_ETIMEDOUT after 60 s of
+ * refusals. */
 static int post(struct tp_endpoint *ep, struct tp_peer *peer, const struct tp_write *w, unsigned n,
                 unsigned flags, uint64_t cookie, uint64_t *done)
 {
+    uint64_t deadline = sp_now_ns() + 60ull * 1000000000ull;
     for (;;) {
         int rc = tp_post_writes(peer, w, n, flags, cookie);
         if (rc != SPINDLE_EAGAIN)
             return rc;
-        if (!reap(ep, done, *done + 1))
+        bool failed = false;
+        reap_once(ep, done, &failed);
+        if (failed)
+            return SPINDLE_EPEERFAILED;
+        if (sp_now_ns() > deadline)
             return SPINDLE_ETIMEDOUT;
     }
 }
@@ -358,9 +377,10 @@ static int t1_t2_stream(int index)
             batch[n++] = (struct tp_write){&words[DATA_WORDS], mr, l.rmr2, 0, DATA_WORDS * 8};
             batch[n++] = (struct tp_write){&words[2 * DATA_WORDS], mr, l.rmr1, GUARD_AT, 8};
         }
-        if (post(ep, l.peer, batch, n, TP_POST_SIGNALED, posts, &done) != 0) {
+        int rc = post(ep, l.peer, batch, n, TP_POST_SIGNALED, posts, &done);
+        if (rc != 0) {
             fprintf(stderr, "conformance: T1/T2 post %llu: %s\n", (unsigned long long)posts,
-                    spindle_errmsg());
+                    spindle_strerror(rc));
             return 5;
         }
         store(&shared->writer_done, last);
