@@ -10,7 +10,8 @@
  *   predicate thread, under the engine lock: pushed, published, nulls,
  *     next_position (nulls), every receiver field, stats;
  *   atomics (read anywhere): committed, delivered_own, failed, stopped, wedged,
- *     reserve_waiting, flush_waiters, slow_row, frontier, frontier_held.
+ *     reserve_waiting, flush_waiters, slow_row, frontier, frontier_held,
+ *     delivered_through.
  */
 #ifndef SP_SMC_SMC_IMPL_H
 #define SP_SMC_SMC_IMPL_H
@@ -108,6 +109,9 @@ struct smc_subgroup {
     uint64_t *column_seen;      /* [num_members]: each member's last good column */
     uint64_t frontier;          /* atomic: min of the members' columns */
     uint64_t frontier_reported; /* the last persisted upcall's value */
+    /* atomic: delivered as of the last delivery upcall, stored before
+     * delivered_own grows (smc_flush_persistent) */
+    uint64_t delivered_through;
 };
 
 struct smc_group {

@@ -29,9 +29,10 @@ static bool target_met(struct smc_group *group, const struct smc_subgroup *sub,
     if (!target->known) {
         if (__atomic_load_n(&sub->delivered_own, __ATOMIC_ACQUIRE) < target->own)
             return false;
-        /* Everything delivered by now, the last own message included:
-         * the frontier passing it passes that message. */
-        target->seq = sst_read_u64(group->table, group->my_row, sub->delivered_offset);
+        /* Everything delivered by the upcall that delivered the last own
+         * message (or a later one): the frontier passing it passes that
+         * message. */
+        target->seq = __atomic_load_n(&sub->delivered_through, __ATOMIC_ACQUIRE);
         target->known = true;
     }
     return __atomic_load_n(&sub->frontier, __ATOMIC_ACQUIRE) >= target->seq;

@@ -338,6 +338,11 @@ static void deliver_batch(struct smc_group *group, struct smc_subgroup *sub, uin
         uint64_t own = 0;
         for (uint32_t i = 0; i < count; i++)
             own += sub->batch[i].sender_id == group->my_row;
+        /* smc_flush_persistent reads delivered_through once it sees its
+         * own messages delivered (delivered_num in the row is written
+         * only after this). */
+        if (sub->persists)
+            __atomic_store_n(&sub->delivered_through, sub->delivered, __ATOMIC_RELEASE);
         if (own > 0)
             __atomic_add_fetch(&sub->delivered_own, own, __ATOMIC_RELEASE);
     }

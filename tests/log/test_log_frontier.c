@@ -6,7 +6,8 @@
  *     moment (the upcall reads the logs from disk) the log of every member
  *     of the view holds every message below it;
  *   - spindle_flush_persistent returns only once every member's log holds
- *     the caller's messages (read from disk right after it returns);
+ *     the caller's messages (read from disk right after it returns), and
+ *     times out while the slow member's disk has not synced them;
  *   - a member whose disk is slow (its appender pauses before each
  *     fdatasync) holds the global frontier back while the others' local
  *     frontiers are ahead of it;
@@ -247,6 +248,9 @@ static int member(const char *bootstrap, bool leave)
         return 3;
     if (send_messages(g, MESSAGES) != 0)
         return 4;
+    /* The slow member's next fdatasync is at least SLOW_MS away. */
+    if (spindle_flush_persistent(g, 0, 1) != SPINDLE_ETIMEDOUT)
+        return 17;
     if (!leave && self != SLOW_MEMBER) {
         /* This member's frontier gets to the end of what it delivered
          * while the slow one holds the global frontier back. */
