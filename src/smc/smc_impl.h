@@ -26,9 +26,10 @@ struct smc_mark {
     uint64_t position;
     uint64_t seq;
 };
-/* Marks kept per subgroup; when full, the newest absorbs the next (a later
- * position for a larger count: the column then moves in coarser steps). */
-#define SMC_PERSIST_MARKS 64u
+/* Marks kept per subgroup (4 KiB); when full, every second one goes
+ * (smc_predicate.c, halve_marks): the column then moves in coarser
+ * steps. Even: a full FIFO halves exactly. */
+#define SMC_PERSIST_MARKS 256u
 
 /* What this member knows about one sender of one subgroup. */
 struct smc_sender {

@@ -13,6 +13,8 @@
  *
  * Modelled in models/smc.pml (inline trigger: one step per function here).
  */
+#include <string.h>
+
 #include "smc/smc_impl.h"
 #include "util/log.h"
 
@@ -441,6 +443,21 @@ static void delivery_step(struct smc_group *group, struct smc_subgroup *sub)
     sub->held_token = token;
 }
 
+/* A full FIFO of marks (a disk far behind delivery) keeps every second
+ * one, the later of each pair: a mark is only ever replaced by a later
+ * position for a larger count, so the column stays correct and moves in
+ * steps twice as coarse, evenly over the backlog. */
+static void halve_marks(struct smc_subgroup *sub)
+{
+    struct smc_mark kept[SMC_PERSIST_MARKS / 2];
+    uint32_t count = 0;
+    for (uint32_t i = 1; i < sub->mark_count; i += 2)
+        kept[count++] = sub->marks[(sub->mark_head + i) % SMC_PERSIST_MARKS];
+    memcpy(sub->marks, kept, count * sizeof kept[0]);
+    sub->mark_head = 0;
+    sub->mark_count = count;
+}
+
 /* Persist step: a mark for what the delivery step delivered, this
  * member's column raised to the newest durable mark, and the persisted
  * upcall when the global frontier grew (after the delivery upcalls of
@@ -449,16 +466,11 @@ static void persist_step(struct smc_group *group, struct smc_subgroup *sub)
 {
     const struct smc_options *o = &group->options;
     if (sub->delivered > sub->marked) {
-        uint64_t position = o->persist_mark(o->deliver_ctx);
-        if (sub->mark_count == SMC_PERSIST_MARKS) {
-            struct smc_mark *newest =
-                &sub->marks[(sub->mark_head + sub->mark_count - 1) % SMC_PERSIST_MARKS];
-            *newest = (struct smc_mark){position, sub->delivered};
-        } else {
-            sub->marks[(sub->mark_head + sub->mark_count) % SMC_PERSIST_MARKS] =
-                (struct smc_mark){position, sub->delivered};
-            sub->mark_count++;
-        }
+        if (sub->mark_count == SMC_PERSIST_MARKS)
+            halve_marks(sub);
+        sub->marks[(sub->mark_head + sub->mark_count) % SMC_PERSIST_MARKS] =
+            (struct smc_mark){o->persist_mark(o->deliver_ctx), sub->delivered};
+        sub->mark_count++;
         sub->marked = sub->delivered;
     }
     uint64_t durable = o->persist_durable(o->deliver_ctx);
