@@ -449,7 +449,7 @@ static void delivery_step(struct smc_group *group, struct smc_subgroup *sub)
  * steps twice as coarse, evenly over the backlog. */
 static void halve_marks(struct smc_subgroup *sub)
 {
-    struct smc_mark kept[SMC_PERSIST_MARKS / 2];
+    struct smc_mark kept[SMC_PERSIST_MARKS / 2] = {{0, 0}}; /* rare: a full FIFO */
     uint32_t count = 0;
     for (uint32_t i = 1; i < sub->mark_count; i += 2)
         kept[count++] = sub->marks[(sub->mark_head + i) % SMC_PERSIST_MARKS];
