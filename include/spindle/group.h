@@ -297,11 +297,12 @@ struct spindle_stats {
     uint64_t window_full;
     uint64_t window_full_ns;
     int32_t window_holder;
-    /* Logged delivery (docs/LOGS.md), this member's local persistence
-     * frontier: records of its log on stable storage (the messages of
+    /* Logged delivery (docs/LOGS.md), how far this member's log is
+     * durable: records of its log on stable storage (the messages of
      * logged subgroups and the views it installed, counted from the log's
-     * first position), the bytes and
-     * the fdatasync calls this process wrote them with. */
+     * first position), the bytes and the fdatasync calls this process
+     * wrote them with. The same per subgroup, in its sequence numbers,
+     * with the global frontier: spindle_group_persisted. */
     uint64_t log_records_durable;
     uint64_t log_bytes_durable;
     uint64_t log_syncs;
