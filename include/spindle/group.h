@@ -108,6 +108,22 @@ struct spindle_message {
  * the predicate thread; keep it short (copy out what must outlive it). */
 typedef void (*spindle_deliver_fn)(void *ctx, const struct spindle_message *messages, size_t count);
 
+/*
+ * Persistence upcall (logged subgroups, docs/LOGS.md "Persistence
+ * frontiers"): the global persistence frontier of subgroup grew. Every
+ * message of view view_id with seq below frontier (a count of sequence
+ * numbers, nulls included) is on stable storage in the log of every
+ * member of the subgroup in that view that did not fail (at a view change
+ * the last frontier of the old view is reported once every survivor made
+ * its trim durable). Frontiers only grow, in (view_id, frontier) order;
+ * one never passes a message before its delivery upcall. Runs where
+ * deliveries do (the predicate thread, or the membership thread for a
+ * view change), with the same rules: keep it short, call no group
+ * function.
+ */
+typedef void (*spindle_persisted_fn)(void *ctx, uint32_t subgroup, uint64_t view_id,
+                                     uint64_t frontier);
+
 struct spindle_group_options {
     const char *transport;  /* "shm" (default when NULL), "fabric", "verbs" */
     const char *provider;   /* fabric: libfabric provider ("tcp", "sockets"); NULL = default */
@@ -244,6 +260,11 @@ struct spindle_group_options {
     const char *log_dir;
     const uint32_t *logged_subgroups;
     uint32_t num_logged_subgroups;
+    /* Called when a logged subgroup's global persistence frontier grows
+     * (spindle_persisted_fn); may be NULL. Every member of a logged
+     * subgroup must log it, or its frontier never moves. */
+    spindle_persisted_fn persisted;
+    void *persisted_ctx;
 };
 
 /* Statistics of one member (counts since the group was created). Histogram
@@ -276,11 +297,12 @@ struct spindle_stats {
     uint64_t window_full;
     uint64_t window_full_ns;
     int32_t window_holder;
-    /* Logged delivery (docs/LOGS.md), this member's local persistence
-     * frontier: records of its log on stable storage (the messages of
+    /* Logged delivery (docs/LOGS.md), how far this member's log is
+     * durable: records of its log on stable storage (the messages of
      * logged subgroups and the views it installed, counted from the log's
-     * first position), the bytes and
-     * the fdatasync calls this process wrote them with. */
+     * first position), the bytes and the fdatasync calls this process
+     * wrote them with. The same per subgroup, in its sequence numbers,
+     * with the global frontier: spindle_group_persisted. */
     uint64_t log_records_durable;
     uint64_t log_bytes_durable;
     uint64_t log_syncs;
@@ -343,6 +365,35 @@ SPINDLE_API int spindle_send(spindle_group_t *group, uint32_t subgroup, const vo
  * received by every member. SPINDLE_ETIMEDOUT after timeout_ms (< 0: no
  * limit), SPINDLE_EPEERFAILED when a peer failed meanwhile. */
 SPINDLE_API int spindle_flush(spindle_group_t *group, int timeout_ms);
+
+/* spindle_flush_persistent: every logged subgroup. */
+#define SPINDLE_ALL_SUBGROUPS UINT32_MAX
+
+/*
+ * Waits until every message this member committed in subgroup
+ * (SPINDLE_ALL_SUBGROUPS: every logged subgroup) before the call is
+ * delivered and on stable storage in the log of every member of the
+ * subgroup (docs/LOGS.md "Persistence frontiers"). Across a view change
+ * (tolerate_failures) it goes on in the next view: what the old view
+ * delivered is durable at every survivor once the next view is installed,
+ * messages resent there are waited for there, and a member that failed or
+ * left no longer counts. SPINDLE_EINVAL for an unknown or unlogged
+ * subgroup (named), SPINDLE_ETIMEDOUT after timeout_ms (< 0: no limit),
+ * or the group's failure (SPINDLE_EPEERFAILED without tolerate_failures,
+ * SPINDLE_EMINORITY, SPINDLE_EIO when this member's log failed, ...).
+ */
+SPINDLE_API int spindle_flush_persistent(spindle_group_t *group, uint32_t subgroup, int timeout_ms);
+
+/*
+ * The persistence frontiers of logged subgroup in the current view, as
+ * counts of its sequence numbers: *local, this member's (every message it
+ * delivered below it is on its stable storage), *global, the minimum over
+ * the subgroup's members (what spindle_persisted_fn reports), *view_id the
+ * view they count in (any pointer may be NULL). SPINDLE_EINVAL for an
+ * unknown or unlogged subgroup or one this member is not in.
+ */
+SPINDLE_API int spindle_group_persisted(spindle_group_t *group, uint32_t subgroup,
+                                        uint64_t *view_id, uint64_t *local, uint64_t *global);
 
 /* Collective: returns once every member has called it (over the bootstrap
  * channel). SPINDLE_ETIMEDOUT names the members still missing. */

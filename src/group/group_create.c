@@ -142,6 +142,8 @@ static int logged_of(const struct spindle_group_options *o,
         config->logged[g / 64] |= UINT64_C(1) << (g % 64);
     }
     config->log_dir = o->log_dir;
+    config->persisted = o->persisted;
+    config->persisted_ctx = o->persisted_ctx;
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "group/group_impl.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 /*
@@ -160,6 +161,85 @@ SPINDLE_API int spindle_flush(spindle_group_t *group, int timeout_ms)
         if (rc != 1)
             return rc;
     }
+}
+
+/* SPINDLE_EINVAL unless subgroup (or, for SPINDLE_ALL_SUBGROUPS, some
+ * subgroup) is logged here: only those have a persistence frontier. */
+static int check_logged(const spindle_group_t *group, const char *call, uint32_t subgroup)
+{
+    const uint64_t *logged = group->membership.config.logged;
+    if (subgroup == SPINDLE_ALL_SUBGROUPS) {
+        for (uint32_t i = 0; i < SPINDLE_MAX_SUBGROUPS / 64; i++)
+            if (logged[i] != 0)
+                return 0;
+        return sp_error(SPINDLE_EINVAL,
+                        "%s: no subgroup is logged (options.logged_subgroups), so none has a "
+                        "persistence frontier",
+                        call);
+    }
+    if (subgroup >= SPINDLE_MAX_SUBGROUPS || ((logged[subgroup / 64] >> (subgroup % 64)) & 1) == 0)
+        return sp_error(SPINDLE_EINVAL,
+                        "%s: subgroup %u is not a logged subgroup (options.logged_subgroups): it "
+                        "has no persistence frontier",
+                        call, subgroup);
+    return 0;
+}
+
+SPINDLE_API int spindle_flush_persistent(spindle_group_t *group, uint32_t subgroup, int timeout_ms)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    int rc = check_logged(group, "flush_persistent", subgroup);
+    if (rc < 0)
+        return rc;
+    uint32_t which = subgroup == SPINDLE_ALL_SUBGROUPS ? SMC_ALL_SUBGROUPS : subgroup;
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : sp_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    struct held *h = held_find(group);
+    if (h != NULL) {
+        rc = smc_flush_persistent(view_held(&group->membership), which, deadline);
+        return rc == 0 ? 0 : held_error(group, h, "flush_persistent", rc);
+    }
+    /* A view change fails the wait (the old view wedged); it goes on in
+     * the next view, where the old view's deliveries are durable at every
+     * survivor and own messages not delivered were resent. */
+    for (;;) {
+        struct smc_group *smc = view_acquire(&group->membership);
+        uint64_t view = view_current_id(&group->membership);
+        rc = smc_flush_persistent(smc, which, deadline);
+        view_release(&group->membership);
+        if (rc == 0)
+            return 0;
+        rc = view_after_error(&group->membership, view, rc);
+        if (rc != 1)
+            return rc;
+    }
+}
+
+SPINDLE_API int spindle_group_persisted(spindle_group_t *group, uint32_t subgroup,
+                                        uint64_t *view_id, uint64_t *local, uint64_t *global)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    int rc = subgroup == SPINDLE_ALL_SUBGROUPS
+                 ? sp_error(SPINDLE_EINVAL, "persisted: name one subgroup")
+                 : check_logged(group, "persisted", subgroup);
+    if (rc < 0)
+        return rc;
+    uint64_t mine = 0, all = 0;
+    struct smc_group *smc = view_acquire(&group->membership);
+    uint64_t view = view_current_id(&group->membership);
+    rc = smc != NULL ? smc_group_persisted(smc, subgroup, &mine, &all)
+                     : sp_error(SPINDLE_EINVAL, "persisted: the group has no view yet");
+    view_release(&group->membership);
+    if (rc < 0)
+        return rc;
+    if (view_id != NULL)
+        *view_id = view;
+    if (local != NULL)
+        *local = mine;
+    if (global != NULL)
+        *global = all;
+    return 0;
 }
 
 SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms)

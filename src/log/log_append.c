@@ -111,6 +111,26 @@ static int report_error(const struct log_appender *app)
     return sp_error(app->error, "%s", app->error_message);
 }
 
+static unsigned sync_delay_ms; /* test hook: log_test_delay_syncs */
+
+/* Used by tests only (tests/log/test_log_frontier.c: a member with a slow
+ * disk). */
+// cppcheck-suppress unusedFunction
+void log_test_delay_syncs(unsigned ms)
+{
+    __atomic_store_n(&sync_delay_ms, ms, __ATOMIC_RELAXED);
+}
+
+static void sync_delay(void)
+{
+    unsigned ms = __atomic_load_n(&sync_delay_ms, __ATOMIC_RELAXED);
+    if (ms == 0)
+        return;
+    struct timespec pause = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+    }
+}
+
 /* Writes the stretches at the end of the tail segment and syncs them. */
 static int write_stretches(struct log_appender *app, struct iovec *iov, int count, size_t bytes)
 {
@@ -136,6 +156,7 @@ static int write_stretches(struct log_appender *app, struct iovec *iov, int coun
             }
         }
     }
+    sync_delay();
     if (fdatasync(log->tail_fd) != 0)
         goto failed;
     return 0;
@@ -343,6 +364,14 @@ size_t log_appender_room(struct log_appender *app)
     size_t room = q->b_active ? q->a_start - q->b_end : (app->cap - q->a_end) + q->a_start;
     pthread_mutex_unlock(&app->lock);
     return room;
+}
+
+uint64_t log_appender_end(struct log_appender *app)
+{
+    pthread_mutex_lock(&app->lock);
+    uint64_t end = app->submitted_position;
+    pthread_mutex_unlock(&app->lock);
+    return end;
 }
 
 uint64_t log_appender_durable(const struct log_appender *app)

@@ -70,6 +70,11 @@ int log_appender_submit(struct log_appender *app, const struct log_record *recor
  */
 size_t log_appender_room(struct log_appender *app);
 
+/* One past the last record submitted (the position the next one gets):
+ * once log_appender_durable reaches it, everything submitted so far is
+ * durable. Any thread. */
+uint64_t log_appender_end(struct log_appender *app);
+
 /* One past the last durable record. Lock-free; any thread. */
 uint64_t log_appender_durable(const struct log_appender *app);
 
@@ -91,5 +96,9 @@ int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_m
  * it had one. Safe on NULL.
  */
 int log_appender_stop(struct log_appender *app);
+
+/* Test hook: every fdatasync of this process's appenders is preceded by a
+ * pause of ms milliseconds (a slow disk); 0, the default, turns it off. */
+void log_test_delay_syncs(unsigned ms);
 
 #endif

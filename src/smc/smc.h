@@ -14,9 +14,15 @@
  *   delivered_num    sequence numbers delivered (atomic) or messages
  *                    delivered (unordered)
  *   sent_num         positions this row's owner published (guard of its ring)
+ *   persisted_num    atomic subgroups only: sequence numbers below which
+ *                    this row's owner has every message it delivered on
+ *                    stable storage (persistence frontier, written only
+ *                    where smc_options.persist names the subgroup)
+ *   sent_num         positions this row's owner published (guard of its ring)
  *   null_num         nulls this row's owner sent
- * received_num..delivered_num are contiguous so one write acknowledges
- * everything; sent_num and null_num likewise travel as one write.
+ * received_num..delivered_num (..persisted_num) are contiguous so one write
+ * acknowledges everything; sent_num and null_num likewise travel as one
+ * write.
  *
  * Rings are not in the rows: they live in the table's side region
  * (sst_table_set_side_region), registered TP_MR_NONPINNED so that backends
@@ -67,7 +73,7 @@
 /* Version of the ring and column layout above (slot headers, positions,
  * side-region placement); carried in the control channel's hello so that
  * members of incompatible builds refuse each other. Bump on any change. */
-#define SMC_LAYOUT_VERSION 2u
+#define SMC_LAYOUT_VERSION 3u
 
 #define SMC_HEADER_SIZE   8u
 #define SMC_LENGTH_BITS   24u
@@ -133,6 +139,25 @@ struct smc_options {
      * positions take 91 years, and each view change starts every counter
      * again from this value (a fresh table). */
     uint64_t first_position;
+    /*
+     * Persistence frontiers (logged subgroups, view/view_log.c; docs/LOGS.md
+     * "Persistence frontiers"): in the atomic subgroups whose bit is set in
+     * persist, this member keeps its persisted_num column, the sequence
+     * numbers below which everything it delivered is on stable storage,
+     * and pushes it with its acknowledgement (one write a pass). After each
+     * delivery step it takes persist_mark(deliver_ctx), the position that
+     * persist_durable(deliver_ctx) (lock-free) must reach for what was
+     * delivered so far to be durable; whoever moves the durable position
+     * wakes the engine. When the minimum of the members' columns (the
+     * global frontier) grows, persisted(deliver_ctx, subgroup, frontier)
+     * runs on the predicate thread, lock held, after the delivery upcalls
+     * of every message below frontier. Other subgroups pay nothing but the
+     * column's 8 bytes in the row.
+     */
+    uint64_t persist[SPINDLE_MAX_SUBGROUPS / 64];
+    uint64_t (*persist_mark)(void *ctx);
+    uint64_t (*persist_durable)(void *ctx);
+    void (*persisted)(void *ctx, uint32_t subgroup, uint64_t frontier);
 };
 
 /* Counters of one smc_group (statistics of spindle_stats that SMC owns). */
@@ -203,6 +228,33 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
                 void **slot);
 int smc_commit(struct smc_group *group, uint32_t subgroup);
 int smc_flush(struct smc_group *group, int timeout_ms);
+
+/* Every persisting subgroup (smc_flush_persistent). */
+#define SMC_ALL_SUBGROUPS UINT32_MAX
+/*
+ * Waits until every message this member committed in subgroup
+ * (SMC_ALL_SUBGROUPS: every persisting one) before the call is delivered
+ * here and the global frontier passed it (min over the members' columns;
+ * it waits for the frontier to pass what was delivered when its last own
+ * message was). deadline_ns: CLOCK_MONOTONIC (sp_now_ns), UINT64_MAX for
+ * none. SPINDLE_EINVAL for an unknown or non-persisting subgroup (named),
+ * SPINDLE_ETIMEDOUT, the group's failure, SPINDLE_ESHUTDOWN when stopped
+ * or wedged for a view change (the caller retries in the next view).
+ */
+int smc_flush_persistent(struct smc_group *group, uint32_t subgroup, uint64_t deadline_ns);
+/*
+ * This member's persisted_num and the global frontier of subgroup (in
+ * sequence numbers of this multicast). SPINDLE_EINVAL for an unknown
+ * subgroup, one that does not persist, or one this member is not in.
+ * Any thread.
+ */
+int smc_group_persisted(struct smc_group *group, uint32_t subgroup, uint64_t *local,
+                        uint64_t *global);
+/* Holds the persisted upcall back (before smc_group_start) until
+ * smc_group_release_frontier: a view change first reports the previous
+ * view's last frontier. Release takes the engine lock. */
+void smc_group_hold_frontier(struct smc_group *group);
+void smc_group_release_frontier(struct smc_group *group);
 
 void smc_group_stats(struct smc_group *group, struct smc_stats *out);
 struct sst_table *smc_group_table(struct smc_group *group);

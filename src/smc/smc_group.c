@@ -79,10 +79,15 @@ static int add_counters(struct sst_schema *schema, uint32_t count, uint32_t *off
 static int add_subgroup_columns(struct sst_schema *schema, struct smc_subgroup *sub)
 {
     uint32_t senders = sub->layout.num_senders;
-    int rc = add_counters(schema, senders + 1, &sub->received_offset);
+    /* Atomic subgroups carry persisted_num after delivered_num in every
+     * member's row, logged or not: a member cannot know whether the
+     * others log it, and rows must agree. */
+    bool atomic = sub->layout.mode == SPINDLE_MODE_ATOMIC;
+    int rc = add_counters(schema, senders + (atomic ? 2 : 1), &sub->received_offset);
     if (rc < 0)
         return rc;
     sub->delivered_offset = sub->received_offset + 8 * senders;
+    sub->persisted_offset = atomic ? sub->delivered_offset + 8 : 0;
     rc = add_counters(schema, 2, &sub->sent_offset);
     if (rc < 0)
         return rc;
@@ -141,6 +146,16 @@ static int init_subgroup(struct smc_group *group, struct smc_subgroup *sub, uint
         if (sub->slot_position == NULL)
             return sp_error(SPINDLE_ENOMEM, "subgroup %u: no memory for %u slots", index, window);
     }
+    bool persists = (group->options.persist[index / 64] >> (index % 64)) & 1;
+    if (persists && layout->mode == SPINDLE_MODE_ATOMIC && sub->my_member_rank >= 0) {
+        sub->persists = true;
+        sub->marks = calloc(SMC_PERSIST_MARKS, sizeof *sub->marks);
+        /* num_members >= 1 (validated); the analyzer cannot tell. */
+        sub->column_seen =
+            calloc(layout->num_members > 0 ? layout->num_members : 1, sizeof *sub->column_seen);
+        if (sub->marks == NULL || sub->column_seen == NULL)
+            return sp_error(SPINDLE_ENOMEM, "subgroup %u: no memory for persistence marks", index);
+    }
     if (sub->my_member_rank < 0 || senders == 0)
         return 0;
     sub->senders = calloc(senders, sizeof *sub->senders);
@@ -167,6 +182,8 @@ static void free_subgroup(struct smc_subgroup *sub)
     free(sub->senders);
     free(sub->batch);
     free(sub->slot_position);
+    free(sub->marks);
+    free(sub->column_seen);
 }
 
 /* The table (counters only) and its side region (this member's rings). */
@@ -215,6 +232,13 @@ static void start_streams_at(struct smc_group *group, uint64_t first)
         /* Atomic: sequence numbers below round first are all nulls. */
         sub->delivered = sub->layout.mode == SPINDLE_MODE_ATOMIC ? first * senders : 0;
         sst_write_u64(group->table, sub->delivered_offset, sub->delivered);
+        if (sub->persists) {
+            /* Nulls need no disk: the column starts where delivery does. */
+            sub->marked = sub->persisted = sub->frontier_reported = sub->delivered;
+            __atomic_store_n(&sub->delivered_through, sub->delivered, __ATOMIC_RELEASE);
+            __atomic_store_n(&sub->frontier, sub->delivered, __ATOMIC_RELEASE);
+            sst_write_u64(group->table, sub->persisted_offset, sub->persisted);
+        }
     }
 }
 
@@ -328,6 +352,37 @@ void smc_group_stats(struct smc_group *group, struct smc_stats *out)
     out->window_full = __atomic_load_n(&group->window_full, __ATOMIC_RELAXED);
     out->window_full_ns = __atomic_load_n(&group->window_full_ns, __ATOMIC_RELAXED);
     out->window_holder_row = __atomic_load_n(&group->window_holder_row, __ATOMIC_RELAXED);
+}
+
+void smc_group_hold_frontier(struct smc_group *group)
+{
+    __atomic_store_n(&group->frontier_held, 1, __ATOMIC_RELEASE);
+}
+
+void smc_group_release_frontier(struct smc_group *group)
+{
+    sst_engine_lock(group->engine);
+    __atomic_store_n(&group->frontier_held, 0, __ATOMIC_RELEASE);
+    sst_engine_unlock(group->engine);
+    sst_engine_wake(group->engine);
+}
+
+int smc_group_persisted(struct smc_group *group, uint32_t subgroup, uint64_t *local,
+                        uint64_t *global)
+{
+    if (group == NULL || subgroup >= group->num_subgroups)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u is unknown (the group has %u)", subgroup,
+                        group == NULL ? 0 : group->num_subgroups);
+    struct smc_subgroup *sub = &group->subgroups[subgroup];
+    if (!sub->persists)
+        return sp_error(SPINDLE_EINVAL,
+                        "subgroup %u has no persistence frontier here: it is not logged, or "
+                        "this member is not in it",
+                        subgroup);
+    /* The column is this member's own row: an atomic word. */
+    *local = sst_read_u64(group->table, group->my_row, sub->persisted_offset);
+    *global = __atomic_load_n(&sub->frontier, __ATOMIC_ACQUIRE);
+    return 0;
 }
 
 struct sst_table *smc_group_table(struct smc_group *group)

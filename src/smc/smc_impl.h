@@ -10,7 +10,8 @@
  *   predicate thread, under the engine lock: pushed, published, nulls,
  *     next_position (nulls), every receiver field, stats;
  *   atomics (read anywhere): committed, delivered_own, failed, stopped, wedged,
- *     reserve_waiting, flush_waiters, slow_row.
+ *     reserve_waiting, flush_waiters, slow_row, frontier, frontier_held,
+ *     delivered_through.
  */
 #ifndef SP_SMC_SMC_IMPL_H
 #define SP_SMC_SMC_IMPL_H
@@ -18,6 +19,17 @@
 #include <pthread.h>
 
 #include "smc/smc.h"
+
+/* Delivered up to seq is durable once the log's durable position reaches
+ * position (smc_options.persist_mark). */
+struct smc_mark {
+    uint64_t position;
+    uint64_t seq;
+};
+/* Marks kept per subgroup (4 KiB); when full, every second one goes
+ * (smc_predicate.c, halve_marks): the column then moves in coarser
+ * steps. Even: a full FIFO halves exactly. */
+#define SMC_PERSIST_MARKS 256u
 
 /* What this member knows about one sender of one subgroup. */
 struct smc_sender {
@@ -86,6 +98,21 @@ struct smc_subgroup {
      * token was held_token (predicate thread). */
     bool held;
     uint64_t held_token;
+
+    /* Persistence (smc_options.persist; predicate thread unless noted). */
+    bool persists;
+    uint32_t persisted_offset; /* my persisted_num, right after delivered_num */
+    uint64_t persisted;        /* its value */
+    bool persist_dirty;        /* written, not yet pushed */
+    uint64_t marked;           /* delivered count the newest mark covers */
+    uint32_t mark_head, mark_count;
+    struct smc_mark *marks;     /* [SMC_PERSIST_MARKS], a FIFO */
+    uint64_t *column_seen;      /* [num_members]: each member's last good column */
+    uint64_t frontier;          /* atomic: min of the members' columns */
+    uint64_t frontier_reported; /* the last persisted upcall's value */
+    /* atomic: delivered as of the last delivery upcall, stored before
+     * delivered_own grows (smc_flush_persistent) */
+    uint64_t delivered_through;
 };
 
 struct smc_group {
@@ -115,6 +142,8 @@ struct smc_group {
     /* A member that held a waiting reserve's slot for slow_member_ms, for
      * the predicate thread to suspect (atomic; -1: none). */
     int32_t slow_row;
+    /* The persisted upcall waits for smc_group_release_frontier (atomic). */
+    int frontier_held;
 };
 
 /* Local copy of the ring of sender_rank in sub (this member must be a

@@ -13,6 +13,8 @@
  *
  * Modelled in models/smc.pml (inline trigger: one step per function here).
  */
+#include <string.h>
+
 #include "smc/smc_impl.h"
 #include "util/log.h"
 
@@ -81,6 +83,65 @@ static uint64_t stable_count(struct smc_group *group, const struct smc_subgroup 
     return stable;
 }
 
+/*
+ * Persistence frontier (docs/LOGS.md "Persistence frontiers"). A member's
+ * persisted_num can never pass what it delivered, and nobody delivers a
+ * sequence number before every member, this one included, received it
+ * (Spindle 2.1): so no honest column exceeds the first sequence number
+ * this member misses, min over senders s of received[s] * S + s. That
+ * bound holds however the column's writes are ordered against the
+ * owner's delivered_num (a NIC may read a queued write's source late), so
+ * it is the check; a column that exceeds it or goes back fails its owner,
+ * whose last good value is kept (it holds the frontier back until the view
+ * change removes it). Own column: read from local state.
+ */
+static uint64_t persist_bound(const struct smc_subgroup *sub)
+{
+    uint32_t senders = sub->layout.num_senders;
+    uint64_t bound = UINT64_MAX;
+    for (uint32_t s = 0; s < senders; s++) {
+        uint64_t first_missing = sub->senders[s].recv_position * senders + s;
+        if (first_missing < bound)
+            bound = first_missing;
+    }
+    return bound;
+}
+
+static uint64_t global_frontier(struct smc_group *group, struct smc_subgroup *sub)
+{
+    uint64_t frontier = sub->persisted;
+    uint64_t bound = persist_bound(sub);
+    for (uint32_t m = 0; m < sub->layout.num_members; m++) {
+        uint32_t row = sub->layout.members[m];
+        if (row == group->my_row)
+            continue;
+        uint64_t column = sst_read_u64(group->table, row, sub->persisted_offset);
+        if (column > bound || column < sub->column_seen[m]) {
+            fail_liar(group, sub, row,
+                      column > bound ? "persisted_num past what it can have delivered"
+                                     : "persisted_num going back to",
+                      (unsigned long long)column);
+            column = sub->column_seen[m];
+        }
+        sub->column_seen[m] = column;
+        if (column < frontier)
+            frontier = column;
+    }
+    return frontier;
+}
+
+/* True when this member's column can move (the log made a mark durable)
+ * or the global frontier has news to report. */
+static bool persist_has_work(struct smc_group *group, struct smc_subgroup *sub)
+{
+    if (sub->mark_count > 0 && sub->marks[sub->mark_head].position <=
+                                   group->options.persist_durable(group->options.deliver_ctx))
+        return true;
+    if (__atomic_load_n(&group->frontier_held, __ATOMIC_ACQUIRE))
+        return false;
+    return global_frontier(group, sub) > sub->frontier_reported;
+}
+
 static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
 {
     if (sub->my_sender_rank >= 0) {
@@ -94,6 +155,8 @@ static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
     }
     if (sub->my_member_rank < 0 || sub->layout.num_senders == 0)
         return false;
+    if (sub->persists && persist_has_work(group, sub))
+        return true;
     for (uint32_t s = 0; s < sub->layout.num_senders; s++)
         if (!sub->senders[s].lied &&
             read_sent(group, sub, &sub->senders[s]) > sub->senders[s].recv_position)
@@ -277,6 +340,11 @@ static void deliver_batch(struct smc_group *group, struct smc_subgroup *sub, uin
         uint64_t own = 0;
         for (uint32_t i = 0; i < count; i++)
             own += sub->batch[i].sender_id == group->my_row;
+        /* smc_flush_persistent reads delivered_through once it sees its
+         * own messages delivered (delivered_num in the row is written
+         * only after this). */
+        if (sub->persists)
+            __atomic_store_n(&sub->delivered_through, sub->delivered, __ATOMIC_RELEASE);
         if (own > 0)
             __atomic_add_fetch(&sub->delivered_own, own, __ATOMIC_RELEASE);
     }
@@ -375,6 +443,59 @@ static void delivery_step(struct smc_group *group, struct smc_subgroup *sub)
     sub->held_token = token;
 }
 
+/* A full FIFO of marks (a disk far behind delivery) keeps every second
+ * one, the later of each pair: a mark is only ever replaced by a later
+ * position for a larger count, so the column stays correct and moves in
+ * steps twice as coarse, evenly over the backlog. */
+static void halve_marks(struct smc_subgroup *sub)
+{
+    struct smc_mark kept[SMC_PERSIST_MARKS / 2] = {{0, 0}}; /* rare: a full FIFO */
+    uint32_t count = 0;
+    for (uint32_t i = 1; i < sub->mark_count; i += 2)
+        kept[count++] = sub->marks[(sub->mark_head + i) % SMC_PERSIST_MARKS];
+    memcpy(sub->marks, kept, count * sizeof kept[0]);
+    sub->mark_head = 0;
+    sub->mark_count = count;
+}
+
+/* Persist step: a mark for what the delivery step delivered, this
+ * member's column raised to the newest durable mark, and the persisted
+ * upcall when the global frontier grew (after the delivery upcalls of
+ * everything below it: a mark is taken once they returned). */
+static void persist_step(struct smc_group *group, struct smc_subgroup *sub)
+{
+    const struct smc_options *o = &group->options;
+    if (sub->delivered > sub->marked) {
+        if (sub->mark_count == SMC_PERSIST_MARKS)
+            halve_marks(sub);
+        sub->marks[(sub->mark_head + sub->mark_count) % SMC_PERSIST_MARKS] =
+            (struct smc_mark){o->persist_mark(o->deliver_ctx), sub->delivered};
+        sub->mark_count++;
+        sub->marked = sub->delivered;
+    }
+    uint64_t durable = o->persist_durable(o->deliver_ctx);
+    uint64_t persisted = sub->persisted;
+    while (sub->mark_count > 0 && sub->marks[sub->mark_head].position <= durable) {
+        persisted = sub->marks[sub->mark_head].seq;
+        sub->mark_head = (sub->mark_head + 1) % SMC_PERSIST_MARKS;
+        sub->mark_count--;
+    }
+    if (persisted > sub->persisted) {
+        sub->persisted = persisted;
+        sst_write_u64(group->table, sub->persisted_offset, persisted);
+        sub->persist_dirty = true;
+    }
+    uint64_t frontier = global_frontier(group, sub);
+    if (frontier > __atomic_load_n(&sub->frontier, __ATOMIC_RELAXED))
+        __atomic_store_n(&sub->frontier, frontier, __ATOMIC_RELEASE);
+    if (frontier > sub->frontier_reported &&
+        !__atomic_load_n(&group->frontier_held, __ATOMIC_ACQUIRE)) {
+        sub->frontier_reported = frontier;
+        if (o->persisted != NULL)
+            o->persisted(o->deliver_ctx, sub->index, frontier);
+    }
+}
+
 /* The sequence number of the next application message this member can
  * deliver in sub (every position before it that it received is null), or
  * `limit` when it holds none below it. */
@@ -466,6 +587,7 @@ void smc_trigger(void *ctx)
     for (uint32_t g = 0; g < group->num_subgroups; g++) {
         struct smc_subgroup *sub = &group->subgroups[g];
         uint64_t own_before = __atomic_load_n(&sub->delivered_own, __ATOMIC_RELAXED);
+        uint64_t frontier_before = __atomic_load_n(&sub->frontier, __ATOMIC_RELAXED);
         /* Everything pushed in earlier passes was posted when they ended. */
         __atomic_store_n(&sub->posted_mark, sub->pushed, __ATOMIC_RELEASE);
         if (sub->my_sender_rank >= 0)
@@ -475,16 +597,24 @@ void smc_trigger(void *ctx)
             null_step(group, sub);
             if (sub->layout.mode == SPINDLE_MODE_ATOMIC)
                 delivery_step(group, sub);
-            if (sub->ack_dirty) {
-                /* received_num[0..S-1] and delivered_num in one write. */
-                push(group, sub, sub->received_offset, 8 * (sub->layout.num_senders + 1));
+            if (sub->persists)
+                persist_step(group, sub);
+            if (sub->ack_dirty || sub->persist_dirty) {
+                /* received_num[0..S-1], delivered_num and persisted_num
+                 * (when it moved) in one write. */
+                uint32_t from = sub->ack_dirty ? sub->received_offset : sub->persisted_offset;
+                uint32_t to =
+                    (sub->persist_dirty ? sub->persisted_offset : sub->delivered_offset) + 8;
+                push(group, sub, from, to - from);
                 sub->ack_dirty = false;
+                sub->persist_dirty = false;
             }
         }
         if (sub->my_sender_rank >= 0 && __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) &&
             smc_slot_free(group, sub))
             wake = true;
-        if (__atomic_load_n(&sub->delivered_own, __ATOMIC_RELAXED) != own_before &&
+        if ((__atomic_load_n(&sub->delivered_own, __ATOMIC_RELAXED) != own_before ||
+             __atomic_load_n(&sub->frontier, __ATOMIC_RELAXED) != frontier_before) &&
             __atomic_load_n(&group->flush_waiters, __ATOMIC_ACQUIRE) > 0)
             wake = true;
     }

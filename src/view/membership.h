@@ -65,6 +65,14 @@ struct view_config {
      * none) and the subgroups that log, one bit each. */
     const char *log_dir;
     uint64_t logged[SPINDLE_MAX_SUBGROUPS / 64];
+    spindle_persisted_fn persisted; /* the persistence upcall, or NULL */
+    void *persisted_ctx;
+};
+
+/* The last global persistence frontier reported for a subgroup. */
+struct view_frontier {
+    uint64_t view_id;
+    uint64_t seq;
 };
 
 /* One installed view and the multicast that runs in it. The epoch is the
@@ -75,6 +83,14 @@ struct view_epoch {
     struct smc_group *smc;
     struct log_appender *log;  /* the member's (logged subgroups), or NULL */
     uint64_t *log_queue_waits; /* the membership's counter */
+    /* The membership's last reported frontiers, by subgroup (engine lock). */
+    struct view_frontier *frontiers;
+    /* A view change's: the view before and its trims, delivered_num of
+     * each of its subgroups at its end (view_log_view), reported as that
+     * view's last frontier once every survivor has them durable. */
+    uint64_t previous_view_id;
+    uint32_t previous_subgroups;
+    uint64_t *previous_trim;
 };
 
 /* The joiner taking part in the next view change (at most one). */
@@ -124,8 +140,9 @@ struct view_membership {
     /* Logged delivery (view_log.c): open from view_prepare to destroy. */
     struct log *log;
     struct log_appender *appender;
-    uint64_t log_queue_waits; /* atomic: spindle_stats.log_queue_waits */
-    uint64_t log_queue_bytes; /* test hook: the appender's queue (0: its default) */
+    uint64_t log_queue_waits;        /* atomic: spindle_stats.log_queue_waits */
+    uint64_t log_queue_bytes;        /* test hook: the appender's queue (0: its default) */
+    struct view_frontier *frontiers; /* [SPINDLE_MAX_SUBGROUPS], with the log */
 };
 
 /* The versions this build's hellos carry (control/ctl.h). */

@@ -64,6 +64,14 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
         .deliver_progress = epoch->log != NULL ? view_log_progress : NULL,
         .deliver_overhead = LOG_RECORD_HEADER_SIZE + LOG_MESSAGE_FIXED_SIZE,
     };
+    epoch->frontiers = m->frontiers;
+    if (epoch->log != NULL) {
+        /* Persistence frontiers of the logged subgroups (view_log.c). */
+        memcpy(options.persist, m->config.logged, sizeof options.persist);
+        options.persist_mark = view_log_mark;
+        options.persist_durable = view_log_progress;
+        options.persisted = view_log_persisted;
+    }
     const struct view *v = &epoch->view;
     rc = smc_group_create(m->engine, v->layouts, v->num_subgroups, v->num_members, v->my_rank,
                           &options, &epoch->smc);
@@ -84,6 +92,7 @@ void view_epoch_free(struct view_epoch *epoch)
         smc_group_destroy(epoch->smc);
     }
     view_clear(&epoch->view);
+    free(epoch->previous_trim);
     free(epoch);
 }
 

@@ -99,8 +99,23 @@ void view_log_close(struct view_membership *m);
  * member's first view). Waits for the fdatasync; nothing when nothing is
  * logged. The appender's error.
  */
-int view_log_view(struct view_membership *m, const struct view_epoch *epoch,
-                  struct smc_group *previous, uint32_t previous_subgroups);
+int view_log_view(struct view_membership *m, struct view_epoch *epoch, struct smc_group *previous,
+                  uint32_t previous_subgroups);
+/* smc_options.persist_mark of an epoch (ctx): the log position after
+ * everything submitted so far. */
+uint64_t view_log_mark(void *ctx);
+/* smc_options.persisted of an epoch (ctx): stamps the view id, keeps the
+ * frontier as the membership's last reported one and calls the
+ * application's upcall (predicate thread, engine lock held). */
+void view_log_persisted(void *ctx, uint32_t subgroup, uint64_t frontier);
+/*
+ * After a view change has met every survivor in the new view (each made
+ * the old view's trim durable before it got there): reports the old
+ * view's last frontier, its trim, in every logged subgroup where it grew,
+ * then lets the new view's multicast report its own (smc_group_release_
+ * frontier). Membership thread; takes the engine lock.
+ */
+void view_log_report_previous(struct view_membership *m);
 /* smc_options.deliver_progress of an epoch (ctx): the log's durable
  * position, whose writer wakes the engine when it moves. */
 uint64_t view_log_progress(void *ctx);

@@ -85,7 +85,12 @@ static int next_build(struct view_membership *m, uint64_t mask, uint32_t joiner,
         view_clear(&view);
         return rc;
     }
-    return view_epoch_create(m, &view, &next->epoch);
+    rc = view_epoch_create(m, &view, &next->epoch);
+    /* Frontiers of the next view wait for the last of this one
+     * (view_log_report_previous). */
+    if (rc == 0)
+        smc_group_hold_frontier(next->epoch->smc);
+    return rc;
 }
 
 /*
@@ -429,6 +434,9 @@ int view_try_change(struct view_membership *m, uint64_t mask, uint32_t joiner)
     rc = smc_group_start(m->current->smc);
     if (rc == 0)
         rc = meet(m, how.survivors, joiner);
+    /* Every survivor made the old view's trim durable before it met us. */
+    if (rc == 0)
+        view_log_report_previous(m);
     sp_log(SP_LOG_DEBUG, "view", "view %llu ready (%d), %zu resends",
            (unsigned long long)m->current->view.id, rc, num_resends);
     if (rc == 0)

@@ -10,6 +10,7 @@
  * whose trim must be delivered whole: there a full queue is waited out.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/error.h"
@@ -47,10 +48,16 @@ int view_log_open(struct view_membership *m)
 {
     if (m->appender != NULL || m->config.log_dir == NULL || !any_logged(&m->config))
         return 0;
+    m->frontiers = calloc(SPINDLE_MAX_SUBGROUPS, sizeof *m->frontiers);
+    if (m->frontiers == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for persistence frontiers");
     struct log_open_report report;
     int rc = log_open(m->config.log_dir, LOG_OPEN_WRITE | LOG_OPEN_CREATE, &m->log, &report);
-    if (rc < 0)
+    if (rc < 0) {
+        free(m->frontiers);
+        m->frontiers = NULL;
         return rc;
+    }
     if (report.cut)
         SP_LOG_WARNING("log",
                        "%s: cut %" PRIu64 " bytes of torn tail in %s at offset %" PRIu64 " (%s)",
@@ -65,6 +72,8 @@ int view_log_open(struct view_membership *m)
     if (rc < 0) {
         log_close(m->log);
         m->log = NULL;
+        free(m->frontiers);
+        m->frontiers = NULL;
     }
     return rc;
 }
@@ -77,10 +86,12 @@ void view_log_close(struct view_membership *m)
     m->appender = NULL;
     log_close(m->log);
     m->log = NULL;
+    free(m->frontiers);
+    m->frontiers = NULL;
 }
 
-int view_log_view(struct view_membership *m, const struct view_epoch *epoch,
-                  struct smc_group *previous, uint32_t previous_subgroups)
+int view_log_view(struct view_membership *m, struct view_epoch *epoch, struct smc_group *previous,
+                  uint32_t previous_subgroups)
 {
     if (m->appender == NULL)
         return 0;
@@ -94,6 +105,18 @@ int view_log_view(struct view_membership *m, const struct view_epoch *epoch,
     record.view.subgroup_count = previous != NULL ? previous_subgroups : 0;
     for (uint32_t g = 0; g < record.view.subgroup_count; g++)
         record.view.delivered_through[g] = smc_group_delivered(previous, g);
+    if (previous != NULL) {
+        /* The old view's last frontier once every survivor has its trim
+         * durable (view_log_report_previous). */
+        size_t bytes = (previous_subgroups > 0 ? previous_subgroups : 1) * sizeof(uint64_t);
+        epoch->previous_trim = malloc(bytes);
+        if (epoch->previous_trim == NULL)
+            return sp_error(SPINDLE_ENOMEM, "no memory for %u trims", previous_subgroups);
+        memcpy(epoch->previous_trim, record.view.delivered_through,
+               previous_subgroups * sizeof(uint64_t));
+        epoch->previous_subgroups = previous_subgroups;
+        epoch->previous_view_id = m->current->view.id;
+    }
     uint64_t end;
     int rc = log_appender_submit(m->appender, &record, 1, &end);
     while (rc == SPINDLE_EAGAIN) {
@@ -150,4 +173,40 @@ void view_log_append(const struct view_epoch *epoch, const struct spindle_messag
         SP_LOG_ERR("log", "logged delivery stops: %s", spindle_errmsg());
         smc_group_fail(epoch->smc, rc);
     }
+}
+
+uint64_t view_log_mark(void *ctx)
+{
+    const struct view_epoch *epoch = ctx;
+    return log_appender_end(epoch->log);
+}
+
+/* Reports subgroup's frontier (view_id, seq) when it is past the last one
+ * reported. Engine lock held. */
+static void report_frontier(const struct view_config *config, struct view_frontier *last,
+                            uint32_t subgroup, uint64_t view_id, uint64_t seq)
+{
+    if (view_id < last->view_id || (view_id == last->view_id && seq <= last->seq))
+        return;
+    *last = (struct view_frontier){view_id, seq};
+    if (config->persisted != NULL)
+        config->persisted(config->persisted_ctx, subgroup, view_id, seq);
+}
+
+void view_log_persisted(void *ctx, uint32_t subgroup, uint64_t frontier)
+{
+    const struct view_epoch *epoch = ctx;
+    report_frontier(epoch->config, &epoch->frontiers[subgroup], subgroup, epoch->view.id, frontier);
+}
+
+void view_log_report_previous(struct view_membership *m)
+{
+    struct view_epoch *epoch = m->current;
+    sst_engine_lock(m->engine);
+    for (uint32_t g = 0; g < epoch->previous_subgroups && m->frontiers != NULL; g++)
+        if (view_logged(&m->config, g) && epoch->previous_trim[g] > 0)
+            report_frontier(&m->config, &m->frontiers[g], g, epoch->previous_view_id,
+                            epoch->previous_trim[g]);
+    sst_engine_unlock(m->engine);
+    smc_group_release_frontier(epoch->smc);
 }

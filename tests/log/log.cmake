@@ -5,3 +5,5 @@ spindle_add_test(test_log_append SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_appe
   LABELS log)
 spindle_add_test(test_log_delivery SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_delivery.c
   TIMEOUT 120 LABELS log group)
+spindle_add_test(test_log_frontier SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_frontier.c
+  TIMEOUT 240 LABELS log group)

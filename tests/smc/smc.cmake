@@ -19,3 +19,7 @@ spindle_add_test(test_smc_rings SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_rings
 # believed: two engines in one process, the test writing the lies.
 spindle_add_test(test_smc_liar SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_liar.c TIMEOUT 60
                  LABELS smc)
+# The persistence column against a log the test plays: nothing persisted
+# before it is durable, a full FIFO of marks thinned, the frontier upcall.
+spindle_add_test(test_smc_frontier SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_frontier.c
+                 TIMEOUT 60 LABELS smc)

@@ -10,10 +10,13 @@
  *   - a sent_num past SMC_COUNTER_MAX,
  *   - a sent_num that goes back,
  *   - a member that acknowledges more of a sender's positions than the
- *     sender published.
+ *     sender published,
+ *   - a member whose persisted_num (persistence frontier) passes what it
+ *     can have delivered, or goes back.
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -48,7 +51,14 @@ static void on_failure(void *ctx, struct sst_table *table, uint32_t row, int err
     __atomic_store_n(&member->failed_row, (int32_t)row, __ATOMIC_RELEASE);
 }
 
-static void start_pair(struct member m[2])
+/* A log that is always durable (smc_options.persist_mark/durable). */
+static uint64_t log_position(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static void start_pair_with(struct member m[2], bool persist)
 {
     struct tp_config config;
     memset(&config, 0, sizeof config);
@@ -72,6 +82,11 @@ static void start_pair(struct member m[2])
         sst_engine_on_failure(m[row].engine, on_failure, &m[row]);
         struct smc_options options = {
             .batching = true, .null_sends = true, .deliver = on_deliver, .deliver_ctx = &m[row]};
+        if (persist) {
+            options.persist[0] = 1; /* subgroup 0 */
+            options.persist_mark = log_position;
+            options.persist_durable = log_position;
+        }
         assert_int_equal(
             smc_group_create(m[row].engine, &layout, 1, 2, row, &options, &m[row].group), 0);
         assert_int_equal(smc_group_export(m[row].group, &descs[row]), 0);
@@ -81,6 +96,11 @@ static void start_pair(struct member m[2])
         assert_int_equal(smc_group_start(m[row].group), 0);
         assert_int_equal(sst_engine_start(m[row].engine), 0);
     }
+}
+
+static void start_pair(struct member m[2])
+{
+    start_pair_with(m, false);
 }
 
 static void stop_pair(struct member m[2])
@@ -177,6 +197,68 @@ static void test_an_acknowledgement_of_more_than_was_sent_fails_its_owner(void *
     stop_pair(m);
 }
 
+/* Member 0 sends n messages and waits until both delivered them. */
+static void deliver_both(struct member m[2], uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        void *slot;
+        assert_int_equal(smc_reserve(m[0].group, 0, 8, 0, &slot), 0);
+        memset(slot, 0, 8);
+        assert_int_equal(smc_commit(m[0].group, 0), 0);
+    }
+    uint64_t deadline = sp_now_ns() + 10ull * 1000000000ull;
+    while ((__atomic_load_n(&m[0].delivered, __ATOMIC_ACQUIRE) < n ||
+            __atomic_load_n(&m[1].delivered, __ATOMIC_ACQUIRE) < n) &&
+           sp_now_ns() < deadline) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(__atomic_load_n(&m[1].delivered, __ATOMIC_ACQUIRE), n);
+}
+
+static void test_a_persisted_num_past_what_was_delivered_fails_its_owner(void **state)
+{
+    (void)state;
+    struct member m[2];
+    start_pair_with(m, true);
+    deliver_both(m, 2);
+    /* Two sequence numbers delivered, so member 0 (which received just
+     * those) knows nobody can have persisted three. */
+    uint64_t global = 0, local = 0;
+    uint64_t deadline = sp_now_ns() + 10ull * 1000000000ull;
+    while (global < 2 && sp_now_ns() < deadline) {
+        assert_int_equal(smc_group_persisted(m[0].group, 0, &local, &global), 0);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(global, 2);
+    assert_int_equal(__atomic_load_n(&m[0].failed_row, __ATOMIC_ACQUIRE), -1);
+    write_row(&m[0], 1, subgroup0(&m[0])->persisted_offset, 3);
+    expect_failed(&m[0], 1);
+    assert_int_equal(smc_group_persisted(m[0].group, 0, &local, &global), 0);
+    assert_int_equal(global, 2);
+    stop_pair(m);
+}
+
+static void test_a_persisted_num_going_back_fails_its_owner(void **state)
+{
+    (void)state;
+    struct member m[2];
+    start_pair_with(m, true);
+    deliver_both(m, 2);
+    uint64_t global = 0, local = 0;
+    uint64_t deadline = sp_now_ns() + 10ull * 1000000000ull;
+    while (global < 2 && sp_now_ns() < deadline) {
+        assert_int_equal(smc_group_persisted(m[0].group, 0, &local, &global), 0);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(global, 2);
+    write_row(&m[0], 1, subgroup0(&m[0])->persisted_offset, 1);
+    expect_failed(&m[0], 1);
+    stop_pair(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +266,8 @@ int main(void)
         cmocka_unit_test(test_a_counter_past_the_bound_fails_its_owner),
         cmocka_unit_test(test_a_counter_going_back_fails_its_owner),
         cmocka_unit_test(test_an_acknowledgement_of_more_than_was_sent_fails_its_owner),
+        cmocka_unit_test(test_a_persisted_num_past_what_was_delivered_fails_its_owner),
+        cmocka_unit_test(test_a_persisted_num_going_back_fails_its_owner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

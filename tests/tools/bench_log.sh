@@ -1,15 +1,19 @@
 #!/bin/sh
 # spindle-bench --log-dir: three local members log every subgroup, each in
 # DIR/member-<id>; the JSON line reports every record durable with far
-# fewer fdatasync calls than records, spindle-log finds the three logs in
+# fewer fdatasync calls than records and the persistence frontier's lag
+# (p50 above 0, p99 at least p50, both below the run's 120 s limit; the
+# text report names them too), spindle-log finds the three logs in
 # agreement, and an unordered run is refused by name.
 set -eu
 bench=$1
 tool=$2
 work=$(mktemp -d "${TMPDIR:-/tmp}/spindle-benchlog.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-line=$("$bench" --local 3 --messages 3000 --msg-size 64 --log-dir "$work/logs" | tail -n 1)
+"$bench" --local 3 --messages 3000 --msg-size 64 --log-dir "$work/logs" >"$work/out"
+line=$(tail -n 1 "$work/out")
 echo "$line"
+grep -q "persistence frontier lag (delivery here to durable at every member): p50 " "$work/out"
 field() {
     echo "$line" | sed -n "s/.*\"$1\":\([0-9.e+]*\).*/\1/p"
 }
@@ -21,6 +25,15 @@ fi
 syncs=$(field log_syncs)
 if [ -z "$syncs" ] || [ "$syncs" -lt 3 ] || [ "$syncs" -gt 6750 ]; then
     echo "FAIL: log_syncs '$syncs' is not between 3 and 6750 (one per 4 records)" >&2
+    exit 1
+fi
+p50=$(field frontier_lag_p50_us)
+p99=$(field frontier_lag_p99_us)
+per_message=$(field fdatasync_per_message)
+if ! awk -v a="$p50" -v b="$p99" -v s="$per_message" 'BEGIN {
+        exit !(a != "" && b != "" && s != "" && a > 0 && b >= a && b < 120e6 && s > 0 && s <= 0.25)
+    }'; then
+    echo "FAIL: frontier lag p50 '$p50' us, p99 '$p99' us, fdatasync per message '$per_message'" >&2
     exit 1
 fi
 "$tool" compare "$work/logs/member-0" "$work/logs/member-1" "$work/logs/member-2" |

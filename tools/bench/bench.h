@@ -108,6 +108,10 @@ struct bench_result {
     uint64_t delivery_batches, delivery_msgs;
     /* --log-dir: the member's log at the end (spindle_stats log_*). */
     uint64_t log_records, log_bytes, log_syncs;
+    /* --log-dir: delivery here to the global persistence frontier passing
+     * the message (the persisted upcall), per message. */
+    double lag_p50_us, lag_p99_us;
+    int has_lag;
 };
 
 /* Number of senders for the configuration (members of the group). */

@@ -27,6 +27,7 @@ struct member_state {
     uint64_t delivered;           /* atomic: written by the delivery callback */
     uint64_t done_ns;             /* atomic: when delivered reached expected */
     struct bench_latency latency; /* own commit times and latency samples */
+    struct bench_lag lag;         /* --log-dir: delivery to global persistence */
     struct bench_clock clock;     /* --duration: the run's time and its measured interval */
     char who[32];                 /* "member <id>" in the progress line */
     uint32_t max_window;          /* the largest window of the active subgroups */
@@ -150,10 +151,34 @@ static uint64_t app_index(struct member_state *st, const struct spindle_message 
     return index;
 }
 
+/* --log-dir: notes runs of delivered messages (one subgroup and view) for
+ * the frontier lag. */
+static void note_for_lag(struct member_state *st, const struct spindle_message *messages,
+                         size_t count, uint64_t now)
+{
+    size_t first = 0;
+    for (size_t i = 1; i <= count; i++) {
+        if (i < count && messages[i].subgroup == messages[first].subgroup &&
+            messages[i].view_id == messages[first].view_id)
+            continue;
+        bench_lag_deliver(&st->lag, messages[first].subgroup, messages[first].view_id,
+                          messages[i - 1].seq + 1, (uint32_t)(i - first), now);
+        first = i;
+    }
+}
+
+static void on_persisted(void *ctx, uint32_t subgroup, uint64_t view_id, uint64_t frontier)
+{
+    struct member_state *st = ctx;
+    bench_lag_persisted(&st->lag, subgroup, view_id, frontier, bench_now_ns());
+}
+
 static void on_deliver(void *ctx, const struct spindle_message *messages, size_t count)
 {
     struct member_state *st = ctx;
     uint64_t now = bench_now_ns();
+    if (st->config->log_dir != NULL)
+        note_for_lag(st, messages, count, now);
     for (size_t i = 0; i < count; i++) {
         const struct spindle_message *m = &messages[i];
         uint64_t index = app_index(st, m);
@@ -295,6 +320,8 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
         options.log_dir = log_dir;
         options.logged_subgroups = logged;
         options.num_logged_subgroups = config->subgroups;
+        options.persisted = on_persisted;
+        options.persisted_ctx = st;
     }
     options.batching = config->batching;
     options.null_sends = config->null_sends;
@@ -486,6 +513,8 @@ static void collect(const struct bench_config *config, struct member_state *st,
     result->delivery_batches = stats.delivery_batch_count;
     result->delivery_msgs = stats.delivery_batch_messages;
     result->has_latency = bench_latency_percentiles(&st->latency, &result->p50_us, &result->p99_us);
+    result->has_lag = config->log_dir != NULL &&
+                      bench_lag_percentiles(&st->lag, &result->lag_p50_us, &result->lag_p99_us);
 }
 
 /* DIR/member-<id>.<suffix> of an initial member; a joiner's names carry
@@ -585,6 +614,24 @@ static void start_clock(const struct bench_config *config, struct member_state *
                       st->who);
     st->latency.from_ns = st->clock.measure_ns;
     st->latency.to_ns = st->clock.end_ns;
+    pthread_mutex_lock(&st->lag.lock);
+    st->lag.samples.from_ns = st->clock.measure_ns;
+    st->lag.samples.to_ns = st->clock.end_ns;
+    pthread_mutex_unlock(&st->lag.lock);
+}
+
+/* --log-dir: waits (at most 10 s) until the global persistence frontier
+ * passed everything this member delivered, so the last messages' lag is
+ * sampled too; before shutdown, while every member still pushes its
+ * frontier. Not part of the measured time. */
+static void wait_persisted(const struct bench_config *config, struct member_state *st)
+{
+    uint64_t deadline = bench_now_ns() + 10000000000ull;
+    while (config->log_dir != NULL && bench_lag_pending(&st->lag) > 0 &&
+           bench_now_ns() < deadline) {
+        struct timespec pause = {0, 200000};
+        nanosleep(&pause, NULL);
+    }
 }
 
 /* What this member did: the deliveries and time of the measured interval
@@ -637,6 +684,8 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         calloc((size_t)config->active_subgroups * SPINDLE_MAX_MEMBERS + 1, sizeof *st.from_sender);
     int rc = bench_latency_init(&st.latency, config->active_subgroups,
                                 config->duration_ns > 0 ? 0 : config->messages, st.max_window);
+    if (rc == 0)
+        rc = bench_lag_init(&st.lag, config->log_dir != NULL ? config->active_subgroups : 0);
     if (rc < 0 || st.from_sender == NULL) {
         fail(result, "allocating latency arrays", SPINDLE_ENOMEM);
         goto out;
@@ -682,6 +731,8 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     if (rc == 0)
         rc = wait_delivered(config, group, &st);
     uint64_t end = bench_now_ns();
+    if (rc == 0)
+        wait_persisted(config, &st);
     if (rc == 0 && __atomic_load_n(&st.duplicate, __ATOMIC_ACQUIRE))
         rc = SPINDLE_EPROTO;
     if (rc < 0) {
@@ -727,6 +778,7 @@ out:
     if (st.trace != NULL)
         fclose(st.trace);
     bench_latency_release(&st.latency);
+    bench_lag_release(&st.lag);
     free(st.from_sender);
     free(st.sends);
 }

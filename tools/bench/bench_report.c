@@ -41,13 +41,14 @@ struct totals {
     double seconds, rate_sum, p50, p99;
     uint64_t log_records, log_bytes, log_syncs;
     double log_rate_sum, log_bytes_rate_sum; /* per member, per second */
+    double lag_p50, lag_p99;                 /* median member's p50, worst member's p99 */
 };
 
 static void sum_results(const struct bench_result *results, uint32_t count, struct totals *t)
 {
     memset(t, 0, sizeof *t);
-    double p50s[SPINDLE_MAX_MEMBERS];
-    uint32_t lat = 0;
+    double p50s[SPINDLE_MAX_MEMBERS], lag_p50s[SPINDLE_MAX_MEMBERS];
+    uint32_t lat = 0, lags = 0;
     for (uint32_t i = 0; i < count; i++) {
         const struct bench_result *r = &results[i];
         t->delivered += r->delivered;
@@ -86,6 +87,15 @@ static void sum_results(const struct bench_result *results, uint32_t count, stru
             if (r->p99_us > t->p99)
                 t->p99 = r->p99_us;
         }
+        if (r->has_lag) {
+            lag_p50s[lags++] = r->lag_p50_us;
+            if (r->lag_p99_us > t->lag_p99)
+                t->lag_p99 = r->lag_p99_us;
+        }
+    }
+    if (lags > 0) {
+        qsort(lag_p50s, lags, sizeof lag_p50s[0], cmp_double);
+        t->lag_p50 = lag_p50s[lags / 2];
     }
     if (lat > 0) {
         qsort(p50s, lat, sizeof p50s[0], cmp_double);
@@ -146,6 +156,10 @@ void bench_report(const struct bench_config *config, uint32_t members,
                (unsigned long long)t.log_records, (unsigned long long)t.log_bytes,
                t.log_rate_sum / count, t.log_bytes_rate_sum / count / 1e6,
                mean(t.log_syncs, t.log_records));
+    if (config->log_dir != NULL)
+        printf("  persistence frontier lag (delivery here to durable at every member): p50 %.1f "
+               "us, p99 %.1f us; %.4f fdatasync per delivered message\n",
+               t.lag_p50, t.lag_p99, mean(t.log_syncs, t.delivered_total));
     printf("{\"members\":%u,\"senders\":%u,\"msg_size\":%u,\"window\":%u,\"subgroups\":%u,"
            "\"active_subgroups\":%u,\"mode\":\"%s\",\"transport\":\"%s\",\"batching\":%s,"
            "\"null_sends\":%s,\"early_unlock\":%s,\"delay_us\":%u,\"delayed_senders\":%u,"
@@ -172,6 +186,9 @@ void bench_report(const struct bench_config *config, uint32_t members,
                (unsigned long long)t.log_records, (unsigned long long)t.log_bytes,
                (unsigned long long)t.log_syncs, t.log_rate_sum / count,
                t.log_bytes_rate_sum / count / 1e6, mean(t.log_syncs, t.log_records));
+        printf(",\"fdatasync_per_message\":%.5f,\"frontier_lag_p50_us\":%.2f,"
+               "\"frontier_lag_p99_us\":%.2f",
+               mean(t.log_syncs, t.delivered_total), t.lag_p50, t.lag_p99);
     }
     print_hist("send_hist", t.send_hist);
     print_hist("receive_hist", t.receive_hist);

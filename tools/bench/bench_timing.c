@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 #include "bench_timing.h"
@@ -114,6 +115,100 @@ bool bench_latency_percentiles(struct bench_latency *lat, double *p50_us, double
     *p50_us = lat->samples[p50] / 1000.0;
     *p99_us = lat->samples[p99] / 1000.0;
     return true;
+}
+
+int bench_lag_init(struct bench_lag *lag, uint32_t subgroups)
+{
+    memset(lag, 0, sizeof *lag);
+    pthread_mutex_init(&lag->lock, NULL);
+    lag->subgroups = subgroups;
+    if (subgroups == 0)
+        return 0; /* nothing logged: nothing recorded */
+    size_t n = subgroups;
+    lag->runs = calloc(n * BENCH_LAG_RUNS, sizeof *lag->runs);
+    lag->head = calloc(n, sizeof *lag->head);
+    lag->used = calloc(n, sizeof *lag->used);
+    lag->samples = (struct bench_latency){
+        .capacity = BENCH_LAG_SAMPLES, .to_ns = UINT64_MAX, .random = 0x9E3779B97F4A7C15ull};
+    lag->samples.samples = calloc(BENCH_LAG_SAMPLES, sizeof *lag->samples.samples);
+    if (lag->runs == NULL || lag->head == NULL || lag->used == NULL || lag->samples.samples == NULL)
+        return SPINDLE_ENOMEM;
+    return 0;
+}
+
+void bench_lag_release(struct bench_lag *lag)
+{
+    free(lag->runs);
+    free(lag->head);
+    free(lag->used);
+    free(lag->samples.samples);
+    pthread_mutex_destroy(&lag->lock);
+    memset(lag, 0, sizeof *lag);
+}
+
+void bench_lag_deliver(struct bench_lag *lag, uint32_t subgroup, uint64_t view_id, uint64_t seq_end,
+                       uint32_t count, uint64_t now)
+{
+    if (subgroup >= lag->subgroups)
+        return;
+    pthread_mutex_lock(&lag->lock);
+    if (now < lag->samples.from_ns || now >= lag->samples.to_ns) {
+        /* outside the measured interval */
+    } else if (lag->used[subgroup] == BENCH_LAG_RUNS) {
+        lag->dropped += count;
+    } else {
+        uint32_t at = (lag->head[subgroup] + lag->used[subgroup]++) % BENCH_LAG_RUNS;
+        lag->runs[(size_t)subgroup * BENCH_LAG_RUNS + at] =
+            (struct bench_lag_run){view_id, seq_end, now, count};
+    }
+    pthread_mutex_unlock(&lag->lock);
+}
+
+void bench_lag_persisted(struct bench_lag *lag, uint32_t subgroup, uint64_t view_id,
+                         uint64_t frontier, uint64_t now)
+{
+    if (subgroup >= lag->subgroups)
+        return;
+    pthread_mutex_lock(&lag->lock);
+    while (lag->used[subgroup] > 0) {
+        const struct bench_lag_run *run =
+            &lag->runs[(size_t)subgroup * BENCH_LAG_RUNS + lag->head[subgroup]];
+        if (run->view_id == view_id && run->seq_end > frontier)
+            break;
+        /* A run of an earlier view than the frontier's is past too: each
+         * view's last frontier closes it (a member that left no longer
+         * counts). */
+        if (run->view_id <= view_id) {
+            uint64_t ns = now - run->deliver_ns;
+            for (uint32_t i = 0; i < run->count; i++)
+                keep_sample(&lag->samples, (uint32_t)(ns > UINT32_MAX ? UINT32_MAX : ns));
+        } else {
+            break; /* a later view's run (cannot be passed by this frontier) */
+        }
+        lag->head[subgroup] = (lag->head[subgroup] + 1) % BENCH_LAG_RUNS;
+        lag->used[subgroup]--;
+    }
+    pthread_mutex_unlock(&lag->lock);
+}
+
+uint64_t bench_lag_pending(struct bench_lag *lag)
+{
+    uint64_t pending = 0;
+    pthread_mutex_lock(&lag->lock);
+    for (uint32_t g = 0; g < lag->subgroups; g++)
+        pending += lag->used[g];
+    pthread_mutex_unlock(&lag->lock);
+    return pending;
+}
+
+bool bench_lag_percentiles(struct bench_lag *lag, double *p50_us, double *p99_us)
+{
+    if (lag->subgroups == 0)
+        return false;
+    pthread_mutex_lock(&lag->lock);
+    bool any = bench_latency_percentiles(&lag->samples, p50_us, p99_us);
+    pthread_mutex_unlock(&lag->lock);
+    return any;
 }
 
 void bench_clock_start(struct bench_clock *clock, uint64_t warmup_ns, uint64_t duration_ns,

@@ -19,6 +19,7 @@
 #ifndef SPINDLE_BENCH_TIMING_H
 #define SPINDLE_BENCH_TIMING_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -49,6 +50,48 @@ void bench_latency_deliver(struct bench_latency *lat, uint32_t subgroup, uint64_
                            uint64_t now);
 /* After the run: sorts the samples; false when there are none. */
 bool bench_latency_percentiles(struct bench_latency *lat, double *p50_us, double *p99_us);
+
+/*
+ * Persistence frontier lag (--log-dir): the time from a message's delivery
+ * at this member to the global persistence frontier passing it (the
+ * persisted upcall), one sample per message delivered in [from_ns, to_ns).
+ * The delivery upcall notes runs of delivered messages per subgroup (the
+ * sequence number after the run, its view, the time); the persisted upcall
+ * turns every run below the frontier into samples. Both upcalls run under
+ * the library's engine lock, but the bench reads the figures from its own
+ * thread, hence the mutex.
+ */
+#define BENCH_LAG_RUNS    16384u     /* pending runs per subgroup; more are not sampled */
+#define BENCH_LAG_SAMPLES (1u << 20) /* a uniform reservoir beyond that */
+
+struct bench_lag_run {
+    uint64_t view_id, seq_end, deliver_ns;
+    uint32_t count;
+};
+
+struct bench_lag {
+    pthread_mutex_t lock;
+    uint32_t subgroups;
+    struct bench_lag_run *runs; /* [subgroups * BENCH_LAG_RUNS], a ring per subgroup */
+    uint32_t *head, *used;      /* [subgroups] */
+    struct bench_latency samples;
+    uint64_t dropped; /* messages not sampled: their subgroup's ring was full */
+};
+
+/* Sizes the recorder for subgroups subgroups. 0 or SPINDLE_ENOMEM. */
+int bench_lag_init(struct bench_lag *lag, uint32_t subgroups);
+void bench_lag_release(struct bench_lag *lag);
+/* Delivery upcall: count messages of subgroup in view, the last with
+ * sequence number seq_end - 1, delivered at now. */
+void bench_lag_deliver(struct bench_lag *lag, uint32_t subgroup, uint64_t view_id, uint64_t seq_end,
+                       uint32_t count, uint64_t now);
+/* Persisted upcall: subgroup's frontier in view reached frontier at now. */
+void bench_lag_persisted(struct bench_lag *lag, uint32_t subgroup, uint64_t view_id,
+                         uint64_t frontier, uint64_t now);
+/* Runs the frontier has not passed yet. */
+uint64_t bench_lag_pending(struct bench_lag *lag);
+/* After the run: false when there are no samples. */
+bool bench_lag_percentiles(struct bench_lag *lag, double *p50_us, double *p99_us);
 
 struct bench_clock {
     uint64_t start_ns, measure_ns, end_ns; /* the run's start, warm-up end, end */
