@@ -122,6 +122,9 @@ LAYOUT_FN = ctypes.CFUNCTYPE(
     ctypes.c_uint32,
     ctypes.POINTER(SubgroupLayout),
 )
+PERSISTED_FN = ctypes.CFUNCTYPE(
+    None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint64
+)
 LOG_SINK_FN = ctypes.CFUNCTYPE(
     None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p
 )
@@ -166,6 +169,8 @@ class GroupOptions(ctypes.Structure):
         ("log_dir", ctypes.c_char_p),
         ("logged_subgroups", c_uint32_p),
         ("num_logged_subgroups", ctypes.c_uint32),
+        ("persisted", PERSISTED_FN),
+        ("persisted_ctx", ctypes.c_void_p),
     ]
 
 
@@ -270,6 +275,18 @@ _PROTOTYPES = [
         ],
     ),
     ("spindle_flush", ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+    ("spindle_flush_persistent", ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int]),
+    (
+        "spindle_group_persisted",
+        ctypes.c_int,
+        [
+            ctypes.c_void_p,
+            ctypes.c_uint32,
+            ctypes.POINTER(ctypes.c_uint64),
+            ctypes.POINTER(ctypes.c_uint64),
+            ctypes.POINTER(ctypes.c_uint64),
+        ],
+    ),
     ("spindle_barrier", ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     ("spindle_group_stats", ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(Stats)]),
     ("spindle_group_status", ctypes.c_int, [ctypes.c_void_p]),

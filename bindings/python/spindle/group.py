@@ -191,6 +191,8 @@ _MANAGED = {
     "layout": "(not supported by the bindings yet)",
     "layout_ctx": "(not supported by the bindings yet)",
     "num_logged_subgroups": "logged_subgroups",
+    "persisted": "(not supported by the bindings yet: use flush_persistent or persisted)",
+    "persisted_ctx": "(not supported by the bindings yet: use flush_persistent or persisted)",
 }
 
 
@@ -643,6 +645,30 @@ class Group:
         received everywhere in unordered subgroups); spindle_flush."""
         handle = self._handle("flush")
         check(_lib.lib.spindle_flush(handle, _seconds_to_ms(timeout)), "spindle_flush")
+
+    def flush_persistent(self, subgroup=None, timeout=None):
+        """Waits until this member's messages in a logged subgroup (None:
+        every logged subgroup) are on stable storage at every member;
+        spindle_flush_persistent."""
+        handle = self._handle("flush_persistent")
+        which = 0xFFFFFFFF if subgroup is None else subgroup
+        check(
+            _lib.lib.spindle_flush_persistent(handle, which, _seconds_to_ms(timeout)),
+            "spindle_flush_persistent",
+        )
+
+    def persisted(self, subgroup):
+        """(view_id, local, global) persistence frontiers of a logged
+        subgroup in the current view; spindle_group_persisted."""
+        handle = self._handle("persisted")
+        view_id, local, glob = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+        check(
+            _lib.lib.spindle_group_persisted(
+                handle, subgroup, ctypes.byref(view_id), ctypes.byref(local), ctypes.byref(glob)
+            ),
+            "spindle_group_persisted",
+        )
+        return view_id.value, local.value, glob.value
 
     def barrier(self, timeout=None):
         """Returns once every member called it; spindle_barrier."""
