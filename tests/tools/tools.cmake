@@ -49,3 +49,11 @@ if(TARGET spindle-bench AND TARGET spindle-log)
                    $<TARGET_FILE:spindle-log>)
   set_tests_properties(bench_log_dir_logs_every_message PROPERTIES LABELS "tools;log" TIMEOUT 120)
 endif()
+# spindle-bench --dispatch: every delivery through spindle_dispatch, also
+# with the log's bound composed with the dispatch queue's.
+if(TARGET spindle-bench)
+  add_test(NAME bench_dispatch_delivers_everything
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_dispatch.sh $<TARGET_FILE:spindle-bench>)
+  set_tests_properties(bench_dispatch_delivers_everything PROPERTIES LABELS "tools;group"
+                       TIMEOUT 120)
+endif()
