@@ -12,7 +12,9 @@
  *    reply's reserve returns SPINDLE_EAGAIN (asserted) instead of waiting,
  *    and every reply arrives, in order;
  *  - a member that leaves: the survivors take the view through dispatch,
- *    after every message of the old view and before every one of the new.
+ *    after every message of the old view and before every one of the new;
+ *    with a full queue the trim is queued whole, past the bound;
+ *  - a joiner's state is saved through dispatch, in order with upcalls.
  * And in one process: the errors of the dispatch calls.
  */
 #include <errno.h>
@@ -671,6 +673,102 @@ static void test_a_leave_reaches_the_dispatcher_in_order_with_deliveries(void **
     assert_true(r[0].hash == r[1].hash);
 }
 
+/* ---- a trim past a full queue --------------------------------------------- */
+
+#define TRIM_MESSAGES 12 /* fewer than the window: the leaver never waits for a slot */
+#define TRIM_QUEUE    (4 * (SPINDLE_DISPATCH_OVERHEAD + 8) + 100) /* four messages */
+
+struct trim_member {
+    uint64_t count, views;
+    int bad;
+};
+
+static void trim_deliver(void *ctx, const struct spindle_message *m, size_t n)
+{
+    struct trim_member *s = ctx;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t index;
+        memcpy(&index, m[i].data, sizeof index);
+        if (m[i].sender_id != 2 || index != s->count || s->views != 0 || m[i].view_id != 0)
+            s->bad = 40;
+        s->count++;
+    }
+}
+
+static void trim_view(void *ctx, const struct spindle_view_info *view)
+{
+    struct trim_member *s = ctx;
+    if (view->view_id != 1 || s->count != TRIM_MESSAGES)
+        s->bad = 41; /* after every message of the trim */
+    s->views++;
+}
+
+static int trim_member_main(uint32_t self, const char *dir, void *arg)
+{
+    (void)arg;
+    static struct trim_member s;
+    struct spindle_group_options o;
+    options_for(&o, self, 3, dir);
+    o.tolerate_failures = true;
+    o.failure_timeout_ms = 3000;
+    o.dispatch = true;
+    o.dispatch_queue_bytes = TRIM_QUEUE;
+    o.deliver = trim_deliver;
+    o.deliver_ctx = &s;
+    o.view_changed = trim_view;
+    o.view_ctx = &s;
+    struct spindle_subgroup_config sg = {all_ids, 3, all_ids, 3, 16, 64, SPINDLE_MODE_ATOMIC};
+    spindle_group_t *group;
+    CHECK(spindle_group_create(&o, &sg, 1, &group) == 0, "create");
+    struct result r = {0};
+    if (self == 2) {
+        pthread_t dispatcher;
+        CHECK(pthread_create(&dispatcher, NULL, blocking_dispatcher, group) == 0, "thread");
+        for (uint64_t i = 0; i < TRIM_MESSAGES; i++)
+            CHECK(spindle_send(group, 0, &i, sizeof i, 0) == 0, "send");
+        CHECK(spindle_group_leave(group, 30000) == 0, "leave");
+        pthread_join(dispatcher, NULL);
+    } else {
+        /* Nothing is dispatched until the leave's view is installed: the
+         * queue is full at four messages and the trim brings the rest
+         * (the size is all there is to wait on: looked at every ms). */
+        for (int ms = 0; spindle_group_size(group) != 2; ms++) {
+            CHECK(ms < 30000, "no view without member 2");
+            struct timespec tick = {0, 1000000};
+            nanosleep(&tick, NULL);
+        }
+        struct spindle_stats st;
+        CHECK(spindle_group_stats(group, &st) == 0, "stats");
+        /* Every message is queued at once: more than the bound allows. */
+        uint64_t messages = TRIM_MESSAGES * (SPINDLE_DISPATCH_OVERHEAD + 8);
+        CHECK(messages > TRIM_QUEUE && st.dispatch_queue_bytes >= messages,
+              "queued %llu bytes, the messages alone are %llu, the bound %u",
+              (unsigned long long)st.dispatch_queue_bytes, (unsigned long long)messages,
+              (unsigned)TRIM_QUEUE);
+        int ran;
+        while ((ran = spindle_dispatch(group, SPINDLE_DISPATCH_ALL)) > 0)
+            r.eagain += (uint64_t)ran;
+        CHECK(ran == 0, "dispatch: %d", ran);
+        CHECK(s.count == TRIM_MESSAGES && s.views == 1, "%llu messages, %llu views",
+              (unsigned long long)s.count, (unsigned long long)s.views);
+        CHECK(spindle_group_shutdown(group, 30000) == 0, "shutdown");
+    }
+    CHECK(s.bad == 0, "bad %d", s.bad);
+    spindle_group_destroy(group);
+    r.delivered = s.count;
+    report(&r);
+    return 0;
+}
+
+static void test_a_trim_is_queued_whole_past_a_full_queue(void **state)
+{
+    (void)state;
+    struct result r[3];
+    run_members(3, trim_member_main, NULL, r);
+    assert_int_equal(r[0].delivered, TRIM_MESSAGES);
+    assert_int_equal(r[1].delivered, TRIM_MESSAGES);
+}
+
 /* ---- a join: state_save through dispatch ----------------------------------- */
 
 #define JOIN_HALF 1000 /* messages per member before the join, and after */
@@ -893,6 +991,7 @@ int main(void)
         cmocka_unit_test(test_replies_from_the_predicate_thread_meet_eagain_not_deadlock),
         cmocka_unit_test(test_replies_from_the_dispatching_thread_meet_eagain_not_deadlock),
         cmocka_unit_test(test_a_leave_reaches_the_dispatcher_in_order_with_deliveries),
+        cmocka_unit_test(test_a_trim_is_queued_whole_past_a_full_queue),
         cmocka_unit_test(test_a_joiners_state_is_saved_in_order_with_dispatched_upcalls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
