@@ -416,7 +416,8 @@ SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_
 
 /* Marks the reserved message of subgroup ready to send. SPINDLE_EINVAL when
  * the calling thread holds no open reservation on that subgroup (nothing
- * changes then). */
+ * changes then). Works inside an upcall (the message goes out once it
+ * returns, or sooner). */
 SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup);
 
 /* Convenience: reserve, copy size bytes from data, commit. Same errors as
@@ -505,8 +506,9 @@ SPINDLE_API int spindle_group_set_keys(spindle_group_t *group, const char *key_f
 SPINDLE_API int spindle_group_fd(spindle_group_t *group);
 
 /*
- * Dispatch mode: runs queued upcalls (deliver batches and view_changed, in
- * the order they happened) on the calling thread, with no library lock
+ * Dispatch mode: runs queued upcalls (deliver batches, view_changed,
+ * send_ready and a joiner's state_save, in the order they happened) on the
+ * calling thread, with no library lock
  * held, and frees their room in the queue. flags: SPINDLE_DISPATCH_ONE,
  * _ALL or _BLOCKING (enum spindle_dispatch_flags). One thread dispatches
  * at a time (a concurrent call waits its turn). Returns the number of
