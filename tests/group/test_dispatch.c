@@ -1,16 +1,13 @@
 /*
- * Dispatch mode and sends from inside upcalls (include/spindle/group.h,
- * "Upcalls"; docs/DISPATCH.md), with forked members on shm:
+ * Dispatch mode (include/spindle/group.h, "Upcalls"; docs/DISPATCH.md),
+ * with forked members on shm (sends from inside upcalls:
+ * test_upcall_send.c):
  *  - an epoll loop takes every delivery on its own thread through the
  *    group's descriptor, each message once and in the same order at every
  *    member, and the descriptor says so once the member shut down;
  *  - a slow dispatcher with a small queue, atomic and unordered: the
  *    queue never passes its bound, the sender meets a full window
  *    (SPINDLE_EAGAIN, then waits), nothing is lost;
- *  - request/reply answered from inside the delivery upcall, in the
- *    default mode and in dispatch mode, through a window of two: the
- *    reply's reserve returns SPINDLE_EAGAIN (asserted) instead of waiting,
- *    and every reply arrives, in order;
  *  - a member that leaves: the survivors take the view through dispatch,
  *    after every message of the old view and before every one of the new;
  *    with a full queue the trim is queued whole, past the bound;
@@ -38,130 +35,7 @@
 
 #include <spindle/spindle.h>
 
-#define MAX_MEMBERS 3
-
-/* A failed check in a member: say what, and exit with 1. */
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "member check failed at line %d: ", __LINE__);                         \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, " (%s)\n", spindle_errmsg());                                          \
-            _exit(1);                                                                              \
-        }                                                                                          \
-    } while (0)
-
-static const uint32_t all_ids[MAX_MEMBERS] = {0, 1, 2};
-
-/* What a member reports to the test. */
-struct result {
-    uint64_t hash; /* of the sequence of upcalls it ran */
-    uint64_t eagain;
-    uint64_t delivered;
-};
-
-static uint64_t mix(uint64_t hash, uint64_t value)
-{
-    hash ^= value;
-    return hash * 0x100000001b3ull;
-}
-
-/* A counter that threads wait on (no sleeping in place of a signal). */
-struct counter {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    uint64_t value;
-};
-
-static void counter_init(struct counter *c)
-{
-    pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->cond, NULL);
-    c->value = 0;
-}
-
-static void counter_add(struct counter *c, uint64_t n)
-{
-    pthread_mutex_lock(&c->lock);
-    c->value += n;
-    pthread_cond_broadcast(&c->cond);
-    pthread_mutex_unlock(&c->lock);
-}
-
-static uint64_t counter_get(struct counter *c)
-{
-    pthread_mutex_lock(&c->lock);
-    uint64_t value = c->value;
-    pthread_mutex_unlock(&c->lock);
-    return value;
-}
-
-/* Waits until the counter reaches at least want; false after 60 s. */
-static bool counter_wait(struct counter *c, uint64_t want)
-{
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 60;
-    pthread_mutex_lock(&c->lock);
-    int rc = 0;
-    while (c->value < want && rc == 0)
-        rc = pthread_cond_timedwait(&c->cond, &c->lock, &deadline);
-    bool reached = c->value >= want;
-    pthread_mutex_unlock(&c->lock);
-    return reached;
-}
-
-/* Forks members 0..n-1 running fn(self, dir, result fd), collects each
- * one's result and checks that it exited with 0. */
-typedef int (*member_fn)(uint32_t self, const char *dir, void *arg);
-
-static int result_fd = -1;
-
-static void report(const struct result *r)
-{
-    CHECK(write(result_fd, r, sizeof *r) == (ssize_t)sizeof *r, "report");
-}
-
-static void run_members(uint32_t n, member_fn fn, void *arg, struct result *results)
-{
-    char dir[] = "/tmp/spindle-dispatch-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    pid_t pids[MAX_MEMBERS];
-    int fds[MAX_MEMBERS][2];
-    for (uint32_t i = 0; i < n; i++) {
-        assert_int_equal(pipe(fds[i]), 0);
-        pids[i] = fork();
-        assert_true(pids[i] >= 0);
-        if (pids[i] == 0) {
-            alarm(90);
-            close(fds[i][0]);
-            result_fd = fds[i][1];
-            _exit(fn(i, dir, arg));
-        }
-        close(fds[i][1]);
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        memset(&results[i], 0, sizeof results[i]);
-        ssize_t got = read(fds[i][0], &results[i], sizeof results[i]);
-        close(fds[i][0]);
-        int status = 0;
-        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            fail_msg("member %u: status 0x%x", i, status);
-        assert_int_equal(got, (ssize_t)sizeof results[i]);
-    }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
-}
-
-static void options_for(struct spindle_group_options *o, uint32_t self, uint32_t n, const char *dir)
-{
-    spindle_group_options_init(o);
-    o->self = self;
-    o->num_members = n;
-    o->bootstrap = dir;
-}
+#include "forked_members.h"
 
 /* ---- an epoll loop ------------------------------------------------------ */
 
@@ -291,13 +165,6 @@ static void slow_deliver(void *ctx, const struct spindle_message *m, size_t n)
     }
 }
 
-static void *blocking_dispatcher(void *arg)
-{
-    spindle_group_t *group = arg;
-    intptr_t rc = spindle_dispatch(group, SPINDLE_DISPATCH_BLOCKING);
-    return (void *)rc;
-}
-
 static int slow_member_main(uint32_t self, const char *dir, void *arg)
 {
     enum spindle_delivery_mode mode = *(const enum spindle_delivery_mode *)arg;
@@ -385,161 +252,6 @@ static void test_a_slow_dispatcher_bounds_an_unordered_subgroup_too(void **state
 {
     (void)state;
     slow_dispatcher(SPINDLE_MODE_UNORDERED);
-}
-
-/* ---- request/reply from inside the upcall ---------------------------------- */
-
-#define REQUESTS 300
-#define PARTS    3 /* replies per request: more than the reply window */
-
-struct rr_member {
-    spindle_group_t *group;
-    uint32_t self;
-    bool dispatch;
-    /* member 1: replies owed and sent */
-    uint64_t owed, sent, eagain;
-    bool refused_checked;
-    int bad;
-    struct counter done; /* member 0: replies received; member 1: replies sent */
-    uint64_t next_request;
-};
-
-/* Member 1 sends what it owes, until the window is full. */
-static void rr_answer(struct rr_member *s)
-{
-    while (s->sent < s->owed) {
-        uint64_t reply[2] = {s->sent / PARTS, s->sent % PARTS};
-        int rc =
-            spindle_send(__atomic_load_n(&s->group, __ATOMIC_ACQUIRE), 1, reply, sizeof reply, 0);
-        if (rc == SPINDLE_EAGAIN) {
-            s->eagain++; /* kept: sent from a later upcall */
-            return;
-        }
-        if (rc != 0) {
-            fprintf(stderr, "reply %llu: %d %s\n", (unsigned long long)s->sent, rc,
-                    spindle_errmsg());
-            s->bad = 10;
-            return;
-        }
-        s->sent++;
-        counter_add(&s->done, 1);
-    }
-}
-
-static void rr_deliver(void *ctx, const struct spindle_message *m, size_t n)
-{
-    struct rr_member *s = ctx;
-    spindle_group_t *group = __atomic_load_n(&s->group, __ATOMIC_ACQUIRE);
-    if (group == NULL) {
-        s->bad = 16; /* the barrier after create orders this */
-        return;
-    }
-    if (!s->refused_checked) {
-        /* Calls that would wait for this thread say so. */
-        s->refused_checked = true;
-        if (spindle_flush(group, 0) != SPINDLE_EINVAL ||
-            spindle_barrier(group, 0) != SPINDLE_EINVAL ||
-            strstr(spindle_errmsg(), "inside an upcall") == NULL)
-            s->bad = 11;
-        struct spindle_stats st;
-        if (spindle_group_stats(group, &st) != 0)
-            s->bad = 12;
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint64_t value[2];
-        memcpy(value, m[i].data, sizeof value);
-        if (m[i].subgroup == 0 && s->self == 1) {
-            if (value[0] != s->next_request++)
-                s->bad = 13;
-            s->owed += PARTS;
-        } else if (m[i].subgroup == 1 && s->self == 0) {
-            uint64_t k = counter_get(&s->done);
-            if (value[0] != k / PARTS || value[1] != k % PARTS)
-                s->bad = 14;
-            counter_add(&s->done, 1);
-        }
-    }
-    if (s->self == 1)
-        rr_answer(s);
-}
-
-/* A full window has a free slot again: send what is still owed. */
-static void rr_send_ready(void *ctx, uint32_t subgroup)
-{
-    struct rr_member *s = ctx;
-    if (subgroup != 1 || s->self != 1)
-        s->bad = 15;
-    rr_answer(s);
-}
-
-static int rr_member_main(uint32_t self, const char *dir, void *arg)
-{
-    static struct rr_member s;
-    s.self = self;
-    s.dispatch = *(const bool *)arg;
-    counter_init(&s.done);
-    struct spindle_group_options o;
-    options_for(&o, self, 2, dir);
-    o.dispatch = s.dispatch;
-    o.deliver = rr_deliver;
-    o.deliver_ctx = &s;
-    o.send_ready = rr_send_ready;
-    o.send_ready_ctx = &s;
-    static const uint32_t first[] = {0}, second[] = {1};
-    struct spindle_subgroup_config sg[2] = {
-        {all_ids, 2, first, 1, 8, 64, SPINDLE_MODE_ATOMIC},  /* requests */
-        {all_ids, 2, second, 1, 2, 64, SPINDLE_MODE_ATOMIC}, /* replies: a window of 2 */
-    };
-    spindle_group_t *group;
-    CHECK(spindle_group_create(&o, sg, 2, &group) == 0, "create");
-    /* Upcalls may run before create returns: the handle is theirs once
-     * every member holds it (requests are sent after the barrier). */
-    __atomic_store_n(&s.group, group, __ATOMIC_RELEASE);
-    CHECK(spindle_barrier(group, 20000) == 0, "barrier");
-    pthread_t dispatcher;
-    if (s.dispatch)
-        CHECK(pthread_create(&dispatcher, NULL, blocking_dispatcher, group) == 0, "thread");
-    if (self == 0)
-        for (uint64_t i = 0; i < REQUESTS; i++) {
-            uint64_t request[2] = {i, 0};
-            CHECK(spindle_send(group, 0, request, sizeof request, 0) == 0, "request");
-        }
-    CHECK(counter_wait(&s.done, REQUESTS * PARTS), "%s: %llu of %u replies",
-          self == 0 ? "received" : "sent", (unsigned long long)counter_get(&s.done),
-          REQUESTS * PARTS);
-    CHECK(spindle_group_shutdown(group, 30000) == 0, "shutdown");
-    if (s.dispatch) {
-        void *ended;
-        pthread_join(dispatcher, &ended);
-        CHECK((intptr_t)ended == SPINDLE_ESHUTDOWN, "dispatch ended with %d", (int)(intptr_t)ended);
-    }
-    CHECK(s.bad == 0, "bad %d", s.bad);
-    spindle_group_destroy(group);
-    struct result r = {.eagain = s.eagain, .delivered = counter_get(&s.done)};
-    report(&r);
-    return 0;
-}
-
-static void request_reply(bool dispatch)
-{
-    struct result r[2];
-    run_members(2, rr_member_main, &dispatch, r);
-    assert_int_equal(r[0].delivered, REQUESTS * PARTS);
-    assert_int_equal(r[1].delivered, REQUESTS * PARTS);
-    /* The third reply of one upcall met a window of two still in use. */
-    assert_true(r[1].eagain > 0);
-}
-
-static void test_replies_from_the_predicate_thread_meet_eagain_not_deadlock(void **state)
-{
-    (void)state;
-    request_reply(false);
-}
-
-static void test_replies_from_the_dispatching_thread_meet_eagain_not_deadlock(void **state)
-{
-    (void)state;
-    request_reply(true);
 }
 
 /* ---- a view change through dispatch -------------------------------------- */
@@ -988,8 +700,6 @@ int main(void)
         cmocka_unit_test(test_an_epoll_loop_takes_each_message_once_in_one_order),
         cmocka_unit_test(test_a_slow_dispatcher_holds_senders_back_within_its_bound),
         cmocka_unit_test(test_a_slow_dispatcher_bounds_an_unordered_subgroup_too),
-        cmocka_unit_test(test_replies_from_the_predicate_thread_meet_eagain_not_deadlock),
-        cmocka_unit_test(test_replies_from_the_dispatching_thread_meet_eagain_not_deadlock),
         cmocka_unit_test(test_a_leave_reaches_the_dispatcher_in_order_with_deliveries),
         cmocka_unit_test(test_a_trim_is_queued_whole_past_a_full_queue),
         cmocka_unit_test(test_a_joiners_state_is_saved_in_order_with_dispatched_upcalls),
