@@ -70,7 +70,7 @@ static struct smc_group *held_smc(spindle_group_t *group, const struct held *h)
     return h->read_side ? view_held(&group->membership) : view_upcall_smc(&group->membership);
 }
 
-/* rc of a reserve inside a default-mode upcall: a view change is not
+/* rc of a reserve inside an upcall (either mode): a view change is not
  * waited for. */
 static int upcall_error(spindle_group_t *group, int rc)
 {
