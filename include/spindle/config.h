@@ -63,17 +63,19 @@ struct spindle_config_subgroup {
 struct spindle_config {
     const char *path;
     struct {
-        const char *name;            /* default "spindle" */
-        const char *transport;       /* "shm" (default), "fabric", "verbs" */
-        const char *provider;        /* fabric provider, default "tcp" */
-        const char *device;          /* verbs device, NULL = first active port */
-        int failure_timeout_ms;      /* 1..3600000, default 5000 */
-        int slow_member_ms;          /* 0..3600000, default 0 (back-pressure only) */
-        bool tie_breaker;            /* true|false, default false */
-        const char *log_level;       /* error|warn|info|debug, default "warn" */
-        const char *key_file;        /* group key file (docs/SECURITY.md), NULL = none */
-        const char *accept_key_file; /* a second key accepted (rotation), NULL = none */
-        const char *log_dir;         /* this member's log directory (docs/LOGS.md), NULL = none */
+        const char *name;              /* default "spindle" */
+        const char *transport;         /* "shm" (default), "fabric", "verbs" */
+        const char *provider;          /* fabric provider, default "tcp" */
+        const char *device;            /* verbs device, NULL = first active port */
+        int failure_timeout_ms;        /* 1..3600000, default 5000 */
+        int slow_member_ms;            /* 0..3600000, default 0 (back-pressure only) */
+        bool tie_breaker;              /* true|false, default false */
+        const char *log_level;         /* error|warn|info|debug, default "warn" */
+        const char *key_file;          /* group key file (docs/SECURITY.md), NULL = none */
+        const char *accept_key_file;   /* a second key accepted (rotation), NULL = none */
+        const char *log_dir;           /* this member's log directory (docs/LOGS.md), NULL = none */
+        bool dispatch;                 /* dispatch mode (docs/DISPATCH.md), default false */
+        uint64_t dispatch_queue_bytes; /* its queue's bound, 0 = the library's default */
     } group;
     uint32_t num_members;
     const struct spindle_config_member *members; /* sorted by id */

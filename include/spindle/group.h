@@ -13,9 +13,8 @@
  *
  * Sending is in place: spindle_reserve() hands out a pointer into the next
  * ring slot, the application writes its message there, spindle_commit()
- * marks it ready. Deliveries arrive in batches through the callback given in
- * the options, on the library's predicate thread; message pointers stay valid
- * until the callback returns.
+ * marks it ready. Deliveries arrive in batches through the deliver upcall
+ * given in the options; message pointers stay valid until it returns.
  *
  * Threads: one application thread at a time may hold an open reservation on
  * a subgroup (different subgroups may be used from different threads). A
@@ -26,8 +25,43 @@
  * SPINDLE_EAGAIN naming the reservation to commit first. One thread may
  * hold up to 16 open reservations on a group, on up to 4 groups.
  * spindle_group_stats, spindle_flush and spindle_barrier may be called from
- * any application thread. No libspindle group function may be called from
- * inside the delivery callback (it runs with the predicate lock held).
+ * any application thread.
+ *
+ * Upcalls (docs/DISPATCH.md): deliver, view_changed and send_ready. Which
+ * thread runs them depends on the mode:
+ *  - Default (options.dispatch false): deliver and send_ready run on the
+ *    library's predicate thread with the multicast's lock held (the trim
+ *    of a view change, delivered whole before the next view is installed,
+ *    runs on the membership thread under the same lock); view_changed
+ *    runs on the membership thread once the new view's resends are in, so
+ *    the first deliveries of a view may come before it (their view_id
+ *    says which view they belong to). Deliveries may begin before
+ *    spindle_group_create returns. A slow upcall stalls this member's
+ *    multicast and, through the windows, every sender.
+ *  - Dispatch (options.dispatch true): the library copies each delivered
+ *    batch into a bounded queue and queues views and send_ready calls, in
+ *    the order they happened (a view before anything delivered in it);
+ *    spindle_group_fd() is readable while something is queued, and
+ *    spindle_dispatch() runs the queued upcalls on the calling thread with
+ *    no library lock held. A full queue stops delivery, not the library:
+ *    messages wait in the ring and senders feel it through their windows.
+ * Inside an upcall of a group (either mode), for that group:
+ * spindle_reserve and spindle_send never wait for the window: they return
+ * SPINDLE_EAGAIN when it is full (the window may be waiting for this very
+ * upcall, or, in dispatch mode, for members whose dispatching threads wait
+ * in turn), and send_ready is called once it has room again; so a request
+ * can be answered where it is delivered, keeping what does not fit until
+ * send_ready. They return SPINDLE_EAGAIN during a view change too (send
+ * from view_changed, which follows it; in dispatch mode a reserve there may
+ * wait, briefly, for the new view's resends, which never wait for the
+ * application). spindle_commit works; a reservation must be committed before the upcall
+ * returns (in the default mode one left open is dropped, with a warning).
+ * spindle_flush, spindle_barrier, spindle_group_shutdown,
+ * spindle_group_leave and spindle_dispatch return SPINDLE_EINVAL saying
+ * that they would wait for the thread they are called on, and
+ * spindle_group_destroy does nothing; spindle_group_stats, _status, _self,
+ * _size and _identity may be called. A call into another group is an
+ * ordinary call: if it blocks, this group's upcalls wait meanwhile.
  *
  * Errors: every function returns 0 (or a documented non-negative value) or a
  * negative SPINDLE_E* code; spindle_errmsg() names what was wrong.
@@ -105,7 +139,8 @@ struct spindle_message {
 };
 
 /* Batched delivery upcall: count >= 1 messages in delivery order. Runs on
- * the predicate thread; keep it short (copy out what must outlive it). */
+ * the predicate thread, or in spindle_dispatch (dispatch mode); keep it
+ * short (copy out what must outlive it). */
 typedef void (*spindle_deliver_fn)(void *ctx, const struct spindle_message *messages, size_t count);
 
 /*
@@ -123,6 +158,13 @@ typedef void (*spindle_deliver_fn)(void *ctx, const struct spindle_message *mess
  */
 typedef void (*spindle_persisted_fn)(void *ctx, uint32_t subgroup, uint64_t view_id,
                                      uint64_t frontier);
+
+/* Send-ready upcall: after a non-blocking reserve of this member in
+ * subgroup returned SPINDLE_EAGAIN because its window was full (as every
+ * reserve inside an upcall is), called once as soon as a slot of that
+ * window is free again, on the thread that runs deliveries (an upcall:
+ * the same rules hold). The moment to send what an upcall had to keep. */
+typedef void (*spindle_send_ready_fn)(void *ctx, uint32_t subgroup);
 
 struct spindle_group_options {
     const char *transport;  /* "shm" (default when NULL), "fabric", "verbs" */
@@ -265,6 +307,42 @@ struct spindle_group_options {
      * subgroup must log it, or its frontier never moves. */
     spindle_persisted_fn persisted;
     void *persisted_ctx;
+    /*
+     * Dispatch mode (docs/DISPATCH.md): deliveries and views are queued
+     * and run by spindle_dispatch() on the application's thread (an event
+     * loop watching spindle_group_fd()). Each delivered batch is copied
+     * into the queue, so ring slots go back to their senders at once;
+     * the queue holds at most dispatch_queue_bytes, each message counting
+     * its length plus SPINDLE_DISPATCH_OVERHEAD. When it is full, the
+     * library stops delivering (the messages wait in the ring, holding
+     * the senders' windows: back-pressure) until spindle_dispatch frees
+     * room; the predicate thread never waits for the application. The one
+     * exception is the trim of a view change, which is delivered whole
+     * and may take the queue past its bound by at most the messages the
+     * windows held. dispatch_queue_bytes 0: 8 MiB; otherwise it must hold
+     * the largest message of any subgroup (SPINDLE_EINVAL names both).
+     * spindle_flush, spindle_group_shutdown and spindle_group_leave wait
+     * until this member's own messages are delivered, which a full queue
+     * holds back: keep dispatching (on another thread) while they wait.
+     */
+    bool dispatch;
+    size_t dispatch_queue_bytes;
+    /* See spindle_send_ready_fn; NULL, the default: not called. (In
+     * dispatch mode state_save, too, runs in spindle_dispatch, after every
+     * upcall of the view before the joiner's; a member whose application
+     * does not dispatch it within failure_timeout_ms refuses the joiner.) */
+    spindle_send_ready_fn send_ready;
+    void *send_ready_ctx;
+};
+
+/* What one queued message costs in the dispatch queue besides its length. */
+#define SPINDLE_DISPATCH_OVERHEAD 256u
+
+/* How spindle_dispatch runs the queue (as corosync's cpg_dispatch). */
+enum spindle_dispatch_flags {
+    SPINDLE_DISPATCH_ONE = 1,      /* at most one queued upcall; never waits */
+    SPINDLE_DISPATCH_ALL = 2,      /* the upcalls queued when called; never waits */
+    SPINDLE_DISPATCH_BLOCKING = 3, /* upcalls as they come, until the member stops */
 };
 
 /* Statistics of one member (counts since the group was created). Histogram
@@ -313,6 +391,12 @@ struct spindle_stats {
      * whole). Counted in the current view. */
     uint64_t log_deliveries_held;
     uint64_t log_queue_waits;
+    /* Dispatch mode (docs/DISPATCH.md): bytes in the dispatch queue now
+     * and at most so far, counted as its bound counts them (each message
+     * its length plus SPINDLE_DISPATCH_OVERHEAD, a view its copy); delivery
+     * steps stopped at the bound are counted in log_deliveries_held. */
+    uint64_t dispatch_queue_bytes;
+    uint64_t dispatch_queue_peak;
 };
 
 /* Flags of spindle_reserve. */
@@ -345,14 +429,17 @@ SPINDLE_API int spindle_group_create(const struct spindle_group_options *options
  * sender of subgroup), SPINDLE_EAGAIN (also: a view change waits for a
  * reservation this thread holds on another subgroup),
  * SPINDLE_EMSGSIZE (size above max_payload; both are named),
- * SPINDLE_ESHUTDOWN, SPINDLE_EPEERFAILED.
+ * SPINDLE_ESHUTDOWN, SPINDLE_EPEERFAILED. Inside an upcall of the group
+ * it never waits, as if SPINDLE_RESERVE_NONBLOCK were given: also
+ * SPINDLE_EAGAIN while a view change is under way.
  */
 SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_t size,
                                 unsigned flags, void **slot);
 
 /* Marks the reserved message of subgroup ready to send. SPINDLE_EINVAL when
  * the calling thread holds no open reservation on that subgroup (nothing
- * changes then). */
+ * changes then). Works inside an upcall (the message goes out once it
+ * returns, or sooner). */
 SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup);
 
 /* Convenience: reserve, copy size bytes from data, commit. Same errors as
@@ -456,8 +543,39 @@ SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms);
 SPINDLE_API int spindle_group_set_keys(spindle_group_t *group, const char *key_file,
                                        const char *accept_key_file);
 
-/* Releases everything (stops the predicate thread if still running). Safe
- * on NULL. */
+/*
+ * Dispatch mode: a file descriptor that is readable while upcalls are
+ * queued for spindle_dispatch (level-triggered: it stays readable until
+ * the queue is empty, so after SPINDLE_DISPATCH_ONE it may still be; with
+ * EPOLLET dispatch with SPINDLE_DISPATCH_ALL until it returns 0). It also
+ * becomes readable once the member stopped through spindle_group_shutdown
+ * or spindle_group_leave (spindle_dispatch then says so). Only poll it:
+ * never read, write or close it; it is closed by spindle_group_destroy
+ * (take it out of an epoll set first). Returns the descriptor, or
+ * SPINDLE_EINVAL when the group is NULL or not in dispatch mode.
+ */
+SPINDLE_API int spindle_group_fd(spindle_group_t *group);
+
+/*
+ * Dispatch mode: runs queued upcalls (deliver batches, view_changed,
+ * send_ready and a joiner's state_save, in the order they happened) on the
+ * calling thread, with no library lock
+ * held, and frees their room in the queue. flags: SPINDLE_DISPATCH_ONE,
+ * _ALL or _BLOCKING (enum spindle_dispatch_flags). One thread dispatches
+ * at a time (a concurrent call waits its turn). Returns the number of
+ * upcalls run (0: nothing was queued). Once the queue is empty and the
+ * member has stopped, SPINDLE_ESHUTDOWN (shutdown or leave) or the error
+ * that stopped it (spindle_group_status); _BLOCKING returns only then.
+ * SPINDLE_EINVAL for a NULL group, a group not in dispatch mode, unknown
+ * flags, or a call from inside an upcall of this group.
+ */
+SPINDLE_API int spindle_dispatch(spindle_group_t *group, unsigned flags);
+
+/* Releases everything (stops the predicate thread if still running); in
+ * dispatch mode, upcalls still queued are discarded, not run, and the
+ * descriptor is closed (no thread may be in spindle_dispatch). Safe on
+ * NULL. Called from inside an upcall of the group, it does nothing (and
+ * logs why). */
 SPINDLE_API void spindle_group_destroy(spindle_group_t *group);
 
 #ifdef __cplusplus

@@ -68,8 +68,9 @@ typedef void (*spindle_view_fn)(void *ctx, const struct spindle_view_info *view)
 /*
  * State transfer to a joiner. state_save runs at the member that admits a
  * joiner (the lowest-ranked member of the view it joins), on the library's
- * membership thread, right after that member delivered the last message
- * of the view before the joiner's first one: the state it returns is the
+ * membership thread (in dispatch mode in spindle_dispatch, on the
+ * dispatching thread: docs/DISPATCH.md), right after that member delivered
+ * the last message of the view before the joiner's first one: the state it returns is the
  * state as of the joiner's first view. It stores a malloc'ed buffer in
  * *data (the library frees it) and its size in *length, and returns 0 or
  * a negative SPINDLE_E* code (the join then fails). state_load runs at the

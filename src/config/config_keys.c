@@ -43,10 +43,20 @@ static int cfg_problem(const char *fmt, ...)
     return -1;
 }
 
-static const char *const group_keys[] = {
-    "name",           "transport",   "provider",  "device",   "failure_timeout_ms",
-    "slow_member_ms", "tie_breaker", "log_level", "key_file", "accept_key_file",
-    "log_dir",        NULL};
+static const char *const group_keys[] = {"name",
+                                         "transport",
+                                         "provider",
+                                         "device",
+                                         "failure_timeout_ms",
+                                         "slow_member_ms",
+                                         "tie_breaker",
+                                         "log_level",
+                                         "key_file",
+                                         "accept_key_file",
+                                         "log_dir",
+                                         "dispatch",
+                                         "dispatch_queue_bytes",
+                                         NULL};
 static const char *const member_keys[] = {"host", "port", "name", NULL};
 static const char *const subgroup_keys[] = {"members", "senders", "window_size", "max_payload",
                                             "mode",    "logged",  NULL};
@@ -220,9 +230,23 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
             return cfg_problem("must name this member's log directory");
         return cfg_string(&o->log_dir, value);
     }
+    if (strcmp(key, "dispatch") == 0) {
+        if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
+            return cfg_problem("must be true or false");
+        o->pub.group.dispatch = strcmp(value, "true") == 0;
+        return 0;
+    }
+    if (strcmp(key, "dispatch_queue_bytes") == 0) {
+        /* 0: the library's default; whether it holds the largest message
+         * is checked when the group is created. */
+        if (cfg_uint(value, 0, UINT64_C(1) << 40, &n) != 0)
+            return -1;
+        o->pub.group.dispatch_queue_bytes = n;
+        return 0;
+    }
     return cfg_problem("unknown key in [group] (known: name, transport, provider, device, "
                        "failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
-                       "accept_key_file, log_dir)");
+                       "accept_key_file, log_dir, dispatch, dispatch_queue_bytes)");
 }
 
 static int cfg_apply_member(struct cfg_member *m, const char *key, const char *value)

@@ -92,6 +92,8 @@ static int setup_group_values(const struct spindle_config *config, uint32_t self
         o->failure_timeout_ms = config->group.failure_timeout_ms;
     o->slow_member_ms = config->group.slow_member_ms;
     o->tie_breaker = config->group.tie_breaker;
+    o->dispatch = config->group.dispatch;
+    o->dispatch_queue_bytes = (size_t)config->group.dispatch_queue_bytes;
     const struct spindle_config_member *own = spindle_config_member(config, self);
     if (own != NULL)
         o->member_name = setup_strdup(out, own->name, &failed);

@@ -16,6 +16,7 @@
 #include "transport/transport.h"
 #include "util/crc32c.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/name.h"
 
 SPINDLE_API void spindle_group_options_init(struct spindle_group_options *options)
@@ -147,8 +148,45 @@ static int logged_of(const struct spindle_group_options *o,
     return 0;
 }
 
+/* The upcalls as the membership layer calls them: the application's,
+ * marked (group_upcall.c), or, in dispatch mode, queued. */
+static void upcalls_of(struct spindle_group *group, struct view_config *out)
+{
+    const struct spindle_group_options *o = &group->options;
+    if (group->dispatch != NULL) {
+        out->deliver = o->deliver != NULL ? group_dispatch_deliver : NULL;
+        out->view_changed = o->view_changed != NULL ? group_dispatch_view : NULL;
+        out->send_ready = o->send_ready != NULL ? group_dispatch_send_ready : NULL;
+        out->queue_room = group_dispatch_room;
+        out->queue_progress = group_dispatch_progress;
+        out->queue_ctx = group;
+        out->queue_overhead = SPINDLE_DISPATCH_OVERHEAD;
+        out->report_at_install = true;
+    } else {
+        out->deliver = o->deliver != NULL ? group_upcall_deliver : NULL;
+        out->view_changed = o->view_changed != NULL ? group_upcall_view : NULL;
+        out->send_ready = o->send_ready != NULL ? group_upcall_send_ready : NULL;
+    }
+    out->deliver_ctx = group;
+    out->view_ctx = group;
+    out->send_ready_ctx = group;
+}
+
+/* Dispatch mode's queue, sized for the largest message of any subgroup. */
+static int dispatch_of(struct spindle_group *group, const struct spindle_subgroup_config *subgroups,
+                       uint32_t num_subgroups)
+{
+    if (!group->options.dispatch)
+        return 0;
+    uint32_t largest = 0;
+    for (uint32_t g = 0; g < num_subgroups; g++)
+        if (subgroups[g].max_payload > largest && subgroups[g].max_payload <= SPINDLE_MAX_PAYLOAD)
+            largest = subgroups[g].max_payload;
+    return group_dispatch_create(&group->options, largest, &group->dispatch);
+}
+
 /* What the membership layer needs of the options. */
-static void view_config_of(const struct spindle_group *group, struct view_config *out)
+static void view_config_of(struct spindle_group *group, struct view_config *out)
 {
     const struct spindle_group_options *o = &group->options;
     memset(out, 0, sizeof *out);
@@ -171,13 +209,16 @@ static void view_config_of(const struct spindle_group *group, struct view_config
     out->engine.poll_cpu = o->poll_cpu;
     out->batching = o->batching;
     out->null_sends = o->null_sends;
-    out->deliver = o->deliver;
-    out->deliver_ctx = o->deliver_ctx;
-    out->view_changed = o->view_changed;
-    out->view_ctx = o->view_ctx;
+    upcalls_of(group, out);
     out->layout = o->layout;
     out->layout_ctx = o->layout_ctx;
     out->state_save = o->state_save;
+    out->state_save_ctx = o->state_ctx;
+    if (group->dispatch != NULL && o->state_save != NULL) {
+        /* Taken in order with the upcalls, by the dispatching thread. */
+        out->state_save = group_dispatch_state_save;
+        out->state_save_ctx = group;
+    }
     out->state_load = o->state_load;
     out->state_ctx = o->state_ctx;
 }
@@ -356,6 +397,8 @@ int group_create_with(const struct spindle_group_options *options,
         rc = group_bootstrap_parse(options, &group->boot);
     if (rc == 0)
         rc = load_key(group);
+    if (rc == 0)
+        rc = dispatch_of(group, subgroups, num_subgroups);
     struct view_config config;
     view_config_of(group, &config);
     if (rc == 0)
@@ -383,13 +426,17 @@ SPINDLE_API int spindle_group_identity(spindle_group_t *group, uint32_t member_i
 {
     if (group == NULL || out == NULL)
         return sp_error(SPINDLE_EINVAL, "spindle_group_identity: null argument");
-    return view_identity(&group->membership, member_id, out);
+    const struct group_upcall *u = group_upcall_of(group);
+    return view_identity(&group->membership, member_id, out, u != NULL && u->lockless);
 }
 
 SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
+    int refused = group_upcall_refuse(group, "spindle_group_shutdown");
+    if (refused < 0)
+        return refused;
     if (group->shut_down)
         return 0;
     int rc = spindle_flush(group, timeout_ms);
@@ -405,6 +452,7 @@ SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
         rc = barrier;
     group->shut_down = true;
     view_stop(&group->membership);
+    group_dispatch_close(group->dispatch); /* what is queued may still be dispatched */
     return rc;
 }
 
@@ -412,6 +460,9 @@ SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
+    int refused = group_upcall_refuse(group, "spindle_group_leave");
+    if (refused < 0)
+        return refused;
     if (!group->options.tolerate_failures)
         return sp_error(SPINDLE_ENOTSUP, "leave needs tolerate_failures (without it the "
                                          "departure of a member fails the group)");
@@ -424,6 +475,7 @@ SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms)
         return rc;
     view_leave(&group->membership);
     group->shut_down = true;
+    group_dispatch_close(group->dispatch);
     return 0;
 }
 
@@ -431,7 +483,12 @@ SPINDLE_API void spindle_group_destroy(spindle_group_t *group)
 {
     if (group == NULL)
         return;
+    if (group_upcall_refuse(group, "spindle_group_destroy") < 0) {
+        SP_LOG_ERR("group", "%s: the group is not destroyed", spindle_errmsg());
+        return;
+    }
     view_membership_destroy(&group->membership);
+    group_dispatch_destroy(group->dispatch);
     ctl_keyring_clear(&group->keys);
     free(group);
 }

@@ -17,6 +17,8 @@
 #include "group/group_bootstrap.h"
 #include "view/membership.h"
 
+struct group_dispatch;
+
 struct spindle_group {
     struct spindle_group_options options;
     struct group_bootstrap boot;
@@ -24,7 +26,75 @@ struct spindle_group {
     struct ctl_keyring keys; /* from options.key_file; count 0: none */
     struct view_membership membership;
     bool shut_down;
+    struct group_dispatch *dispatch; /* dispatch mode's queue; NULL: default mode */
 };
+
+/* ---- group_upcall.c: the thread inside an upcall ------------------------
+ *
+ * Every upcall of a group (deliver, view_changed; in dispatch mode, each
+ * one spindle_dispatch runs) marks its thread for its duration, so that
+ * the public calls made from inside it neither wait for the thread they
+ * run on nor take a lock it holds (include/spindle/group.h, "Upcalls").
+ */
+struct group_upcall {
+    const spindle_group_t *group;
+    /* The thread holds the engine lock (a default-mode deliver upcall):
+     * a commit must not take it again. */
+    bool engine_locked;
+    /* The thread may not take the read side of smc_lock (a default-mode
+     * upcall: the predicate thread, which a view change waits for under
+     * the write side, or the membership thread, which takes it); the view
+     * cannot be retired under it meanwhile, so none is needed. */
+    bool lockless;
+    struct group_upcall *outer; /* an upcall of another group around it */
+};
+/* The innermost upcall of group on this thread, or NULL. */
+const struct group_upcall *group_upcall_of(const spindle_group_t *group);
+/* Marks this thread as inside an upcall (u is filled by the caller and
+ * lives until group_upcall_leave). */
+void group_upcall_enter(struct group_upcall *u);
+void group_upcall_leave(struct group_upcall *u);
+/* SPINDLE_EINVAL naming call when this thread is inside an upcall of
+ * group (the call would wait for this very thread), else 0. */
+int group_upcall_refuse(const spindle_group_t *group, const char *call);
+/* The default mode's deliver and view_changed upcalls (ctx: the group):
+ * mark the thread and call the application's. */
+void group_upcall_deliver(void *ctx, const struct spindle_message *messages, size_t count);
+void group_upcall_view(void *ctx, const struct spindle_view_info *view);
+void group_upcall_send_ready(void *ctx, uint32_t subgroup);
+/* Drops the reservations this thread left open on group (smc_cancel),
+ * with a warning: made inside a default-mode upcall that returned. */
+void group_drop_reservations(spindle_group_t *group);
+
+/* ---- group_dispatch.c: dispatch mode ------------------------------------ */
+
+/* Creates the queue of a group in dispatch mode (options.dispatch), for
+ * subgroups whose largest max_payload is largest_payload. SPINDLE_EINVAL
+ * naming a dispatch_queue_bytes below one such message, SPINDLE_EIO when
+ * the eventfd cannot be made, SPINDLE_ENOMEM. */
+int group_dispatch_create(const struct spindle_group_options *options, uint32_t largest_payload,
+                          struct group_dispatch **out);
+/* Nothing more will be queued (shutdown, leave): the fd becomes readable
+ * and a blocked dispatcher returns once the queue is empty. */
+void group_dispatch_close(struct group_dispatch *dispatch);
+/* Bytes queued now and at most so far (spindle_stats); 0 on NULL. */
+void group_dispatch_stats(struct group_dispatch *dispatch, uint64_t *bytes, uint64_t *peak);
+/* Frees what is still queued without running it and closes the fd. Safe
+ * on NULL. */
+void group_dispatch_destroy(struct group_dispatch *dispatch);
+/* The membership's hooks (ctx: the group): view_config.deliver,
+ * .view_changed, .queue_room and .queue_progress in dispatch mode. */
+void group_dispatch_deliver(void *ctx, const struct spindle_message *messages, size_t count);
+void group_dispatch_view(void *ctx, const struct spindle_view_info *view);
+void group_dispatch_send_ready(void *ctx, uint32_t subgroup);
+/* view_config.state_save in dispatch mode (membership thread): queues the
+ * application's state_save behind every upcall queued so far and waits
+ * for a dispatching thread to run it, at most failure_timeout_ms once it
+ * is not running (then SPINDLE_ETIMEDOUT: the joiner is refused, and the
+ * queued call is skipped). What state_save returns otherwise. */
+int group_dispatch_state_save(void *ctx, void **data, size_t *length);
+size_t group_dispatch_room(void *ctx);
+uint64_t group_dispatch_progress(void *ctx);
 
 /* Test hooks, set only by tests through this header (all members of a
  * group must be given the same). */

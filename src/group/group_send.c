@@ -9,6 +9,7 @@
 #include "group/group_impl.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/log.h"
 
 /*
  * A reservation belongs to the thread that made it. The thread's first
@@ -26,6 +27,9 @@ struct held {
     spindle_group_t *group; /* NULL: a free record */
     uint32_t count;
     uint32_t subgroups[HELD_SUBGROUPS];
+    /* false: made inside a default-mode upcall, without the read side of
+     * smc_lock (struct group_upcall, lockless). */
+    bool read_side;
 };
 
 static _Thread_local struct held held[HELD_GROUPS];
@@ -61,6 +65,24 @@ static int held_error(spindle_group_t *group, const struct held *h, const char *
                     call, h->subgroups[0]);
 }
 
+/* The current multicast for a commit or a nested reserve of h. */
+static struct smc_group *held_smc(spindle_group_t *group, const struct held *h)
+{
+    return h->read_side ? view_held(&group->membership) : view_upcall_smc(&group->membership);
+}
+
+/* rc of a reserve inside an upcall (either mode): a view change is not
+ * waited for. */
+static int upcall_error(spindle_group_t *group, int rc)
+{
+    if ((rc != SPINDLE_ESHUTDOWN && rc != SPINDLE_EPEERFAILED) ||
+        !view_change_pending(&group->membership))
+        return rc;
+    return sp_error(SPINDLE_EAGAIN,
+                    "reserve inside an upcall: a view change is under way and an upcall does not "
+                    "wait for it; keep the message and send it after the change");
+}
+
 /* A reservation by a thread that already holds one on this group. */
 static int reserve_nested(spindle_group_t *group, struct held *h, uint32_t subgroup, size_t size,
                           unsigned flags, void **slot)
@@ -70,11 +92,41 @@ static int reserve_nested(spindle_group_t *group, struct held *h, uint32_t subgr
                         "reserve: this thread already holds %d open reservations on the group, "
                         "the most one thread may",
                         HELD_SUBGROUPS);
-    int rc = smc_reserve(view_held(&group->membership), subgroup, size, flags, slot);
+    int rc = smc_reserve(held_smc(group, h), subgroup, size, flags, slot);
+    const struct group_upcall *u = group_upcall_of(group);
+    if (rc != 0 && u != NULL)
+        return upcall_error(group, rc);
     if (rc != 0)
         return held_error(group, h, "reserve", rc);
     h->subgroups[h->count++] = subgroup;
     return 0;
+}
+
+/*
+ * A reserve from inside a default-mode upcall of the group
+ * (include/spindle/group.h, "Upcalls"): never waits, for the window or for
+ * a view change, and takes no lock: the thread holds the engine lock or is
+ * the membership thread, and the view cannot be retired under either.
+ */
+static int reserve_in_upcall(spindle_group_t *group, uint32_t subgroup, size_t size, unsigned flags,
+                             void **slot)
+{
+    flags |= SPINDLE_RESERVE_NONBLOCK;
+    struct held *h = held_find(group);
+    if (h != NULL)
+        return reserve_nested(group, h, subgroup, size, flags, slot);
+    h = held_find(NULL);
+    if (h == NULL)
+        return sp_error(SPINDLE_EINVAL,
+                        "reserve: this thread already holds open reservations on %d groups, "
+                        "the most one thread may",
+                        HELD_GROUPS);
+    int rc = smc_reserve(view_upcall_smc(&group->membership), subgroup, size, flags, slot);
+    if (rc == 0) {
+        *h = (struct held){.group = group, .count = 1, .subgroups = {subgroup}, .read_side = false};
+        return 0;
+    }
+    return upcall_error(group, rc);
 }
 
 SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_t size,
@@ -82,6 +134,16 @@ SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
+    /* Inside an upcall a reserve never waits for the window, nor for a
+     * view change: either may be waiting for this very thread (the default
+     * mode's predicate thread; in dispatch mode, members whose queues are
+     * full while their dispatching threads wait for windows, in a circle,
+     * or a join whose state_save is queued behind this upcall). */
+    const struct group_upcall *u = group_upcall_of(group);
+    if (u != NULL && u->lockless)
+        return reserve_in_upcall(group, subgroup, size, flags, slot);
+    if (u != NULL)
+        flags |= SPINDLE_RESERVE_NONBLOCK;
     struct held *h = held_find(group);
     if (h != NULL)
         return reserve_nested(group, h, subgroup, size, flags, slot);
@@ -96,10 +158,13 @@ SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_
         uint64_t view = view_current_id(&group->membership);
         int rc = smc_reserve(smc, subgroup, size, flags, slot);
         if (rc == 0) {
-            *h = (struct held){.group = group, .count = 1, .subgroups = {subgroup}};
+            *h = (struct held){
+                .group = group, .count = 1, .subgroups = {subgroup}, .read_side = true};
             return 0;
         }
         view_release(&group->membership);
+        if (u != NULL) /* a dispatch-mode upcall does not wait a view change out */
+            return upcall_error(group, rc);
         rc = view_after_error(&group->membership, view, rc);
         if (rc != 1)
             return rc;
@@ -115,16 +180,39 @@ SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup)
     if (index < 0)
         return sp_error(SPINDLE_EINVAL, "subgroup %u has no open reservation on this thread",
                         subgroup);
-    /* The read side of smc_lock is held from the reservation. */
-    int rc = smc_commit(view_held(&group->membership), subgroup);
+    /* The read side of smc_lock is held from the reservation (or, inside
+     * a default-mode upcall, the view cannot change meanwhile); a
+     * deliver upcall's thread holds the engine lock already. */
+    const struct group_upcall *u = group_upcall_of(group);
+    struct smc_group *smc = held_smc(group, h);
+    int rc = u != NULL && u->engine_locked ? smc_commit_locked(smc, subgroup)
+                                           : smc_commit(smc, subgroup);
     if (rc != 0)
         return rc;
     h->subgroups[index] = h->subgroups[--h->count];
     if (h->count == 0) {
         h->group = NULL;
-        view_release(&group->membership);
+        if (h->read_side)
+            view_release(&group->membership);
     }
     return 0;
+}
+
+void group_drop_reservations(spindle_group_t *group)
+{
+    struct held *h = held_find(group);
+    if (h == NULL)
+        return;
+    SP_LOG_WARNING("group",
+                   "an upcall returned with %u reservations open (subgroup %u first): dropped, "
+                   "nothing was sent",
+                   h->count, h->subgroups[0]);
+    struct smc_group *smc = held_smc(group, h);
+    for (uint32_t i = 0; i < h->count; i++)
+        smc_cancel(smc, h->subgroups[i]);
+    if (h->read_side)
+        view_release(&group->membership);
+    *h = (struct held){0};
 }
 
 SPINDLE_API int spindle_send(spindle_group_t *group, uint32_t subgroup, const void *data,
@@ -145,6 +233,9 @@ SPINDLE_API int spindle_flush(spindle_group_t *group, int timeout_ms)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
+    int refused = group_upcall_refuse(group, "spindle_flush");
+    if (refused < 0)
+        return refused;
     struct held *h = held_find(group);
     if (h != NULL) {
         int rc = smc_flush(view_held(&group->membership), timeout_ms);
@@ -246,5 +337,8 @@ SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "barrier: group is NULL");
+    int refused = group_upcall_refuse(group, "spindle_barrier");
+    if (refused < 0)
+        return refused;
     return view_barrier(&group->membership, timeout_ms);
 }

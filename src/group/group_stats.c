@@ -42,13 +42,19 @@ SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats
     memset(&smc, 0, sizeof smc);
     smc.window_holder_row = -1;
     int32_t holder = -1;
-    struct smc_group *current = view_acquire(&group->membership);
+    /* Inside a default-mode upcall the view cannot change, and smc_lock
+     * must not be waited for (include/spindle/group.h, "Upcalls"). */
+    const struct group_upcall *u = group_upcall_of(group);
+    bool lockless = u != NULL && u->lockless;
+    struct smc_group *current =
+        lockless ? view_upcall_smc(&group->membership) : view_acquire(&group->membership);
     if (current != NULL) {
-        smc_group_stats(current, &smc);
+        smc_group_stats(current, &smc, u != NULL && u->engine_locked);
         /* Rows of the current view name member ids through it. */
         holder = view_member_of_row(&group->membership, smc.window_holder_row);
     }
-    view_release(&group->membership);
+    if (!lockless)
+        view_release(&group->membership);
     struct sst_engine_stats engine;
     memset(&engine, 0, sizeof engine);
     if (group->membership.engine != NULL)
@@ -57,6 +63,7 @@ SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats
     out->window_holder = holder;
     out->log_deliveries_held = smc.deliveries_held;
     out->log_queue_waits = __atomic_load_n(&group->membership.log_queue_waits, __ATOMIC_RELAXED);
+    group_dispatch_stats(group->dispatch, &out->dispatch_queue_bytes, &out->dispatch_queue_peak);
     /* The appender lives from creation to destroy; its counters are atomics. */
     const struct log_appender *log = group->membership.appender;
     if (log != NULL) {

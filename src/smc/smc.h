@@ -56,8 +56,11 @@
  * unordered mode) passed the message it held.
  *
  * Threads: reserve/commit run on application threads; commit takes the
- * engine lock. The predicate and its trigger run on the predicate thread
- * with the engine lock held; the delivery callback runs there too.
+ * engine lock (smc_commit_locked: a caller that holds it, such as a
+ * delivery callback). The predicate and its trigger run on the predicate
+ * thread with the engine lock held; the delivery callback runs there too
+ * (and, for the trim of a view change, on the thread that delivers it,
+ * again with the engine lock held).
  */
 #ifndef SP_SMC_SMC_H
 #define SP_SMC_SMC_H
@@ -108,13 +111,15 @@ struct smc_options {
     int slow_member_ms;
     spindle_deliver_fn deliver;
     void *deliver_ctx;
-    /* Bounded delivery (logged subgroups, view/view_log.c), atomic
-     * subgroups: called with deliver_ctx on the predicate thread before
-     * each delivery step, it returns how many bytes the subgroup may
-     * deliver now, each message counting deliver_overhead + its length;
-     * the step stops before the first message past it (the rest waits in
-     * the ring for a later pass). The trim of a view change is delivered
-     * whole. NULL: no bound. */
+    /* Bounded delivery (logged subgroups, view/view_log.c; the dispatch
+     * queue, group/group_dispatch.c): called with deliver_ctx on the
+     * predicate thread before each delivery step (an unordered
+     * subgroup's: each receive step), it returns how many bytes the
+     * subgroup may deliver now, each message counting deliver_overhead +
+     * its length; the step stops before the first message past it (the
+     * rest waits in the ring for a later pass: an unordered subgroup's
+     * unacknowledged). The trim of a view change is delivered whole. NULL:
+     * no bound. */
     size_t (*deliver_room)(void *ctx, uint32_t subgroup);
     uint32_t deliver_overhead;
     /* With deliver_room: a token (lock-free) that changes when the room
@@ -123,6 +128,12 @@ struct smc_options {
      * changes it wakes the engine (sst_engine_wake). NULL: retried on
      * every pass. */
     uint64_t (*deliver_progress)(void *ctx);
+    /* Called with deliver_ctx on the predicate thread (engine lock held,
+     * like deliver) once a slot of subgroup is free again after a
+     * non-blocking reserve of this member found its window full: an
+     * application that answers from inside its upcalls learns when to
+     * send what it kept. Once per such reserve at most. NULL: none. */
+    void (*send_ready)(void *ctx, uint32_t subgroup);
     /* Test hook (0 in production): every sender's stream starts at this
      * position instead of 0, as if that many positions (nulls) had passed,
      * so that a short test crosses the slot header's 2^39 position wrap
@@ -228,6 +239,14 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
                 void **slot);
 int smc_commit(struct smc_group *group, uint32_t subgroup);
 int smc_flush(struct smc_group *group, int timeout_ms);
+/* smc_commit for a thread that already holds the engine lock (a delivery
+ * upcall made inside the predicate, or inside a trim delivery): the same
+ * failure values; the message goes out in this predicate pass or the
+ * next. */
+int smc_commit_locked(struct smc_group *group, uint32_t subgroup);
+/* Drops the open reservation of subgroup (nothing was committed: the slot
+ * stays free). SPINDLE_EINVAL when none is open. */
+int smc_cancel(struct smc_group *group, uint32_t subgroup);
 
 /* Every persisting subgroup (smc_flush_persistent). */
 #define SMC_ALL_SUBGROUPS UINT32_MAX
@@ -256,7 +275,9 @@ int smc_group_persisted(struct smc_group *group, uint32_t subgroup, uint64_t *lo
 void smc_group_hold_frontier(struct smc_group *group);
 void smc_group_release_frontier(struct smc_group *group);
 
-void smc_group_stats(struct smc_group *group, struct smc_stats *out);
+/* The group's counters; locked: the caller holds the engine lock (a
+ * delivery callback). */
+void smc_group_stats(struct smc_group *group, struct smc_stats *out, bool locked);
 struct sst_table *smc_group_table(struct smc_group *group);
 
 /*

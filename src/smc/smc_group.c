@@ -344,11 +344,13 @@ void smc_group_destroy(struct smc_group *group)
     free(group);
 }
 
-void smc_group_stats(struct smc_group *group, struct smc_stats *out)
+void smc_group_stats(struct smc_group *group, struct smc_stats *out, bool locked)
 {
-    sst_engine_lock(group->engine);
+    if (!locked)
+        sst_engine_lock(group->engine);
     *out = group->stats;
-    sst_engine_unlock(group->engine);
+    if (!locked)
+        sst_engine_unlock(group->engine);
     out->window_full = __atomic_load_n(&group->window_full, __ATOMIC_RELAXED);
     out->window_full_ns = __atomic_load_n(&group->window_full_ns, __ATOMIC_RELAXED);
     out->window_holder_row = __atomic_load_n(&group->window_holder_row, __ATOMIC_RELAXED);

@@ -10,8 +10,8 @@
  *   predicate thread, under the engine lock: pushed, published, nulls,
  *     next_position (nulls), every receiver field, stats;
  *   atomics (read anywhere): committed, delivered_own, failed, stopped, wedged,
- *     reserve_waiting, flush_waiters, slow_row, frontier, frontier_held,
- *     delivered_through.
+ *     reserve_waiting, room_wanted, flush_waiters, slow_row, frontier,
+ *     frontier_held, delivered_through.
  */
 #ifndef SP_SMC_SMC_IMPL_H
 #define SP_SMC_SMC_IMPL_H
@@ -79,6 +79,9 @@ struct smc_subgroup {
     int reserve_open;        /* atomic: a reservation is open */
     uint32_t reserve_size;
     int reserve_waiting; /* atomic: a reserver waits for a free slot */
+    /* atomic: a non-blocking reserve found the window full; the predicate
+     * calls smc_options.send_ready once a slot is free again. */
+    int room_wanted;
     /* Unordered: app messages whose slots a finished pass posted (atomic,
      * set by the predicate thread at the start of each pass). A slot is
      * reused only once its message is posted here too: that the others

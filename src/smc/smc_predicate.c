@@ -147,7 +147,8 @@ static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
     if (sub->my_sender_rank >= 0) {
         if (__atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE) != sub->pushed)
             return true;
-        bool waiting = __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE);
+        bool waiting = __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) ||
+                       __atomic_load_n(&sub->room_wanted, __ATOMIC_ACQUIRE);
         if (waiting && smc_slot_free(group, sub))
             return true;
         if (waiting && __atomic_load_n(&sub->posted_mark, __ATOMIC_RELAXED) != sub->pushed)
@@ -157,13 +158,18 @@ static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
         return false;
     if (sub->persists && persist_has_work(group, sub))
         return true;
-    for (uint32_t s = 0; s < sub->layout.num_senders; s++)
+    /* Held at the delivery bound with no room made since: it waits, and
+     * whoever makes room wakes the engine. An unordered subgroup is held
+     * in its receive step, so what arrived meanwhile waits too. */
+    bool held = sub->held && group->options.deliver_progress != NULL &&
+                group->options.deliver_progress(group->options.deliver_ctx) == sub->held_token;
+    bool receive_held = held && sub->layout.mode == SPINDLE_MODE_UNORDERED;
+    for (uint32_t s = 0; s < sub->layout.num_senders && !receive_held; s++)
         if (!sub->senders[s].lied &&
             read_sent(group, sub, &sub->senders[s]) > sub->senders[s].recv_position)
             return true;
-    if (sub->held && group->options.deliver_progress != NULL &&
-        group->options.deliver_progress(group->options.deliver_ctx) == sub->held_token)
-        return false; /* waits for room: the log's writer wakes the engine */
+    if (held)
+        return false;
     return sub->layout.mode == SPINDLE_MODE_ATOMIC && sub->delivered < stable_count(group, sub);
 }
 
@@ -258,6 +264,20 @@ static void send_step(struct smc_group *group, struct smc_subgroup *sub)
     publish(group, sub, sent);
 }
 
+/* What sub may deliver now (smc_options.deliver_room; SIZE_MAX without
+ * a bound), and in *token the progress token read before it. */
+static size_t delivery_room(struct smc_group *group, const struct smc_subgroup *sub,
+                            uint64_t *token)
+{
+    *token = 0;
+    if (group->options.deliver_room == NULL)
+        return SIZE_MAX;
+    /* The token first: room that grows after it changes it too. */
+    if (group->options.deliver_progress != NULL)
+        *token = group->options.deliver_progress(group->options.deliver_ctx);
+    return group->options.deliver_room(group->options.deliver_ctx, sub->index);
+}
+
 static smc_hold_hook_fn hold_receive;
 
 /* Used by tests only (tests/view/test_view_join_unordered.c). */
@@ -270,7 +290,7 @@ void smc_test_hold_receive(smc_hold_hook_fn fn)
 /* Receives what arrived from one sender; returns the application messages
  * taken. Unordered subgroups hand them to the batch at once. */
 static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub, uint32_t s,
-                               uint32_t *batched)
+                               uint32_t *batched, size_t *room)
 {
     struct smc_sender *sender = &sub->senders[s];
     if (sender->lied || (hold_receive != NULL && hold_receive(sub->index, sender->row)))
@@ -290,6 +310,17 @@ static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub
             sender->lied = true;
             fail_liar(group, sub, sender->row, "slot length", length);
             break;
+        }
+        bool delivers = sub->layout.mode == SPINDLE_MODE_UNORDERED && sender->skip == 0;
+        if (distance == 0 && delivers) {
+            size_t cost = (size_t)group->options.deliver_overhead + length;
+            if (cost > *room) {
+                /* Bounded delivery: it waits in the ring, unacknowledged,
+                 * holding its sender's window. */
+                group->stats.deliveries_held++;
+                break;
+            }
+            *room -= cost;
         }
         if (distance == 0) {
             sender->app_position[index] = sender->recv_position;
@@ -359,11 +390,21 @@ static void receive_step(struct smc_group *group, struct smc_subgroup *sub)
 {
     uint32_t taken = 0, batched = 0;
     uint64_t moved = 0;
+    /* Unordered subgroups deliver on receipt: a bound on delivery
+     * (smc_options.deliver_room) bounds what is taken. */
+    bool bounded = sub->layout.mode == SPINDLE_MODE_UNORDERED;
+    uint64_t held_before = group->stats.deliveries_held;
+    uint64_t token = 0;
+    size_t room = bounded ? delivery_room(group, sub, &token) : SIZE_MAX;
     for (uint32_t s = 0; s < sub->layout.num_senders; s++) {
         uint64_t before = sub->senders[s].recv_position;
-        taken += receive_sender(group, sub, s, &batched);
+        taken += receive_sender(group, sub, s, &batched, &room);
         if (sub->senders[s].recv_position != before)
             moved |= 1ull << s;
+    }
+    if (bounded) {
+        sub->held = group->stats.deliveries_held != held_before;
+        sub->held_token = token;
     }
     if (taken > 0) {
         group->stats.receive_batches[smc_bucket(taken)]++;
@@ -429,14 +470,8 @@ static void null_step(struct smc_group *group, struct smc_subgroup *sub)
  * order, as one upcall; nulls are skipped. Baseline: one message. */
 static void delivery_step(struct smc_group *group, struct smc_subgroup *sub)
 {
-    size_t room = SIZE_MAX;
     uint64_t token = 0;
-    if (group->options.deliver_room != NULL) {
-        /* The token first: room that grows after it changes it too. */
-        if (group->options.deliver_progress != NULL)
-            token = group->options.deliver_progress(group->options.deliver_ctx);
-        room = group->options.deliver_room(group->options.deliver_ctx, sub->index);
-    }
+    size_t room = delivery_room(group, sub, &token);
     uint64_t held_before = group->stats.deliveries_held;
     smc_deliver_range(group, sub, stable_count(group, sub), room);
     sub->held = group->stats.deliveries_held != held_before;
@@ -579,6 +614,8 @@ void smc_trigger(void *ctx)
 {
     struct smc_group *group = ctx;
     bool wake = false;
+    uint32_t ready[SPINDLE_MAX_SUBGROUPS];
+    uint32_t num_ready = 0;
     if (__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE))
         return;
     int32_t slow = __atomic_exchange_n(&group->slow_row, -1, __ATOMIC_ACQ_REL);
@@ -613,6 +650,13 @@ void smc_trigger(void *ctx)
         if (sub->my_sender_rank >= 0 && __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) &&
             smc_slot_free(group, sub))
             wake = true;
+        /* After this pass's delivery: the upcall's own messages count as
+         * delivered now. */
+        if (sub->my_sender_rank >= 0 && __atomic_load_n(&sub->room_wanted, __ATOMIC_ACQUIRE) &&
+            smc_slot_free(group, sub) && num_ready < SPINDLE_MAX_SUBGROUPS) {
+            __atomic_store_n(&sub->room_wanted, 0, __ATOMIC_RELEASE);
+            ready[num_ready++] = g;
+        }
         if ((__atomic_load_n(&sub->delivered_own, __ATOMIC_RELAXED) != own_before ||
              __atomic_load_n(&sub->frontier, __ATOMIC_RELAXED) != frontier_before) &&
             __atomic_load_n(&group->flush_waiters, __ATOMIC_ACQUIRE) > 0)
@@ -620,4 +664,6 @@ void smc_trigger(void *ctx)
     }
     if (wake)
         smc_wake_waiters(group);
+    for (uint32_t i = 0; i < num_ready; i++)
+        group->options.send_ready(group->options.deliver_ctx, ready[i]);
 }

@@ -177,10 +177,14 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
     if (holder >= 0) {
         uint64_t began = sp_now_ns();
         count_full_window(group, holder, 0);
-        if (flags & SPINDLE_RESERVE_NONBLOCK)
+        if (flags & SPINDLE_RESERVE_NONBLOCK) {
             rc = sp_error(SPINDLE_EAGAIN, "subgroup %u: all %u slots of the window are in use",
                           subgroup, sub->layout.window_size);
-        else {
+            /* The predicate says when a slot is free (send_ready). */
+            if (group->options.send_ready != NULL &&
+                __atomic_exchange_n(&sub->room_wanted, 1, __ATOMIC_ACQ_REL) == 0)
+                sst_engine_wake(group->engine);
+        } else {
             rc = wait_for_slot(group, sub);
             count_full_window(group, -1, sp_now_ns() - began);
         }
@@ -197,16 +201,10 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
     return 0;
 }
 
-int smc_commit(struct smc_group *group, uint32_t subgroup)
+/* The commit itself; the engine lock is held by the caller. */
+static void commit_slot(struct smc_group *group, struct smc_subgroup *sub)
 {
-    struct smc_subgroup *sub = NULL;
-    int rc = lookup_sender(group, subgroup, &sub);
-    if (rc < 0)
-        return rc;
-    if (__atomic_load_n(&sub->reserve_open, __ATOMIC_ACQUIRE) == 0)
-        return sp_error(SPINDLE_EINVAL, "subgroup %u has no open reservation to commit", subgroup);
     uint32_t window = sub->layout.window_size;
-    sst_engine_lock(group->engine);
     uint64_t committed = sub->committed;
     uint32_t index = (uint32_t)(committed % window);
     /* The position is taken at commit, not at reserve: the predicate may
@@ -219,10 +217,53 @@ int smc_commit(struct smc_group *group, uint32_t subgroup)
                      __ATOMIC_RELEASE);
     __atomic_store_n(&sub->committed, committed + 1, __ATOMIC_RELEASE);
     group->stats.messages_sent++;
+}
+
+static int open_reservation(struct smc_group *group, uint32_t subgroup, struct smc_subgroup **sub)
+{
+    int rc = lookup_sender(group, subgroup, sub);
+    if (rc < 0)
+        return rc;
+    if (__atomic_load_n(&(*sub)->reserve_open, __ATOMIC_ACQUIRE) == 0)
+        return sp_error(SPINDLE_EINVAL, "subgroup %u has no open reservation to commit", subgroup);
+    return 0;
+}
+
+int smc_commit(struct smc_group *group, uint32_t subgroup)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = open_reservation(group, subgroup, &sub);
+    if (rc < 0)
+        return rc;
+    sst_engine_lock(group->engine);
+    commit_slot(group, sub);
     sst_engine_unlock(group->engine);
     __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
     sst_engine_wake(group->engine);
     return 0;
+}
+
+int smc_commit_locked(struct smc_group *group, uint32_t subgroup)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = open_reservation(group, subgroup, &sub);
+    if (rc < 0)
+        return rc;
+    commit_slot(group, sub);
+    __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
+    /* The predicate sees it in this pass (a later subgroup) or the next:
+     * a commit counts as work (subgroup_has_work). */
+    sst_engine_wake(group->engine);
+    return 0;
+}
+
+int smc_cancel(struct smc_group *group, uint32_t subgroup)
+{
+    struct smc_subgroup *sub = NULL;
+    int rc = open_reservation(group, subgroup, &sub);
+    if (rc == 0)
+        __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
+    return rc;
 }
 
 /* Every member of sub received every position this member published

@@ -55,16 +55,35 @@ struct view_config {
     void *deliver_ctx;
     spindle_view_fn view_changed;
     void *view_ctx;
+    spindle_send_ready_fn send_ready; /* smc_options.send_ready, with member ids */
+    void *send_ready_ctx;
     spindle_layout_fn layout;
     void *layout_ctx;
     spindle_state_save_fn state_save;
+    void *state_save_ctx;
     spindle_state_load_fn state_load;
-    void *state_ctx;
+    void *state_ctx;             /* state_load's */
     uint64_t smc_first_position; /* test hook: smc_options.first_position (0) */
     /* Logged delivery (docs/LOGS.md): this member's log directory (NULL:
      * none) and the subgroups that log, one bit each. */
     const char *log_dir;
     uint64_t logged[SPINDLE_MAX_SUBGROUPS / 64];
+    /*
+     * A second bound on delivery, the application's (dispatch mode,
+     * src/group): queue_room returns the bytes that may be delivered now
+     * (each message costing queue_overhead + its length), queue_progress
+     * a token that changes when that room may have grown (whoever changes
+     * it calls view_wake). Composed with the log's bound: the smaller
+     * room counts. NULL: none.
+     */
+    size_t (*queue_room)(void *ctx);
+    uint64_t (*queue_progress)(void *ctx);
+    void *queue_ctx;
+    uint32_t queue_overhead;
+    /* The view upcall runs as soon as a view is installed, before anything
+     * is delivered in it (it only queues the view: dispatch mode), instead
+     * of once its resends are in. */
+    bool report_at_install;
     spindle_persisted_fn persisted; /* the persistence upcall, or NULL */
     void *persisted_ctx;
 };
@@ -211,8 +230,10 @@ int view_after_error(struct view_membership *m, uint64_t used_view, int rc);
  * the message) once it stopped. */
 int view_status(struct view_membership *m);
 /* The identity of member id in the current view: 0, or SPINDLE_EINVAL
- * when it is not a member of it. */
-int view_identity(struct view_membership *m, uint32_t id, struct spindle_member_identity *out);
+ * when it is not a member of it. lockless: from inside a default-mode
+ * upcall (view_upcall_smc), without smc_lock. */
+int view_identity(struct view_membership *m, uint32_t id, struct spindle_member_identity *out,
+                  bool lockless);
 /* Members in the current view (lock-free: callable from any thread). */
 uint32_t view_size(const struct view_membership *m);
 /*
@@ -228,5 +249,12 @@ void view_closing(struct view_membership *m);
 void view_stop(struct view_membership *m);
 /* Announces this member's departure in the SST and stops (leave). */
 void view_leave(struct view_membership *m);
+/* Wakes the predicate thread (config.queue_progress moved). Any thread;
+ * nothing before the engine is open. */
+void view_wake(struct view_membership *m);
+/* The current multicast for a thread inside a delivery or view upcall of
+ * m (no lock taken: the upcall's own thread, or the engine lock it runs
+ * under, keeps the view from being retired meanwhile). */
+struct smc_group *view_upcall_smc(struct view_membership *m);
 
 #endif

@@ -32,6 +32,40 @@ static void view_deliver(void *ctx, const struct spindle_message *messages, size
     }
 }
 
+/* smc_options.send_ready of every epoch (predicate thread). */
+static void view_send_ready(void *ctx, uint32_t subgroup)
+{
+    const struct view_epoch *epoch = ctx;
+    epoch->config->send_ready(epoch->config->send_ready_ctx, subgroup);
+}
+
+/* smc_options.deliver_room of an epoch: the smaller of the log's room and
+ * the application's queue's (both SIZE_MAX when absent). */
+static size_t view_deliver_room(void *ctx, uint32_t subgroup)
+{
+    const struct view_epoch *epoch = ctx;
+    const struct view_config *config = epoch->config;
+    size_t room = view_log_room(ctx, subgroup);
+    if (config->queue_room != NULL) {
+        size_t queue = config->queue_room(config->queue_ctx);
+        if (queue < room)
+            room = queue;
+    }
+    return room;
+}
+
+/* smc_options.deliver_progress: both tokens only grow, so their sum
+ * changes whenever either does. */
+static uint64_t view_deliver_progress(void *ctx)
+{
+    const struct view_epoch *epoch = ctx;
+    const struct view_config *config = epoch->config;
+    uint64_t token = epoch->log != NULL ? view_log_progress(ctx) : 0;
+    if (config->queue_progress != NULL)
+        token += config->queue_progress(config->queue_ctx);
+    return token;
+}
+
 int view_epoch_create(struct view_membership *m, struct view *view, struct view_epoch **out)
 {
     struct view_epoch *epoch = calloc(1, sizeof *epoch);
@@ -52,7 +86,12 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
     /* Without failure tolerance ids never change and views never do: the
      * application's upcall is called directly, without the mapping, unless
      * the delivery is logged. */
-    bool direct = !m->config.tolerate_failures && epoch->log == NULL;
+    bool bounded = epoch->log != NULL || m->config.queue_room != NULL;
+    bool direct = !m->config.tolerate_failures && !bounded && m->config.send_ready == NULL;
+    /* One overhead for both bounds: the larger, so that neither is passed. */
+    uint32_t overhead = LOG_RECORD_HEADER_SIZE + LOG_MESSAGE_FIXED_SIZE;
+    if (m->config.queue_room != NULL && m->config.queue_overhead > overhead)
+        overhead = m->config.queue_overhead;
     struct smc_options options = {
         .batching = m->config.batching,
         .null_sends = m->config.null_sends,
@@ -60,9 +99,10 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
         .deliver = direct ? m->config.deliver : view_deliver,
         .deliver_ctx = direct ? m->config.deliver_ctx : (void *)epoch,
         .first_position = m->config.smc_first_position,
-        .deliver_room = epoch->log != NULL ? view_log_room : NULL,
-        .deliver_progress = epoch->log != NULL ? view_log_progress : NULL,
-        .deliver_overhead = LOG_RECORD_HEADER_SIZE + LOG_MESSAGE_FIXED_SIZE,
+        .deliver_room = bounded ? view_deliver_room : NULL,
+        .deliver_progress = bounded ? view_deliver_progress : NULL,
+        .deliver_overhead = overhead,
+        .send_ready = m->config.send_ready != NULL ? view_send_ready : NULL,
     };
     epoch->frontiers = m->frontiers;
     if (epoch->log != NULL) {

@@ -429,6 +429,10 @@ int view_try_change(struct view_membership *m, uint64_t mask, uint32_t joiner)
     }
     struct view_transition how = next.how;
     uint64_t detected_ns = install(m, &next);
+    /* Dispatch mode queues the view before anything is delivered in it,
+     * so the application takes it in order with the deliveries. */
+    if (m->config.report_at_install)
+        view_report(m, &how, detected_ns);
     if (before_meet != NULL && joiner != VIEW_NO_JOINER)
         before_meet(m, joiner);
     rc = smc_group_start(m->current->smc);
@@ -447,7 +451,7 @@ int view_try_change(struct view_membership *m, uint64_t mask, uint32_t joiner)
     resends_free(resends, num_resends);
     if (rc == SPINDLE_ETIMEDOUT) /* installed: no retry under another set */
         rc = sp_error(SPINDLE_EUNREACH, "%s", spindle_errmsg());
-    if (rc == 0)
+    if (rc == 0 && !m->config.report_at_install)
         view_report(m, &how, detected_ns);
     return rc;
 }

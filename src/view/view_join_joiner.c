@@ -276,6 +276,15 @@ static int send_desc(struct view_membership *m, uint32_t leader)
 /* Loads the state, connects and starts the table, meets the members that
  * did not fail meanwhile. Modelled in models/join.pml (steps START, IN;
  * docs/MODELS.md, "Found"). */
+/* Reports the joiner's first view to its application. */
+static void report_joined(struct view_membership *m)
+{
+    struct view_transition how;
+    memset(&how, 0, sizeof how);
+    how.joiner = m->config.self;
+    view_report(m, &how, 0);
+}
+
 static int start_view(struct view_membership *m, const struct view_join_view *jv, void *state,
                       const struct view_join_skips *skips)
 {
@@ -306,6 +315,8 @@ static int start_view(struct view_membership *m, const struct view_join_view *jv
     for (uint32_t rank = 0; rank < view->num_members; rank++)
         if ((failed >> rank) & 1)
             view_suspect(m, rank);
+    if (rc == 0 && m->config.report_at_install)
+        report_joined(m); /* queued before anything is delivered in it */
     if (rc == 0)
         rc = smc_group_start(m->current->smc);
     if (rc == 0)
@@ -365,10 +376,8 @@ static int join_attempt(struct view_membership *m, const struct spindle_subgroup
     __atomic_store_n(&m->view_id, view, __ATOMIC_RELEASE);
     __atomic_store_n(&m->num_members, m->current->view.num_members, __ATOMIC_RELEASE);
     m->detected_ns = 0;
-    struct view_transition how;
-    memset(&how, 0, sizeof how);
-    how.joiner = m->config.self;
-    view_report(m, &how, 0);
+    if (!m->config.report_at_install)
+        report_joined(m);
     return 0;
 }
 

@@ -445,7 +445,7 @@ static void save_state(struct view_membership *m, struct view_join_view *jv, voi
     *length = 0;
     if (m->config.state_save == NULL)
         return;
-    int rc = m->config.state_save(m->config.state_ctx, state, length);
+    int rc = m->config.state_save(m->config.state_save_ctx, state, length);
     if (rc < 0 || (*state == NULL && *length > 0) || *length > VIEW_STATE_MAX) {
         /* The joiner cannot start without its state: it stops, and the
          * others remove it when it never starts. */

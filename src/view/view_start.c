@@ -163,14 +163,18 @@ struct smc_group *view_held(struct view_membership *m)
     return m->current != NULL ? m->current->smc : NULL;
 }
 
-int view_identity(struct view_membership *m, uint32_t id, struct spindle_member_identity *out)
+int view_identity(struct view_membership *m, uint32_t id, struct spindle_member_identity *out,
+                  bool lockless)
 {
-    pthread_rwlock_rdlock(&m->smc_lock);
-    int rank = m->current != NULL ? view_rank_of(&m->current->view, id) : -1;
+    if (!lockless)
+        pthread_rwlock_rdlock(&m->smc_lock);
+    const struct view_epoch *current = __atomic_load_n(&m->current, __ATOMIC_ACQUIRE);
+    int rank = current != NULL ? view_rank_of(&current->view, id) : -1;
     if (rank >= 0)
-        *out = m->current->view.identities[rank];
-    uint64_t view = m->current != NULL ? m->current->view.id : 0;
-    pthread_rwlock_unlock(&m->smc_lock);
+        *out = current->view.identities[rank];
+    uint64_t view = current != NULL ? current->view.id : 0;
+    if (!lockless)
+        pthread_rwlock_unlock(&m->smc_lock);
     if (rank < 0)
         return sp_error(SPINDLE_EINVAL, "member %u is not in view %llu", id,
                         (unsigned long long)view);
@@ -257,6 +261,19 @@ void view_leave(struct view_membership *m)
     view_thread_stop(m);
     sst_engine_announce_leave(m->engine);
     view_stop(m);
+}
+
+void view_wake(struct view_membership *m)
+{
+    struct sst_engine *engine = __atomic_load_n(&m->engine, __ATOMIC_ACQUIRE);
+    if (engine != NULL)
+        sst_engine_wake(engine);
+}
+
+struct smc_group *view_upcall_smc(struct view_membership *m)
+{
+    struct view_epoch *epoch = __atomic_load_n(&m->current, __ATOMIC_ACQUIRE);
+    return epoch != NULL ? epoch->smc : NULL;
 }
 
 void view_membership_destroy(struct view_membership *m)

@@ -71,6 +71,8 @@ static void test_defaults_apply(void **state)
     assert_int_equal(c->group.failure_timeout_ms, 5000);
     assert_int_equal(c->group.slow_member_ms, 0);
     assert_false(c->group.tie_breaker);
+    assert_false(c->group.dispatch);
+    assert_int_equal(c->group.dispatch_queue_bytes, 0);
     assert_null(c->group.key_file);
     assert_null(c->group.accept_key_file);
     assert_string_equal(c->members[0].host, "127.0.0.1");
@@ -105,7 +107,11 @@ static void test_malformed_files_name_file_line_key_value(void **state)
     expect_error("[group]\ncolour = red\n",
                  ":2: colour = red: unknown key in [group] (known: name, transport, provider, "
                  "device, failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
-                 "accept_key_file, log_dir)");
+                 "accept_key_file, log_dir, dispatch, dispatch_queue_bytes)");
+    expect_error("[group]\ndispatch = sometimes\n",
+                 ":2: dispatch = sometimes: must be true or false");
+    expect_error("[group]\ndispatch_queue_bytes = -1\n",
+                 ":2: dispatch_queue_bytes = -1: must be an integer between 0 and 1099511627776");
     expect_error("[member.1]\nport = 70000\n", ":2: port = 70000: must be between 0 and 65535");
     expect_error("[member.1]\nport = 12ab\n",
                  ":2: port = 12ab: must be an integer between 0 and 65535");
@@ -349,6 +355,8 @@ static void test_environment_overrides_the_file(void **state)
     setenv("SPINDLE_GROUP_FAILURE_TIMEOUT_MS", "250", 1);
     setenv("SPINDLE_GROUP_SLOW_MEMBER_MS", "300", 1);
     setenv("SPINDLE_GROUP_TIE_BREAKER", "true", 1);
+    setenv("SPINDLE_GROUP_DISPATCH", "true", 1);
+    setenv("SPINDLE_GROUP_DISPATCH_QUEUE_BYTES", "65536", 1);
     setenv("SPINDLE_GROUP_KEY_FILE", "/etc/spindle/group.key", 1);
     const char *file = write_ini("[group]\nprovider = tcp\n[member.3]\nport = 7003\n"
                                  "[subgroup.0]\nmembers = 3\nwindow_size = 0\n");
@@ -358,6 +366,8 @@ static void test_environment_overrides_the_file(void **state)
     assert_int_equal(c->group.failure_timeout_ms, 250);
     assert_int_equal(c->group.slow_member_ms, 300);
     assert_true(c->group.tie_breaker);
+    assert_true(c->group.dispatch);
+    assert_int_equal(c->group.dispatch_queue_bytes, 65536);
     assert_string_equal(c->group.key_file, "/etc/spindle/group.key");
     assert_int_equal(c->members[0].port, 7103);
     assert_int_equal(c->subgroups[0].window_size, 7);
@@ -374,6 +384,8 @@ static void test_environment_overrides_the_file(void **state)
     unsetenv("SPINDLE_GROUP_FAILURE_TIMEOUT_MS");
     unsetenv("SPINDLE_GROUP_SLOW_MEMBER_MS");
     unsetenv("SPINDLE_GROUP_TIE_BREAKER");
+    unsetenv("SPINDLE_GROUP_DISPATCH");
+    unsetenv("SPINDLE_GROUP_DISPATCH_QUEUE_BYTES");
     unsetenv("SPINDLE_GROUP_KEY_FILE");
 }
 

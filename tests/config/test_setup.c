@@ -89,6 +89,19 @@ static void test_file_without_subgroups_gets_one_of_every_member(void **state)
     spindle_group_setup_free(&setup);
 }
 
+static void test_dispatch_mode_comes_from_the_file(void **state)
+{
+    (void)state;
+    struct spindle_config *config =
+        load("[group]\ndispatch = true\ndispatch_queue_bytes = 1048576\n[member.0]\nport = 9000\n");
+    struct spindle_group_setup setup;
+    assert_int_equal(spindle_group_setup_from_config(config, 0, &setup), 0);
+    assert_true(setup.options.dispatch);
+    assert_int_equal(setup.options.dispatch_queue_bytes, 1048576);
+    spindle_group_setup_free(&setup);
+    spindle_config_free(config);
+}
+
 static void test_file_log_level_applies_unless_environment_names_one(void **state)
 {
     (void)state;
@@ -147,6 +160,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_example_file_becomes_options_that_outlive_it),
         cmocka_unit_test(test_file_without_subgroups_gets_one_of_every_member),
+        cmocka_unit_test(test_dispatch_mode_comes_from_the_file),
         cmocka_unit_test(test_file_log_level_applies_unless_environment_names_one),
         cmocka_unit_test(test_every_gap_in_the_file_is_named),
         cmocka_unit_test(test_null_arguments_are_refused),

@@ -14,3 +14,12 @@ spindle_add_test(test_group_idle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_group_id
 # CPUs, never sleeping; a CPU the process may not use refused.
 spindle_add_test(test_group_poll SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_group_poll.c TIMEOUT 60
   LABELS group)
+# Dispatch mode: an epoll loop on the group's descriptor, a slow
+# dispatcher's bounded queue, a leave, a trim past a full queue and a
+# joiner's state taken through dispatch in order (forked members on shm).
+spindle_add_test(test_dispatch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dispatch.c TIMEOUT 120
+  LABELS group)
+# Request/reply answered inside the delivery upcall through a full reply
+# window, in the default mode and in dispatch mode (forked members on shm).
+spindle_add_test(test_upcall_send SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_upcall_send.c TIMEOUT 60
+  LABELS group)

@@ -58,3 +58,12 @@ if(TARGET spindle-info)
   set_tests_properties(info_lists_every_variable_and_key PROPERTIES LABELS "tools;config"
                        TIMEOUT 30)
 endif()
+
+# spindle-bench --dispatch: every delivery through spindle_dispatch, also
+# with the log's bound composed with the dispatch queue's.
+if(TARGET spindle-bench)
+  add_test(NAME bench_dispatch_delivers_everything
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_dispatch.sh $<TARGET_FILE:spindle-bench>)
+  set_tests_properties(bench_dispatch_delivers_everything PROPERTIES LABELS "tools;group"
+                       TIMEOUT 120)
+endif()

@@ -67,6 +67,8 @@ struct bench_config {
     uint32_t num_poll_cpus;                  /* 0: adaptive polling */
     const char *key_file;                    /* --key-file / [group] key_file: the group key */
     const char *log_dir;         /* --log-dir / [group] log_dir: log every subgroup there */
+    bool dispatch;               /* --dispatch / [group] dispatch: deliveries on a thread of
+                                  * the bench's own, through spindle_dispatch */
     const char *accept_key_file; /* --accept-key-file: a second key accepted (rotation) */
     const char *name;            /* --name: member_name (--local: NAME-<id>); NULL: default */
     uint64_t incarnation;        /* --incarnation (0: the library's default) */

@@ -40,6 +40,7 @@ int bench_config_load(struct bench_config *c, const char *path)
     c->tie_breaker = file->group.tie_breaker;
     c->key_file = file->group.key_file;
     c->log_dir = file->group.log_dir;
+    c->dispatch = file->group.dispatch;
     c->accept_key_file = file->group.accept_key_file;
     snprintf(c->group_name, sizeof c->group_name, "%s", file->group.name);
     c->messages = file->bench.messages;

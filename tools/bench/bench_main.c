@@ -115,6 +115,8 @@ static const char usage[] =
     "                         it delivers to its log in DIR (with --local: DIR/member-<id>,\n"
     "                         DIR created when missing); adds the log's figures to the\n"
     "                         report (overrides [group] log_dir; atomic subgroups only)\n"
+    "  --dispatch             dispatch mode (docs/DISPATCH.md): deliveries are queued and\n"
+    "                         run by a thread of the bench's own in spindle_dispatch\n"
     "  --timeout SECONDS      give up when deliveries take longer (default 120), or when\n"
     "                         members are missing for longer (at most 60)\n"
     "  --help                 this text\n";
@@ -222,6 +224,7 @@ enum {
     OPT_FAILURE_TIMEOUT,
     OPT_SLOW_MEMBER,
     OPT_TIE_BREAKER,
+    OPT_DISPATCH,
     OPT_POLL_CPUS,
     OPT_KEY_FILE,
     OPT_ACCEPT_KEY_FILE,
@@ -265,6 +268,7 @@ static const struct option long_options[] = {
     {"failure-timeout-ms", required_argument, 0, OPT_FAILURE_TIMEOUT},
     {"slow-member-ms", required_argument, 0, OPT_SLOW_MEMBER},
     {"tie-breaker", no_argument, 0, OPT_TIE_BREAKER},
+    {"dispatch", no_argument, 0, OPT_DISPATCH},
     {"poll-cpus", required_argument, 0, OPT_POLL_CPUS},
     {"key-file", required_argument, 0, OPT_KEY_FILE},
     {"accept-key-file", required_argument, 0, OPT_ACCEPT_KEY_FILE},
@@ -352,6 +356,9 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, unsign
         if (parse_u64(arg, "--failure-timeout-ms", 1, 3600000, &v) < 0)
             return -1;
         c->failure_timeout_ms = (int)v;
+        return 0;
+    case OPT_DISPATCH:
+        c->dispatch = true;
         return 0;
     case OPT_TIE_BREAKER:
         c->tie_breaker = true;

@@ -6,6 +6,7 @@
  * --leave-after it leaves the group part-way through the stream.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,6 +329,7 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     options.early_unlock = config->early_unlock;
     options.deliver = on_deliver;
     options.deliver_ctx = st;
+    options.dispatch = config->dispatch;
     options.tolerate_failures = config->tolerate_failures;
     options.view_changed = on_view;
     options.view_ctx = st;
@@ -345,6 +347,15 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     free(logged);
     free(subgroups);
     return rc;
+}
+
+/* --dispatch: runs the member's upcalls until it stops. */
+static void *dispatch_main(void *group)
+{
+    int rc = spindle_dispatch(group, SPINDLE_DISPATCH_BLOCKING);
+    if (rc != SPINDLE_ESHUTDOWN)
+        fprintf(stderr, "spindle-bench: dispatch ended: %s\n", spindle_errmsg());
+    return NULL;
 }
 
 /* Fills st->sends and st->sender_rank; returns the number of messages this
@@ -722,6 +733,13 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         else if (joined_files(config, &st, joining_trace) < 0)
             fail(result, "renaming the trace or writing the pid file", SPINDLE_EIO);
     }
+    /* --dispatch: a thread of the bench's runs every upcall, until the
+     * member shuts down or leaves. */
+    pthread_t dispatcher;
+    bool dispatching =
+        config->dispatch && pthread_create(&dispatcher, NULL, dispatch_main, group) == 0;
+    if (config->dispatch && !dispatching)
+        fail(result, "starting the dispatching thread", SPINDLE_ENOMEM);
     /* A joiner comes in after the start: the others are past the barrier. */
     rc = joiner ? 0 : spindle_barrier(group, 60000);
     uint64_t start = bench_now_ns();
@@ -762,6 +780,8 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         fail(result, "writing the .end file", SPINDLE_EIO);
     /* A member that left has no shutdown barrier to meet. */
     int shut = st.left ? 0 : spindle_group_shutdown(group, 60000);
+    if (dispatching)
+        pthread_join(dispatcher, NULL); /* it returns once the queue is empty */
     if (shut < 0 && config->tolerate_failures) {
         /* Every message is in; a peer lost during the final barrier does
          * not undo that. */

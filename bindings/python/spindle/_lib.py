@@ -125,6 +125,7 @@ LAYOUT_FN = ctypes.CFUNCTYPE(
 PERSISTED_FN = ctypes.CFUNCTYPE(
     None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint64
 )
+SEND_READY_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32)
 LOG_SINK_FN = ctypes.CFUNCTYPE(
     None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p
 )
@@ -171,6 +172,10 @@ class GroupOptions(ctypes.Structure):
         ("num_logged_subgroups", ctypes.c_uint32),
         ("persisted", PERSISTED_FN),
         ("persisted_ctx", ctypes.c_void_p),
+        ("dispatch", ctypes.c_bool),
+        ("dispatch_queue_bytes", ctypes.c_size_t),
+        ("send_ready", SEND_READY_FN),
+        ("send_ready_ctx", ctypes.c_void_p),
     ]
 
 
@@ -207,6 +212,8 @@ class Stats(ctypes.Structure):
         ("log_syncs", ctypes.c_uint64),
         ("log_deliveries_held", ctypes.c_uint64),
         ("log_queue_waits", ctypes.c_uint64),
+        ("dispatch_queue_bytes", ctypes.c_uint64),
+        ("dispatch_queue_peak", ctypes.c_uint64),
     ]
 
 

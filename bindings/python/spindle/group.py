@@ -193,6 +193,10 @@ _MANAGED = {
     "num_logged_subgroups": "logged_subgroups",
     "persisted": "(not supported by the bindings yet: use flush_persistent or persisted)",
     "persisted_ctx": "(not supported by the bindings yet: use flush_persistent or persisted)",
+    "dispatch": "(not supported by the bindings yet)",
+    "dispatch_queue_bytes": "(not supported by the bindings yet)",
+    "send_ready": "(not supported by the bindings yet)",
+    "send_ready_ctx": "(not supported by the bindings yet)",
 }
 
 
