@@ -16,6 +16,8 @@
 #   make fuzz    every libFuzzer target for FUZZ_SECONDS (60) each, FUZZ_JOBS
 #                (one per core) at a time, built with clang in build-fuzz/;
 #                non-zero on any finding (docs/FUZZING.md)
+#   make abi     the library's ABI against the baseline abi/ (abidiff,
+#                docs/ABI.md); non-zero when a public function was removed
 
 BUILD   ?= build
 JOBS    ?= $(shell nproc)
@@ -26,7 +28,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS    ?= $(JOBS)
 
-.PHONY: all deps configure build demo test asan tsan bench install check models fuzz clean
+.PHONY: all deps configure build demo test asan tsan bench install check models fuzz abi clean
 
 all: build
 
@@ -77,6 +79,12 @@ fuzz: deps
 		-DSPINDLE_BUILD_TOOLS=OFF -DSPINDLE_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	bash scripts/fuzz.sh -j $(FUZZ_JOBS) $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# Only the library: the ABI is the shared library's (it needs the default
+# RelWithDebInfo build type, or Debug, for abidw's debug information).
+abi: configure
+	cmake --build $(BUILD) -j $(JOBS) --target spindle
+	bash scripts/check-abi.sh $(BUILD)
 
 clean:
 	rm -rf build build-asan build-tsan $(FUZZ_BUILD)
