@@ -16,6 +16,14 @@
 #   make fuzz    every libFuzzer target for FUZZ_SECONDS (60) each, FUZZ_JOBS
 #                (one per core) at a time, built with clang in build-fuzz/;
 #                non-zero on any finding (docs/FUZZING.md)
+#   make abi     the library's ABI against the baseline abi/ (abidiff,
+#                docs/ABI.md); non-zero when a public function was removed
+#   make deb     the Debian packages in build-deb/ with dpkg-buildpackage
+#                (DEB_BUILD_OPTIONS=nocheck by default: the suite is `make
+#                test`), then lintian; non-zero on a lintian error
+#                (docs/PACKAGING.md)
+#   make deb-check  the packages of `make deb` installed into a clean Debian 12
+#                root (debootstrap) and used there: a few minutes, network
 
 BUILD   ?= build
 JOBS    ?= $(shell nproc)
@@ -25,8 +33,11 @@ CTEST_FLAGS ?= --output-on-failure
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS    ?= $(JOBS)
+DEB_OUT      ?= build-deb
+DEB_BUILD_OPTIONS ?= nocheck
 
-.PHONY: all deps configure build demo test asan tsan bench install check models fuzz clean
+.PHONY: all deps configure build demo test asan tsan bench install check models fuzz abi deb \
+	deb-check clean
 
 all: build
 
@@ -78,5 +89,19 @@ fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	bash scripts/fuzz.sh -j $(FUZZ_JOBS) $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
+# Only the library: the ABI is the shared library's (it needs the default
+# RelWithDebInfo build type, or Debug, for abidw's debug information).
+abi: configure
+	cmake --build $(BUILD) -j $(JOBS) --target spindle
+	bash scripts/check-abi.sh $(BUILD)
+
+# Builds from a copy of the tree under $(DEB_OUT), so dpkg-buildpackage's
+# output stays there too.
+deb:
+	DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" bash scripts/build-deb.sh $(DEB_OUT)
+
+deb-check: deb
+	bash scripts/check-deb.sh $(DEB_OUT)
+
 clean:
-	rm -rf build build-asan build-tsan $(FUZZ_BUILD)
+	rm -rf build build-asan build-tsan $(FUZZ_BUILD) $(DEB_OUT)
