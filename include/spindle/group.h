@@ -151,10 +151,11 @@ typedef void (*spindle_deliver_fn)(void *ctx, const struct spindle_message *mess
  * member of the subgroup in that view that did not fail (at a view change
  * the last frontier of the old view is reported once every survivor made
  * its trim durable). Frontiers only grow, in (view_id, frontier) order;
- * one never passes a message before its delivery upcall. Runs where
- * deliveries do (the predicate thread, or the membership thread for a
- * view change), with the same rules: keep it short, call no group
- * function.
+ * in the default mode one never passes a message before its delivery
+ * upcall. Runs on the predicate thread (or the membership thread for a
+ * view change), with the rules of an upcall there: keep it short, call no
+ * group function. In dispatch mode too: it is not queued, so it may report
+ * messages that are still waiting in the dispatch queue.
  */
 typedef void (*spindle_persisted_fn)(void *ctx, uint32_t subgroup, uint64_t view_id,
                                      uint64_t frontier);
