@@ -3,7 +3,7 @@
  *
  *   [group]        name, transport, provider, device, failure_timeout_ms,
  *                  slow_member_ms, tie_breaker, log_level, key_file,
- *                  accept_key_file, log_dir
+ *                  accept_key_file, log_dir, admin_dir
  *   [member.N]     host, port, name      (N is the member id)
  *   [subgroup.N]   members, senders, window_size, max_payload, mode, logged
  *   [bench]        messages, message_size, duration_ms
@@ -74,6 +74,7 @@ struct spindle_config {
         const char *key_file;        /* group key file (docs/SECURITY.md), NULL = none */
         const char *accept_key_file; /* a second key accepted (rotation), NULL = none */
         const char *log_dir;         /* this member's log directory (docs/LOGS.md), NULL = none */
+        const char *admin_dir;       /* admin socket's directory (docs/OPERATIONS.md), "off" */
     } group;
     uint32_t num_members;
     const struct spindle_config_member *members; /* sorted by id */

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "group/admin.h"
 #include "group/group_impl.h"
 #include "transport/transport.h"
 #include "util/crc32c.h"
@@ -350,6 +351,7 @@ int group_create_with(const struct spindle_group_options *options,
     if (group == NULL)
         return sp_error(SPINDLE_ENOMEM, "no memory for the group handle");
     group->options = *options;
+    pthread_mutex_init(&group->end_lock, NULL);
     if (options->join == NULL)
         rc = group_bootstrap_parse(options, &group->boot);
     if (rc == 0)
@@ -368,6 +370,9 @@ int group_create_with(const struct spindle_group_options *options,
     if (rc == 0)
         rc = options->join != NULL ? create_joiner(group, subgroups, num_subgroups)
                                    : create_first(group, subgroups, num_subgroups);
+    /* Once the member id is known (a joiner learns it from the group). */
+    if (rc == 0)
+        rc = admin_start(group, &group->admin);
     if (rc < 0) {
         spindle_group_destroy(group);
         return rc;
@@ -384,10 +389,20 @@ SPINDLE_API int spindle_group_identity(spindle_group_t *group, uint32_t member_i
     return view_identity(&group->membership, member_id, out);
 }
 
+static int shutdown_locked(spindle_group_t *group, int timeout_ms);
+
 SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
 {
     if (group == NULL)
         return sp_error(SPINDLE_EINVAL, "group is NULL");
+    pthread_mutex_lock(&group->end_lock);
+    int rc = shutdown_locked(group, timeout_ms);
+    pthread_mutex_unlock(&group->end_lock);
+    return rc;
+}
+
+static int shutdown_locked(spindle_group_t *group, int timeout_ms)
+{
     if (group->shut_down)
         return 0;
     int rc = spindle_flush(group, timeout_ms);
@@ -406,30 +421,61 @@ SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
     return rc;
 }
 
-SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms)
+/* Why a leave cannot start (end_lock held). */
+static int leave_refused(spindle_group_t *group)
 {
-    if (group == NULL)
-        return sp_error(SPINDLE_EINVAL, "group is NULL");
     if (!group->options.tolerate_failures)
         return sp_error(SPINDLE_ENOTSUP, "leave needs tolerate_failures (without it the "
                                          "departure of a member fails the group)");
     if (group->shut_down)
         return sp_error(SPINDLE_ESHUTDOWN, "leave: the member already left or shut down");
+    return view_status(&group->membership);
+}
+
+int group_can_leave(spindle_group_t *group)
+{
+    /* Not waiting: the lock may be held by a shutdown's barrier. */
+    if (pthread_mutex_trylock(&group->end_lock) != 0)
+        return sp_error(SPINDLE_ESHUTDOWN, "leave: the member is shutting down or leaving");
+    int rc = leave_refused(group);
+    pthread_mutex_unlock(&group->end_lock);
+    return rc;
+}
+
+int group_leave_by(spindle_group_t *group, int timeout_ms, const char *why)
+{
+    pthread_mutex_lock(&group->end_lock);
+    int rc = leave_refused(group);
     /* Once flushed, every own message is stable, i.e. received by every
      * member, so the survivors' trim delivers all of them. */
-    int rc = spindle_flush(group, timeout_ms);
-    if (rc != 0)
-        return rc;
-    view_leave(&group->membership);
-    group->shut_down = true;
-    return 0;
+    if (rc == 0)
+        rc = spindle_flush(group, timeout_ms);
+    if (rc == 0) {
+        view_leave(&group->membership);
+        group->shut_down = true;
+        /* After the multicast stopped: once the status says so, sends
+         * fail (and say why). */
+        if (why != NULL)
+            view_set_terminal(&group->membership, SPINDLE_ESHUTDOWN, why);
+    }
+    pthread_mutex_unlock(&group->end_lock);
+    return rc;
+}
+
+SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "group is NULL");
+    return group_leave_by(group, timeout_ms, NULL);
 }
 
 SPINDLE_API void spindle_group_destroy(spindle_group_t *group)
 {
     if (group == NULL)
         return;
+    admin_stop(group->admin); /* first: it may be running a leave */
     view_membership_destroy(&group->membership);
     ctl_keyring_clear(&group->keys);
+    pthread_mutex_destroy(&group->end_lock);
     free(group);
 }

@@ -42,7 +42,8 @@ static void removed(struct view_membership *m, struct view_epoch *epoch)
         snprintf(m->terminal_msg, sizeof m->terminal_msg,
                  "removed from the group: the other members of view %llu installed the next "
                  "view without it (they suspected it failed: it was stopped, hung or cut off "
-                 "for longer than the failure timeout of %d ms%s)",
+                 "for longer than the failure timeout of %d ms%s; or an administrator had it "
+                 "removed, spindle-ctl remove)",
                  view, m->config.failure_timeout_ms, slow);
         sp_log(SP_LOG_ERROR, "view", "view %llu: %s", view, m->terminal_msg);
         pthread_cond_broadcast(&m->cond);

@@ -105,7 +105,7 @@ static void test_malformed_files_name_file_line_key_value(void **state)
     expect_error("[group]\ncolour = red\n",
                  ":2: colour = red: unknown key in [group] (known: name, transport, provider, "
                  "device, failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
-                 "accept_key_file, log_dir)");
+                 "accept_key_file, log_dir, admin_dir)");
     expect_error("[member.1]\nport = 70000\n", ":2: port = 70000: must be between 0 and 65535");
     expect_error("[member.1]\nport = 12ab\n",
                  ":2: port = 12ab: must be an integer between 0 and 65535");

@@ -58,3 +58,10 @@ if(TARGET spindle-info)
   set_tests_properties(info_lists_every_variable_and_key PROPERTIES LABELS "tools;config"
                        TIMEOUT 30)
 endif()
+# The administration endpoint: spindle-stat --json (read with jq) and
+# spindle-ctl remove and leave on a three-member group, strangers, garbage
+# and stale sockets refused, and the request parser.
+if(TARGET spindle-stat AND TARGET spindle-ctl)
+  spindle_add_test(test_admin SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_admin.c
+    ARGS $<TARGET_FILE:spindle-stat> $<TARGET_FILE:spindle-ctl> TIMEOUT 120 LABELS tools group)
+endif()
