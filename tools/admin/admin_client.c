@@ -210,9 +210,11 @@ static int connect_to(const char *path, char *error, size_t size)
         return fail(error, size,
                     "permission denied: %s (%s: only the member's user and root may use it)", path,
                     strerror(e));
-    if (e == ECONNREFUSED)
-        return fail(error, size, "stale socket %s: %s", path,
-                    "no process serves it (its member exited without removing it)");
+    if (e == ECONNREFUSED) {
+        fail(error, size, "stale socket %s: %s", path,
+             "no process serves it (its member exited without removing it)");
+        return ADMIN_CLIENT_STALE;
+    }
     return fail(error, size, "%s: connect: %s", path, strerror(e));
 }
 
@@ -222,7 +224,7 @@ int admin_client_ask(const char *path, const char *request, char **answer, char 
     *answer = NULL;
     int fd = connect_to(path, error, error_size);
     if (fd < 0)
-        return -1;
+        return fd;
     uint64_t deadline = now_ms() + ADMIN_CLIENT_TIMEOUT_MS;
     char line[ADMIN_REQUEST_MAX + 1];
     int length = snprintf(line, sizeof line, "%s\n", request);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #define ADMIN_CLIENT_TIMEOUT_MS 5000
+#define ADMIN_CLIENT_STALE      (-2) /* admin_client_ask: nobody serves the socket */
 
 /* One member's socket found in the directory. */
 struct admin_member {
@@ -44,8 +45,9 @@ int admin_client_member(const char *dir, const char *group, uint32_t id, struct 
 
 /* Sends request to the member at path and reads its answer (NUL-ended,
  * at most ADMIN_RESPONSE_MAX bytes) into *answer (freed by the caller).
- * 0, or -1 with why in error: "no such member", "permission denied",
- * "stale socket", a timeout. */
+ * 0, ADMIN_CLIENT_STALE for a socket nobody serves (its process died),
+ * or -1 with why in error: "no such member", "permission denied", a
+ * timeout. */
 int admin_client_ask(const char *path, const char *request, char **answer, char *error,
                      size_t error_size);
 

@@ -20,7 +20,8 @@ static const char usage[] =
     "  -d, --dir DIR   the members' socket directory (default: $XDG_RUNTIME_DIR/spindle,\n"
     "                  else /tmp/spindle-<uid>)\n"
     "  GROUP           only the members of group GROUP; GROUP/ID: member ID alone\n"
-    "Exit status: 0 every member answered, 1 none found or one did not answer, 2 usage.\n";
+    "Exit status: 0 every member answered, 1 none found or one did not answer, 2 usage;\n"
+    "sockets no process serves (a member killed) are noted on stderr.\n";
 
 int main(int argc, char **argv)
 {
@@ -83,12 +84,16 @@ int main(int argc, char **argv)
         free(members);
         return 2;
     }
-    int status = 0;
+    int status = 0, answered = 0;
     for (int i = 0; i < count; i++) {
         char *answer = NULL, error[512];
-        if (admin_client_ask(members[i].path, request, &answer, error, sizeof error) < 0) {
+        int asked = admin_client_ask(members[i].path, request, &answer, error, sizeof error);
+        if (asked < 0) {
             fprintf(stderr, "spindle-stat: %s/%u: %s\n", members[i].group, members[i].id, error);
-            status = 1;
+            /* Listing a directory, a socket left by a dead member is
+             * noted, not a failure (SIGKILL leaves them behind). */
+            if (asked != ADMIN_CLIENT_STALE || has_id)
+                status = 1;
             continue;
         }
         if (answer[0] == '{' && !admin_client_ok(answer)) {
@@ -99,12 +104,13 @@ int main(int argc, char **argv)
             fputc('\n', stderr);
             status = 1;
         } else {
-            if (!json && i > 0)
+            if (!json && answered > 0)
                 putchar('\n');
             admin_client_print(stdout, answer);
+            answered++;
         }
         free(answer);
     }
     free(members);
-    return status;
+    return answered == 0 ? 1 : status;
 }
