@@ -3,6 +3,7 @@
  * the socket lives, who may use it, and the exchange with one client at a
  * time, bounded in bytes and time.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -323,62 +324,108 @@ static void *admin_main(void *arg)
 
 /* ---- set-up ----------------------------------------------------------- */
 
-/* True when something answers at path (a live endpoint). */
-static bool someone_listens(const struct sockaddr_un *address)
+/* An address in admin's directory; false when the path does not fit. */
+static bool address_of(const struct group_admin *admin, const char *name,
+                       struct sockaddr_un *address)
+{
+    memset(address, 0, sizeof *address);
+    address->sun_family = AF_UNIX;
+    int length = snprintf(address->sun_path, sizeof address->sun_path, "%s/%s", admin->dir, name);
+    return length > 0 && (size_t)length < sizeof address->sun_path;
+}
+
+/* 1 when a process listens at address, 0 when nobody does (a stale
+ * socket: connect is refused), -1 when it cannot tell. */
+static int someone_listens(const struct sockaddr_un *address)
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return false;
-    /* A full backlog (EAGAIN) is a live endpoint too. */
-    bool live =
-        connect(fd, (const struct sockaddr *)address, sizeof *address) == 0 || errno == EAGAIN;
+        return -1;
+    int live = 1; /* a full backlog (EAGAIN) is a live endpoint too */
+    if (connect(fd, (const struct sockaddr *)address, sizeof *address) != 0)
+        live = errno == ECONNREFUSED ? 0 : errno == EAGAIN ? 1 : -1;
     close(fd);
     return live;
 }
 
-/* Binds the socket at admin->path, replacing a stale one (nobody listens),
- * and makes it mode 0600. */
+/* Removes the sockets of the directory nobody serves: members killed
+ * before they could remove theirs. Every socket is put in place only once
+ * it listens (bind_socket), so a refused connection means its process is
+ * gone. A live member is asked nothing: it sees a client that closes. */
+static void sweep_stale(const struct group_admin *admin)
+{
+    int fd = dup(admin->dir_fd);
+    DIR *listing = fd >= 0 ? fdopendir(fd) : NULL;
+    if (listing == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    uint32_t removed = 0, seen = 0;
+    struct dirent *entry;
+    while ((entry = readdir(listing)) != NULL && seen++ < 4096) {
+        size_t length = strlen(entry->d_name), suffix = strlen(ADMIN_SOCKET_SUFFIX);
+        struct stat st;
+        struct sockaddr_un address;
+        if (length <= suffix || entry->d_name[0] == '.' ||
+            strcmp(entry->d_name + length - suffix, ADMIN_SOCKET_SUFFIX) != 0 ||
+            strcmp(entry->d_name, admin->name) == 0 ||
+            fstatat(admin->dir_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISSOCK(st.st_mode) || !address_of(admin, entry->d_name, &address))
+            continue;
+        if (someone_listens(&address) == 0 && unlinkat(admin->dir_fd, entry->d_name, 0) == 0)
+            removed++;
+    }
+    closedir(listing);
+    if (removed > 0)
+        sp_log(SP_LOG_INFO, "admin", "removed %u stale sockets of members gone from %s", removed,
+               admin->dir);
+}
+
+/* Binds and listens on a temporary name, then renames the socket into
+ * place, replacing a stale one (nobody listens) but not a live one: a
+ * socket at a member's name is always one that listens. Mode 0600. */
 static int bind_socket(struct group_admin *admin)
 {
-    struct sockaddr_un address;
-    memset(&address, 0, sizeof address);
-    address.sun_family = AF_UNIX;
-    memcpy(address.sun_path, admin->path, strlen(admin->path) + 1);
+    struct sockaddr_un address, final;
+    char temporary[sizeof admin->name + 8];
+    snprintf(temporary, sizeof temporary, ".%s.new", admin->name);
+    if (!address_of(admin, temporary, &address) || !address_of(admin, admin->name, &final))
+        return sp_error(SPINDLE_EINVAL,
+                        "admin: socket path %s/.%s.new is longer than the %zu bytes a socket "
+                        "may have",
+                        admin->dir, admin->name, sizeof address.sun_path - 1);
     admin->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (admin->listen_fd < 0)
         return sp_error(SPINDLE_EIO, "admin: socket: %s", strerror(errno));
-    int rc = bind(admin->listen_fd, (struct sockaddr *)&address, sizeof address);
-    if (rc != 0 && errno == EADDRINUSE) {
-        struct stat st;
-        if (fstatat(admin->dir_fd, admin->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            !S_ISSOCK(st.st_mode))
-            return sp_error(SPINDLE_EADDRINUSE, "admin: %s exists and is not a socket",
-                            admin->path);
-        if (someone_listens(&address))
-            return sp_error(SPINDLE_EADDRINUSE,
-                            "admin: %s is served by another process (a member of another group "
-                            "of the same name and member id?)",
-                            admin->path);
-        (void)unlinkat(admin->dir_fd, admin->name, 0); /* stale: its process is gone */
-        rc = bind(admin->listen_fd, (struct sockaddr *)&address, sizeof address);
-    }
-    if (rc != 0)
-        return sp_error(errno == EADDRINUSE ? SPINDLE_EADDRINUSE : SPINDLE_EIO,
-                        "admin: cannot bind %s: %s", admin->path, strerror(errno));
+    (void)unlinkat(admin->dir_fd, temporary, 0); /* left by a member of this name that died */
+    if (bind(admin->listen_fd, (struct sockaddr *)&address, sizeof address) != 0)
+        return sp_error(SPINDLE_EIO, "admin: cannot bind %s/%s: %s", admin->dir, temporary,
+                        strerror(errno));
+    int rc = 0;
     struct stat st;
-    if (fchmodat(admin->dir_fd, admin->name, 0600, 0) != 0 ||
-        fstatat(admin->dir_fd, admin->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        int error = errno;
-        (void)unlinkat(admin->dir_fd, admin->name, 0);
-        return sp_error(SPINDLE_EIO, "admin: cannot set up %s: %s", admin->path, strerror(error));
+    if (fchmodat(admin->dir_fd, temporary, 0600, 0) != 0 || listen(admin->listen_fd, 8) != 0)
+        rc = sp_error(SPINDLE_EIO, "admin: cannot set up %s/%s: %s", admin->dir, temporary,
+                      strerror(errno));
+    if (rc == 0 && fstatat(admin->dir_fd, admin->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (!S_ISSOCK(st.st_mode))
+            rc = sp_error(SPINDLE_EADDRINUSE, "admin: %s exists and is not a socket", admin->path);
+        else if (someone_listens(&final) != 0)
+            rc = sp_error(SPINDLE_EADDRINUSE,
+                          "admin: %s is served by another process (a member of another group "
+                          "of the same name and member id?)",
+                          admin->path);
     }
-    admin->dev = st.st_dev;
-    admin->ino = st.st_ino;
-    if (listen(admin->listen_fd, 8) != 0) {
-        int error = errno;
-        (void)unlinkat(admin->dir_fd, admin->name, 0);
-        return sp_error(SPINDLE_EIO, "admin: cannot listen on %s: %s", admin->path,
-                        strerror(error));
+    if (rc == 0 && renameat(admin->dir_fd, temporary, admin->dir_fd, admin->name) != 0)
+        rc = sp_error(SPINDLE_EIO, "admin: cannot put %s in place: %s", admin->path,
+                      strerror(errno));
+    if (rc < 0) {
+        (void)unlinkat(admin->dir_fd, temporary, 0);
+        return rc;
+    }
+    if (fstatat(admin->dir_fd, admin->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        admin->dev = st.st_dev;
+        admin->ino = st.st_ino;
     }
     return 0;
 }
@@ -401,6 +448,8 @@ static int open_endpoint(struct group_admin *admin, const char *dir)
                              "use a directory of your own (admin_dir)", &admin->dir_fd);
     if (rc == 0)
         rc = bind_socket(admin);
+    if (rc == 0)
+        sweep_stale(admin);
     if (rc == 0) {
         admin->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (admin->stop_fd < 0)

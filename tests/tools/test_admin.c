@@ -378,14 +378,20 @@ static void test_endpoint_refuses_strangers_and_garbage(void **state)
     char bootstrap[128], path[256];
     snprintf(bootstrap, sizeof bootstrap, "%s/alone", root);
     snprintf(path, sizeof path, "%s/alone-0.sock", admin_dir);
-    /* A socket whose process is gone: named as stale, then replaced. */
-    int stale = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un address = {.sun_family = AF_UNIX};
-    assert_true(strlen(path) < sizeof address.sun_path);
-    memcpy(address.sun_path, path, strlen(path) + 1);
+    /* Sockets whose processes are gone: named as stale; at creation the
+     * member's own is replaced and another member's removed. */
+    char other[256];
+    snprintf(other, sizeof other, "%s/other-5.sock", admin_dir);
     assert_int_equal(mkdir(admin_dir, 0700) == 0 || errno == EEXIST, 1);
-    assert_int_equal(bind(stale, (struct sockaddr *)&address, sizeof address), 0);
-    close(stale);
+    const char *stale_paths[2] = {path, other};
+    for (int i = 0; i < 2; i++) {
+        int stale = socket(AF_UNIX, SOCK_STREAM, 0);
+        struct sockaddr_un address = {.sun_family = AF_UNIX};
+        assert_true(strlen(stale_paths[i]) < sizeof address.sun_path);
+        memcpy(address.sun_path, stale_paths[i], strlen(stale_paths[i]) + 1);
+        assert_int_equal(bind(stale, (struct sockaddr *)&address, sizeof address), 0);
+        close(stale);
+    }
     expect_run(1, "stale socket", "%s --dir %s alone/0", stat_tool, admin_dir);
     expect_run(1, "stale socket", "%s --dir %s", stat_tool, admin_dir); /* nobody answered */
 
@@ -401,6 +407,7 @@ static void test_endpoint_refuses_strangers_and_garbage(void **state)
     assert_int_equal(stat(path, &st), 0);
     assert_true(S_ISSOCK(st.st_mode));
     assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(access(other, F_OK), -1);
     expect_run(0, "\"ok\":true", "%s --json --dir %s alone/0", stat_tool, admin_dir);
 
     /* Garbage, an oversized line, unknown commands: an error each. */
