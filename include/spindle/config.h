@@ -3,7 +3,7 @@
  *
  *   [group]        name, transport, provider, device, failure_timeout_ms,
  *                  slow_member_ms, tie_breaker, log_level, key_file,
- *                  accept_key_file, log_dir
+ *                  accept_key_file, log_dir, admin_dir
  *   [member.N]     host, port, name      (N is the member id)
  *   [subgroup.N]   members, senders, window_size, max_payload, mode, logged
  *   [bench]        messages, message_size, duration_ms
@@ -76,6 +76,7 @@ struct spindle_config {
         const char *log_dir;           /* this member's log directory (docs/LOGS.md), NULL = none */
         bool dispatch;                 /* dispatch mode (docs/DISPATCH.md), default false */
         uint64_t dispatch_queue_bytes; /* its queue's bound, 0 = the library's default */
+        const char *admin_dir;         /* admin socket's directory (docs/OPERATIONS.md), "off" */
     } group;
     uint32_t num_members;
     const struct spindle_config_member *members; /* sorted by id */

@@ -334,6 +334,20 @@ struct spindle_group_options {
      * does not dispatch it within failure_timeout_ms refuses the joiner.) */
     spindle_send_ready_fn send_ready;
     void *send_ready_ctx;
+    /*
+     * Administration endpoint (docs/OPERATIONS.md): a Unix-domain socket
+     * <group name>-<member id>.sock in admin_dir, through which
+     * spindle-stat reads this member's view, subgroups, counters and
+     * transport, and spindle-ctl asks it to leave or to have another
+     * member removed. Only this user and root are answered (directory of
+     * this user's alone, socket mode 0600, the peer's uid checked). NULL,
+     * the default: $XDG_RUNTIME_DIR/spindle, or /tmp/spindle-<uid> when
+     * that is unset, created mode 0700; a problem with it is logged and the
+     * member runs without an endpoint. Another directory is created when
+     * missing and checked as log_dir is; a problem with it fails
+     * spindle_group_create. "off": no endpoint.
+     */
+    const char *admin_dir;
 };
 
 /* What one queued message costs in the dispatch queue besides its length. */
@@ -493,9 +507,11 @@ SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats
 /* 0 while this member takes part in the group. Once it has stopped on its
  * own (tolerate_failures: cut off in a minority, SPINDLE_EMINORITY; removed
  * by the others, who suspected it of failure while it was stopped or hung,
- * SPINDLE_EREMOVED; or a view change that could not complete), the error
- * that stopped it, with
- * spindle_errmsg() saying why; its sends fail with the same error. */
+ * or at an administrator's request, SPINDLE_EREMOVED; left at an
+ * administrator's request through its administration socket, spindle-ctl
+ * leave, SPINDLE_ESHUTDOWN; or a view change that could not complete), the
+ * error that stopped it, with spindle_errmsg() saying why; its sends fail
+ * with the same error. */
 SPINDLE_API int spindle_group_status(spindle_group_t *group);
 
 /* This member's index and the member count of the group (-1 on NULL). */
@@ -523,7 +539,9 @@ SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms);
  * the previous view among those who stay. Later sends fail with
  * SPINDLE_ESHUTDOWN; the group must still be destroyed. If the flush fails
  * (SPINDLE_ETIMEDOUT...), nothing was announced and the member is still in
- * the group.
+ * the group. spindle-ctl leave makes a member leave the same way
+ * (admin_dir, docs/OPERATIONS.md); a leave or shutdown that comes second
+ * finds the member gone.
  */
 SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms);
 

@@ -16,6 +16,10 @@ static const struct cfg_env_var env_table[] = {
      "log level, read at the first log line until spindle_log_set_level() sets one; wins over "
      "the file's log_level in spindle_group_setup_from_config/_from_env",
      "[group] log_level"},
+    {"XDG_RUNTIME_DIR", "path", "unset",
+     "the user's runtime directory: administration sockets go to its spindle/ by default, and "
+     "spindle-stat and spindle-ctl look there",
+     NULL},
     {"SPINDLE_VERBS_DCT", "0, or anything else", "on",
      "verbs: 0 stops the backend from trying DC (dynamically connected) transport by default; "
      "unset or another value: DC where the device has it, RC otherwise",
@@ -81,6 +85,9 @@ static const struct cfg_env_var env_table[] = {
      "[group] dispatch"},
     {"SPINDLE_GROUP_DISPATCH_QUEUE_BYTES", "bytes, 0 = 8 MiB", "0",
      "most bytes of deliveries queued for spindle_dispatch", "[group] dispatch_queue_bytes"},
+    {"SPINDLE_GROUP_ADMIN_DIR", "path, or off", "$XDG_RUNTIME_DIR/spindle, else /tmp/spindle-<uid>",
+     "where this member's administration socket goes (spindle-stat, spindle-ctl); off: none",
+     "[group] admin_dir"},
     {"SPINDLE_MEMBER_<N>_HOST", "host name or address", "127.0.0.1",
      "where member N listens (a [member.N] the file defines)", "[member.N] host"},
     {"SPINDLE_MEMBER_<N>_PORT", "0 .. 65535", "0",

@@ -19,7 +19,7 @@
 struct cfg_owner {
     struct spindle_config pub; /* first: the public pointer is the owner */
     char *path, *name, *transport, *provider, *device, *log_level, *key_file, *accept_key_file,
-        *log_dir;
+        *log_dir, *admin_dir;
     struct cfg_member *members;
     struct cfg_subgroup *subgroups;
     struct spindle_config_member *pub_members;
@@ -56,6 +56,7 @@ static const char *const group_keys[] = {"name",
                                          "log_dir",
                                          "dispatch",
                                          "dispatch_queue_bytes",
+                                         "admin_dir",
                                          NULL};
 static const char *const member_keys[] = {"host", "port", "name", NULL};
 static const char *const subgroup_keys[] = {"members", "senders", "window_size", "max_payload",
@@ -244,9 +245,15 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
         o->pub.group.dispatch_queue_bytes = n;
         return 0;
     }
+    if (strcmp(key, "admin_dir") == 0) {
+        /* Checked when the group opens it (owner, mode, no link). */
+        if (value[0] == '\0')
+            return cfg_problem("must name the administration socket's directory, or off");
+        return cfg_string(&o->admin_dir, value);
+    }
     return cfg_problem("unknown key in [group] (known: name, transport, provider, device, "
                        "failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
-                       "accept_key_file, log_dir, dispatch, dispatch_queue_bytes)");
+                       "accept_key_file, log_dir, dispatch, dispatch_queue_bytes, admin_dir)");
 }
 
 static int cfg_apply_member(struct cfg_member *m, const char *key, const char *value)
@@ -366,6 +373,7 @@ static void cfg_sync(struct cfg_owner *o)
     o->pub.group.key_file = o->key_file;
     o->pub.group.accept_key_file = o->accept_key_file;
     o->pub.group.log_dir = o->log_dir;
+    o->pub.group.admin_dir = o->admin_dir;
 }
 
 int cfg_apply(struct spindle_config *config, const struct cfg_target *t, const char *key,
@@ -556,5 +564,6 @@ void spindle_config_free(struct spindle_config *config)
     free(o->key_file);
     free(o->accept_key_file);
     free(o->log_dir);
+    free(o->admin_dir);
     free(o);
 }

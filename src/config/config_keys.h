@@ -18,8 +18,8 @@
 
 enum cfg_kind { CFG_GROUP, CFG_MEMBER, CFG_SUBGROUP, CFG_BENCH };
 
-/* Most keys a section kind has ([group]'s thirteen). */
-#define CFG_MAX_KEYS 13
+/* Most keys a section kind has ([group]'s fourteen). */
+#define CFG_MAX_KEYS 14
 
 /* The line each key of one section was set on in the file (0: not set),
  * by its index in cfg_keys(): a second setting is a duplicate. */

@@ -88,6 +88,7 @@ static int setup_group_values(const struct spindle_config *config, uint32_t self
     o->group_name = setup_strdup(out, config->group.name, &failed);
     o->key_file = setup_strdup(out, config->group.key_file, &failed);
     o->accept_key_file = setup_strdup(out, config->group.accept_key_file, &failed);
+    o->admin_dir = setup_strdup(out, config->group.admin_dir, &failed);
     if (config->group.failure_timeout_ms > 0)
         o->failure_timeout_ms = config->group.failure_timeout_ms;
     o->slow_member_ms = config->group.slow_member_ms;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "group/admin.h"
 #include "group/group_impl.h"
 #include "transport/transport.h"
 #include "util/crc32c.h"
@@ -393,6 +394,7 @@ int group_create_with(const struct spindle_group_options *options,
     if (group == NULL)
         return sp_error(SPINDLE_ENOMEM, "no memory for the group handle");
     group->options = *options;
+    pthread_mutex_init(&group->end_lock, NULL);
     if (options->join == NULL)
         rc = group_bootstrap_parse(options, &group->boot);
     if (rc == 0)
@@ -413,6 +415,9 @@ int group_create_with(const struct spindle_group_options *options,
     if (rc == 0)
         rc = options->join != NULL ? create_joiner(group, subgroups, num_subgroups)
                                    : create_first(group, subgroups, num_subgroups);
+    /* Once the member id is known (a joiner learns it from the group). */
+    if (rc == 0)
+        rc = admin_start(group, &group->admin);
     if (rc < 0) {
         spindle_group_destroy(group);
         return rc;
@@ -430,6 +435,8 @@ SPINDLE_API int spindle_group_identity(spindle_group_t *group, uint32_t member_i
     return view_identity(&group->membership, member_id, out, u != NULL && u->lockless);
 }
 
+static int shutdown_locked(spindle_group_t *group, int timeout_ms);
+
 SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
 {
     if (group == NULL)
@@ -437,6 +444,14 @@ SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
     int refused = group_upcall_refuse(group, "spindle_group_shutdown");
     if (refused < 0)
         return refused;
+    pthread_mutex_lock(&group->end_lock);
+    int rc = shutdown_locked(group, timeout_ms);
+    pthread_mutex_unlock(&group->end_lock);
+    return rc;
+}
+
+static int shutdown_locked(spindle_group_t *group, int timeout_ms)
+{
     if (group->shut_down)
         return 0;
     int rc = spindle_flush(group, timeout_ms);
@@ -456,6 +471,48 @@ SPINDLE_API int spindle_group_shutdown(spindle_group_t *group, int timeout_ms)
     return rc;
 }
 
+/* Why a leave cannot start (end_lock held). */
+static int leave_refused(spindle_group_t *group)
+{
+    if (!group->options.tolerate_failures)
+        return sp_error(SPINDLE_ENOTSUP, "leave needs tolerate_failures (without it the "
+                                         "departure of a member fails the group)");
+    if (group->shut_down)
+        return sp_error(SPINDLE_ESHUTDOWN, "leave: the member already left or shut down");
+    return view_status(&group->membership);
+}
+
+int group_can_leave(spindle_group_t *group)
+{
+    /* Not waiting: the lock may be held by a shutdown's barrier. */
+    if (pthread_mutex_trylock(&group->end_lock) != 0)
+        return sp_error(SPINDLE_ESHUTDOWN, "leave: the member is shutting down or leaving");
+    int rc = leave_refused(group);
+    pthread_mutex_unlock(&group->end_lock);
+    return rc;
+}
+
+int group_leave_by(spindle_group_t *group, int timeout_ms, const char *why)
+{
+    pthread_mutex_lock(&group->end_lock);
+    int rc = leave_refused(group);
+    /* Once flushed, every own message is stable, i.e. received by every
+     * member, so the survivors' trim delivers all of them. */
+    if (rc == 0)
+        rc = spindle_flush(group, timeout_ms);
+    if (rc == 0) {
+        view_leave(&group->membership);
+        group->shut_down = true;
+        group_dispatch_close(group->dispatch);
+        /* After the multicast stopped: once the status says so, sends
+         * fail (and say why). */
+        if (why != NULL)
+            view_set_terminal(&group->membership, SPINDLE_ESHUTDOWN, why);
+    }
+    pthread_mutex_unlock(&group->end_lock);
+    return rc;
+}
+
 SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms)
 {
     if (group == NULL)
@@ -463,20 +520,7 @@ SPINDLE_API int spindle_group_leave(spindle_group_t *group, int timeout_ms)
     int refused = group_upcall_refuse(group, "spindle_group_leave");
     if (refused < 0)
         return refused;
-    if (!group->options.tolerate_failures)
-        return sp_error(SPINDLE_ENOTSUP, "leave needs tolerate_failures (without it the "
-                                         "departure of a member fails the group)");
-    if (group->shut_down)
-        return sp_error(SPINDLE_ESHUTDOWN, "leave: the member already left or shut down");
-    /* Once flushed, every own message is stable, i.e. received by every
-     * member, so the survivors' trim delivers all of them. */
-    int rc = spindle_flush(group, timeout_ms);
-    if (rc != 0)
-        return rc;
-    view_leave(&group->membership);
-    group->shut_down = true;
-    group_dispatch_close(group->dispatch);
-    return 0;
+    return group_leave_by(group, timeout_ms, NULL);
 }
 
 SPINDLE_API void spindle_group_destroy(spindle_group_t *group)
@@ -487,8 +531,10 @@ SPINDLE_API void spindle_group_destroy(spindle_group_t *group)
         SP_LOG_ERR("group", "%s: the group is not destroyed", spindle_errmsg());
         return;
     }
+    admin_stop(group->admin); /* first: it may be running a leave */
     view_membership_destroy(&group->membership);
     group_dispatch_destroy(group->dispatch);
     ctl_keyring_clear(&group->keys);
+    pthread_mutex_destroy(&group->end_lock);
     free(group);
 }

@@ -10,6 +10,7 @@
 #ifndef SP_GROUP_GROUP_IMPL_H
 #define SP_GROUP_GROUP_IMPL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include <spindle/group.h>
@@ -25,8 +26,12 @@ struct spindle_group {
     char group_name[64];
     struct ctl_keyring keys; /* from options.key_file; count 0: none */
     struct view_membership membership;
+    /* shut_down: set by shutdown and leave, on the application's thread or
+     * the administration endpoint's (end_lock serialises them). */
+    pthread_mutex_t end_lock;
     bool shut_down;
     struct group_dispatch *dispatch; /* dispatch mode's queue; NULL: default mode */
+    struct group_admin *admin;       /* the administration endpoint (group/admin.h); NULL: none */
 };
 
 /* ---- group_upcall.c: the thread inside an upcall ------------------------
@@ -108,5 +113,14 @@ struct group_test_options {
 int group_create_with(const struct spindle_group_options *options,
                       const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups,
                       const struct group_test_options *test, spindle_group_t **out);
+
+/* 0 when a leave may start now, else why not (SPINDLE_ENOTSUP without
+ * tolerate_failures, SPINDLE_ESHUTDOWN when the member left, shut down or
+ * stopped). */
+int group_can_leave(spindle_group_t *group);
+/* spindle_group_leave, asked by someone other than the application: once
+ * flushed, the member's status becomes SPINDLE_ESHUTDOWN with why
+ * (spindle_group_status), so its later calls say why they fail. */
+int group_leave_by(spindle_group_t *group, int timeout_ms, const char *why);
 
 #endif

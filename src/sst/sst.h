@@ -245,6 +245,18 @@ bool sst_row_failed(struct sst_table *table, uint32_t row);
  * layer above suspects a member the SST cannot judge (one that keeps up too
  * slowly). Predicate thread, lock held. */
 void sst_table_suspect(struct sst_table *table, uint32_t row, int error);
+/* The link to the owner of a row of table, for reports (spindle-stat). */
+enum sst_link {
+    SST_LINK_SELF,      /* this member's own row */
+    SST_LINK_CONNECTED, /* connected and not known to have failed */
+    SST_LINK_FAILED,    /* reported through the failure callback, or its peer failed */
+    SST_LINK_NONE,      /* not connected (yet), or row outside the table */
+};
+/* The state of row's link. Takes the engine lock for a moment: any thread
+ * but the predicate thread. */
+enum sst_link sst_table_link(struct sst_table *table, uint32_t row);
+/* The name of the engine's transport backend ("shm", "fabric", "verbs"). */
+const char *sst_engine_backend(const struct sst_engine *engine);
 /* Local copy of a row. */
 uint8_t *sst_row(struct sst_table *table, uint32_t row);
 /* Local mapping of this member's side region (NULL when it has none). */

@@ -206,6 +206,30 @@ void sst_table_suspect(struct sst_table *table, uint32_t row, int error)
         engine->on_failure(engine->on_failure_ctx, table, row, error);
 }
 
+enum sst_link sst_table_link(struct sst_table *table, uint32_t row)
+{
+    if (row >= table->num_rows)
+        return SST_LINK_NONE;
+    if (row == table->my_row)
+        return SST_LINK_SELF;
+    struct sst_engine *engine = table->engine;
+    /* The peer cache may grow (a join) under the lock. */
+    pthread_mutex_lock(&engine->lock);
+    int32_t peer = table->peer_of_row[row];
+    enum sst_link link = SST_LINK_NONE;
+    if (atomic_load(&table->failed[row]) || (peer >= 0 && engine->peers[peer].failed))
+        link = SST_LINK_FAILED;
+    else if (peer >= 0)
+        link = SST_LINK_CONNECTED;
+    pthread_mutex_unlock(&engine->lock);
+    return link;
+}
+
+const char *sst_engine_backend(const struct sst_engine *engine)
+{
+    return tp_name(engine->endpoint);
+}
+
 uint8_t *sst_side(struct sst_table *table)
 {
     return table->side;

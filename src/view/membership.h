@@ -257,4 +257,49 @@ void view_wake(struct view_membership *m);
  * under, keeps the view from being retired meanwhile). */
 struct smc_group *view_upcall_smc(struct view_membership *m);
 
+/* ---- view_admin.c: what the administration endpoint (src/group) asks -- */
+
+/* One member of the current view, as a report shows it. */
+struct view_snapshot_member {
+    uint32_t id;
+    struct spindle_member_identity identity;
+    enum sst_link link; /* of this member's table to that member's row */
+    bool suspected;     /* reported failed in the current view */
+};
+
+/* A copy of the current view and its multicast's figures. */
+struct view_snapshot {
+    uint64_t view_id;
+    uint32_t num_members;
+    uint32_t my_rank;
+    struct view_snapshot_member members[VIEW_MAX_MEMBERS]; /* by rank */
+    uint32_t num_subgroups;
+    struct smc_layout *layouts;                  /* [num_subgroups], in ranks of this view */
+    uint64_t *delivered;                         /* [num_subgroups]: this member's delivered_num */
+    uint64_t logged[SPINDLE_MAX_SUBGROUPS / 64]; /* config.logged */
+    const char *backend;                         /* the transport's name */
+    bool changing;                               /* a view change is wanted or under way */
+};
+
+/* Fills out from the current view (read side of smc_lock, and the engine
+ * lock for a moment per subgroup and member): any thread but the predicate
+ * thread. SPINDLE_EINVAL before the first view, SPINDLE_ENOMEM; out is
+ * freed with view_snapshot_free either way. */
+int view_snapshot(struct view_membership *m, struct view_snapshot *out);
+void view_snapshot_free(struct view_snapshot *snapshot);
+/*
+ * Has member id removed from the group as a failure detector would: this
+ * member suspects it, and the members install a view without it (the
+ * removed member, if alive, learns SPINDLE_EREMOVED). Any thread.
+ * SPINDLE_ENOTSUP without tolerate_failures, SPINDLE_ESHUTDOWN when this
+ * member stopped or is shutting down, SPINDLE_EINVAL for this member
+ * itself, SPINDLE_ENOENT for an id not in the current view,
+ * SPINDLE_EMINORITY when the others would not be a quorum without it.
+ */
+int view_remove_member(struct view_membership *m, uint32_t id);
+/* Stops the member for good with error and why (view_status), unless it
+ * already stopped: what an application sees after a leave it did not ask
+ * for. */
+void view_set_terminal(struct view_membership *m, int error, const char *why);
+
 #endif

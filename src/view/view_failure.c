@@ -20,12 +20,19 @@
 /* The others installed a view without this member (it was suspected: a
  * stopped or hung process that resumed, a partition that healed). It
  * stops for good: its calls return SPINDLE_EREMOVED saying so, and it
- * delivers nothing more. Engine lock held (predicate thread). */
+ * delivers nothing more. The multicast fails first, so that once
+ * view_status says so, a send fails too. Engine lock held (predicate
+ * thread). */
 static void removed(struct view_membership *m, struct view_epoch *epoch)
 {
     unsigned long long view = (unsigned long long)epoch->view.id;
     pthread_mutex_lock(&m->lock);
     bool stops = !m->stop && m->terminal == 0; /* not after leave or another end */
+    pthread_mutex_unlock(&m->lock);
+    if (stops)
+        smc_group_fail(epoch->smc, SPINDLE_EREMOVED);
+    pthread_mutex_lock(&m->lock);
+    stops = stops && !m->stop && m->terminal == 0;
     if (stops) {
         m->terminal = SPINDLE_EREMOVED;
         char slow[64] = "";
@@ -35,14 +42,13 @@ static void removed(struct view_membership *m, struct view_epoch *epoch)
         snprintf(m->terminal_msg, sizeof m->terminal_msg,
                  "removed from the group: the other members of view %llu installed the next "
                  "view without it (they suspected it failed: it was stopped, hung or cut off "
-                 "for longer than the failure timeout of %d ms%s)",
+                 "for longer than the failure timeout of %d ms%s; or an administrator had it "
+                 "removed, spindle-ctl remove)",
                  view, m->config.failure_timeout_ms, slow);
         sp_log(SP_LOG_ERROR, "view", "view %llu: %s", view, m->terminal_msg);
         pthread_cond_broadcast(&m->cond);
     }
     pthread_mutex_unlock(&m->lock);
-    if (stops)
-        smc_group_fail(epoch->smc, SPINDLE_EREMOVED);
 }
 
 void view_on_failure(void *ctx, struct sst_table *table, uint32_t row, int error)
@@ -265,8 +271,18 @@ uint64_t view_current_id(const struct view_membership *m)
 
 int view_after_error(struct view_membership *m, uint64_t used_view, int rc)
 {
-    if (rc == SPINDLE_EREMOVED)
-        return view_status(m);
+    if (rc == SPINDLE_EREMOVED) {
+        /* removed() fails the multicast before it records why: wait the
+         * moment between. */
+        struct timespec ts;
+        view_deadline_in(&ts, 1000);
+        pthread_mutex_lock(&m->lock);
+        while (m->terminal == 0 && !m->stop && pthread_cond_timedwait(&m->cond, &m->lock, &ts) == 0)
+            ;
+        pthread_mutex_unlock(&m->lock);
+        int status = view_status(m);
+        return status != 0 ? status : rc;
+    }
     if (!m->config.tolerate_failures || (rc != SPINDLE_ESHUTDOWN && rc != SPINDLE_EPEERFAILED))
         return rc;
     pthread_mutex_lock(&m->lock);

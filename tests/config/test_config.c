@@ -107,7 +107,7 @@ static void test_malformed_files_name_file_line_key_value(void **state)
     expect_error("[group]\ncolour = red\n",
                  ":2: colour = red: unknown key in [group] (known: name, transport, provider, "
                  "device, failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
-                 "accept_key_file, log_dir, dispatch, dispatch_queue_bytes)");
+                 "accept_key_file, log_dir, dispatch, dispatch_queue_bytes, admin_dir)");
     expect_error("[group]\ndispatch = sometimes\n",
                  ":2: dispatch = sometimes: must be true or false");
     expect_error("[group]\ndispatch_queue_bytes = -1\n",

@@ -18,6 +18,7 @@
 #include "control/ctl_wire.h"
 #include "fuzz_common.h"
 #include "fuzz_ctl_keys.h"
+#include "group/admin.h"
 #include "log/log_format.h"
 #include "transport/shm/shm_impl.h"
 #include "view/view_wire_samples.h"
@@ -384,6 +385,21 @@ static void log_seeds(void)
     write_seed("fuzz_log_record", "segment-header", buf, LOG_SEGMENT_HEADER_SIZE);
 }
 
+/* Every command of the administration endpoint, as a client sends it. */
+static void admin_seeds(void)
+{
+    static const char *const lines[][2] = {
+        {"stats", "stats"}, {"stats-json", "stats json"}, {"stats-text", "stats text"},
+        {"leave", "leave"}, {"remove", "remove 12"},
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        struct admin_request request;
+        require(admin_request_parse(lines[i][1], strlen(lines[i][1]), &request),
+                "fuzz_admin_request", lines[i][0]);
+        write_seed("fuzz_admin_request", lines[i][0], lines[i][1], strlen(lines[i][1]));
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -404,5 +420,6 @@ int main(int argc, char **argv)
     config_seeds(argv[2]);
     launch_seeds();
     log_seeds();
+    admin_seeds();
     return 0;
 }

@@ -22,6 +22,9 @@ export PKG_CONFIG_PATH="$(dirname "$pc")"
 # The tools, and the manual pages: every page of man/ under share/man, and
 # man opening a function's link page and a tool's page from there.
 "$PREFIX/bin/spindle-info" --version >/dev/null || { echo "FAIL: spindle-info not installed"; exit 1; }
+for tool in spindle-stat spindle-ctl; do
+    "$PREFIX/bin/$tool" --version >/dev/null || { echo "FAIL: $tool not installed"; exit 1; }
+done
 "$PREFIX/bin/spindle-bench" --help >/dev/null ||
     { echo "FAIL: the installed spindle-bench does not run (its runpath?)"; exit 1; }
 mandir=$(find "$PREFIX" -type d -name man -path '*/share/man' | head -n 1)

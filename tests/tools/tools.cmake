@@ -67,3 +67,11 @@ if(TARGET spindle-bench)
   set_tests_properties(bench_dispatch_delivers_everything PROPERTIES LABELS "tools;group"
                        TIMEOUT 120)
 endif()
+
+# The administration endpoint: spindle-stat --json (read with jq) and
+# spindle-ctl remove and leave on a three-member group, strangers, garbage
+# and stale sockets refused, and the request parser.
+if(TARGET spindle-stat AND TARGET spindle-ctl)
+  spindle_add_test(test_admin SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_admin.c
+    ARGS $<TARGET_FILE:spindle-stat> $<TARGET_FILE:spindle-ctl> TIMEOUT 120 LABELS tools group)
+endif()

@@ -176,6 +176,7 @@ class GroupOptions(ctypes.Structure):
         ("dispatch_queue_bytes", ctypes.c_size_t),
         ("send_ready", SEND_READY_FN),
         ("send_ready_ctx", ctypes.c_void_p),
+        ("admin_dir", ctypes.c_char_p),
     ]
 
 
