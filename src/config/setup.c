@@ -89,6 +89,7 @@ static int setup_group_values(const struct spindle_config *config, uint32_t self
     o->key_file = setup_strdup(out, config->group.key_file, &failed);
     o->accept_key_file = setup_strdup(out, config->group.accept_key_file, &failed);
     o->admin_dir = setup_strdup(out, config->group.admin_dir, &failed);
+    o->log_dir = setup_strdup(out, config->group.log_dir, &failed);
     if (config->group.failure_timeout_ms > 0)
         o->failure_timeout_ms = config->group.failure_timeout_ms;
     o->slow_member_ms = config->group.slow_member_ms;
@@ -159,8 +160,10 @@ static int setup_subgroups(const struct spindle_config *config, struct spindle_g
     const char *path = config->path != NULL ? config->path : "configuration";
     uint32_t n = config->num_subgroups;
     out->subgroups = setup_keep(out, calloc(n, sizeof *out->subgroups));
-    if (out->subgroups == NULL)
+    uint32_t *logged = setup_keep(out, calloc(n, sizeof *logged));
+    if (out->subgroups == NULL || logged == NULL)
         return sp_error(SPINDLE_ENOMEM, "out of memory for the group setup");
+    uint32_t num_logged = 0;
     for (uint32_t g = 0; g < n; g++) {
         const struct spindle_config_subgroup *s = &config->subgroups[g];
         if (s->index != g)
@@ -181,8 +184,12 @@ static int setup_subgroups(const struct spindle_config *config, struct spindle_g
         sub->window_size = s->window_size;
         sub->max_payload = s->max_payload;
         sub->mode = s->mode;
+        if (s->logged) /* the loader checked that it is atomic */
+            logged[num_logged++] = g;
     }
     out->num_subgroups = n;
+    out->options.logged_subgroups = num_logged > 0 ? logged : NULL;
+    out->options.num_logged_subgroups = num_logged;
     return 0;
 }
 

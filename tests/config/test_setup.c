@@ -102,6 +102,33 @@ static void test_dispatch_mode_comes_from_the_file(void **state)
     spindle_config_free(config);
 }
 
+static void test_logged_delivery_comes_from_the_file(void **state)
+{
+    (void)state;
+    struct spindle_config *config =
+        load("[group]\nlog_dir = /var/lib/app/log\n[member.0]\nport = 9000\n"
+             "[member.1]\nport = 9001\n[subgroup.0]\nmembers = 0,1\n"
+             "[subgroup.1]\nmembers = 0,1\nlogged = true\n"
+             "[subgroup.2]\nmembers = 0,1\nmode = unordered\n"
+             "[subgroup.3]\nmembers = 1\nlogged = true\n");
+    struct spindle_group_setup setup;
+    assert_int_equal(spindle_group_setup_from_config(config, 0, &setup), 0);
+    spindle_config_free(config); /* the setup owns its copies */
+    assert_string_equal(setup.options.log_dir, "/var/lib/app/log");
+    assert_int_equal(setup.options.num_logged_subgroups, 2);
+    assert_int_equal(setup.options.logged_subgroups[0], 1);
+    assert_int_equal(setup.options.logged_subgroups[1], 3);
+    spindle_group_setup_free(&setup);
+
+    config = load("[member.0]\nport = 9000\n[subgroup.0]\nmembers = 0\n");
+    assert_int_equal(spindle_group_setup_from_config(config, 0, &setup), 0);
+    assert_null(setup.options.log_dir);
+    assert_int_equal(setup.options.num_logged_subgroups, 0);
+    assert_null(setup.options.logged_subgroups);
+    spindle_group_setup_free(&setup);
+    spindle_config_free(config);
+}
+
 static void test_file_log_level_applies_unless_environment_names_one(void **state)
 {
     (void)state;
@@ -161,6 +188,7 @@ int main(void)
         cmocka_unit_test(test_example_file_becomes_options_that_outlive_it),
         cmocka_unit_test(test_file_without_subgroups_gets_one_of_every_member),
         cmocka_unit_test(test_dispatch_mode_comes_from_the_file),
+        cmocka_unit_test(test_logged_delivery_comes_from_the_file),
         cmocka_unit_test(test_file_log_level_applies_unless_environment_names_one),
         cmocka_unit_test(test_every_gap_in_the_file_is_named),
         cmocka_unit_test(test_null_arguments_are_refused),
