@@ -102,6 +102,19 @@ static int reserve_nested(spindle_group_t *group, struct held *h, uint32_t subgr
     return 0;
 }
 
+/* A free entry of this thread's table of groups with open reservations in
+ * *out; SPINDLE_EINVAL when all HELD_GROUPS are taken. */
+static int held_free_slot(struct held **out)
+{
+    *out = held_find(NULL);
+    if (*out == NULL)
+        return sp_error(SPINDLE_EINVAL,
+                        "reserve: this thread already holds open reservations on %d groups, "
+                        "the most one thread may",
+                        HELD_GROUPS);
+    return 0;
+}
+
 /*
  * A reserve from inside a default-mode upcall of the group
  * (include/spindle/group.h, "Upcalls"): never waits, for the window or for
@@ -115,12 +128,9 @@ static int reserve_in_upcall(spindle_group_t *group, uint32_t subgroup, size_t s
     struct held *h = held_find(group);
     if (h != NULL)
         return reserve_nested(group, h, subgroup, size, flags, slot);
-    h = held_find(NULL);
-    if (h == NULL)
-        return sp_error(SPINDLE_EINVAL,
-                        "reserve: this thread already holds open reservations on %d groups, "
-                        "the most one thread may",
-                        HELD_GROUPS);
+    int taken = held_free_slot(&h);
+    if (taken < 0)
+        return taken;
     int rc = smc_reserve(view_upcall_smc(&group->membership), subgroup, size, flags, slot);
     if (rc == 0) {
         *h = (struct held){.group = group, .count = 1, .subgroups = {subgroup}, .read_side = false};
@@ -147,12 +157,9 @@ SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_
     struct held *h = held_find(group);
     if (h != NULL)
         return reserve_nested(group, h, subgroup, size, flags, slot);
-    h = held_find(NULL);
-    if (h == NULL)
-        return sp_error(SPINDLE_EINVAL,
-                        "reserve: this thread already holds open reservations on %d groups, "
-                        "the most one thread may",
-                        HELD_GROUPS);
+    int taken = held_free_slot(&h);
+    if (taken < 0)
+        return taken;
     for (;;) {
         struct smc_group *smc = view_acquire(&group->membership);
         uint64_t view = view_current_id(&group->membership);
