@@ -121,8 +121,28 @@ void log_test_delay_syncs(unsigned ms)
     __atomic_store_n(&sync_delay_ms, ms, __ATOMIC_RELAXED);
 }
 
+static pthread_mutex_t sync_gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_gate_opened = PTHREAD_COND_INITIALIZER;
+static bool sync_gate_closed; /* under sync_gate_lock: log_test_hold_syncs */
+
+/* Used by tests only (tests/log/test_log_delivery.c: a disk that takes
+ * nothing until the test says so). */
+// cppcheck-suppress unusedFunction
+void log_test_hold_syncs(bool hold)
+{
+    pthread_mutex_lock(&sync_gate_lock);
+    sync_gate_closed = hold;
+    if (!hold)
+        pthread_cond_broadcast(&sync_gate_opened);
+    pthread_mutex_unlock(&sync_gate_lock);
+}
+
 static void sync_delay(void)
 {
+    pthread_mutex_lock(&sync_gate_lock);
+    while (sync_gate_closed)
+        pthread_cond_wait(&sync_gate_opened, &sync_gate_lock);
+    pthread_mutex_unlock(&sync_gate_lock);
     unsigned ms = __atomic_load_n(&sync_delay_ms, __ATOMIC_RELAXED);
     if (ms == 0)
         return;

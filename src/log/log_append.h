@@ -21,6 +21,7 @@
 #ifndef SP_LOG_LOG_APPEND_H
 #define SP_LOG_LOG_APPEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -100,5 +101,8 @@ int log_appender_stop(struct log_appender *app);
 /* Test hook: every fdatasync of this process's appenders is preceded by a
  * pause of ms milliseconds (a slow disk); 0, the default, turns it off. */
 void log_test_delay_syncs(unsigned ms);
+/* Test hook: while held, every fdatasync of this process's appenders waits
+ * (a disk that takes nothing) until log_test_hold_syncs(false). */
+void log_test_hold_syncs(bool hold);
 
 #endif

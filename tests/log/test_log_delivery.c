@@ -2,7 +2,9 @@
  * Logged delivery against a slow disk: through a log queue far smaller
  * than what is sent, every message is delivered and logged, the delivery
  * step stops at the queue's bound (the rest waits in the ring) and the
- * predicate thread never waits for the disk.
+ * predicate thread never waits for the disk. The disk is held still until
+ * the delivery step has stopped at the bound, so that the stop happens
+ * however fast the disk and however slow the sender.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,11 +21,16 @@
 
 #include "group/group_impl.h"
 #include "log/log.h"
+#include "log/log_append.h"
 #include "log_samples.h"
 #include "util/clock.h"
 
 #define MESSAGES 400
 #define SIZE     60000 /* 24 MB in all through a 2 MiB queue */
+/* Sent before the disk takes anything: more than the queue holds (two
+ * records of the largest size: about 35 of these), fewer than the ring's
+ * window of 64. */
+#define HELD_AFTER 48
 
 static char root[64];
 static uint64_t delivered; /* atomic */
@@ -54,13 +61,23 @@ static void test_a_small_log_queue_holds_delivery_back(void **state)
     spindle_group_t *g;
     assert_int_equal(group_create_with(&o, &sg, 1, &test, &g), 0);
     static uint8_t message[SIZE];
+    struct spindle_stats stats;
+    uint64_t deadline = sp_now_ns() + 60000000000ull;
+    /* The disk takes nothing until the delivery step has stopped at the
+     * full queue: more messages than the queue holds are sent first. */
+    log_test_hold_syncs(true);
     for (uint32_t i = 0; i < MESSAGES; i++) {
         memset(message, (int)(i & 0xff), sizeof message);
         assert_int_equal(spindle_send(g, 0, message, sizeof message, 0), 0);
+        if (i + 1 == HELD_AFTER) {
+            do {
+                assert_int_equal(spindle_group_stats(g, &stats), 0);
+                assert_true(sp_now_ns() < deadline);
+            } while (stats.log_deliveries_held == 0);
+            log_test_hold_syncs(false);
+        }
     }
     assert_int_equal(spindle_flush(g, 60000), 0);
-    struct spindle_stats stats;
-    uint64_t deadline = sp_now_ns() + 60000000000ull;
     do {
         assert_int_equal(spindle_group_stats(g, &stats), 0);
         assert_true(sp_now_ns() < deadline);
