@@ -31,7 +31,9 @@
 #   --warmup S             seconds left out at the start of every run (default 1)
 #   --out DIR              keep every run's figures in DIR/results.jsonl (one JSON
 #                          object a run) and the peers' configuration files
-#   --plots DIR            draw DIR/peers-throughput.png and DIR/peers-latency.png
+#   --plots DIR            draw DIR/peers-throughput.png, DIR/peers-latency.png and
+#                          DIR/peers-latency-cdf.png (every light-load sample of every
+#                          run, libspindle and CPG; Cyclone's percentiles as points)
 #                          with gnuplot
 #   --netns                also the three-namespace cases
 #   --from DIR             run nothing: print the tables (and draw the plots) again
@@ -107,11 +109,16 @@ trap 'exit 1' INT TERM HUP
 [ -z "$OUT" ] || mkdir -p "$OUT"
 if [ -n "$FROM" ]; then
     RESULTS=$FROM/results.jsonl
+    SAMPLES=$FROM/latency
     RUNS=$(jq -s 'map(.run) | max' "$RESULTS")
     cp "$FROM"/*.conf "$FROM"/*.xml "$FROM"/*.ini "$WORK/" 2>/dev/null || true
 else
     RESULTS=${OUT:-$WORK}/results.jsonl
     : >"$RESULTS"
+    # The light-load runs' samples: SAMPLES/SYSTEM-RATE-RUN/member-<i>.latency
+    # (nanoseconds, one a line; Cyclone: ddsperf's ping output).
+    SAMPLES=${OUT:-$WORK}/latency
+    rm -rf "$SAMPLES"
 fi
 
 # The peers and the tools the script uses, installed once.
@@ -209,18 +216,27 @@ record() {
           p99_us: .p99_latency_us}' <<<"$json" >>"$RESULTS"
 }
 
-# spindle MODE SIZE WINDOW RATE DURATION: the JSON line of one run.
+# samples_dir SYSTEM RATE RUN: where a light-load run leaves its samples.
+samples_dir() {
+    mkdir -p "$SAMPLES/$1-$2-$3"
+    echo "$SAMPLES/$1-$2-$3"
+}
+
+# spindle MODE SIZE WINDOW RATE DURATION [SAMPLES_DIR]: the JSON line of one
+# run.
 spindle() {
     local pace=()
     [ "$4" -eq 0 ] || pace=(--rate "$4")
+    [ -z "${6:-}" ] || pace+=(--latency-out "$6")
     "$BENCH" --local "$PROCS" --mode "$1" --msg-size "$2" --window "$3" "${pace[@]}" \
         --duration "$5" --warmup "$WARMUP" --timeout 60 2>"$WORK/bench.err" | tail -n 1 ||
         { tail -n 5 "$WORK/bench.err" >&2; return 1; }
 }
 
-cpg() { # SIZE WINDOW RATE DURATION
+cpg() { # SIZE WINDOW RATE DURATION [SAMPLES_DIR]
     local pace=(--window "$2")
     [ "$3" -eq 0 ] || pace=(--rate "$3")
+    [ -z "${5:-}" ] || pace+=(--latency-out "$5")
     "$WORK/cpgbench" --local "$PROCS" --size "$1" "${pace[@]}" --duration "$4" --warmup "$WARMUP"
 }
 
@@ -269,9 +285,10 @@ cyclone_throughput() {
     dds_throughput_figures "$1"
 }
 
-# cyclone_latency RATE: ddsperf ping at RATE Hz against one pong: the
-# round trip; p50 the median of the per-second medians, p99 the largest
-# per-second 99th percentile, both after the warm-up.
+# cyclone_latency RATE [SAMPLES_DIR]: ddsperf ping at RATE Hz against one
+# pong: the round trip; p50 the median of the per-second medians, p99 the
+# largest per-second 99th percentile, both after the warm-up. ddsperf
+# writes no samples: its output is kept in SAMPLES_DIR/ping.out.
 cyclone_latency() {
     local seconds
     seconds=$(dds_seconds "$LAT_DURATION")
@@ -306,6 +323,7 @@ cyclone_latency() {
             printf "{\"msgs_per_s\":null,\"mb_per_s\":null,\"p50_latency_us\":%.2f,", p50[int(n / 2)]
             printf "\"p99_latency_us\":%.2f}\n", p99
         }' "$WORK/ping.out" || die "no ddsperf ping lines in $WORK/ping.out"
+    [ -z "${2:-}" ] || cp "$WORK/ping.out" "$2/ping.out"
 }
 
 # --netns: three namespaces on one bridge, NET.1 .. NET.3.
@@ -444,11 +462,13 @@ run_cases() {
         for rate in "${RATES[@]}"; do
             for mode in atomic unordered; do
                 record "libspindle-$mode" latency 1024 100 "$rate" "$run" \
-                    spindle "$mode" 1024 100 "$rate" "$LAT_DURATION"
+                    spindle "$mode" 1024 100 "$rate" "$LAT_DURATION" \
+                    "$(samples_dir "libspindle-$mode" "$rate" "$run")"
             done
             record corosync-cpg latency 1024 100 "$rate" "$run" \
-                cpg 1024 100 "$rate" "$LAT_DURATION"
-            record cyclone-dds latency 1024 0 "$rate" "$run" cyclone_latency "$rate"
+                cpg 1024 100 "$rate" "$LAT_DURATION" "$(samples_dir corosync-cpg "$rate" "$run")"
+            record cyclone-dds latency 1024 0 "$rate" "$run" \
+                cyclone_latency "$rate" "$(samples_dir cyclone-dds "$rate" "$run")"
         done
     done
 }
@@ -644,7 +664,82 @@ plot \$d using 2:xtic(1) title "libspindle atomic p50", '' using 3 title "p99", 
      '' using 6 title "CPG agreed p50", '' using 7 title "p99", \
      '' using 8 title "Cyclone round trip p50", '' using 9 title "p99"
 EOF
+    [ ! -d "$SAMPLES" ] || draw_cdf
     echo "compare-peers: plots in $PLOTS/peers-throughput.png and $PLOTS/peers-latency.png" >&2
+}
+
+# cdf_points SYSTEM RATE: "us fraction" lines of the CDF of every sample of
+# SYSTEM's light-load runs at RATE (all runs, all members), at most about
+# 2000 points.
+cdf_points() {
+    cat "$SAMPLES/$1-$2"-*/member-*.latency 2>/dev/null | sort -n |
+        awk '{ v[NR] = $1 } END {
+            step = NR > 2000 ? int(NR / 2000) : 1
+            for (i = 1; i <= NR; i += step) printf "%.3f %.6f\n", v[i] / 1000, i / NR
+            if (NR > 0) printf "%.3f 1\n", v[NR] / 1000
+        }'
+}
+
+# cyclone_points RATE: "us fraction" for 0.5, 0.9 and 0.99: the medians, over
+# every second after the warm-up of every run, of ddsperf's per-second
+# percentiles (it prints no samples).
+cyclone_points() {
+    cat "$SAMPLES/cyclone-dds-$1"-*/ping.out 2>/dev/null | awk -v w="$WARMUP" '
+        function us(t) {
+            if (t ~ /us$/) return substr(t, 1, length(t) - 2) + 0
+            if (t ~ /ms$/) return substr(t, 1, length(t) - 2) * 1000
+            if (t ~ /ns$/) return substr(t, 1, length(t) - 2) / 1000
+            if (t ~ /s$/) return substr(t, 1, length(t) - 1) * 1e6
+            return t + 0
+        }
+        function median(a, n,   i, j, t) {
+            for (i = 1; i < n; i++)
+                for (j = i; j > 0 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+            return a[int(n / 2)]
+        }
+        $4 == "size" && $6 == "mean" && $2 > w + 0.5 {
+            for (i = 1; i < NF; i++) {
+                if ($i == "50%") p50[n] = us($(i + 1))
+                if ($i == "90%") p90[n] = us($(i + 1))
+                if ($i == "99%") p99[n] = us($(i + 1))
+            }
+            n++
+        }
+        END {
+            if (n == 0) exit 0
+            printf "%.3f 0.5\n%.3f 0.9\n%.3f 0.99\n", median(p50, n), median(p90, n), median(p99, n)
+        }'
+}
+
+# PLOTS/peers-latency-cdf.png: one panel per light-load rate.
+draw_cdf() {
+    local rate system panels=""
+    for rate in "${RATES[@]}"; do
+        for system in libspindle-atomic libspindle-unordered corosync-cpg; do
+            cdf_points "$system" "$rate" >"$WORK/cdf-$system-$rate.dat"
+        done
+        cyclone_points "$rate" >"$WORK/cdf-cyclone-dds-$rate.dat"
+        panels+="set title \"$rate msgs/s per sender\"
+plot '$WORK/cdf-libspindle-atomic-$rate.dat' with lines lw 2 title 'libspindle atomic', \\
+     '$WORK/cdf-libspindle-unordered-$rate.dat' with lines lw 2 title 'libspindle unordered (own)', \\
+     '$WORK/cdf-corosync-cpg-$rate.dat' with lines lw 2 title 'Corosync CPG agreed', \\
+     '$WORK/cdf-cyclone-dds-$rate.dat' with points pt 7 ps 1.5 title 'Cyclone round trip p50/p90/p99'
+"
+    done
+    gnuplot <<EOF
+set terminal pngcairo size 1200,500
+set output "$PLOTS/peers-latency-cdf.png"
+set multiplot layout 1,${#RATES[@]} title "Light-load latency CDF, 1 KB, 3 processes on one host (every sample; runs: $RUNS)"
+set xlabel "microseconds (log scale)"
+set ylabel "fraction of messages delivered within"
+set logscale x
+set yrange [0:1]
+set grid
+set key top left
+$panels
+unset multiplot
+EOF
+    echo "compare-peers: plot in $PLOTS/peers-latency-cdf.png" >&2
 }
 
 if [ -n "$FROM" ]; then

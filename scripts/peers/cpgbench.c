@@ -4,7 +4,7 @@
  * build: the script compiles it with cc against libcpg).
  *
  *   cpgbench --local N [--size BYTES] [--window W | --rate MSGS_PER_S]
- *            [--duration S] [--warmup S]
+ *            [--duration S] [--warmup S] [--latency-out DIR]
  *   cpgbench --members N --id I --group NAME [the same workload flags]
  *
  * Forks N processes (or, with --members, is process I of a group of N
@@ -53,6 +53,7 @@ struct options {
     unsigned procs; /* processes in the group */
     int id;         /* --members: this process' index; -1: --local forks them all */
     const char *group;
+    const char *latency_out; /* --latency-out DIR: DIR/member-<i>.latency */
     unsigned size, window, rate;
     double duration_s, warmup_s;
 };
@@ -225,6 +226,24 @@ static int run_stream(cpg_handle_t handle, int fd, struct proc *p, struct result
     return 0;
 }
 
+/* --latency-out DIR: DIR/member-<self>.latency, the sorted samples in
+ * nanoseconds, one a line (spindle-bench --latency-out writes the same). */
+static int write_samples(const char *dir, unsigned self, const struct proc *p, struct result *r)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/member-%u.latency", dir, self);
+    FILE *file = fopen(path, "w");
+    int ok = file != NULL;
+    for (uint64_t i = 0; ok && i < p->sample_count; i++)
+        ok = fprintf(file, "%u\n", p->samples[i]) > 0;
+    if (file != NULL && fclose(file) != 0)
+        ok = 0;
+    if (!ok)
+        snprintf(r->error, sizeof r->error, "--latency-out: cannot write %.100s: %s", path,
+                 strerror(errno));
+    return ok ? 0 : -1;
+}
+
 static void run_proc(const struct options *opt, unsigned self, const char *group_name,
                      struct result *r)
 {
@@ -264,6 +283,8 @@ static void run_proc(const struct options *opt, unsigned self, const char *group
         r->p99_us = p.samples[p.sample_count * 99 / 100] / 1000.0;
         r->samples = p.sample_count;
     }
+    if (r->ok && opt->latency_out != NULL && write_samples(opt->latency_out, self, &p, r) < 0)
+        r->ok = 0;
     cpg_leave(handle, &group);
     cpg_finalize(handle);
     free(p.samples);
@@ -304,7 +325,7 @@ static int usage(const char *what)
     fprintf(stderr,
             "cpgbench: %s\nusage: cpgbench --local N | --members N --id I --group NAME\n"
             "                [--size BYTES] [--window W | --rate MSGS_PER_S] [--duration S] "
-            "[--warmup S]\n",
+            "[--warmup S] [--latency-out DIR]\n",
             what);
     return 2;
 }
@@ -319,6 +340,11 @@ static int parse(int argc, char **argv, struct options *opt)
         char *end = NULL;
         if (value == NULL)
             return usage("every flag takes a value");
+        if (strcmp(flag, "--latency-out") == 0) {
+            opt->latency_out = value;
+            i++;
+            continue;
+        }
         if (strcmp(flag, "--group") == 0) {
             if (strlen(value) == 0 || strlen(value) >= CPG_MAX_NAME_LENGTH)
                 return usage("--group takes a name of 1 to 127 characters");

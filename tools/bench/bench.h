@@ -53,6 +53,7 @@ struct bench_config {
     const char *device; /* verbs device from --config ([group] device) */
     bool batching, null_sends, early_unlock;
     const char *trace_dir;
+    const char *latency_out; /* --latency-out DIR: each member's latency samples there */
     bool tolerate_failures; /* --tolerate-failures: survive view changes */
     uint32_t timeout_s;
     char group_name[64];

@@ -85,6 +85,9 @@ static const char usage[] =
     "                         (a joiner: DIR/member-<id>.<V>.trace, V the view it joined in,\n"
     "                         its incarnation: an id may be held by several processes over\n"
     "                         a run; until it knows its id it writes DIR/joining-<pid>.trace)\n"
+    "  --latency-out DIR      write DIR/member-<id>.latency: the member's latency samples\n"
+    "                         (send to own delivery, nanoseconds, one a line, sorted; a\n"
+    "                         --duration run keeps at most 4194304, a uniform sample)\n"
     "  --tolerate-failures    keep running through view changes (member failures); the\n"
     "                         trace names view ids and the app index (first 8 payload\n"
     "                         bytes, --msg-size >= 8); --local writes DIR/member-<id>.pid,\n"
@@ -236,6 +239,7 @@ enum {
     OPT_INCARNATION,
     OPT_DURATION,
     OPT_WARMUP,
+    OPT_LATENCY_OUT,
     OPT_HELP
 };
 
@@ -259,6 +263,7 @@ static const struct option long_options[] = {
     {"no-early-unlock", no_argument, 0, OPT_NO_EARLY},
     {"baseline", no_argument, 0, OPT_BASELINE},
     {"trace", required_argument, 0, OPT_TRACE},
+    {"latency-out", required_argument, 0, OPT_LATENCY_OUT},
     {"raw", no_argument, 0, OPT_RAW}, /* moved to spindle-rawbench: refused, saying so */
     {"tolerate-failures", no_argument, 0, OPT_TOLERATE},
     {"timeout", required_argument, 0, OPT_TIMEOUT},
@@ -378,6 +383,9 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, unsign
         return 0;
     case OPT_LOG_DIR:
         c->log_dir = arg;
+        return 0;
+    case OPT_LATENCY_OUT:
+        c->latency_out = arg;
         return 0;
     case OPT_SLOW_MEMBER:
         if (parse_u64(arg, "--slow-member-ms", 0, 3600000, &v) < 0)

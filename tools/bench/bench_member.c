@@ -533,17 +533,48 @@ static void collect(const struct bench_config *config, struct member_state *st,
  * since a departed member's id may be given to a later joiner. A joiner
  * learns its id only when it is in, and may deliver at once: its trace
  * starts as DIR/joining-<pid>.trace, which joined_files() renames. */
-static void member_path(const struct bench_config *config, const struct member_state *st,
-                        const char *suffix, char *path, size_t size)
+static void member_path_in(const char *dir, const struct bench_config *config,
+                           const struct member_state *st, const char *suffix, char *path,
+                           size_t size)
 {
     uint32_t self = __atomic_load_n(&st->self, __ATOMIC_RELAXED);
     if (config->join == NULL)
-        snprintf(path, size, "%s/member-%u.%s", config->trace_dir, self, suffix);
+        snprintf(path, size, "%s/member-%u.%s", dir, self, suffix);
     else if (self == UINT32_MAX)
-        snprintf(path, size, "%s/joining-%d.%s", config->trace_dir, (int)getpid(), suffix);
+        snprintf(path, size, "%s/joining-%d.%s", dir, (int)getpid(), suffix);
     else
-        snprintf(path, size, "%s/member-%u.%llu.%s", config->trace_dir, self,
+        snprintf(path, size, "%s/member-%u.%llu.%s", dir, self,
                  (unsigned long long)__atomic_load_n(&st->first_view, __ATOMIC_ACQUIRE), suffix);
+}
+
+static void member_path(const struct bench_config *config, const struct member_state *st,
+                        const char *suffix, char *path, size_t size)
+{
+    member_path_in(config->trace_dir, config, st, suffix, path, size);
+}
+
+/* --latency-out DIR: DIR/member-<id>.latency, this member's latency samples
+ * in nanoseconds, one a line, in increasing order (bench_latency_percentiles
+ * sorted them). */
+static int write_latency(const struct bench_config *config, const struct member_state *st)
+{
+    char path[4096];
+    member_path_in(config->latency_out, config, st, "latency", path, sizeof path);
+    FILE *file = fopen(path, "w");
+    if (file == NULL) {
+        fprintf(stderr, "spindle-bench: --latency-out: cannot create %s: %s\n", path,
+                strerror(errno));
+        return SPINDLE_EIO;
+    }
+    bool ok = true;
+    for (uint64_t i = 0; i < st->latency.count && ok; i++)
+        ok = fprintf(file, "%u\n", st->latency.samples[i]) > 0;
+    if (fclose(file) != 0 || !ok) {
+        fprintf(stderr, "spindle-bench: --latency-out: cannot write %s: %s\n", path,
+                strerror(errno));
+        return SPINDLE_EIO;
+    }
+    return 0;
 }
 
 /* A joiner that is in: renames its trace (from the name it had before it
@@ -789,6 +820,8 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         shut = 0;
     }
     collect(config, &st, group, result);
+    if (result->ok && config->latency_out != NULL && write_latency(config, &st) < 0)
+        fail(result, "writing the latency samples", SPINDLE_EIO);
     if (result->ok && shut < 0)
         fail(result, "spindle_group_shutdown", shut);
     spindle_group_destroy(group);
