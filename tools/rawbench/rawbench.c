@@ -27,6 +27,7 @@
 
 #include "control/ctl.h"
 #include "group/group_bootstrap.h"
+#include "rawappend.h"
 #include "transport/transport.h"
 #include "util/clock.h"
 
@@ -41,6 +42,8 @@ struct raw_config {
     uint64_t messages;
     int id;
     bool local;
+    /* --append DIR: the disk reference instead (rawappend.h) */
+    struct raw_append_config append;
 };
 
 /* What a member reports (member 0 streams and reports the figures). */
@@ -335,7 +338,15 @@ static const char usage[] =
     "  --msg-size BYTES      bytes per write, 1..1048576 (default 1024)\n"
     "  --window SLOTS        ring slots written in turn (default 100)\n"
     "  --messages N          writes member 0 streams (default 100000)\n"
-    "  --help                this text\n";
+    "  --help                this text\n"
+    "\n"
+    "       spindle-rawbench --append DIR [--writers N] [--batch B] [--msg-size BYTES]\n"
+    "                        [--messages N]\n"
+    "\n"
+    "Raw append rate of the disk under DIR, the reference for logged delivery: N writer\n"
+    "processes (default 3) each append --messages records (default 100000) of the size a\n"
+    "logged --msg-size message takes to a file of their own, B records (default 1) per\n"
+    "write and fdatasync; the files are removed afterwards.\n";
 
 static int bad(const char *what, const char *value)
 {
@@ -366,10 +377,14 @@ static int parse_args(int argc, char **argv, struct raw_config *c)
         {"members", required_argument, 0, 'm'},  {"transport", required_argument, 0, 't'},
         {"provider", required_argument, 0, 'p'}, {"msg-size", required_argument, 0, 's'},
         {"window", required_argument, 0, 'w'},   {"messages", required_argument, 0, 'n'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+        {"append", required_argument, 0, 'a'},   {"writers", required_argument, 0, 'W'},
+        {"batch", required_argument, 0, 'b'},    {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     *c = (struct raw_config){
         .transport = "shm", .msg_size = 1024, .window = 100, .messages = 100000, .id = -1};
+    c->append.writers = 3;
+    c->append.batch = 1;
     snprintf(c->group_name, sizeof c->group_name, "spindle-rawbench");
     int opt;
     uint64_t v = 0;
@@ -409,6 +424,19 @@ static int parse_args(int argc, char **argv, struct raw_config *c)
                 return bad("--messages must be 1..4294967296, not", optarg);
             c->messages = v;
             break;
+        case 'a':
+            c->append.dir = optarg;
+            break;
+        case 'W':
+            if (number(optarg, 1, 64, &v) < 0)
+                return bad("--writers must be 1..64, not", optarg);
+            c->append.writers = (uint32_t)v;
+            break;
+        case 'b':
+            if (number(optarg, 1, 1000000, &v) < 0)
+                return bad("--batch must be 1..1000000, not", optarg);
+            c->append.batch = (uint32_t)v;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -418,6 +446,13 @@ static int parse_args(int argc, char **argv, struct raw_config *c)
     }
     if (optind < argc)
         return bad("unexpected argument", argv[optind]);
+    if (c->append.dir != NULL) {
+        if (c->local || c->id >= 0 || c->members != NULL)
+            return bad("--append measures the disk alone: no --local, --id or --members", NULL);
+        c->append.msg_size = c->msg_size;
+        c->append.records = c->messages;
+        return 0;
+    }
     if (c->local == (c->id >= 0 || c->members != NULL))
         return bad("give --local 2, or --id I with --members LIST", NULL);
     if (!c->local && (c->id < 0 || c->members == NULL))
@@ -431,6 +466,8 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &config);
     if (rc != 0)
         return rc;
+    if (config.append.dir != NULL)
+        return raw_append(&config.append);
     if (config.local)
         return run_local(&config);
     struct raw_result result;
