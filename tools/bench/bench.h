@@ -54,7 +54,7 @@ struct bench_config {
     bool batching, null_sends, early_unlock;
     const char *trace_dir;
     const char *latency_out; /* --latency-out DIR: each member's latency samples there */
-    bool tolerate_failures; /* --tolerate-failures: survive view changes */
+    bool tolerate_failures;  /* --tolerate-failures: survive view changes */
     uint32_t timeout_s;
     char group_name[64];
     /* --config FILE: the loaded file (members, subgroups, [bench] defaults) */

@@ -373,12 +373,18 @@ static int number(const char *text, uint64_t min, uint64_t max, uint64_t *out)
 static int parse_args(int argc, char **argv, struct raw_config *c)
 {
     static const struct option options[] = {
-        {"local", required_argument, 0, 'l'},    {"id", required_argument, 0, 'i'},
-        {"members", required_argument, 0, 'm'},  {"transport", required_argument, 0, 't'},
-        {"provider", required_argument, 0, 'p'}, {"msg-size", required_argument, 0, 's'},
-        {"window", required_argument, 0, 'w'},   {"messages", required_argument, 0, 'n'},
-        {"append", required_argument, 0, 'a'},   {"writers", required_argument, 0, 'W'},
-        {"batch", required_argument, 0, 'b'},    {"help", no_argument, 0, 'h'},
+        {"local", required_argument, 0, 'l'},
+        {"id", required_argument, 0, 'i'},
+        {"members", required_argument, 0, 'm'},
+        {"transport", required_argument, 0, 't'},
+        {"provider", required_argument, 0, 'p'},
+        {"msg-size", required_argument, 0, 's'},
+        {"window", required_argument, 0, 'w'},
+        {"messages", required_argument, 0, 'n'},
+        {"append", required_argument, 0, 'a'},
+        {"writers", required_argument, 0, 'W'},
+        {"batch", required_argument, 0, 'b'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     *c = (struct raw_config){
