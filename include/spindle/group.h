@@ -348,6 +348,11 @@ struct spindle_group_options {
      * spindle_group_create. "off": no endpoint.
      */
     const char *admin_dir;
+    /* Streamed state transfer (include/spindle/view.h); NULL, the
+     * default: state_save and state_load, or no state. Set either with
+     * state_ctx; state_write replaces state_save, state_read state_load. */
+    spindle_state_write_fn state_write;
+    spindle_state_read_fn state_read;
 };
 
 /* What one queued message costs in the dispatch queue besides its length. */

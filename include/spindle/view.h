@@ -15,8 +15,11 @@
 #ifndef SPINDLE_VIEW_H
 #define SPINDLE_VIEW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <spindle/export.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,10 +78,43 @@ typedef void (*spindle_view_fn)(void *ctx, const struct spindle_view_info *view)
  * *data (the library frees it) and its size in *length, and returns 0 or
  * a negative SPINDLE_E* code (the join then fails). state_load runs at the
  * joiner inside spindle_group_create, before its first delivery. A state
- * is at most 64 MiB.
+ * has no size limit: it travels in chunks of 1 MiB, two in flight at most,
+ * each acknowledged by the joiner (docs/VIEWS.md, "State transfer"); the
+ * joiner gathers it whole for state_load.
  */
 typedef int (*spindle_state_save_fn)(void *ctx, void **data, size_t *length);
 typedef int (*spindle_state_load_fn)(void *ctx, const void *data, size_t length);
+
+/*
+ * Streamed state transfer, for states that neither side should hold whole
+ * (spindle_group_options.state_write and state_read; either side may use
+ * the whole-state calls instead, and the two kinds meet: a saved state
+ * reaches state_read in pieces, a written one is gathered for state_load).
+ *
+ * state_write runs where and when state_save would (with state_ctx; not in
+ * dispatch mode: spindle_group_create refuses it there) and hands the state
+ * over in pieces of any size with spindle_state_put, which sends it as the
+ * joiner takes it: it returns once the piece is sent or queued, blocking
+ * while two chunks are in flight. It returns 0, or a negative SPINDLE_E*
+ * code, which ends the stream and fails the join, as spindle_state_put's
+ * errors do (SPINDLE_ETIMEDOUT or SPINDLE_EUNREACH when the joiner stopped
+ * taking, or the code its state_read refused the state with: pass them
+ * on).
+ *
+ * state_read runs at the joiner inside spindle_group_create (with
+ * state_ctx), once per chunk, in order: offset is the position of data in
+ * the state, last true on the final call (whose length may be 0). A call
+ * at offset 0 starts the state over: a join attempt that failed part way
+ * is retried from the beginning. It returns 0, or a negative SPINDLE_E*
+ * code, which refuses the state (the join fails).
+ */
+struct spindle_state_out;
+typedef int (*spindle_state_write_fn)(void *ctx, struct spindle_state_out *out);
+typedef int (*spindle_state_read_fn)(void *ctx, uint64_t offset, const void *data, size_t length,
+                                     bool last);
+/* Appends length bytes of data to the state state_write is handing over;
+ * see above. SPINDLE_EINVAL for a NULL out or data with a length. */
+SPINDLE_API int spindle_state_put(struct spindle_state_out *out, const void *data, size_t length);
 
 /* One subgroup of a view as a layout function sees and sets it: members
  * and senders are ranks in the view (0..num_members-1 of spindle_view_info). */

@@ -104,6 +104,16 @@ int ctl_set_keys(struct ctl *ctl, const struct ctl_keyring *keys)
     return ctl->vt->set_keys(ctl, keys);
 }
 
+int ctl_take_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t capacity,
+                 size_t *length, int timeout_ms)
+{
+    if (ctl == NULL || out == NULL || capacity == 0 || length == NULL)
+        return sp_error(SPINDLE_EINVAL, "ctl take: null argument or zero capacity");
+    if (ctl->vt->take_one == NULL)
+        return sp_error(SPINDLE_ENOTSUP, "control: this bootstrap channel takes no joins");
+    return ctl->vt->take_one(ctl, tag, from, out, capacity, length, timeout_ms);
+}
+
 int ctl_collect_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t length,
                     int timeout_ms)
 {

@@ -173,6 +173,17 @@ int ctl_collect(struct ctl *ctl, uint32_t tag, uint64_t from, void *all, size_t 
 int ctl_collect_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t length,
                     int timeout_ms);
 /*
+ * Takes member `from`'s latest blob of tag: waits up to timeout_ms for one,
+ * copies it into out (at most capacity bytes) with its size in *length,
+ * and removes it, so that the next take of tag waits for a newer one: a
+ * stream of blobs under one tag, the sender publishing the next only once
+ * told the previous one was taken (a joiner's state, in chunks). TCP only
+ * (SPINDLE_ENOTSUP otherwise); errors as ctl_collect_one, SPINDLE_EPROTO
+ * when the blob is larger than capacity (it is dropped).
+ */
+int ctl_take_one(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t capacity,
+                 size_t *length, int timeout_ms);
+/*
  * Key rotation without a restart: from now on the channel proves keys'
  * first key on connections it makes and accepts connections proving any
  * of them; connections already open keep their sessions. Any thread.

@@ -26,6 +26,8 @@ struct ctl_vtable {
     void (*expect_member)(struct ctl *ctl, uint32_t id, uint64_t admission);
     int (*collect_one)(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t length,
                        int timeout_ms);
+    int (*take_one)(struct ctl *ctl, uint32_t tag, uint32_t from, void *out, size_t capacity,
+                    size_t *length, int timeout_ms);
     /* Key rotation (TCP only; NULL in the directory variant). */
     int (*set_keys)(struct ctl *ctl, const struct ctl_keyring *keys);
 };

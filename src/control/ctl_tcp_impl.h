@@ -225,6 +225,8 @@ int ctl_tcp_collect(struct ctl *base, uint32_t tag, uint64_t from, void *all, si
                     int timeout_ms, uint64_t *have);
 int ctl_tcp_collect_one(struct ctl *base, uint32_t tag, uint32_t from, void *out, size_t length,
                         int timeout_ms);
+int ctl_tcp_take_one(struct ctl *base, uint32_t tag, uint32_t from, void *out, size_t capacity,
+                     size_t *length, int timeout_ms);
 
 /* ---- ctl_tcp_accept.c ------------------------------------------------ */
 

@@ -437,6 +437,60 @@ int ctl_tcp_collect_one(struct ctl *base, uint32_t tag, uint32_t from, void *out
     return ctl_collect_at(base, tag, 1ull << from, out, length, 0, timeout_ms, NULL);
 }
 
+/* Removes member j's blob of tag into out: 1 when taken, 0 when none yet,
+ * SPINDLE_EPROTO when it is larger than capacity (dropped). Lock held. */
+static int ctl_remove(struct ctl_tcp *ctl, uint32_t j, uint32_t tag, void *out, size_t capacity,
+                      size_t *length)
+{
+    struct ctl_peer *p = &ctl->peers[j];
+    for (uint32_t i = 0; i < p->box_len; i++) {
+        if (p->box[i].tag != tag)
+            continue;
+        struct ctl_msg msg = p->box[i];
+        memmove(p->box + i, p->box + i + 1, (p->box_len - i - 1) * sizeof *p->box);
+        p->box_len--;
+        int rc = 1;
+        if (msg.length > capacity)
+            rc =
+                sp_error(SPINDLE_EPROTO, "control: member %u sent %u bytes for tag %u, at most %zu",
+                         ctl->members[j].id, msg.length, tag, capacity);
+        else {
+            memcpy(out, msg.data, msg.length);
+            *length = msg.length;
+        }
+        free(msg.data);
+        return rc;
+    }
+    return 0;
+}
+
+int ctl_tcp_take_one(struct ctl *base, uint32_t tag, uint32_t from, void *out, size_t capacity,
+                     size_t *length, int timeout_ms)
+{
+    struct ctl_tcp *ctl = (struct ctl_tcp *)base;
+    if (from >= CTL_MAX_MEMBERS || from == ctl->self)
+        return sp_error(SPINDLE_EINVAL, "control: cannot take from member %u", from);
+    uint64_t deadline = sp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+    for (;;) {
+        pthread_mutex_lock(&ctl->lock);
+        ctl_progress(ctl, 0);
+        int rc = ctl_remove(ctl, from, tag, out, capacity, length);
+        const struct ctl_peer *p = &ctl->peers[from];
+        if (rc == 0 && p->fd < 0 && p->used)
+            rc = sp_error(p->error ? p->error : SPINDLE_EUNREACH, "control: member %u is gone: %s",
+                          ctl->members[from].id, p->why);
+        int ms = ctl_remaining_ms(deadline);
+        if (rc == 0 && ms > 0)
+            ctl_progress(ctl, ms < 5 ? ms : 5); /* short slices: others share the lock */
+        pthread_mutex_unlock(&ctl->lock);
+        if (rc != 0)
+            return rc < 0 ? rc : 0;
+        if (ms == 0)
+            return sp_error(SPINDLE_ETIMEDOUT, "control: tag %u still waiting for member %u", tag,
+                            ctl->members[from].id);
+    }
+}
+
 int ctl_tcp_allgather(struct ctl *base, uint32_t tag, const void *mine, size_t length, void *all,
                       int timeout_ms)
 {

@@ -375,6 +375,7 @@ static const struct ctl_vtable ctl_tcp_vtable = {
     .remove_member = ctl_tcp_remove_member,
     .expect_member = ctl_tcp_expect_member,
     .collect_one = ctl_tcp_collect_one,
+    .take_one = ctl_tcp_take_one,
     .set_keys = ctl_tcp_set_keys,
 };
 

@@ -53,6 +53,21 @@ static int check_timeouts(const struct spindle_group_options *options)
     return 0;
 }
 
+/* One way to hand the state over on each side; state_write runs on the
+ * membership thread, which dispatch mode keeps application code off. */
+static int check_state_transfer(const struct spindle_group_options *options)
+{
+    if (options->state_write != NULL && options->state_save != NULL)
+        return sp_error(SPINDLE_EINVAL, "state_save and state_write are both set: give one");
+    if (options->state_read != NULL && options->state_load != NULL)
+        return sp_error(SPINDLE_EINVAL, "state_load and state_read are both set: give one");
+    if (options->state_write != NULL && options->dispatch)
+        return sp_error(SPINDLE_ENOTSUP,
+                        "state_write cannot run in dispatch mode (it would run on the library's "
+                        "thread): use state_save");
+    return 0;
+}
+
 /* A dedicated polling CPU must be one this process may run on. */
 static int check_poll_cpu(const struct spindle_group_options *options)
 {
@@ -85,6 +100,8 @@ static int check_options(const struct spindle_group_options *options, uint32_t n
         return sp_error(SPINDLE_EINVAL, "num_subgroups %u exceeds the limit of %u", num_subgroups,
                         SPINDLE_MAX_SUBGROUPS);
     int rc = check_timeouts(options);
+    if (rc == 0)
+        rc = check_state_transfer(options);
     if (rc == 0)
         rc = check_poll_cpu(options);
     if (rc == 0 && tp_backend_find(options->transport) == NULL)
@@ -220,7 +237,9 @@ static void view_config_of(struct spindle_group *group, struct view_config *out)
         out->state_save = group_dispatch_state_save;
         out->state_save_ctx = group;
     }
+    out->state_write = o->state_write;
     out->state_load = o->state_load;
+    out->state_read = o->state_read;
     out->state_ctx = o->state_ctx;
 }
 

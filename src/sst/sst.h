@@ -245,6 +245,11 @@ bool sst_row_failed(struct sst_table *table, uint32_t row);
  * layer above suspects a member the SST cannot judge (one that keeps up too
  * slowly). Predicate thread, lock held. */
 void sst_table_suspect(struct sst_table *table, uint32_t row, int error);
+/* The layer above knows row is alive although its heartbeat has not moved
+ * (a joiner still taking its state before it starts its table): row's
+ * stall clock starts again, with the grace of a row that never beat if it
+ * never did. Any thread but the predicate thread (it takes the lock). */
+void sst_table_excuse(struct sst_table *table, uint32_t row);
 /* The link to the owner of a row of table, for reports (spindle-stat). */
 enum sst_link {
     SST_LINK_SELF,      /* this member's own row */

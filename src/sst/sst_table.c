@@ -206,6 +206,16 @@ void sst_table_suspect(struct sst_table *table, uint32_t row, int error)
         engine->on_failure(engine->on_failure_ctx, table, row, error);
 }
 
+void sst_table_excuse(struct sst_table *table, uint32_t row)
+{
+    if (row >= table->num_rows)
+        return;
+    struct sst_engine *engine = table->engine;
+    pthread_mutex_lock(&engine->lock);
+    table->beat_at_ns[row] = 0; /* the stall clock starts at the next look */
+    pthread_mutex_unlock(&engine->lock);
+}
+
 enum sst_link sst_table_link(struct sst_table *table, uint32_t row)
 {
     if (row >= table->num_rows)

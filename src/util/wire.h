@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 /* Version of every encoding in this codec; bumped on any change of one. */
-#define WIRE_VERSION 4u
+#define WIRE_VERSION 5u
 /* Bytes of the message header (u16 type, u16 version). */
 #define WIRE_HEADER_SIZE 4u
 

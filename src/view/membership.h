@@ -60,10 +60,12 @@ struct view_config {
     spindle_layout_fn layout;
     void *layout_ctx;
     spindle_state_save_fn state_save;
+    spindle_state_write_fn state_write; /* or this, with state_save_ctx (not in dispatch mode) */
     void *state_save_ctx;
     spindle_state_load_fn state_load;
-    void *state_ctx;             /* state_load's */
-    uint64_t smc_first_position; /* test hook: smc_options.first_position (0) */
+    spindle_state_read_fn state_read; /* or this */
+    void *state_ctx;                  /* state_load's or state_read's */
+    uint64_t smc_first_position;      /* test hook: smc_options.first_position (0) */
     /* Logged delivery (docs/LOGS.md): this member's log directory (NULL:
      * none) and the subgroups that log, one bit each. */
     const char *log_dir;
@@ -120,6 +122,12 @@ struct view_joiner {
     struct ctl_address address;
     struct spindle_member_identity identity;
     struct sst_member_desc desc;
+    /* Leader: the state saved for it (state_save's bytes, or a stream of
+     * state_write's), sent at the start of state_view. */
+    bool has_state;
+    uint64_t state_view;
+    void *state;
+    size_t state_length;
 };
 
 struct view_membership {

@@ -13,6 +13,7 @@
  *   view_thread.c       the membership thread and its attempts
  *   view_join_leader.c  joins, the members' side (leader and others)
  *   view_join_joiner.c  joins, the joiner's side
+ *   view_join_state.c   the joiner's state, streamed in chunks
  *
  * Protocol overview and safety argument: view_install.c and view/trim.h;
  * joins: view_join_leader.c.
@@ -54,7 +55,15 @@ static inline uint32_t view_suspect_tag(uint64_t view)
  * announcement to the members, the view, the state and the resends to skip
  * for the joiner. */
 #define VIEW_TAG_JOIN_BASE 0x10000000u
-enum { JOIN_DESC = 0, JOIN_ANNOUNCE = 1, JOIN_VIEW = 2, JOIN_STATE = 3, JOIN_SKIPS = 4 };
+enum {
+    JOIN_DESC = 0,
+    JOIN_ANNOUNCE = 1,
+    JOIN_VIEW = 2,
+    JOIN_STATE = 3, /* even chunks of the state */
+    JOIN_SKIPS = 4,
+    JOIN_STATE_ACK = 5,
+    JOIN_STATE_ODD = 6, /* odd chunks */
+};
 static inline uint32_t view_join_tag(uint64_t view, uint32_t step)
 {
     return VIEW_TAG_JOIN_BASE + (((uint32_t)view & 0x1ffffffu) << 3) + step;
@@ -269,5 +278,26 @@ int view_join_send_view(struct view_membership *m, const struct view_epoch *next
                         const struct sst_member_desc *descs);
 /* Drops the active joiner, telling it why (leader only). */
 void view_join_abort(struct view_membership *m, int error, const char *why);
+
+/* ---- view_join_state.c ----------------------------------------------- */
+
+/* Leader, at the start of the joiner's view (after its own ready): streams
+ * the state, state (length bytes, from state_save) or state_write's, and
+ * waits until the joiner took all of it. 0, or why the transfer failed
+ * (the joiner stopped or refused: it is a failure of the new view). */
+int view_join_send_state(struct view_membership *m, uint32_t joiner, uint64_t view,
+                         const void *state, size_t length);
+/* Joiner: takes the state jv announced from the leader, chunk by chunk
+ * (each within timeout_ms), into state_read, or gathered into *state
+ * (malloc'ed, *length bytes) for state_load. 0, SPINDLE_EAGAIN when the
+ * stream stopped, SPINDLE_EPROTO for a chunk that breaks the stream, or
+ * state_read's refusal. */
+int view_join_receive_state(struct view_membership *m, uint32_t leader,
+                            const struct view_join_view *jv, void **state, size_t *length,
+                            int timeout_ms);
+/* Any member: waits for the joiner's ready of view (tag) as long as its
+ * state keeps arriving (its acknowledgements restart the wait of
+ * EXCHANGE_TIMEOUTS failure timeouts). 0 or why not. */
+int view_join_await_start(struct view_membership *m, uint32_t joiner, uint64_t view, uint32_t tag);
 
 #endif

@@ -392,10 +392,23 @@ static int meet(struct view_membership *m, uint64_t survivors, uint32_t joiner)
     uint32_t tag = view_change_tag(view, STEP_READY);
     uint64_t to = survivors | (joiner != VIEW_NO_JOINER ? 1ull << joiner : 0);
     int rc = view_publish_ready(m, view, tag, to);
+    /* The leader streams the joiner its state once the survivors need not
+     * wait for it; a transfer that fails is the joiner's failure. */
+    bool lost = false;
+    if (rc == 0 && joiner != VIEW_NO_JOINER && m->joiner.has_state &&
+        m->joiner.state_view == view) {
+        lost = view_join_send_state(m, joiner, view, m->joiner.state, m->joiner.state_length) < 0;
+        if (lost)
+            sp_log(SP_LOG_WARN, "view", "view %llu: the state transfer to joiner %u failed: %s",
+                   (unsigned long long)view, joiner, spindle_errmsg());
+    }
+    free(m->joiner.state);
+    m->joiner.state = NULL;
+    m->joiner.has_state = false;
     if (rc == 0)
         rc = view_gather_survivors(m, survivors, view, tag);
     if (rc == 0 && joiner != VIEW_NO_JOINER &&
-        view_gather_ready(m, 1ull << joiner, view, tag, -1, "joiner's start") < 0) {
+        (lost || view_join_await_start(m, joiner, view, tag) < 0)) {
         /* A joiner lost on its way in is a failure in the new view, not a
          * reason to stop: the next change removes it. */
         sp_log(SP_LOG_WARN, "view", "view %llu: joiner %u never started (%s)",

@@ -159,20 +159,21 @@ static int await_view(struct view_membership *m, uint32_t leader, uint64_t view,
     skips->num_skips = 0;
     if (rc == 0 && jv->num_skips > 0)
         rc = await_skips(m, leader, jv, skips, timeout);
-    if (rc < 0 || jv->state_length == 0)
+    if (rc < 0)
         return rc;
-    uint8_t *buffer = malloc((size_t)jv->state_length);
-    if (buffer == NULL)
-        return sp_error(SPINDLE_ENOMEM, "no memory for %llu bytes of state",
-                        (unsigned long long)jv->state_length);
-    rc = ctl_collect_one(m->ctl, view_join_tag(view, JOIN_STATE), leader, buffer,
-                         (size_t)jv->state_length, timeout);
-    if (rc < 0) {
-        free(buffer);
-        return sp_error(SPINDLE_EAGAIN, "the state did not arrive: %s", spindle_errmsg());
+    if (jv->state_length == 0) {
+        /* No state: a reader hears that it is complete and empty. */
+        if (m->config.state_read != NULL) {
+            rc = m->config.state_read(m->config.state_ctx, 0, NULL, 0, true);
+            if (rc < 0)
+                rc = sp_error(rc, "state_read refused the empty state (%s)", spindle_strerror(rc));
+        }
+        return rc;
     }
-    *state = buffer;
-    return 0;
+    size_t length = 0;
+    rc = view_join_receive_state(m, leader, jv, state, &length, timeout);
+    jv->state_length = length; /* what state_load gets */
+    return rc;
 }
 
 /* Undoes a failed attempt so that the next one starts clean. */

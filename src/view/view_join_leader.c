@@ -446,13 +446,12 @@ static void save_state(struct view_membership *m, struct view_join_view *jv, voi
     if (m->config.state_save == NULL)
         return;
     int rc = m->config.state_save(m->config.state_save_ctx, state, length);
-    if (rc < 0 || (*state == NULL && *length > 0) || *length > VIEW_STATE_MAX) {
+    if (rc < 0 || (*state == NULL && *length > 0)) {
         /* The joiner cannot start without its state: it stops, and the
          * others remove it when it never starts. */
         jv->error = rc < 0 ? rc : SPINDLE_EINVAL;
         snprintf(jv->why, sizeof jv->why, "state_save at member %u failed (%s%s)", m->config.self,
-                 spindle_strerror(jv->error),
-                 *length > VIEW_STATE_MAX ? ": larger than 64 MiB" : "");
+                 spindle_strerror(jv->error), rc >= 0 ? ": no bytes for a length" : "");
         sp_log(SP_LOG_ERROR, "join", "%s", jv->why);
         free(*state);
         *state = NULL;
@@ -500,17 +499,15 @@ static int collect_skips(const struct view_epoch *next, uint32_t joiner_row,
     return 0;
 }
 
-/* Publishes the state, then the skips, then the view: the joiner reads
- * the view last published and collects the rest by the sizes it names. */
+/* Publishes the skips, then the view: the joiner reads the view last
+ * published and collects the skips by the size it names; the state
+ * follows at the start of the view (view_join_send_state). */
 static int publish_join(struct view_membership *m, uint32_t id, struct view_join_view *jv,
-                        const void *state, const struct view_join_skips *skips)
+                        const struct view_join_skips *skips)
 {
     uint64_t view = jv->view_id;
     int rc = 0;
-    if (jv->state_length > 0)
-        rc = ctl_publish(m->ctl, view_join_tag(view, JOIN_STATE), state, (size_t)jv->state_length,
-                         1ull << id);
-    if (rc == 0 && jv->num_skips > 0) {
+    if (jv->num_skips > 0) {
         size_t size = VIEW_WIRE_JOIN_SKIPS_SIZE(jv->num_skips);
         uint8_t *bytes = malloc(size);
         if (bytes == NULL)
@@ -557,11 +554,20 @@ int view_join_send_view(struct view_membership *m, const struct view_epoch *next
     size_t length = 0;
     if (rc == 0)
         save_state(m, jv, &state, &length);
-    jv->state_length = length;
+    bool streamed = m->config.state_write != NULL && jv->error == 0;
+    jv->state_length = streamed ? VIEW_STATE_STREAMED : length;
     jv->num_skips = jv->error < 0 ? 0 : skips->num_skips;
     if (rc == 0)
-        rc = publish_join(m, id, jv, state, skips);
-    free(state);
+        rc = publish_join(m, id, jv, skips);
+    /* Kept for the start of the view; a state from an earlier change that
+     * never started goes. */
+    free(m->joiner.state);
+    m->joiner.has_state = rc == 0 && jv->state_length != 0;
+    m->joiner.state_view = jv->view_id;
+    m->joiner.state = m->joiner.has_state ? state : NULL;
+    m->joiner.state_length = m->joiner.has_state ? length : 0;
+    if (!m->joiner.has_state)
+        free(state);
     free(skips);
     free(jv);
     return rc;

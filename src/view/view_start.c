@@ -279,6 +279,8 @@ struct smc_group *view_upcall_smc(struct view_membership *m)
 void view_membership_destroy(struct view_membership *m)
 {
     view_thread_stop(m);
+    free(m->joiner.state);
+    m->joiner.state = NULL;
     if (m->engine_started)
         sst_engine_stop(m->engine);
     view_epoch_free(m->current);

@@ -483,9 +483,6 @@ int view_wire_decode_join_view(const uint8_t *buf, size_t len, struct view_join_
     out->state_length = wire_get_u64(&r, "state length");
     out->num_skips = wire_get_u32(&r, "skip count");
     out->num_rows = wire_get_u32(&r, "row count");
-    if (r.rc == 0 && out->state_length > VIEW_STATE_MAX)
-        wire_fail(&r, "state of %llu bytes exceeds %llu", (unsigned long long)out->state_length,
-                  (unsigned long long)VIEW_STATE_MAX);
     if (r.rc == 0 && out->num_skips > VIEW_JOIN_MAX_SKIPS)
         wire_fail(&r, "%u skip entries exceed %u", out->num_skips, VIEW_JOIN_MAX_SKIPS);
     if (r.rc == 0 && out->error < 0 && (out->num_skips | out->state_length) != 0)
@@ -545,5 +542,79 @@ int view_wire_decode_join_skips(const uint8_t *buf, size_t len, struct view_join
             wire_fail(&r, "skip %u counts %llu resends, not 1..%llu", i,
                       (unsigned long long)skip->count, (unsigned long long)VIEW_JOIN_SKIP_MAX);
     }
+    return wire_finish(&r);
+}
+
+/* ---- the joiner's state, in chunks ------------------------------------- */
+
+size_t view_wire_encode_join_chunk(const struct view_join_chunk *chunk, uint8_t *buf, size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_JOIN_STATE);
+    wire_put_u64(&w, chunk->view_id);
+    wire_put_u64(&w, chunk->offset);
+    wire_put_u32(&w, chunk->length);
+    wire_put_u32(&w, chunk->last ? 1u : 0u);
+    wire_put_u32(&w, (uint32_t)chunk->error);
+    wire_put_bytes(&w, chunk->data, chunk->length);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_join_chunk(const uint8_t *buf, size_t len, struct view_join_chunk *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "state chunk");
+    memset(out, 0, sizeof *out);
+    wire_get_header(&r, VIEW_WIRE_JOIN_STATE);
+    out->view_id = wire_get_u64(&r, "view id");
+    out->offset = wire_get_u64(&r, "offset");
+    out->length = wire_get_u32(&r, "length");
+    uint32_t flags = wire_get_u32(&r, "flags");
+    out->error = get_error(&r, true);
+    out->last = (flags & 1u) != 0;
+    /* The offset only grows by what was sent before it: a chunk that would
+     * end past 2^64 bytes is a lie. */
+    if (r.rc == 0 && (flags & ~1u) != 0)
+        wire_fail(&r, "unknown flags 0x%x", flags);
+    else if (r.rc == 0 && out->length > VIEW_STATE_CHUNK)
+        wire_fail(&r, "chunk of %u bytes exceeds %u", out->length, VIEW_STATE_CHUNK);
+    else if (r.rc == 0 && out->offset > UINT64_MAX - out->length)
+        wire_fail(&r, "chunk of %u bytes at offset %llu ends past 2^64", out->length,
+                  (unsigned long long)out->offset);
+    else if (r.rc == 0 && out->error < 0 && (out->length != 0 || !out->last))
+        wire_fail(&r, "a failed stream's chunk carries no bytes and ends it");
+    else if (r.rc == 0 && wire_left(&r) != out->length)
+        wire_fail(&r, "%zu bytes follow a chunk of %u", wire_left(&r), out->length);
+    if (r.rc == 0) {
+        out->data = buf + r.pos;
+        r.pos += out->length;
+    }
+    return wire_finish(&r);
+}
+
+size_t view_wire_encode_join_state_ack(const struct view_join_state_ack *ack, uint8_t *buf,
+                                       size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_JOIN_STATE_ACK);
+    wire_put_u64(&w, ack->view_id);
+    wire_put_u64(&w, ack->taken);
+    wire_put_u32(&w, (uint32_t)ack->error);
+    wire_put_zero(&w, 4);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_join_state_ack(const uint8_t *buf, size_t len, struct view_join_state_ack *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "state acknowledgement");
+    memset(out, 0, sizeof *out);
+    wire_get_header(&r, VIEW_WIRE_JOIN_STATE_ACK);
+    out->view_id = wire_get_u64(&r, "view id");
+    out->taken = wire_get_u64(&r, "taken");
+    out->error = get_error(&r, true);
+    wire_get_zero(&r, 4, "reserved");
     return wire_finish(&r);
 }

@@ -33,17 +33,19 @@
 #include "view/view.h"
 
 enum view_wire_type {
-    VIEW_WIRE_DESC = 0x5601,          /* a member's table descriptor (first view) */
-    VIEW_WIRE_READY = 0x5602,         /* a member is ready in a view (start, barrier) */
-    VIEW_WIRE_BLOB = 0x5603,          /* a survivor's frozen counts and next descriptor */
-    VIEW_WIRE_COMMIT = 0x5604,        /* a survivor's commitment to one suspected set */
-    VIEW_WIRE_JOIN_REQUEST = 0x5605,  /* a joiner asks any member */
-    VIEW_WIRE_JOIN_OFFER = 0x5606,    /* the answer: admitted, redirected or refused */
-    VIEW_WIRE_JOIN_DESC = 0x5607,     /* the joiner's table descriptor, to the leader */
-    VIEW_WIRE_JOIN_ANNOUNCE = 0x5608, /* the leader announces the joiner to the members */
-    VIEW_WIRE_JOIN_VIEW = 0x5609,     /* the leader gives the joiner its view and state size */
-    VIEW_WIRE_SUSPECT = 0x560a,       /* a member starts a change: whom it suspects */
-    VIEW_WIRE_JOIN_SKIPS = 0x560b,    /* the resends the joiner takes without delivering */
+    VIEW_WIRE_DESC = 0x5601,           /* a member's table descriptor (first view) */
+    VIEW_WIRE_READY = 0x5602,          /* a member is ready in a view (start, barrier) */
+    VIEW_WIRE_BLOB = 0x5603,           /* a survivor's frozen counts and next descriptor */
+    VIEW_WIRE_COMMIT = 0x5604,         /* a survivor's commitment to one suspected set */
+    VIEW_WIRE_JOIN_REQUEST = 0x5605,   /* a joiner asks any member */
+    VIEW_WIRE_JOIN_OFFER = 0x5606,     /* the answer: admitted, redirected or refused */
+    VIEW_WIRE_JOIN_DESC = 0x5607,      /* the joiner's table descriptor, to the leader */
+    VIEW_WIRE_JOIN_ANNOUNCE = 0x5608,  /* the leader announces the joiner to the members */
+    VIEW_WIRE_JOIN_VIEW = 0x5609,      /* the leader gives the joiner its view and state size */
+    VIEW_WIRE_SUSPECT = 0x560a,        /* a member starts a change: whom it suspects */
+    VIEW_WIRE_JOIN_SKIPS = 0x560b,     /* the resends the joiner takes without delivering */
+    VIEW_WIRE_JOIN_STATE = 0x560c,     /* a chunk of the joiner's state */
+    VIEW_WIRE_JOIN_STATE_ACK = 0x560d, /* the joiner took the state up to an offset */
 };
 
 /* Subgroups a joiner may bring (its request must fit one join frame). */
@@ -52,8 +54,12 @@ enum view_wire_type {
 #define VIEW_WHY_MAX 160
 /* Longest group name, NUL included. */
 #define VIEW_NAME_MAX 64
-/* Largest application state a joiner accepts. */
-#define VIEW_STATE_MAX (64ull << 20)
+/* A joiner's state travels in chunks of at most this many bytes, two in
+ * flight at most (docs/VIEWS.md, "State transfer"). */
+#define VIEW_STATE_CHUNK (1u << 20)
+/* JOIN_VIEW's state length of a state streamed by state_write, whose size
+ * is not known before it ends. */
+#define VIEW_STATE_STREAMED UINT64_MAX
 /* Most skip entries: one per sender of every subgroup. */
 #define VIEW_JOIN_MAX_SKIPS (SPINDLE_MAX_SUBGROUPS * SST_MAX_ROWS)
 /* Largest skip count: an entry counts resends, a window or a few of them
@@ -164,7 +170,7 @@ struct view_join_view {
     uint64_t view_id;
     int32_t error; /* 0, or why the join was dropped (SPINDLE_EAGAIN: try again) */
     char why[VIEW_WHY_MAX];
-    uint64_t state_length; /* <= VIEW_STATE_MAX */
+    uint64_t state_length; /* bytes, 0: none, VIEW_STATE_STREAMED: not known */
     uint32_t num_skips;    /* <= VIEW_JOIN_MAX_SKIPS */
     uint32_t num_rows;
     struct sst_member_desc descs[SST_MAX_ROWS];
@@ -188,6 +194,30 @@ struct view_join_skips {
     struct view_join_skip skips[VIEW_JOIN_MAX_SKIPS];
 };
 
+/* A chunk of a joiner's state: bytes [offset, offset + length) of it, the
+ * last one with last set; error < 0 (and no bytes) when the leader's
+ * state_write failed part way: the stream ends there. data points into the
+ * decoded bytes. */
+struct view_join_chunk {
+    uint64_t view_id;
+    uint64_t offset;
+    uint32_t length; /* <= VIEW_STATE_CHUNK */
+    bool last;
+    int32_t error;
+    const uint8_t *data;
+};
+#define VIEW_WIRE_JOIN_CHUNK_HEADER_SIZE (WIRE_HEADER_SIZE + 28u)
+#define VIEW_WIRE_JOIN_CHUNK_MAX_SIZE    (VIEW_WIRE_JOIN_CHUNK_HEADER_SIZE + VIEW_STATE_CHUNK)
+
+/* The joiner has taken (loaded) the state up to taken bytes, or refused it
+ * (error < 0: its state_read failed). */
+struct view_join_state_ack {
+    uint64_t view_id;
+    uint64_t taken;
+    int32_t error;
+};
+#define VIEW_WIRE_JOIN_STATE_ACK_SIZE (WIRE_HEADER_SIZE + 24u)
+
 /* Bytes of a blob of a group with num_subgroups subgroups. */
 size_t view_wire_blob_size(uint32_t num_subgroups);
 
@@ -209,6 +239,9 @@ size_t view_wire_encode_join_announce(const struct view_join_announce *announce,
                                       size_t cap);
 size_t view_wire_encode_join_view(const struct view_join_view *view, uint8_t *buf, size_t cap);
 size_t view_wire_encode_join_skips(const struct view_join_skips *skips, uint8_t *buf, size_t cap);
+size_t view_wire_encode_join_chunk(const struct view_join_chunk *chunk, uint8_t *buf, size_t cap);
+size_t view_wire_encode_join_state_ack(const struct view_join_state_ack *ack, uint8_t *buf,
+                                       size_t cap);
 
 /*
  * Decoders: 0 and *out, or SPINDLE_EPROTO naming what was wrong. The blob
@@ -228,5 +261,8 @@ int view_wire_decode_join_desc(const uint8_t *buf, size_t len, struct view_join_
 int view_wire_decode_join_announce(const uint8_t *buf, size_t len, struct view_join_announce *out);
 int view_wire_decode_join_view(const uint8_t *buf, size_t len, struct view_join_view *out);
 int view_wire_decode_join_skips(const uint8_t *buf, size_t len, struct view_join_skips *out);
+int view_wire_decode_join_chunk(const uint8_t *buf, size_t len, struct view_join_chunk *out);
+int view_wire_decode_join_state_ack(const uint8_t *buf, size_t len,
+                                    struct view_join_state_ack *out);
 
 #endif

@@ -179,6 +179,16 @@ static void view_seeds(void)
     len = sample_join_skips(buf, sizeof buf);
     require(view_wire_decode_join_skips(buf, len, &join_skips), "join skips", "sample");
     write_seed("fuzz_view_join_skips", "sample", buf, len);
+    static const uint8_t piece[] = "a piece of state";
+    struct view_join_chunk chunk = {7, 3u << 20, sizeof piece, true, 0, piece};
+    struct view_join_chunk chunk_back;
+    len = view_wire_encode_join_chunk(&chunk, buf, sizeof buf);
+    require(view_wire_decode_join_chunk(buf, len, &chunk_back), "state chunk", "last");
+    write_seed("fuzz_view_join_state", "chunk", buf, len);
+    struct view_join_state_ack ack = {7, 3u << 20, 0}, ack_back;
+    len = view_wire_encode_join_state_ack(&ack, buf, sizeof buf);
+    require(view_wire_decode_join_state_ack(buf, len, &ack_back), "state ack", "taken");
+    write_seed("fuzz_view_join_state", "ack", buf, len);
 }
 
 static void shm_seeds(void)

@@ -287,6 +287,52 @@ static void test_lying_offers_are_refused(void **state)
     expect_refused(view_wire_decode_join_offer(sample, len, &offer), "group name must be zero");
 }
 
+/* A chunk: header, view 9, offset 2 MiB, the bytes of "state!" (last). */
+static size_t sample_chunk(uint8_t *buf, size_t cap)
+{
+    static const uint8_t piece[] = "state!";
+    struct view_join_chunk chunk = {9, 2u << 20, sizeof piece, true, 0, piece};
+    return view_wire_encode_join_chunk(&chunk, buf, cap);
+}
+
+static void test_state_chunks_and_acknowledgements(void **state)
+{
+    (void)state;
+    static struct view_join_chunk chunk;
+    size_t len = sample_chunk(sample, sizeof sample);
+    assert_int_equal(len, VIEW_WIRE_JOIN_CHUNK_HEADER_SIZE + 7);
+    assert_int_equal(view_wire_decode_join_chunk(sample, len, &chunk), 0);
+    assert_true(chunk.view_id == 9 && chunk.offset == (2u << 20) && chunk.length == 7);
+    assert_true(chunk.last && chunk.error == 0);
+    assert_memory_equal(chunk.data, "state!", 7);
+    assert_ptr_equal(chunk.data, sample + VIEW_WIRE_JOIN_CHUNK_HEADER_SIZE);
+    /* Fields at: view 4, offset 12, length 20, flags 24, error 28. */
+    expect_refused(view_wire_decode_join_chunk(sample, len - 1, &chunk), "6 bytes follow");
+    poke_u32(sample + 20, VIEW_STATE_CHUNK + 1);
+    expect_refused(view_wire_decode_join_chunk(sample, len, &chunk), "exceeds 1048576");
+    len = sample_chunk(sample, sizeof sample);
+    poke_u32(sample + 24, 3);
+    expect_refused(view_wire_decode_join_chunk(sample, len, &chunk), "unknown flags 0x3");
+    len = sample_chunk(sample, sizeof sample);
+    memset(sample + 12, 0xff, 8); /* offset 2^64 - 1: 7 bytes would end past it */
+    expect_refused(view_wire_decode_join_chunk(sample, len, &chunk), "ends past 2^64");
+    len = sample_chunk(sample, sizeof sample);
+    poke_u32(sample + 28, (uint32_t)SPINDLE_EIO); /* a failure that carries bytes */
+    expect_refused(view_wire_decode_join_chunk(sample, len, &chunk), "carries no bytes");
+    len = sample_chunk(sample, sizeof sample);
+    poke_u32(sample + 28, 5);
+    expect_refused(view_wire_decode_join_chunk(sample, len, &chunk), "not a libspindle error");
+
+    struct view_join_state_ack ack = {9, 12345, SPINDLE_EINVAL}, back;
+    len = view_wire_encode_join_state_ack(&ack, sample, sizeof sample);
+    assert_int_equal(len, VIEW_WIRE_JOIN_STATE_ACK_SIZE);
+    assert_int_equal(view_wire_decode_join_state_ack(sample, len, &back), 0);
+    assert_true(back.view_id == 9 && back.taken == 12345 && back.error == SPINDLE_EINVAL);
+    sample[len - 1] = 1;
+    expect_refused(view_wire_decode_join_state_ack(sample, len, &back), "reserved");
+    expect_refused(view_wire_decode_join_state_ack(sample, len - 1, &back), "");
+}
+
 static void test_lying_requests_and_views_are_refused(void **state)
 {
     (void)state;
@@ -317,8 +363,9 @@ static void test_lying_requests_and_views_are_refused(void **state)
     static struct view_join_view jv;
     len = sample_join_view(0, sample, sizeof sample);
     size_t state_at = WIRE_HEADER_SIZE + 12 + 2 + VIEW_WHY_MAX - 1;
-    poke_u32(sample + state_at + 4, 1); /* 2^32 + 4096 bytes of state */
-    expect_refused(view_wire_decode_join_view(sample, len, &jv), "exceeds");
+    poke_u32(sample + state_at + 4, 1); /* 2^32 + 4096 bytes: a state has no limit */
+    assert_int_equal(view_wire_decode_join_view(sample, len, &jv), 0);
+    assert_int_equal(jv.state_length, (1ull << 32) + 4096);
     len = sample_join_view(0, sample, sizeof sample);
     poke_u32(sample + state_at + 8, VIEW_JOIN_MAX_SKIPS + 1);
     expect_refused(view_wire_decode_join_view(sample, len, &jv), "skip entries exceed");
@@ -368,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_blob_of_another_group_shape_is_refused),
         cmocka_unit_test(test_lying_offers_are_refused),
         cmocka_unit_test(test_lying_requests_and_views_are_refused),
+        cmocka_unit_test(test_state_chunks_and_acknowledgements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

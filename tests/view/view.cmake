@@ -20,5 +20,8 @@ spindle_add_test(test_view_identity SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_
 spindle_add_test(test_view_join_unordered
                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join_unordered.c TIMEOUT 120
                  LABELS view join unordered)
+# State transfer: above 64 MiB, streamed to a slow reader, refused.
+spindle_add_test(test_view_join_state SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join_state.c
+                 TIMEOUT 240 LABELS view join)
 spindle_add_test(test_view_join_keyed SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join_keyed.c
                  TIMEOUT 120 LABELS view join security)

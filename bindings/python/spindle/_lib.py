@@ -115,6 +115,15 @@ STATE_SAVE_FN = ctypes.CFUNCTYPE(
 STATE_LOAD_FN = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t
 )
+STATE_WRITE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+STATE_READ_FN = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.c_uint64,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_bool,
+)
 LAYOUT_FN = ctypes.CFUNCTYPE(
     ctypes.c_int,
     ctypes.c_void_p,
@@ -177,6 +186,8 @@ class GroupOptions(ctypes.Structure):
         ("send_ready", SEND_READY_FN),
         ("send_ready_ctx", ctypes.c_void_p),
         ("admin_dir", ctypes.c_char_p),
+        ("state_write", STATE_WRITE_FN),
+        ("state_read", STATE_READ_FN),
     ]
 
 
