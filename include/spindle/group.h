@@ -76,6 +76,7 @@
 #include <spindle/config.h> /* enum spindle_delivery_mode: SPINDLE_MODE_ATOMIC, _UNORDERED */
 #include <spindle/error.h>
 #include <spindle/export.h>
+#include <spindle/p2p.h>  /* point-to-point messages */
 #include <spindle/view.h> /* views, the layout function, state transfer */
 
 #ifdef __cplusplus
@@ -348,6 +349,19 @@ struct spindle_group_options {
      * spindle_group_create. "off": no endpoint.
      */
     const char *admin_dir;
+    /*
+     * Point-to-point messages (<spindle/p2p.h>, docs/P2P.md): the upcall
+     * of each message or query another member sends this one (NULL, the
+     * default: they are taken and dropped), and the slots of each pair's
+     * ring, 1..SPINDLE_P2P_MAX_WINDOW (0, the default:
+     * SPINDLE_P2P_DEFAULT_WINDOW). Every member must use the same
+     * p2p_window (a send to a member with another fails with
+     * SPINDLE_EPROTO). Each member keeps 2 x num_members rings of
+     * p2p_window x (SPINDLE_P2P_MAX_PAYLOAD + 16) bytes.
+     */
+    spindle_p2p_deliver_fn p2p_deliver;
+    void *p2p_ctx;
+    uint32_t p2p_window;
 };
 
 /* What one queued message costs in the dispatch queue besides its length. */
