@@ -281,7 +281,7 @@ static int try_send(struct smc_group *group, uint32_t row, const struct smc_p2p_
     if (rc < 0)
         return rc;
     /* The guard, in a later write than the slot (T2). */
-    p2p->sent[row] = position + 1;
+    __atomic_store_n(&p2p->sent[row], position + 1, __ATOMIC_RELAXED);
     uint32_t offset = p2p->sent_offset + 8 * row;
     sst_write_u64(group->table, offset, position + 1);
     return sst_push(group->table, offset, 8, &row, 1);
