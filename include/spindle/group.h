@@ -27,7 +27,8 @@
  * spindle_group_stats, spindle_flush and spindle_barrier may be called from
  * any application thread.
  *
- * Upcalls (docs/DISPATCH.md): deliver, view_changed and send_ready. Which
+ * Upcalls (docs/DISPATCH.md): deliver, view_changed and send_ready, and
+ * p2p_deliver (<spindle/p2p.h>), which runs where deliver does. Which
  * thread runs them depends on the mode:
  *  - Default (options.dispatch false): deliver and send_ready run on the
  *    library's predicate thread with the multicast's lock held (the trim

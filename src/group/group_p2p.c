@@ -82,13 +82,18 @@ static int p2p_send(spindle_group_t *group, uint32_t target, struct smc_p2p_slot
             view_release(&group->membership);
         if (rc != SPINDLE_ESHUTDOWN && rc != SPINDLE_EPEERFAILED)
             return rc;
+        bool changing = rc == SPINDLE_ESHUTDOWN && view_change_pending(&group->membership);
+        if (u != NULL && changing)
+            return sp_error(SPINDLE_EAGAIN,
+                            "%s inside an upcall: a view change is under way and an upcall does "
+                            "not wait for it",
+                            call);
+        if (only_view != UINT64_MAX && changing)
+            return sp_error(SPINDLE_EPEERFAILED,
+                            "%s: the view of the query is ending; its querier is told it failed",
+                            call);
         if (u != NULL || only_view != UINT64_MAX)
-            return rc == SPINDLE_ESHUTDOWN && view_change_pending(&group->membership)
-                       ? sp_error(SPINDLE_EAGAIN,
-                                  "%s inside an upcall: a view change is under way and an upcall "
-                                  "does not wait for it",
-                                  call)
-                       : rc;
+            return rc;
         rc = view_after_error(&group->membership, view, rc);
         if (rc != 1)
             return rc;

@@ -313,6 +313,18 @@ static int check_args(struct smc_group *group, uint32_t row, uint32_t length)
     return 0;
 }
 
+/* True when the ring to row has a free slot by the credit in memory now,
+ * or try_send will fail for another reason than room (no lock: the credit is a word only row
+ * writes; sent[row] is stored atomically by senders under the engine lock). */
+static bool ring_has_room(struct smc_group *group, uint32_t row)
+{
+    if (sst_read_u64(group->table, row, group->p2p.window_offset) == 0)
+        return false; /* not published yet: nothing to wake on but the slice */
+    uint64_t sent = __atomic_load_n(&group->p2p.sent[row], __ATOMIC_RELAXED);
+    uint64_t credit = credit_of(group, row);
+    return credit > sent || sent - credit < group->p2p.window;
+}
+
 int smc_p2p_send(struct smc_group *group, uint32_t row, const struct smc_p2p_slot *header,
                  const void *data, bool nonblock, bool locked, uint64_t deadline_ns)
 {
@@ -346,8 +358,12 @@ int smc_p2p_send(struct smc_group *group, uint32_t row, const struct smc_p2p_slo
             __atomic_add_fetch(&group->p2p.waiters, 1, __ATOMIC_ACQ_REL);
             sst_engine_wake(group->engine);
         }
+        /* Looked at again under wait_lock, which the predicate's wake-up
+         * takes: a credit that moved after try_send is seen here, or its
+         * wake-up comes once this thread waits. */
         pthread_mutex_lock(&group->wait_lock);
-        wait_slice(group, deadline_ns);
+        if (!ring_has_room(group, row))
+            wait_slice(group, deadline_ns);
         pthread_mutex_unlock(&group->wait_lock);
     }
     if (counted)
