@@ -110,7 +110,9 @@ static bool p2p_predicate(void *ctx)
     bool held = delivery_held(group);
     bool waiting = __atomic_load_n(&p2p->waiters, __ATOMIC_ACQUIRE) > 0;
     for (uint32_t row = 0; row < group->num_rows; row++) {
-        if (row == group->my_row || p2p->lied[row])
+        /* Nothing more is taken from a row that lied or failed: what it
+         * left in its ring is not work (the trigger would skip it). */
+        if (row == group->my_row || p2p->lied[row] || sst_row_failed(group->table, row))
             continue;
         if (!held && sent_to_me(group, row) != p2p->received[row])
             return true;
@@ -192,7 +194,7 @@ static void watch_credit(struct smc_group *group)
     struct smc_p2p *p2p = &group->p2p;
     bool moved = false;
     for (uint32_t row = 0; row < group->num_rows; row++) {
-        if (row == group->my_row)
+        if (row == group->my_row || p2p->lied[row])
             continue;
         uint64_t credit = credit_of(group, row);
         if (credit == p2p->credit_seen[row])
