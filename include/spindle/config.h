@@ -87,6 +87,10 @@ struct spindle_config {
         uint32_t message_size; /* 1..SPINDLE_MAX_PAYLOAD, default 64 */
         uint32_t duration_ms;  /* 0 = until messages are sent (default); else a timed run */
     } bench;
+    /* [group] p2p_window (docs/P2P.md): slots of each point-to-point ring,
+     * 0 = the library's default. Kept last, not in group, so that the
+     * fields above keep their places. */
+    uint32_t group_p2p_window;
 };
 
 /*

@@ -27,7 +27,8 @@
  * spindle_group_stats, spindle_flush and spindle_barrier may be called from
  * any application thread.
  *
- * Upcalls (docs/DISPATCH.md): deliver, view_changed and send_ready. Which
+ * Upcalls (docs/DISPATCH.md): deliver, view_changed and send_ready, and
+ * p2p_deliver (<spindle/p2p.h>), which runs where deliver does. Which
  * thread runs them depends on the mode:
  *  - Default (options.dispatch false): deliver and send_ready run on the
  *    library's predicate thread with the multicast's lock held (the trim
@@ -76,6 +77,7 @@
 #include <spindle/config.h> /* enum spindle_delivery_mode: SPINDLE_MODE_ATOMIC, _UNORDERED */
 #include <spindle/error.h>
 #include <spindle/export.h>
+#include <spindle/p2p.h>  /* point-to-point messages */
 #include <spindle/view.h> /* views, the layout function, state transfer */
 
 #ifdef __cplusplus
@@ -353,6 +355,19 @@ struct spindle_group_options {
      * state_ctx; state_write replaces state_save, state_read state_load. */
     spindle_state_write_fn state_write;
     spindle_state_read_fn state_read;
+    /*
+     * Point-to-point messages (<spindle/p2p.h>, docs/P2P.md): the upcall
+     * of each message or query another member sends this one (NULL, the
+     * default: they are taken and dropped), and the slots of each pair's
+     * ring, 1..SPINDLE_P2P_MAX_WINDOW (0, the default:
+     * SPINDLE_P2P_DEFAULT_WINDOW). Every member must use the same
+     * p2p_window (a send to a member with another fails with
+     * SPINDLE_EPROTO). Each member keeps 2 x num_members rings of
+     * p2p_window x (SPINDLE_P2P_MAX_PAYLOAD + 16) bytes.
+     */
+    spindle_p2p_deliver_fn p2p_deliver;
+    void *p2p_ctx;
+    uint32_t p2p_window;
 };
 
 /* What one queued message costs in the dispatch queue besides its length. */

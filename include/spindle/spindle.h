@@ -11,6 +11,7 @@
 #include <spindle/export.h>
 #include <spindle/group.h>
 #include <spindle/log.h>
+#include <spindle/p2p.h>
 #include <spindle/setup.h>
 #include <spindle/version.h>
 #include <spindle/view.h>

@@ -85,6 +85,8 @@ static const struct cfg_env_var env_table[] = {
      "[group] dispatch"},
     {"SPINDLE_GROUP_DISPATCH_QUEUE_BYTES", "bytes, 0 = 8 MiB", "0",
      "most bytes of deliveries queued for spindle_dispatch", "[group] dispatch_queue_bytes"},
+    {"SPINDLE_GROUP_P2P_WINDOW", "0 .. 1024, 0 = 16", "0",
+     "slots of each point-to-point ring (every member the same)", "[group] p2p_window"},
     {"SPINDLE_GROUP_ADMIN_DIR", "path, or off", "$XDG_RUNTIME_DIR/spindle, else /tmp/spindle-<uid>",
      "where this member's administration socket goes (spindle-stat, spindle-ctl); off: none",
      "[group] admin_dir"},

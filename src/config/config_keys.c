@@ -57,6 +57,7 @@ static const char *const group_keys[] = {"name",
                                          "dispatch",
                                          "dispatch_queue_bytes",
                                          "admin_dir",
+                                         "p2p_window",
                                          NULL};
 static const char *const member_keys[] = {"host", "port", "name", NULL};
 static const char *const subgroup_keys[] = {"members", "senders", "window_size", "max_payload",
@@ -245,6 +246,13 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
         o->pub.group.dispatch_queue_bytes = n;
         return 0;
     }
+    if (strcmp(key, "p2p_window") == 0) {
+        /* Slots of each point-to-point ring (docs/P2P.md); 0: the default. */
+        if (cfg_uint(value, 0, SPINDLE_P2P_MAX_WINDOW, &n) != 0)
+            return -1;
+        o->pub.group_p2p_window = (uint32_t)n;
+        return 0;
+    }
     if (strcmp(key, "admin_dir") == 0) {
         /* Checked when the group opens it (owner, mode, no link). */
         if (value[0] == '\0')
@@ -253,7 +261,8 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
     }
     return cfg_problem("unknown key in [group] (known: name, transport, provider, device, "
                        "failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
-                       "accept_key_file, log_dir, dispatch, dispatch_queue_bytes, admin_dir)");
+                       "accept_key_file, log_dir, dispatch, dispatch_queue_bytes, admin_dir, "
+                       "p2p_window)");
 }
 
 static int cfg_apply_member(struct cfg_member *m, const char *key, const char *value)

@@ -50,6 +50,9 @@ static int check_timeouts(const struct spindle_group_options *options)
         return sp_error(SPINDLE_EINVAL,
                         "slow_member_ms %d needs tolerate_failures (a removal is a view change)",
                         options->slow_member_ms);
+    if (options->p2p_window > SPINDLE_P2P_MAX_WINDOW)
+        return sp_error(SPINDLE_EINVAL, "p2p_window %u must be 0 (default %u) or 1..%u",
+                        options->p2p_window, SPINDLE_P2P_DEFAULT_WINDOW, SPINDLE_P2P_MAX_WINDOW);
     return 0;
 }
 
@@ -175,6 +178,7 @@ static void upcalls_of(struct spindle_group *group, struct view_config *out)
         out->deliver = o->deliver != NULL ? group_dispatch_deliver : NULL;
         out->view_changed = o->view_changed != NULL ? group_dispatch_view : NULL;
         out->send_ready = o->send_ready != NULL ? group_dispatch_send_ready : NULL;
+        out->p2p_deliver = o->p2p_deliver != NULL ? group_dispatch_p2p : NULL;
         out->queue_room = group_dispatch_room;
         out->queue_progress = group_dispatch_progress;
         out->queue_ctx = group;
@@ -184,7 +188,9 @@ static void upcalls_of(struct spindle_group *group, struct view_config *out)
         out->deliver = o->deliver != NULL ? group_upcall_deliver : NULL;
         out->view_changed = o->view_changed != NULL ? group_upcall_view : NULL;
         out->send_ready = o->send_ready != NULL ? group_upcall_send_ready : NULL;
+        out->p2p_deliver = o->p2p_deliver != NULL ? group_upcall_p2p : NULL;
     }
+    out->p2p_ctx = group;
     out->deliver_ctx = group;
     out->view_ctx = group;
     out->send_ready_ctx = group;
@@ -200,6 +206,9 @@ static int dispatch_of(struct spindle_group *group, const struct spindle_subgrou
     for (uint32_t g = 0; g < num_subgroups; g++)
         if (subgroups[g].max_payload > largest && subgroups[g].max_payload <= SPINDLE_MAX_PAYLOAD)
             largest = subgroups[g].max_payload;
+    /* Point-to-point messages share the queue and its bound. */
+    if (group->options.p2p_deliver != NULL && largest < SPINDLE_P2P_MAX_PAYLOAD)
+        largest = SPINDLE_P2P_MAX_PAYLOAD;
     return group_dispatch_create(&group->options, largest, &group->dispatch);
 }
 
@@ -227,6 +236,7 @@ static void view_config_of(struct spindle_group *group, struct view_config *out)
     out->engine.poll_cpu = o->poll_cpu;
     out->batching = o->batching;
     out->null_sends = o->null_sends;
+    out->p2p_window = o->p2p_window;
     upcalls_of(group, out);
     out->layout = o->layout;
     out->layout_ctx = o->layout_ctx;

@@ -37,7 +37,7 @@
 
 #define DEFAULT_QUEUE_BYTES ((size_t)8 << 20)
 
-enum item_kind { ITEM_MESSAGES, ITEM_VIEW, ITEM_SEND_READY, ITEM_STATE_SAVE };
+enum item_kind { ITEM_MESSAGES, ITEM_VIEW, ITEM_SEND_READY, ITEM_STATE_SAVE, ITEM_P2P };
 
 /* A state_save the membership thread waits for (ITEM_STATE_SAVE); shared
  * by the queue and the waiter, freed by the last of the two (lock). */
@@ -58,6 +58,7 @@ struct item {
     size_t count;             /* messages */
     struct spindle_message *messages;
     struct spindle_view_info view;
+    struct spindle_p2p_message p2p; /* ITEM_P2P: data follows the item */
 };
 
 struct group_dispatch {
@@ -242,6 +243,30 @@ void group_dispatch_send_ready(void *ctx, uint32_t subgroup)
     push(group->dispatch, item);
 }
 
+int group_dispatch_p2p(void *ctx, const struct spindle_p2p_message *message)
+{
+    spindle_group_t *group = ctx;
+    struct group_dispatch *d = group->dispatch;
+    size_t cost = (size_t)SPINDLE_DISPATCH_OVERHEAD + message->length;
+    /* Point-to-point messages count against the same bound as the
+     * multicast's: a full queue leaves them in their rings. */
+    if (group_dispatch_room(group) < cost)
+        return SPINDLE_EAGAIN;
+    size_t header = (sizeof(struct item) + 7) & ~(size_t)7;
+    struct item *item = malloc(header + message->length);
+    if (item == NULL)
+        return SPINDLE_EAGAIN; /* left in the ring: tried again later */
+    memset(item, 0, sizeof *item);
+    item->kind = ITEM_P2P;
+    item->p2p = *message;
+    if (message->length > 0)
+        memcpy((char *)item + header, message->data, message->length);
+    item->p2p.data = (char *)item + header;
+    item->bytes = cost;
+    push(d, item);
+    return 0;
+}
+
 int group_dispatch_state_save(void *ctx, void **data, size_t *length)
 {
     spindle_group_t *group = ctx;
@@ -417,6 +442,8 @@ static void run(spindle_group_t *group, struct item *item)
         o->send_ready(o->send_ready_ctx, item->subgroup);
     else if (item->kind == ITEM_STATE_SAVE)
         run_state_save(group, item->state);
+    else if (item->kind == ITEM_P2P && o->p2p_deliver != NULL)
+        o->p2p_deliver(o->p2p_ctx, &item->p2p);
     group_upcall_leave(&u);
     size_t bytes = item->bytes;
     free(item);

@@ -67,6 +67,9 @@ int group_upcall_refuse(const spindle_group_t *group, const char *call);
 void group_upcall_deliver(void *ctx, const struct spindle_message *messages, size_t count);
 void group_upcall_view(void *ctx, const struct spindle_view_info *view);
 void group_upcall_send_ready(void *ctx, uint32_t subgroup);
+/* view_config.p2p_deliver in the default mode: marks the thread and calls
+ * options.p2p_deliver; 0. */
+int group_upcall_p2p(void *ctx, const struct spindle_p2p_message *message);
 /* Drops the reservations this thread left open on group (smc_cancel),
  * with a warning: made inside a default-mode upcall that returned. */
 void group_drop_reservations(spindle_group_t *group);
@@ -92,6 +95,10 @@ void group_dispatch_destroy(struct group_dispatch *dispatch);
 void group_dispatch_deliver(void *ctx, const struct spindle_message *messages, size_t count);
 void group_dispatch_view(void *ctx, const struct spindle_view_info *view);
 void group_dispatch_send_ready(void *ctx, uint32_t subgroup);
+/* view_config.p2p_deliver in dispatch mode: queues a copy of the message
+ * (0), or SPINDLE_EAGAIN when the queue has no room for it (it stays in
+ * its ring until spindle_dispatch frees some). */
+int group_dispatch_p2p(void *ctx, const struct spindle_p2p_message *message);
 /* view_config.state_save in dispatch mode (membership thread): queues the
  * application's state_save behind every upcall queued so far and waits
  * for a dispatching thread to run it, at most failure_timeout_ms once it

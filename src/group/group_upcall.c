@@ -78,3 +78,14 @@ void group_upcall_send_ready(void *ctx, uint32_t subgroup)
     group_upcall_leave(&u);
     group_drop_reservations(group);
 }
+
+int group_upcall_p2p(void *ctx, const struct spindle_p2p_message *message)
+{
+    spindle_group_t *group = ctx;
+    struct group_upcall u = {.group = group, .engine_locked = true, .lockless = true};
+    group_upcall_enter(&u);
+    group->options.p2p_deliver(group->options.p2p_ctx, message);
+    group_upcall_leave(&u);
+    group_drop_reservations(group);
+    return 0;
+}

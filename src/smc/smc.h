@@ -76,7 +76,7 @@
 /* Version of the ring and column layout above (slot headers, positions,
  * side-region placement); carried in the control channel's hello so that
  * members of incompatible builds refuse each other. Bump on any change. */
-#define SMC_LAYOUT_VERSION 3u
+#define SMC_LAYOUT_VERSION 4u
 
 #define SMC_HEADER_SIZE   8u
 #define SMC_LENGTH_BITS   24u
@@ -91,6 +91,7 @@ _Static_assert(SPINDLE_MAX_PAYLOAD < (1u << SMC_LENGTH_BITS),
                "a slot header's length field must hold SPINDLE_MAX_PAYLOAD");
 
 struct smc_group;
+struct smc_p2p_slot;
 
 /* One subgroup: members/senders are SST rows (group member indices). */
 struct smc_layout {
@@ -169,6 +170,19 @@ struct smc_options {
     uint64_t (*persist_mark)(void *ctx);
     uint64_t (*persist_durable)(void *ctx);
     void (*persisted)(void *ctx, uint32_t subgroup, uint64_t frontier);
+    /*
+     * Point-to-point rings (smc_p2p.h): slots of each pair's ring (0:
+     * SPINDLE_P2P_DEFAULT_WINDOW; every member must give the same), and
+     * the upcall of each message or query taken from a ring, called with
+     * deliver_ctx, the sender's row and the message, on the predicate
+     * thread with the engine lock held. It returns 0 once it took the
+     * message, or SPINDLE_EAGAIN to leave it in the ring for later (a
+     * bounded queue is full; tried again once deliver_progress moves).
+     * NULL: messages are taken and dropped.
+     */
+    uint32_t p2p_window;
+    int (*p2p_deliver)(void *ctx, uint32_t row, const struct smc_p2p_slot *header,
+                       const void *data);
 };
 
 /* Counters of one smc_group (statistics of spindle_stats that SMC owns). */

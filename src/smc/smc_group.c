@@ -197,13 +197,16 @@ static int build_table(struct smc_group *group, const struct smc_layout *layouts
     for (uint32_t g = 0; g < group->num_subgroups && rc == 0; g++)
         rc = add_subgroup_columns(schema, &group->subgroups[g]);
     if (rc == 0)
+        rc = smc_p2p_add_columns(group, schema, group->options.p2p_window);
+    if (rc == 0)
         rc = sst_table_create(group->engine, schema, group->num_rows, group->my_row, &group->table);
     free(schema);
     if (rc != 0)
         return rc;
     for (uint32_t g = 0; g < group->num_subgroups; g++)
         place_rings(group, layouts, &group->subgroups[g]);
-    uint64_t side = smc_ring_base(layouts, group->num_subgroups, group->my_row);
+    smc_p2p_init_row(group);
+    uint64_t side = smc_p2p_place(group, layouts);
     if (side == 0)
         return 0;
     return sst_table_set_side_region(group->table, (size_t)side, TP_MR_NONPINNED);
@@ -313,6 +316,8 @@ int smc_group_start(struct smc_group *group)
                                &group->predicate_id);
     if (rc == 0)
         group->started = true;
+    if (rc == 0)
+        rc = smc_p2p_start(group);
     return rc;
 }
 
@@ -325,6 +330,7 @@ void smc_group_stop(struct smc_group *group)
         sst_predicate_remove(group->engine, group->predicate_id);
         group->started = false;
     }
+    smc_p2p_stop(group);
     smc_wake_waiters(group);
 }
 

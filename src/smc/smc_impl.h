@@ -19,6 +19,7 @@
 #include <pthread.h>
 
 #include "smc/smc.h"
+#include "smc/smc_p2p.h"
 
 /* Delivered up to seq is durable once the log's durable position reaches
  * position (smc_options.persist_mark). */
@@ -147,7 +148,12 @@ struct smc_group {
     int32_t slow_row;
     /* The persisted upcall waits for smc_group_release_frontier (atomic). */
     int frontier_held;
+    struct smc_p2p p2p; /* point-to-point rings (smc_p2p.c) */
 };
+
+/* 0, or the error of a group that failed, stopped or is wedged
+ * (smc_send.c). */
+int smc_group_state_error(struct smc_group *group);
 
 /* Local copy of the ring of sender_rank in sub (this member must be a
  * member of sub). */

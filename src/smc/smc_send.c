@@ -71,7 +71,7 @@ static void count_full_window(struct smc_group *group, int32_t row, uint64_t wai
         __atomic_store_n(&group->window_holder_row, row, __ATOMIC_RELAXED);
 }
 
-static int group_state_error(struct smc_group *group)
+int smc_group_state_error(struct smc_group *group)
 {
     int failed = __atomic_load_n(&group->failed, __ATOMIC_ACQUIRE);
     if (failed != 0)
@@ -127,7 +127,7 @@ static int wait_for_slot(struct smc_group *group, struct smc_subgroup *sub)
     sst_engine_wake(group->engine);
     pthread_mutex_lock(&group->wait_lock);
     while (!smc_slot_free(group, sub)) {
-        rc = group_state_error(group);
+        rc = smc_group_state_error(group);
         if (rc < 0)
             break;
         if (watch && check_slow_holder(group, sub, &holder, &since))
@@ -168,7 +168,7 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
     if (size > sub->layout.max_payload)
         return sp_error(SPINDLE_EMSGSIZE, "message size %zu exceeds max_payload %u of subgroup %u",
                         size, sub->layout.max_payload, subgroup);
-    rc = group_state_error(group);
+    rc = smc_group_state_error(group);
     if (rc < 0)
         return rc;
     if (__atomic_exchange_n(&sub->reserve_open, 1, __ATOMIC_ACQ_REL) != 0)

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include <spindle/group.h>
+#include <spindle/p2p.h>
 
 #include "control/ctl.h"
 #include "log/log_append.h"
@@ -88,6 +89,13 @@ struct view_config {
     bool report_at_install;
     spindle_persisted_fn persisted; /* the persistence upcall, or NULL */
     void *persisted_ctx;
+    /* Point-to-point (smc_options.p2p_window, .p2p_deliver): the ring
+     * size, and the upcall of each message or query, with the sender's
+     * member id and the view id; it returns 0, or SPINDLE_EAGAIN to leave
+     * the message in the ring (a full dispatch queue). NULL: dropped. */
+    uint32_t p2p_window;
+    int (*p2p_deliver)(void *ctx, const struct spindle_p2p_message *message);
+    void *p2p_ctx;
 };
 
 /* The last global persistence frontier reported for a subgroup. */
@@ -215,6 +223,9 @@ void view_membership_destroy(struct view_membership *m);
  * view_release (NULL before the first view). */
 struct smc_group *view_acquire(struct view_membership *m);
 void view_release(struct view_membership *m);
+/* The row of member id in the current view, or -1 when it is not in it
+ * (read side of smc_lock held, or inside an upcall: view_upcall_smc). */
+int32_t view_row_of_member(const struct view_membership *m, uint32_t id);
 /* The member id of row in the current view, or -1 for a row outside it
  * (read side of smc_lock held: view_acquire). */
 int32_t view_member_of_row(const struct view_membership *m, int32_t row);

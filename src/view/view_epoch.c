@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "smc/smc_p2p_wire.h"
 #include "util/error.h"
 #include "view/view_impl.h"
 
@@ -37,6 +38,25 @@ static void view_send_ready(void *ctx, uint32_t subgroup)
 {
     const struct view_epoch *epoch = ctx;
     epoch->config->send_ready(epoch->config->send_ready_ctx, subgroup);
+}
+
+/* smc_options.p2p_deliver of every epoch (predicate thread): rows become
+ * member ids, and the view id is stamped. */
+static int view_p2p_deliver(void *ctx, uint32_t row, const struct smc_p2p_slot *header,
+                            const void *data)
+{
+    const struct view_epoch *epoch = ctx;
+    const struct view_config *config = epoch->config;
+    if (config->p2p_deliver == NULL || row >= epoch->view.num_members)
+        return 0;
+    struct spindle_p2p_message message = {
+        .sender_id = epoch->view.member_ids[row],
+        .view_id = epoch->view.id,
+        .query_id = header->kind == SMC_P2P_QUERY ? header->query_id : 0,
+        .data = data,
+        .length = header->length,
+    };
+    return config->p2p_deliver(config->p2p_ctx, &message);
 }
 
 /* smc_options.deliver_room of an epoch: the smaller of the log's room and
@@ -87,7 +107,8 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
      * application's upcall is called directly, without the mapping, unless
      * the delivery is logged. */
     bool bounded = epoch->log != NULL || m->config.queue_room != NULL;
-    bool direct = !m->config.tolerate_failures && !bounded && m->config.send_ready == NULL;
+    bool direct = !m->config.tolerate_failures && !bounded && m->config.send_ready == NULL &&
+                  m->config.p2p_deliver == NULL;
     /* One overhead for both bounds: the larger, so that neither is passed. */
     uint32_t overhead = LOG_RECORD_HEADER_SIZE + LOG_MESSAGE_FIXED_SIZE;
     if (m->config.queue_room != NULL && m->config.queue_overhead > overhead)
@@ -103,6 +124,8 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
         .deliver_progress = bounded ? view_deliver_progress : NULL,
         .deliver_overhead = overhead,
         .send_ready = m->config.send_ready != NULL ? view_send_ready : NULL,
+        .p2p_window = m->config.p2p_window,
+        .p2p_deliver = direct ? NULL : view_p2p_deliver,
     };
     epoch->frontiers = m->frontiers;
     if (epoch->log != NULL) {

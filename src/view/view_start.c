@@ -158,6 +158,17 @@ int32_t view_member_of_row(const struct view_membership *m, int32_t row)
     return (int32_t)m->current->view.member_ids[row];
 }
 
+int32_t view_row_of_member(const struct view_membership *m, uint32_t id)
+{
+    if (m->current == NULL)
+        return -1;
+    const struct view *view = &m->current->view;
+    for (uint32_t row = 0; row < view->num_members; row++)
+        if (view->member_ids[row] == id)
+            return (int32_t)row;
+    return -1;
+}
+
 struct smc_group *view_held(struct view_membership *m)
 {
     return m->current != NULL ? m->current->smc : NULL;

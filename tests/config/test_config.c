@@ -73,6 +73,7 @@ static void test_defaults_apply(void **state)
     assert_false(c->group.tie_breaker);
     assert_false(c->group.dispatch);
     assert_int_equal(c->group.dispatch_queue_bytes, 0);
+    assert_int_equal(c->group_p2p_window, 0);
     assert_null(c->group.key_file);
     assert_null(c->group.accept_key_file);
     assert_string_equal(c->members[0].host, "127.0.0.1");
@@ -107,11 +108,14 @@ static void test_malformed_files_name_file_line_key_value(void **state)
     expect_error("[group]\ncolour = red\n",
                  ":2: colour = red: unknown key in [group] (known: name, transport, provider, "
                  "device, failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
-                 "accept_key_file, log_dir, dispatch, dispatch_queue_bytes, admin_dir)");
+                 "accept_key_file, log_dir, dispatch, dispatch_queue_bytes, admin_dir, "
+                 "p2p_window)");
     expect_error("[group]\ndispatch = sometimes\n",
                  ":2: dispatch = sometimes: must be true or false");
     expect_error("[group]\ndispatch_queue_bytes = -1\n",
                  ":2: dispatch_queue_bytes = -1: must be an integer between 0 and 1099511627776");
+    expect_error("[group]\np2p_window = 2000\n",
+                 ":2: p2p_window = 2000: must be between 0 and 1024");
     expect_error("[member.1]\nport = 70000\n", ":2: port = 70000: must be between 0 and 65535");
     expect_error("[member.1]\nport = 12ab\n",
                  ":2: port = 12ab: must be an integer between 0 and 65535");

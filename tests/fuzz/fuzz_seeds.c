@@ -20,6 +20,7 @@
 #include "fuzz_ctl_keys.h"
 #include "group/admin.h"
 #include "log/log_format.h"
+#include "smc/smc_p2p_wire.h"
 #include "transport/shm/shm_impl.h"
 #include "view/view_wire_samples.h"
 #ifdef SPINDLE_HAVE_FABRIC
@@ -410,6 +411,23 @@ static void admin_seeds(void)
     }
 }
 
+/* Point-to-point slots: the expected message number, then a slot of each
+ * kind as a sender writes it. */
+static void p2p_seeds(void)
+{
+    static const struct smc_p2p_slot kinds[] = {
+        {SMC_P2P_MESSAGE, 8, 0}, {SMC_P2P_QUERY, 16, 7}, {SMC_P2P_REPLY, 0, 7}};
+    static const char *const names[] = {"message", "query", "reply"};
+    for (size_t i = 0; i < 3; i++) {
+        uint64_t buf[1 + (SMC_P2P_HEADER_SIZE + 16) / 8] = {41};
+        smc_p2p_slot_encode((uint8_t *)&buf[1], 41, &kinds[i]);
+        struct smc_p2p_slot back;
+        require(smc_p2p_slot_decode((const uint8_t *)&buf[1], sizeof buf - 8, 41, 4096, &back),
+                "fuzz_p2p_slot", names[i]);
+        write_seed("fuzz_p2p_slot", names[i], buf, sizeof buf);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -431,5 +449,6 @@ int main(int argc, char **argv)
     launch_seeds();
     log_seeds();
     admin_seeds();
+    p2p_seeds();
     return 0;
 }

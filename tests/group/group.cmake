@@ -23,3 +23,7 @@ spindle_add_test(test_dispatch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dispatch.c
 # window, in the default mode and in dispatch mode (forked members on shm).
 spindle_add_test(test_upcall_send SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_upcall_send.c TIMEOUT 60
   LABELS group)
+# Point-to-point messages: per-pair order, queries answered inside the
+# p2p upcall (default and dispatch mode), refusals that name the value,
+# and a target killed with SIGKILL while a query waits (forked members).
+spindle_add_test(test_p2p SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_p2p.c TIMEOUT 90 LABELS group)

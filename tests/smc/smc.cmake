@@ -15,8 +15,9 @@ spindle_add_test(test_smc_wrap SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_wrap.c
                  TIMEOUT 60 LABELS smc)
 spindle_add_test(test_smc_rings SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_rings.c
                  TIMEOUT 60 LABELS smc)
-# A peer that breaks the protocol (slot lengths, counters) is failed, not
-# believed: two engines in one process, the test writing the lies.
+# A peer that breaks the protocol (slot lengths, counters, the point-to-point
+# rings' too) is failed, not believed: two engines in one process, the test
+# writing the lies.
 spindle_add_test(test_smc_liar SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_liar.c TIMEOUT 60
                  LABELS smc)
 # The persistence column against a log the test plays: nothing persisted

@@ -12,7 +12,10 @@
  *   - a member that acknowledges more of a sender's positions than the
  *     sender published,
  *   - a member whose persisted_num (persistence frontier) passes what it
- *     can have delivered, or goes back.
+ *     can have delivered, or goes back;
+ *   - point-to-point rings (smc_p2p.h): a p2p_sent past the window, a slot
+ *     whose length exceeds SPINDLE_P2P_MAX_PAYLOAD, a slot that names
+ *     another message; and a credit past what was sent refuses the send.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,9 +34,10 @@
 struct member {
     struct sst_engine *engine;
     struct smc_group *group;
-    uint64_t delivered; /* atomic */
-    int32_t failed_row; /* atomic: -1 until a failure is reported */
-    int failed_error;   /* atomic */
+    uint64_t delivered;     /* atomic */
+    uint64_t p2p_delivered; /* atomic */
+    int32_t failed_row;     /* atomic: -1 until a failure is reported */
+    int failed_error;       /* atomic */
 };
 
 static void on_deliver(void *ctx, const struct spindle_message *m, size_t n)
@@ -41,6 +45,16 @@ static void on_deliver(void *ctx, const struct spindle_message *m, size_t n)
     (void)m;
     struct member *member = ctx;
     __atomic_add_fetch(&member->delivered, n, __ATOMIC_RELEASE);
+}
+
+static int on_p2p(void *ctx, uint32_t row, const struct smc_p2p_slot *header, const void *data)
+{
+    (void)row;
+    (void)header;
+    (void)data;
+    struct member *member = ctx;
+    __atomic_add_fetch(&member->p2p_delivered, 1, __ATOMIC_RELEASE);
+    return 0;
 }
 
 static void on_failure(void *ctx, struct sst_table *table, uint32_t row, int error)
@@ -80,8 +94,11 @@ static void start_pair_with(struct member m[2], bool persist)
         m[row].failed_row = -1;
         assert_int_equal(sst_engine_create(&config, NULL, &m[row].engine), 0);
         sst_engine_on_failure(m[row].engine, on_failure, &m[row]);
-        struct smc_options options = {
-            .batching = true, .null_sends = true, .deliver = on_deliver, .deliver_ctx = &m[row]};
+        struct smc_options options = {.batching = true,
+                                      .null_sends = true,
+                                      .deliver = on_deliver,
+                                      .deliver_ctx = &m[row],
+                                      .p2p_deliver = on_p2p};
         if (persist) {
             options.persist[0] = 1; /* subgroup 0 */
             options.persist_mark = log_position;
@@ -197,6 +214,95 @@ static void test_an_acknowledgement_of_more_than_was_sent_fails_its_owner(void *
     stop_pair(m);
 }
 
+/* ---- point-to-point rings ------------------------------------------------ */
+
+/* Member 1's copy of the slot of message position in row 0's ring to it. */
+static uint8_t *p2p_slot_from_row0(struct member *at, uint64_t position)
+{
+    const struct smc_p2p *p2p = &at->group->p2p;
+    return sst_side(smc_group_table(at->group)) + p2p->in_base +
+           (position % p2p->window) * p2p->slot_bytes;
+}
+
+/* Row 0 tells member 1 it wrote count messages into its ring. */
+static void p2p_publish_from_row0(struct member *at, uint64_t count)
+{
+    write_row(at, 0, at->group->p2p.sent_offset + 8 * 1, count);
+}
+
+static void test_a_p2p_count_past_the_window_fails_its_sender(void **state)
+{
+    (void)state;
+    struct member m[2];
+    start_pair(m);
+    p2p_publish_from_row0(&m[1], m[1].group->p2p.window + 1);
+    expect_failed(&m[1], 0);
+    assert_int_equal(__atomic_load_n(&m[1].p2p_delivered, __ATOMIC_ACQUIRE), 0);
+    stop_pair(m);
+}
+
+static void test_a_p2p_slot_longer_than_the_maximum_fails_its_sender(void **state)
+{
+    (void)state;
+    struct member m[2];
+    start_pair(m);
+    struct smc_p2p_slot header = {SMC_P2P_MESSAGE, SPINDLE_P2P_MAX_PAYLOAD + 1, 0};
+    smc_p2p_slot_encode(p2p_slot_from_row0(&m[1], 0), 0, &header);
+    p2p_publish_from_row0(&m[1], 1);
+    expect_failed(&m[1], 0);
+    assert_int_equal(__atomic_load_n(&m[1].p2p_delivered, __ATOMIC_ACQUIRE), 0);
+    stop_pair(m);
+}
+
+static void test_a_p2p_slot_of_another_lap_fails_its_sender(void **state)
+{
+    (void)state;
+    struct member m[2];
+    start_pair(m);
+    /* The slot of message 0 still holds what message -window would have
+     * left there: a stale lap, not the message announced. */
+    uint32_t window = m[1].group->p2p.window;
+    struct smc_p2p_slot header = {SMC_P2P_MESSAGE, 8, 0};
+    smc_p2p_slot_encode(p2p_slot_from_row0(&m[1], 0), window, &header);
+    p2p_publish_from_row0(&m[1], 1);
+    expect_failed(&m[1], 0);
+    assert_int_equal(__atomic_load_n(&m[1].p2p_delivered, __ATOMIC_ACQUIRE), 0);
+    stop_pair(m);
+}
+
+static void test_a_p2p_credit_past_what_was_sent_refuses_the_send(void **state)
+{
+    (void)state;
+    struct member m[2];
+    start_pair(m);
+    /* A message goes through first: row 1's window is published. */
+    struct smc_p2p_slot header = {SMC_P2P_MESSAGE, 8, 0};
+    uint64_t payload = 42;
+    assert_int_equal(smc_p2p_send(m[0].group, 1, &header, &payload, false, false,
+                                  sp_now_ns() + 10ull * 1000000000ull),
+                     0);
+    /* Once member 1's honest credit (1) is in, it claims 5 taken of the
+     * one row 0 sent. */
+    struct sst_table *table = smc_group_table(m[0].group);
+    uint32_t credit = m[0].group->p2p.received_offset + 8 * 0;
+    uint64_t deadline = sp_now_ns() + 10ull * 1000000000ull;
+    while (sst_read_u64(table, 1, credit) != 1 && sp_now_ns() < deadline) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(sst_read_u64(table, 1, credit), 1);
+    write_row(&m[0], 1, credit, 5);
+    int rc = smc_p2p_send(m[0].group, 1, &header, &payload, true, false, UINT64_MAX);
+    if (rc == SPINDLE_EPROTO) {
+        assert_non_null(strstr(spindle_errmsg(), "claims 5 messages taken of 1 sent"));
+    } else {
+        /* The predicate found the lie first and failed the row. */
+        assert_int_equal(rc, SPINDLE_EPEERFAILED);
+        expect_failed(&m[0], 1);
+    }
+    stop_pair(m);
+}
+
 /* Member 0 sends n messages and waits until both delivered them. */
 static void deliver_both(struct member m[2], uint64_t n)
 {
@@ -268,6 +374,10 @@ int main(void)
         cmocka_unit_test(test_an_acknowledgement_of_more_than_was_sent_fails_its_owner),
         cmocka_unit_test(test_a_persisted_num_past_what_was_delivered_fails_its_owner),
         cmocka_unit_test(test_a_persisted_num_going_back_fails_its_owner),
+        cmocka_unit_test(test_a_p2p_count_past_the_window_fails_its_sender),
+        cmocka_unit_test(test_a_p2p_slot_longer_than_the_maximum_fails_its_sender),
+        cmocka_unit_test(test_a_p2p_slot_of_another_lap_fails_its_sender),
+        cmocka_unit_test(test_a_p2p_credit_past_what_was_sent_refuses_the_send),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,6 +107,12 @@ static struct sst_engine *recording_engine(bool odp)
  * 17024; member 2: 2*8064 + 64 = 16192; member 3: none.
  */
 static const uint64_t expected_side[4] = {960, 17024, 16192, 0};
+/* After its multicast rings, every member of a group of four keeps the
+ * point-to-point rings (smc_p2p.h): one incoming and one outgoing per
+ * member, SPINDLE_P2P_DEFAULT_WINDOW slots of SPINDLE_P2P_MAX_PAYLOAD. */
+static const uint64_t p2p_ring =
+    (SPINDLE_P2P_DEFAULT_WINDOW * (16 + SPINDLE_P2P_MAX_PAYLOAD) + 63) / 64 * 64;
+#define P2P_SIDE (2 * 4 * p2p_ring)
 
 static void four_layouts(struct smc_layout layouts[4])
 {
@@ -206,8 +212,8 @@ static void test_ring_layout_is_the_same_function_everywhere(void **state)
     sst_engine_destroy(engine);
 }
 
-/* Each member allocates exactly the rings of its own subgroups, in one
- * non-pinned side region; a member with no rings has no side region. */
+/* Each member allocates exactly the rings of its own subgroups, then the
+ * point-to-point rings, in one non-pinned side region. */
 static void test_rings_are_allocated_only_for_own_subgroups(void **state)
 {
     (void)state;
@@ -220,24 +226,19 @@ static void test_rings_are_allocated_only_for_own_subgroups(void **state)
         struct smc_group *group = NULL;
         assert_int_equal(smc_group_create(engine, layouts, 4, 4, row, &options, &group), 0);
         struct sst_table *table = smc_group_table(group);
-        assert_int_equal(table->side_size, expected_side[row]);
+        assert_int_equal(table->side_size, expected_side[row] + P2P_SIDE);
+        assert_int_equal(group->p2p.in_base, expected_side[row]);
         struct sst_member_desc desc;
         assert_int_equal(smc_group_export(group, &desc), 0);
         /* The table: pinned, remotely writable, only counters per row. */
         assert_true(num_regions >= 1);
         assert_int_equal(regions[0].flags, TP_MR_REMOTE_WRITE);
         assert_true(regions[0].length < 4 * 1024);
-        if (expected_side[row] == 0) {
-            assert_int_equal(num_regions, 1);
-            assert_null(sst_side(table));
-            assert_int_equal(desc.side.len, 0);
-        } else {
-            assert_int_equal(num_regions, 2);
-            assert_int_equal(regions[1].length, expected_side[row]);
-            assert_int_equal(regions[1].flags, TP_MR_REMOTE_WRITE | TP_MR_NONPINNED);
-            assert_non_null(sst_side(table));
-            assert_true(desc.side.len > 0);
-        }
+        assert_int_equal(num_regions, 2);
+        assert_int_equal(regions[1].length, expected_side[row] + P2P_SIDE);
+        assert_int_equal(regions[1].flags, TP_MR_REMOTE_WRITE | TP_MR_NONPINNED);
+        assert_non_null(sst_side(table));
+        assert_true(desc.side.len > 0);
         smc_group_destroy(group);
         /* Retiring the table deregisters and frees both regions. */
         for (unsigned i = 0; i < num_regions; i++)
@@ -261,7 +262,7 @@ static void test_pinned_bytes_follow_the_transport(void **state)
         assert_int_equal(smc_group_create(engine, layouts, 4, 4, 1, &options, &group), 0);
         assert_int_equal(num_regions, 2);
         uint64_t table_bytes = regions[0].length;
-        uint64_t expected = odp ? table_bytes : table_bytes + expected_side[1];
+        uint64_t expected = odp ? table_bytes : table_bytes + expected_side[1] + P2P_SIDE;
         struct sst_engine_stats stats;
         sst_engine_stats(engine, &stats);
         assert_int_equal(stats.pinned_bytes, expected);

@@ -135,6 +135,21 @@ PERSISTED_FN = ctypes.CFUNCTYPE(
     None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint64
 )
 SEND_READY_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32)
+
+
+class P2PMessage(ctypes.Structure):
+    """struct spindle_p2p_message (p2p.h)."""
+
+    _fields_ = [
+        ("sender_id", ctypes.c_uint32),
+        ("view_id", ctypes.c_uint64),
+        ("query_id", ctypes.c_uint64),
+        ("data", ctypes.c_void_p),
+        ("length", ctypes.c_uint32),
+    ]
+
+
+P2P_DELIVER_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(P2PMessage))
 LOG_SINK_FN = ctypes.CFUNCTYPE(
     None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p
 )
@@ -188,6 +203,9 @@ class GroupOptions(ctypes.Structure):
         ("admin_dir", ctypes.c_char_p),
         ("state_write", STATE_WRITE_FN),
         ("state_read", STATE_READ_FN),
+        ("p2p_deliver", P2P_DELIVER_FN),
+        ("p2p_ctx", ctypes.c_void_p),
+        ("p2p_window", ctypes.c_uint32),
     ]
 
 
@@ -248,6 +266,7 @@ STRUCTS = {
     "spindle_subgroup_layout": SubgroupLayout,
     "spindle_subgroup_config": SubgroupConfig,
     "spindle_message": MessageC,
+    "spindle_p2p_message": P2PMessage,
     "spindle_group_options": GroupOptions,
     "spindle_stats": Stats,
     "spindle_group_setup": GroupSetup,

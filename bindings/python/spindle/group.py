@@ -197,6 +197,8 @@ _MANAGED = {
     "dispatch_queue_bytes": "(not supported by the bindings yet)",
     "send_ready": "(not supported by the bindings yet)",
     "send_ready_ctx": "(not supported by the bindings yet)",
+    "p2p_deliver": "(not supported by the bindings yet)",
+    "p2p_ctx": "(not supported by the bindings yet)",
 }
 
 

@@ -17,7 +17,7 @@ import unittest
 import support
 from spindle import _lib
 
-HEADERS = ["spindle/group.h", "spindle/view.h", "spindle/setup.h"]
+HEADERS = ["spindle/group.h", "spindle/p2p.h", "spindle/view.h", "spindle/setup.h"]
 
 
 def c_program():
