@@ -190,8 +190,7 @@ static int open_dir(const char *dir)
 }
 
 /* Lists dir; expects count files, returns the listing (free()). */
-static struct log_snapshot_file *list(int dir_fd, const char *dir, bool remove_temps,
-                                      size_t count)
+static struct log_snapshot_file *list(int dir_fd, const char *dir, bool remove_temps, size_t count)
 {
     struct log_snapshot_file *files;
     size_t found;
@@ -331,8 +330,8 @@ static void test_a_crash_between_the_steps_reopens_cleanly(void **state)
             struct log_snapshot snap = {.subgroup = g, .position = at + 2};
             point_after(at, &snap.view_id, &snap.seq);
             snap.view = sample_view(snap.view_id).view;
-            assert_int_equal(log_snapshot_write(dir_fd, dir, &snap, state_bytes, sizeof state_bytes),
-                             0);
+            assert_int_equal(
+                log_snapshot_write(dir_fd, dir, &snap, state_bytes, sizeof state_bytes), 0);
         }
     char temp[256];
     snprintf(temp, sizeof temp, "%s/000-00000000000000000005-00000000000000000400.snap.tmp", dir);
