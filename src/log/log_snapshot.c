@@ -118,6 +118,7 @@ int log_snapshot_decode(const uint8_t *buf, size_t len, struct log_snapshot *sna
     if (len < *size)
         return 0;
     struct log_record record;
+    memset(&record, 0, sizeof record);
     size_t record_size;
     rc = log_record_decode(buf + LOG_SNAPSHOT_HEADER_SIZE, view_size, &record, &record_size);
     const char *wrong = NULL;
