@@ -14,6 +14,7 @@
 
 #include "log/log_snapshot.h"
 #include "util/error.h"
+#include "util/log.h"
 
 #define DEFAULT_QUEUE_BYTES   ((size_t)8 << 20)
 #define DEFAULT_SEGMENT_BYTES ((uint64_t)64 << 20)
@@ -376,8 +377,11 @@ static void compact_step(struct log_appender *app)
         free(covers);
     }
     app->compact_error = rc < 0 ? rc : 0;
-    if (rc < 0)
+    if (rc < 0) {
         snprintf(app->compact_message, sizeof app->compact_message, "%s", spindle_errmsg());
+        SP_LOG_WARNING("log", "compaction stopped, the next snapshot retries it: %s",
+                       app->compact_message);
+    }
     app->compacted_generation = generation;
     pthread_cond_broadcast(&app->progress);
 }
