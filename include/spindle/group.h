@@ -517,6 +517,27 @@ SPINDLE_API int spindle_flush_persistent(spindle_group_t *group, uint32_t subgro
 SPINDLE_API int spindle_group_persisted(spindle_group_t *group, uint32_t subgroup,
                                         uint64_t *view_id, uint64_t *local, uint64_t *global);
 
+/*
+ * Snapshots and compaction (docs/LOGS.md "Snapshots and compaction"):
+ * stores state, length bytes the application built from the messages of
+ * logged subgroup delivered before (view_id, seq) (of an earlier view, or
+ * of view view_id with a seq below seq: after applying message msg, pass
+ * msg.view_id and msg.seq + 1), durably in this member's log directory.
+ * The newest two snapshots of the subgroup are kept; once everything in a
+ * segment of the log is covered by the older of them (every logged
+ * subgroup's), the segment is removed, off the calling thread. So a long
+ * run's log stays bounded when the application snapshots now and then.
+ * Writes and syncs the file on the calling thread: call it from the
+ * application's thread, not from an upcall. The point must not be past
+ * what this member delivered, nor before the subgroup's newest snapshot
+ * (the same point again replaces it), and must be in one of the last views
+ * this member installed. SPINDLE_EINVAL naming what was wrong (unknown or
+ * unlogged subgroup, such a point, NULL state with a length), SPINDLE_EIO
+ * naming the file, SPINDLE_ENOMEM.
+ */
+SPINDLE_API int spindle_group_snapshot(spindle_group_t *group, uint32_t subgroup, uint64_t view_id,
+                                       uint64_t seq, const void *state, size_t length);
+
 /* Collective: returns once every member has called it (over the bootstrap
  * channel). SPINDLE_ETIMEDOUT names the members still missing. */
 SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms);

@@ -439,8 +439,10 @@ int group_create_with(const struct spindle_group_options *options,
     if (test != NULL)
         config.smc_first_position = test->smc_first_position;
     view_membership_init(&group->membership, &config);
-    if (test != NULL)
+    if (test != NULL) {
         group->membership.log_queue_bytes = test->log_queue_bytes;
+        group->membership.log_segment_bytes = test->log_segment_bytes;
+    }
     if (rc == 0)
         rc = options->join != NULL ? create_joiner(group, subgroups, num_subgroups)
                                    : create_first(group, subgroups, num_subgroups);

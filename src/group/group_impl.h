@@ -113,6 +113,7 @@ uint64_t group_dispatch_progress(void *ctx);
 struct group_test_options {
     uint64_t smc_first_position; /* smc_options.first_position: streams start there */
     uint64_t log_queue_bytes;    /* the log appender's queue (0: its default) */
+    uint64_t log_segment_bytes;  /* the log's segment size (0: its default) */
 };
 
 /* spindle_group_create with test hooks (test NULL: none, as the public

@@ -340,6 +340,19 @@ SPINDLE_API int spindle_group_persisted(spindle_group_t *group, uint32_t subgrou
     return 0;
 }
 
+SPINDLE_API int spindle_group_snapshot(spindle_group_t *group, uint32_t subgroup, uint64_t view_id,
+                                       uint64_t seq, const void *state, size_t length)
+{
+    if (group == NULL)
+        return sp_error(SPINDLE_EINVAL, "snapshot: group is NULL");
+    int rc = subgroup == SPINDLE_ALL_SUBGROUPS
+                 ? sp_error(SPINDLE_EINVAL, "snapshot: name one subgroup")
+                 : check_logged(group, "snapshot", subgroup);
+    if (rc < 0)
+        return rc;
+    return view_log_snapshot(&group->membership, subgroup, view_id, seq, state, length);
+}
+
 SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms)
 {
     if (group == NULL)

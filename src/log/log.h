@@ -25,10 +25,15 @@
 
 #include "log/log_format.h"
 
+struct log_segment_summary;
+
 struct log_segment {
     uint64_t first_position;
     uint64_t end_position; /* one past its last whole record */
     uint64_t size;         /* bytes: the header and its whole records */
+    /* What a sealed segment holds, once compaction looked (log_append.c);
+     * NULL before. Freed with the log. */
+    struct log_segment_summary *summary;
 };
 
 struct log {
@@ -38,9 +43,11 @@ struct log {
     struct log_segment *segments; /* in position order */
     size_t segment_count;
     size_t segment_cap;
-    uint64_t first_position; /* of the first record kept */
-    uint64_t end_position;   /* one past the last whole record */
-    int tail_fd;             /* writable: the last segment, open for writing; else -1 */
+    uint64_t first_position;   /* of the first record kept */
+    uint64_t end_position;     /* one past the last whole record */
+    int tail_fd;               /* writable: the last segment, open for writing; else -1 */
+    bool has_last_view;        /* a view record was found at open: */
+    struct log_view last_view; /* the last one */
 };
 
 /* What opening found past the last whole record. */
@@ -103,5 +110,18 @@ int log_reader_open(struct log_reader *reader, const struct log *log);
 int log_reader_next(struct log_reader *reader, struct log_record *record);
 
 void log_reader_close(struct log_reader *reader);
+
+/* Starts the reader at the first record of segment index instead. */
+void log_reader_seek_segment(struct log_reader *reader, size_t index);
+
+/*
+ * Removes the first segment of a writable log holding more than one
+ * (compaction: the caller made sure nothing it holds is needed): unlinks
+ * its file, syncs the directory, and the log then starts at the next
+ * segment. Oldest first, one directory sync each, so a crash at any point
+ * leaves a log without a gap. SPINDLE_EINVAL when it is the last segment,
+ * SPINDLE_EIO naming the file.
+ */
+int log_segment_remove_first(struct log *log);
 
 #endif

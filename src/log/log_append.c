@@ -12,10 +12,34 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log/log_snapshot.h"
 #include "util/error.h"
+#include "util/log.h"
 
 #define DEFAULT_QUEUE_BYTES   ((size_t)8 << 20)
 #define DEFAULT_SEGMENT_BYTES ((uint64_t)64 << 20)
+/* Views kept for snapshots (log_appender_find_view): a snapshot names the
+ * view its point counts in, usually the current one or the one before. */
+#define KNOWN_VIEWS 8
+
+/* A subgroup's cover point: its messages before (view_id, seq) are in a
+ * snapshot. */
+struct log_cover {
+    bool set;
+    uint64_t view_id, seq;
+};
+
+/* What a sealed segment holds (log.h): the last view record's id and, per
+ * subgroup with messages there, the last message's point. */
+struct log_segment_summary {
+    bool has_view;
+    uint64_t last_view_id;
+    uint32_t count;
+    struct {
+        uint32_t subgroup;
+        uint64_t view_id, seq;
+    } last[];
+};
 
 /*
  * The queue is a bip buffer: queued bytes are region A = [a_start, a_end)
@@ -47,6 +71,18 @@ struct log_appender {
     atomic_uint_fast64_t durable_position;
     atomic_uint_fast64_t durable_bytes;
     atomic_uint_fast64_t syncs;
+    /* Compaction, under lock: the cover points, bumped generation on each
+     * change; the writer compacts while compact_due. */
+    struct log_cover covers[SPINDLE_MAX_SUBGROUPS];
+    uint64_t cover_generation;
+    uint64_t compacted_generation;
+    bool compact_due;
+    int compact_error;
+    char compact_message[512];
+    atomic_uint_fast64_t segments_removed;
+    /* Known views, under lock (log_appender_find_view). */
+    struct log_view views[KNOWN_VIEWS];
+    size_t view_count;
 };
 
 static bool queue_empty(const struct log_queue *q)
@@ -202,6 +238,7 @@ static int write_batch(struct log_appender *app)
     int rc = write_stretches(app, iov, count, bytes);
     struct log *log = app->log;
     bool durable = rc == 0;
+    bool sealed = false;
     if (durable) {
         struct log_segment *seg = &log->segments[log->segment_count - 1];
         seg->size += bytes;
@@ -210,10 +247,15 @@ static int write_batch(struct log_appender *app)
         atomic_fetch_add_explicit(&app->syncs, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&app->durable_bytes, bytes, memory_order_relaxed);
         /* Sealed: the next batch starts a segment (it was synced above). */
-        if (seg->size >= app->segment_bytes)
+        if (seg->size >= app->segment_bytes) {
             rc = log_segment_start(log);
+            sealed = rc == 0;
+        }
     }
     pthread_mutex_lock(&app->lock);
+    /* A newly sealed segment may be covered already. */
+    if (sealed && app->cover_generation > 0)
+        app->compact_due = true;
     if (durable) {
         /* The room first, then the position: whoever reads the position
          * (lock-free) and then the room finds the room that came with it
@@ -234,18 +276,212 @@ static int write_batch(struct log_appender *app)
     return 0;
 }
 
+/* Reads segment index of the log and sums up what it holds. */
+static int summarize(struct log *log, size_t index, struct log_segment_summary **out)
+{
+    struct log_reader reader;
+    int rc = log_reader_open(&reader, log);
+    struct log_segment_summary *summary =
+        rc == 0 ? calloc(1, sizeof *summary + SPINDLE_MAX_SUBGROUPS * sizeof summary->last[0])
+                : NULL;
+    if (rc == 0 && summary == NULL)
+        rc = sp_error(SPINDLE_ENOMEM, "log: out of memory to compact %s", log->dir);
+    if (rc == 0)
+        log_reader_seek_segment(&reader, index);
+    uint32_t slot[SPINDLE_MAX_SUBGROUPS]; /* index into last[] + 1; 0: none yet */
+    memset(slot, 0, sizeof slot);
+    struct log_record record;
+    while (rc == 0 && reader.position < log->segments[index].end_position &&
+           (rc = log_reader_next(&reader, &record)) == 1) {
+        rc = 0;
+        if (record.type == LOG_REC_VIEW) {
+            summary->has_view = true;
+            summary->last_view_id = record.view.view_id;
+            continue;
+        }
+        const struct log_message *m = &record.message;
+        if (slot[m->subgroup] == 0) {
+            slot[m->subgroup] = ++summary->count;
+            summary->last[summary->count - 1].subgroup = m->subgroup;
+        }
+        /* Within a subgroup the log is in delivery order: the last is the
+         * latest. */
+        summary->last[slot[m->subgroup] - 1].view_id = m->view_id;
+        summary->last[slot[m->subgroup] - 1].seq = m->seq;
+    }
+    log_reader_close(&reader);
+    if (rc < 0) {
+        free(summary);
+        return rc;
+    }
+    *out = summary;
+    return 0;
+}
+
+static bool covered(const struct log_segment_summary *summary, const struct log_cover *covers,
+                    bool any, uint64_t least_view)
+{
+    if (summary->has_view && (!any || summary->last_view_id > least_view))
+        return false;
+    for (uint32_t i = 0; i < summary->count; i++) {
+        const struct log_cover *cover = &covers[summary->last[i].subgroup];
+        if (!cover->set || !log_point_before(summary->last[i].view_id, summary->last[i].seq,
+                                             cover->view_id, cover->seq))
+            return false;
+    }
+    return true;
+}
+
+/* Removes the covered sealed segments, oldest first (writer thread, no
+ * lock: nothing else touches the log's segments). */
+static int compact(struct log_appender *app, const struct log_cover *covers)
+{
+    struct log *log = app->log;
+    bool any = false;
+    uint64_t least_view = UINT64_MAX;
+    for (uint32_t g = 0; g < SPINDLE_MAX_SUBGROUPS; g++)
+        if (covers[g].set) {
+            any = true;
+            least_view = covers[g].view_id < least_view ? covers[g].view_id : least_view;
+        }
+    while (log->segment_count > 1) {
+        struct log_segment *seg = &log->segments[0];
+        if (seg->summary == NULL) {
+            int rc = summarize(log, 0, &seg->summary);
+            if (rc < 0)
+                return rc;
+        }
+        if (!covered(seg->summary, covers, any, least_view))
+            return 0;
+        int rc = log_segment_remove_first(log);
+        if (rc < 0)
+            return rc;
+        atomic_fetch_add_explicit(&app->segments_removed, 1, memory_order_relaxed);
+    }
+    return 0;
+}
+
+/* One compaction with the cover points as they are now. Lock held;
+ * dropped across the I/O. */
+static void compact_step(struct log_appender *app)
+{
+    struct log_cover *covers = malloc(sizeof app->covers);
+    uint64_t generation = app->cover_generation;
+    app->compact_due = false;
+    int rc;
+    if (covers == NULL) {
+        rc = sp_error(SPINDLE_ENOMEM, "log: out of memory to compact %s", app->log->dir);
+    } else {
+        memcpy(covers, app->covers, sizeof app->covers);
+        pthread_mutex_unlock(&app->lock);
+        rc = compact(app, covers);
+        pthread_mutex_lock(&app->lock);
+        free(covers);
+    }
+    app->compact_error = rc < 0 ? rc : 0;
+    if (rc < 0) {
+        snprintf(app->compact_message, sizeof app->compact_message, "%s", spindle_errmsg());
+        SP_LOG_WARNING("log", "compaction stopped, the next snapshot retries it: %s",
+                       app->compact_message);
+    }
+    app->compacted_generation = generation;
+    pthread_cond_broadcast(&app->progress);
+}
+
 static void *writer_main(void *arg)
 {
     struct log_appender *app = arg;
     pthread_mutex_lock(&app->lock);
     for (;;) {
-        while (queue_empty(&app->queue) && !app->stopping)
+        while (queue_empty(&app->queue) && !app->stopping && !app->compact_due)
             pthread_cond_wait(&app->work, &app->lock);
-        if (queue_empty(&app->queue) || write_batch(app) < 0)
+        /* One of each at most per turn: neither starves the other. */
+        if (app->compact_due)
+            compact_step(app);
+        if (!queue_empty(&app->queue)) {
+            if (write_batch(app) < 0)
+                break;
+        } else if (app->stopping && !app->compact_due) {
             break;
+        }
     }
     pthread_mutex_unlock(&app->lock);
     return NULL;
+}
+
+/* Adds view to the known views, replacing one of the same id, else the
+ * oldest when full. Under lock. */
+static void note_view(struct log_appender *app, const struct log_view *view)
+{
+    size_t at = app->view_count;
+    for (size_t i = 0; i < app->view_count; i++)
+        if (app->views[i].view_id == view->view_id)
+            at = i;
+    if (at == KNOWN_VIEWS) {
+        at = 0;
+        for (size_t i = 1; i < app->view_count; i++)
+            if (app->views[i].view_id < app->views[at].view_id)
+                at = i;
+    }
+    if (at == app->view_count)
+        app->view_count++;
+    app->views[at] = *view;
+}
+
+void log_appender_note_view(struct log_appender *app, const struct log_view *view)
+{
+    pthread_mutex_lock(&app->lock);
+    note_view(app, view);
+    pthread_mutex_unlock(&app->lock);
+}
+
+int log_appender_find_view(struct log_appender *app, uint64_t view_id, struct log_view *view)
+{
+    int found = 0;
+    pthread_mutex_lock(&app->lock);
+    for (size_t i = 0; i < app->view_count && !found; i++)
+        if (app->views[i].view_id == view_id) {
+            *view = app->views[i];
+            found = 1;
+        }
+    pthread_mutex_unlock(&app->lock);
+    return found;
+}
+
+int log_appender_next_view(struct log_appender *app, uint64_t view_id, struct log_view *view)
+{
+    const struct log_view *next = NULL;
+    pthread_mutex_lock(&app->lock);
+    for (size_t i = 0; i < app->view_count; i++)
+        if (app->views[i].view_id > view_id &&
+            (next == NULL || app->views[i].view_id < next->view_id))
+            next = &app->views[i];
+    if (next != NULL)
+        *view = *next;
+    pthread_mutex_unlock(&app->lock);
+    return next != NULL;
+}
+
+void log_appender_cover(struct log_appender *app, uint32_t subgroup, uint64_t view_id, uint64_t seq)
+{
+    if (subgroup >= SPINDLE_MAX_SUBGROUPS)
+        return;
+    pthread_mutex_lock(&app->lock);
+    struct log_cover *cover = &app->covers[subgroup];
+    if (!cover->set || log_point_before(cover->view_id, cover->seq, view_id, seq))
+        *cover = (struct log_cover){true, view_id, seq};
+    app->cover_generation++;
+    app->compact_due = true;
+    pthread_cond_signal(&app->work);
+    pthread_mutex_unlock(&app->lock);
+}
+
+/* Used by tests only (tests/log/test_log_snapshot.c), until the member's
+ * statistics report it. */
+// cppcheck-suppress unusedFunction
+uint64_t log_appender_segments_removed(const struct log_appender *app)
+{
+    return atomic_load_explicit(&app->segments_removed, memory_order_relaxed);
 }
 
 static int init_sync(struct log_appender *app)
@@ -310,6 +546,9 @@ int log_appender_start(struct log *log, const struct log_appender_options *optio
     atomic_init(&app->durable_position, log->end_position);
     atomic_init(&app->durable_bytes, 0);
     atomic_init(&app->syncs, 0);
+    atomic_init(&app->segments_removed, 0);
+    if (log->has_last_view)
+        note_view(app, &log->last_view);
     int err = pthread_create(&app->writer, NULL, writer_main, app);
     if (err != 0) {
         pthread_mutex_destroy(&app->lock);
@@ -364,6 +603,8 @@ int log_appender_submit(struct log_appender *app, const struct log_record *recor
                           app->log->dir, app->cap);
     for (size_t i = 0; rc == 0 && i < count; i++) {
         struct log_record record = records[i];
+        if (record.type == LOG_REC_VIEW)
+            note_view(app, &record.view);
         record.position = app->submitted_position++;
         size_t size = log_record_size(&record);
         queue_reserve(&app->queue, app->cap, size, &offset);
@@ -434,6 +675,39 @@ int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_m
     }
     if (rc == 0 && log_appender_durable(app) < position)
         rc = report_error(app);
+    pthread_mutex_unlock(&app->lock);
+    return rc;
+}
+
+/* Used by tests only (tests/log/test_log_compaction.c): a member never
+ * waits for compaction. */
+// cppcheck-suppress unusedFunction
+int log_appender_compact_wait(struct log_appender *app, int timeout_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    if (timeout_ms >= 0) {
+        deadline.tv_sec += timeout_ms / 1000;
+        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+    }
+    int rc = 0;
+    pthread_mutex_lock(&app->lock);
+    uint64_t wanted = app->cover_generation;
+    while (app->compacted_generation < wanted && app->error == 0 && rc == 0) {
+        if (timeout_ms < 0)
+            pthread_cond_wait(&app->progress, &app->lock);
+        else if (pthread_cond_timedwait(&app->progress, &app->lock, &deadline) == ETIMEDOUT)
+            rc = sp_error(SPINDLE_ETIMEDOUT, "log: compaction of %s not done within %d ms",
+                          app->log->dir, timeout_ms);
+    }
+    if (rc == 0 && app->compacted_generation < wanted)
+        rc = report_error(app);
+    else if (rc == 0 && app->compact_error < 0)
+        rc = sp_error(app->compact_error, "%s", app->compact_message);
     pthread_mutex_unlock(&app->lock);
     return rc;
 }

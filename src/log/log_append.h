@@ -98,6 +98,48 @@ int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_m
  */
 int log_appender_stop(struct log_appender *app);
 
+/*
+ * Compaction (docs/LOGS.md "Snapshots and compaction"). The writer thread
+ * removes sealed segments, oldest first, once everything in them is
+ * covered: each message of a subgroup whose cover point it precedes, each
+ * view record of a view no later than every cover point's view. A
+ * subgroup without a cover point covers none of its messages. The tail is
+ * never removed, and the writer does it between batches, so it never races
+ * with a write.
+ */
+
+/*
+ * Covers subgroup's messages before (view_id, seq) from now on (a point
+ * before the current one is ignored) and has the writer look for segments
+ * to remove. Any thread.
+ */
+void log_appender_cover(struct log_appender *app, uint32_t subgroup, uint64_t view_id,
+                        uint64_t seq);
+
+/*
+ * Waits until the writer has removed what the cover points given so far
+ * allow. SPINDLE_ETIMEDOUT after timeout_ms (< 0: no limit), or the error
+ * of that compaction (SPINDLE_EIO naming the file), which stopped it but
+ * not the appender: the next cover point tries again.
+ */
+int log_appender_compact_wait(struct log_appender *app, int timeout_ms);
+
+/* Segments removed by compaction so far. Any thread. */
+uint64_t log_appender_segments_removed(const struct log_appender *app);
+
+/*
+ * The views the appender knows: the last one found in the log at start and
+ * the last ones submitted since (a few), or noted (log_appender_note_view).
+ * 1 with *view when view_id is one of them, else 0. Any thread.
+ */
+int log_appender_find_view(struct log_appender *app, uint64_t view_id, struct log_view *view);
+
+/* The view with the smallest id above view_id it knows: 1 and *view, or 0. */
+int log_appender_next_view(struct log_appender *app, uint64_t view_id, struct log_view *view);
+
+/* Adds a view record read elsewhere (a snapshot's) to those it knows. */
+void log_appender_note_view(struct log_appender *app, const struct log_view *view);
+
 /* Test hook: every fdatasync of this process's appenders is preceded by a
  * pause of ms milliseconds (a slow disk); 0, the default, turns it off. */
 void log_test_delay_syncs(unsigned ms);

@@ -116,7 +116,7 @@ static int list_segments(const struct log *log, uint64_t **firsts, size_t *count
  * torn tail (seg->size is where, why says what; seg->size 0: the header);
  * SPINDLE_EPROTO for a header naming another position; SPINDLE_EIO.
  */
-static int scan_segment(const struct log *log, const char *name, int fd, uint8_t *buf,
+static int scan_segment(struct log *log, const char *name, int fd, uint8_t *buf,
                         struct log_segment *seg, char *why, size_t why_size)
 {
     struct stat st;
@@ -162,6 +162,10 @@ static int scan_segment(const struct log *log, const char *name, int fd, uint8_t
             snprintf(why, why_size, "record of position %" PRIu64 " where %" PRIu64 " was due",
                      record.position, seg->end_position);
             return 0;
+        }
+        if (record.type == LOG_REC_VIEW) {
+            log->has_last_view = true;
+            log->last_view = record.view;
         }
         seg->size += size;
         seg->end_position++;
@@ -294,9 +298,32 @@ void log_close(struct log *log)
         close(log->tail_fd);
     if (log->dir_fd >= 0)
         close(log->dir_fd);
+    for (size_t i = 0; i < log->segment_count; i++)
+        free(log->segments[i].summary);
     free(log->segments);
     free(log->dir);
     free(log);
+}
+
+int log_segment_remove_first(struct log *log)
+{
+    if (!log->writable || log->segment_count < 2)
+        return sp_error(SPINDLE_EINVAL, "log: %s: only a sealed segment of a writable log can go",
+                        log->dir);
+    char name[LOG_SEGMENT_NAME_SIZE + 1];
+    log_segment_name(log->segments[0].first_position, name);
+    /* The directory is synced after each file: a crash between two
+     * removals must not bring back an older file after a newer one went
+     * (a gap, which log_open refuses). */
+    if (unlinkat(log->dir_fd, name, 0) != 0 || fsync(log->dir_fd) != 0)
+        return sp_error(SPINDLE_EIO, "log: cannot remove segment %s/%s: %s", log->dir, name,
+                        strerror(errno));
+    free(log->segments[0].summary);
+    memmove(&log->segments[0], &log->segments[1],
+            (log->segment_count - 1) * sizeof log->segments[0]);
+    log->segment_count--;
+    log->first_position = log->segments[0].first_position;
+    return 0;
 }
 
 int log_segment_start(struct log *log)
@@ -326,6 +353,7 @@ int log_segment_start(struct log *log)
         close(log->tail_fd);
     log->tail_fd = fd;
     log->segments[log->segment_count++] = (struct log_segment){
+        .summary = NULL,
         .first_position = log->end_position,
         .end_position = log->end_position,
         .size = LOG_SEGMENT_HEADER_SIZE,
@@ -389,6 +417,16 @@ int log_reader_next(struct log_reader *reader, struct log_record *record)
         reader->position++;
         return 1;
     }
+}
+
+void log_reader_seek_segment(struct log_reader *reader, size_t index)
+{
+    if (reader->fd >= 0)
+        close(reader->fd);
+    reader->fd = -1;
+    reader->segment = index;
+    if (index < reader->log->segment_count)
+        reader->position = reader->log->segments[index].first_position;
 }
 
 void log_reader_close(struct log_reader *reader)

@@ -177,8 +177,24 @@ struct view_membership {
     struct log_appender *appender;
     uint64_t log_queue_waits;        /* atomic: spindle_stats.log_queue_waits */
     uint64_t log_queue_bytes;        /* test hook: the appender's queue (0: its default) */
+    uint64_t log_segment_bytes;      /* test hook: the log's segment size (0: its default) */
     struct view_frontier *frontiers; /* [SPINDLE_MAX_SUBGROUPS], with the log */
+    /* Snapshots (view_log_snapshot.c): one taken at a time. */
+    pthread_mutex_t snapshot_lock;
+    struct view_snapshot_points *snapshot_points; /* [SPINDLE_MAX_SUBGROUPS], with the log */
 };
+
+/*
+ * Snapshots (view_log_snapshot.c, docs/LOGS.md "Snapshots and compaction").
+ * Stores state as subgroup's snapshot at (view_id, seq) durably in the log
+ * directory, keeps it and the one before, and lets the appender compact
+ * below the one before. Any thread but the predicate thread (it writes and
+ * syncs the file). SPINDLE_EINVAL naming a point past what was delivered,
+ * before the newest snapshot, or in a view not kept; SPINDLE_EIO naming
+ * the file; SPINDLE_ENOMEM.
+ */
+int view_log_snapshot(struct view_membership *m, uint32_t subgroup, uint64_t view_id, uint64_t seq,
+                      const void *state, size_t length);
 
 /* The versions this build's hellos carry (control/ctl.h). */
 struct ctl_versions view_ctl_versions(void);

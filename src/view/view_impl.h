@@ -102,6 +102,15 @@ int view_log_open(struct view_membership *m);
 /* Stops the appender (syncing what is queued) and closes the log. */
 void view_log_close(struct view_membership *m);
 /*
+ * Snapshots (view_log_snapshot.c, docs/LOGS.md "Snapshots and
+ * compaction"). view_log_snapshots_open: after the appender started,
+ * finds the snapshots in the log directory (removing temporary files,
+ * logging a warning for each invalid one), and hands the appender their
+ * views and cover points. SPINDLE_ENOMEM or the listing's error.
+ */
+int view_log_snapshots_open(struct view_membership *m);
+void view_log_snapshots_close(struct view_membership *m);
+/*
  * Makes epoch's view durable in m's log before anything is delivered in
  * it (a view record: its members, and previous's delivered_num of each of
  * its previous_subgroups subgroups, the trim delivered up to; NULL for a

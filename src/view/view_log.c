@@ -65,10 +65,18 @@ int view_log_open(struct view_membership *m)
                        report.tail_offset, report.why);
     struct log_appender_options options = {
         .queue_bytes = m->log_queue_bytes,
+        .segment_bytes = m->log_segment_bytes,
         .on_durable = wake_engine,
         .on_durable_ctx = m->engine,
     };
     rc = log_appender_start(m->log, &options, &m->appender);
+    if (rc == 0) {
+        rc = view_log_snapshots_open(m);
+        if (rc < 0) {
+            log_appender_stop(m->appender);
+            m->appender = NULL;
+        }
+    }
     if (rc < 0) {
         log_close(m->log);
         m->log = NULL;
@@ -80,6 +88,9 @@ int view_log_open(struct view_membership *m)
 
 void view_log_close(struct view_membership *m)
 {
+    /* A snapshot being taken on another thread finishes first. */
+    pthread_mutex_lock(&m->snapshot_lock);
+    view_log_snapshots_close(m);
     int rc = log_appender_stop(m->appender);
     if (rc < 0)
         SP_LOG_ERR("log", "%s", spindle_errmsg());
@@ -88,6 +99,7 @@ void view_log_close(struct view_membership *m)
     m->log = NULL;
     free(m->frontiers);
     m->frontiers = NULL;
+    pthread_mutex_unlock(&m->snapshot_lock);
 }
 
 int view_log_view(struct view_membership *m, struct view_epoch *epoch, struct smc_group *previous,

@@ -23,6 +23,7 @@ void view_membership_init(struct view_membership *m, const struct view_config *c
     m->config = *config;
     pthread_rwlock_init(&m->smc_lock, NULL);
     pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->snapshot_lock, NULL);
     pthread_cond_init(&m->cond, NULL);
 }
 
@@ -302,5 +303,6 @@ void view_membership_destroy(struct view_membership *m)
     ctl_close(m->ctl);
     pthread_cond_destroy(&m->cond);
     pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->snapshot_lock);
     pthread_rwlock_destroy(&m->smc_lock);
 }

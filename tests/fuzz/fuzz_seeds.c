@@ -20,6 +20,7 @@
 #include "fuzz_ctl_keys.h"
 #include "group/admin.h"
 #include "log/log_format.h"
+#include "log/log_snapshot.h"
 #include "smc/smc_p2p_wire.h"
 #include "transport/shm/shm_impl.h"
 #include "view/view_wire_samples.h"
@@ -394,6 +395,20 @@ static void log_seeds(void)
     require(log_segment_header_decode(buf, LOG_SEGMENT_HEADER_SIZE, &first), "fuzz_log_record",
             "segment-header");
     write_seed("fuzz_log_record", "segment-header", buf, LOG_SEGMENT_HEADER_SIZE);
+    /* A snapshot's header and view record, then a few bytes of state. */
+    struct log_snapshot snap = {.subgroup = 2,
+                                .view_id = 3,
+                                .seq = 30,
+                                .position = 41,
+                                .state_length = 4,
+                                .state_crc = 0x1234abcd};
+    snap.view = record.view;
+    len = log_snapshot_encode(&snap, buf, sizeof buf);
+    memcpy(buf + len, "abcd", 4);
+    struct log_snapshot decoded_snap;
+    require(log_snapshot_decode(buf, len + 4, &decoded_snap, &used) == 1 ? 0 : -1,
+            "fuzz_log_snapshot", "snapshot");
+    write_seed("fuzz_log_snapshot", "snapshot", buf, len + 4);
 }
 
 /* Every command of the administration endpoint, as a client sends it. */

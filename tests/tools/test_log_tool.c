@@ -17,6 +17,7 @@
 
 #include "../log/log_samples.h"
 #include "log/log.h"
+#include "log/log_snapshot.h"
 #include "log_tool_run.h"
 
 static const char *tool;
@@ -108,6 +109,47 @@ static void test_check_cuts_a_torn_tail_and_refuses_worse(void **state)
     expect_output("unknown command \"frobnicate\"");
 }
 
+/* Snapshots: summary lists them with the directory's size, check names a
+ * corrupt one and fails, dump says where a compacted log starts. */
+static void test_snapshots_are_listed_checked_and_the_start_named(void **state)
+{
+    (void)state;
+    char dir[128], path[256];
+    member_dir(dir, sizeof dir, "snapshots");
+    struct log_appender_options options = {.segment_bytes = 2048};
+    assert_int_equal(sample_append(dir, 0, 100, 1, 10, &options), 0);
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(dir_fd >= 0);
+    struct log_snapshot snap = {.subgroup = 1, .view_id = 1, .seq = 40};
+    snap.view = sample_view(1).view;
+    assert_int_equal(log_snapshot_write(dir_fd, dir, &snap, "state", 5), 0);
+    snap.seq = 60;
+    assert_int_equal(log_snapshot_write(dir_fd, dir, &snap, "later", 5), 0);
+    assert_int_equal(run("summary", dir, NULL, NULL), 0);
+    expect_output("snapshots: 2");
+    expect_output("001-00000000000000000001-00000000000000000060.snap: subgroup 1 before view 1 "
+                  "seq 60, 5 bytes of state");
+    expect_output("directory: ");
+    assert_int_equal(run("check", dir, NULL, NULL), 0);
+    /* The last byte of the newer one's state changed. */
+    snprintf(path, sizeof path, "%s/001-00000000000000000001-00000000000000000060.snap", dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, "X", 1, st.st_size - 1), 1);
+    close(fd);
+    assert_int_equal(run("check", dir, NULL, NULL), 1);
+    expect_output("ignored: corrupt: the state's checksum");
+    expect_output("1 snapshot is corrupt");
+    /* The first segment compacted away. */
+    snprintf(path, sizeof path, "%s/00000000000000000000.seg", dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(run("dump", dir, NULL, NULL), 0);
+    expect_output("# the log starts at position ");
+    close(dir_fd);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
@@ -116,6 +158,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compare_accepts_a_prefix_and_names_a_divergence),
         cmocka_unit_test(test_check_cuts_a_torn_tail_and_refuses_worse),
+        cmocka_unit_test(test_snapshots_are_listed_checked_and_the_start_named),
     };
     return SAMPLE_RUN_IN_ROOT(root, "spindle-logtool", tests);
 }

@@ -29,18 +29,24 @@ static const char usage[] =
     "    check    verifies every segment and record, and that each subgroup's messages\n"
     "             are in delivery order; cuts a torn or corrupt tail of the last\n"
     "             segment at its last whole record (as the library does when it opens\n"
-    "             the log) and says how many bytes went.\n"
-    "    dump     prints every record, one a line; changes nothing.\n"
-    "    summary  prints the log's positions, segments, views, and per subgroup the\n"
-    "             messages, bytes and senders; changes nothing.\n"
+    "             the log) and says how many bytes went; checks every snapshot (its\n"
+    "             header, view and state checksum) and removes temporary snapshot files\n"
+    "             a crash left.\n"
+    "    dump     prints every record, one a line, after a line saying where the log\n"
+    "             starts when compaction removed its beginning; changes nothing.\n"
+    "    summary  prints the log's positions, segments, views, snapshots, the\n"
+    "             directory's size, and per subgroup the messages, bytes and senders;\n"
+    "             changes nothing.\n"
     "    compare  verifies that several members' logs agree where they overlap: the\n"
     "             same messages in the same order in each subgroup, the same members\n"
     "             and trim in each view they share. Changes nothing.\n"
     "\n"
     "EXIT STATUS\n"
-    "    0  check: the log is whole (perhaps after a cut); compare: the logs agree;\n"
+    "    0  check: the log and its snapshots are whole (perhaps after a cut);\n"
+    "       compare: the logs agree;\n"
     "       dump, summary: the log was read\n"
-    "    1  the log is corrupt beyond a torn tail, cannot be read, or the logs differ\n"
+    "    1  the log is corrupt beyond a torn tail, a snapshot is corrupt, a log cannot\n"
+    "       be read, or the logs differ\n"
     "    2  usage error\n";
 
 static int fail(void)
@@ -71,6 +77,13 @@ static int check(const char *dir)
                "segments\n",
                dir, tool.log->end_position - tool.log->first_position, tool.log->first_position,
                tool.log->end_position, tool.log->segment_count);
+        uint64_t bytes;
+        rc = tool_snapshots(tool.log, true, "", &bytes);
+        if (rc > 0)
+            rc = sp_error(SPINDLE_EPROTO,
+                          "%s: %d snapshot%s corrupt (the library ignores %s and falls back to "
+                          "the one before)",
+                          dir, rc, rc == 1 ? " is" : "s are", rc == 1 ? "it" : "them");
     }
     tool_free(&tool);
     return rc == 0 ? 0 : fail();
@@ -112,6 +125,10 @@ static int dump(const char *dir)
     struct log_open_report report;
     if (log_open(dir, 0, &log, &report) != 0)
         return fail();
+    if (log->first_position > 0)
+        printf("# the log starts at position %" PRIu64 ": the records before it were compacted "
+               "into snapshots\n",
+               log->first_position);
     struct log_reader reader;
     int rc = log_reader_open(&reader, log);
     struct log_record record;
@@ -157,6 +174,14 @@ static int summary(const char *dir)
            dir, log->first_position, log->end_position, log->end_position - log->first_position,
            log->segment_count);
     print_tail(dir, &tool.report);
+    uint64_t snapshot_bytes = 0;
+    if (tool_snapshots(log, false, "  ", &snapshot_bytes) < 0) {
+        tool_free(&tool);
+        return fail();
+    }
+    uint64_t segment_bytes = tool_segment_bytes(log);
+    printf("  directory: %" PRIu64 " bytes (segments %" PRIu64 ", snapshots %" PRIu64 ")\n",
+           segment_bytes + snapshot_bytes, segment_bytes, snapshot_bytes);
     printf("  views: %zu\n", tool.view_count);
     for (size_t i = 0; i < tool.view_count; i++) {
         printf("    view %" PRIu64 ": %u members:", tool.views[i].view_id,

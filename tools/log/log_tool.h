@@ -9,6 +9,7 @@
 #ifndef SPINDLE_TOOLS_LOG_TOOL_H
 #define SPINDLE_TOOLS_LOG_TOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,5 +50,16 @@ void tool_free(struct tool_log *tool);
 
 /* spindle-log compare: 0 when the logs agree, 1 when not (or unreadable). */
 int tool_compare(char **dirs, int count);
+
+/*
+ * Prints the snapshots beside log, one a line after indent (an invalid one
+ * with why it is ignored), removing temporary files a crash left when
+ * remove_temps. Returns how many are invalid, or the listing's error;
+ * *bytes: the snapshot files' size.
+ */
+int tool_snapshots(const struct log *log, bool remove_temps, const char *indent, uint64_t *bytes);
+
+/* Bytes of the log's segments (their whole records). */
+uint64_t tool_segment_bytes(const struct log *log);
 
 #endif

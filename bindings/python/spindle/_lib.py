@@ -325,6 +325,18 @@ _PROTOTYPES = [
             ctypes.POINTER(ctypes.c_uint64),
         ],
     ),
+    (
+        "spindle_group_snapshot",
+        ctypes.c_int,
+        [
+            ctypes.c_void_p,
+            ctypes.c_uint32,
+            ctypes.c_uint64,
+            ctypes.c_uint64,
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+        ],
+    ),
     ("spindle_barrier", ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     ("spindle_group_stats", ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(Stats)]),
     ("spindle_group_status", ctypes.c_int, [ctypes.c_void_p]),

@@ -676,6 +676,17 @@ class Group:
         )
         return view_id.value, local.value, glob.value
 
+    def snapshot(self, subgroup, view_id, seq, state):
+        """Stores state (bytes) built from a logged subgroup's messages
+        before (view_id, seq) in this member's log directory, so that the
+        log below it can be compacted; spindle_group_snapshot."""
+        handle = self._handle("snapshot")
+        data = bytes(state)
+        check(
+            _lib.lib.spindle_group_snapshot(handle, subgroup, view_id, seq, data, len(data)),
+            "spindle_group_snapshot",
+        )
+
     def barrier(self, timeout=None):
         """Returns once every member called it; spindle_barrier."""
         handle = self._handle("barrier")

@@ -1,0 +1,165 @@
+/*
+ * Snapshots of logged subgroups (docs/LOGS.md "Snapshots and compaction"):
+ * the application hands the state it built from a subgroup's messages
+ * before a point (view id, seq); it is stored durably beside the log, the
+ * newest two of each subgroup are kept, and the log's appender may then
+ * drop whole segments below the older of the two. Keeping the log from the
+ * older one means either snapshot, with the log after it, rebuilds the
+ * state: a newest one found corrupt later falls back to the one before.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log/log_snapshot.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "view/view_impl.h"
+
+struct view_snapshot_point {
+    bool set;
+    uint64_t view_id, seq;
+};
+
+/* A subgroup's two kept snapshots. */
+struct view_snapshot_points {
+    struct view_snapshot_point newest, older;
+};
+
+/* Takes the valid snapshots of one listing (sorted by subgroup, then
+ * point) into the points, and their views into the appender. */
+static void take_listing(struct view_membership *m, const struct log_snapshot_file *files,
+                         size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        const struct log_snapshot_file *file = &files[i];
+        if (!file->valid) {
+            SP_LOG_WARNING("log", "%s: ignoring snapshot %s: %s", m->config.log_dir, file->name,
+                           file->why);
+            continue;
+        }
+        struct view_snapshot_points *points = &m->snapshot_points[file->snap.subgroup];
+        points->older = points->newest;
+        points->newest = (struct view_snapshot_point){true, file->snap.view_id, file->snap.seq};
+        log_appender_note_view(m->appender, &file->snap.view);
+    }
+}
+
+int view_log_snapshots_open(struct view_membership *m)
+{
+    m->snapshot_points = calloc(SPINDLE_MAX_SUBGROUPS, sizeof *m->snapshot_points);
+    if (m->snapshot_points == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for snapshot points");
+    struct log_snapshot_file *files;
+    size_t count;
+    int rc = log_snapshot_list(m->log->dir_fd, m->log->dir, true, &files, &count);
+    if (rc < 0) {
+        view_log_snapshots_close(m);
+        return rc;
+    }
+    take_listing(m, files, count);
+    free(files);
+    for (uint32_t g = 0; g < SPINDLE_MAX_SUBGROUPS; g++) {
+        const struct view_snapshot_point *older = &m->snapshot_points[g].older;
+        if (older->set)
+            log_appender_cover(m->appender, g, older->view_id, older->seq);
+    }
+    return 0;
+}
+
+void view_log_snapshots_close(struct view_membership *m)
+{
+    free(m->snapshot_points);
+    m->snapshot_points = NULL;
+}
+
+/* Checks that (view_id, seq) is a point this member delivered up to in
+ * subgroup: 0, or SPINDLE_EINVAL naming why not. */
+static int check_delivered(struct view_membership *m, uint32_t subgroup, uint64_t view_id,
+                           uint64_t seq)
+{
+    struct smc_group *smc = view_acquire(m);
+    uint64_t current = m->current != NULL ? m->current->view.id : 0;
+    uint32_t subgroups = m->current != NULL ? m->current->view.num_subgroups : 0;
+    uint64_t delivered = smc != NULL ? smc_group_delivered(smc, subgroup) : 0;
+    view_release(m);
+    if (smc == NULL)
+        return sp_error(SPINDLE_EINVAL, "snapshot: the group has no view yet");
+    if (subgroup >= subgroups)
+        return sp_error(SPINDLE_EINVAL, "snapshot: subgroup %u is unknown (the group has %u)",
+                        subgroup, subgroups);
+    if (view_id > current || (view_id == current && seq > delivered))
+        return sp_error(SPINDLE_EINVAL,
+                        "snapshot: subgroup %u at view %" PRIu64 ", seq %" PRIu64
+                        " is past what this member delivered (view %" PRIu64 ", seq %" PRIu64 ")",
+                        subgroup, view_id, seq, current, delivered);
+    struct log_view next;
+    if (view_id < current && log_appender_next_view(m->appender, view_id, &next) &&
+        subgroup < next.subgroup_count && seq > next.delivered_through[subgroup])
+        return sp_error(SPINDLE_EINVAL,
+                        "snapshot: subgroup %u at view %" PRIu64 ", seq %" PRIu64
+                        " is past the end of that view (its trim: %" PRIu64 ")",
+                        subgroup, view_id, seq, next.delivered_through[subgroup]);
+    return 0;
+}
+
+/* Under snapshot_lock: the checks, the file, the points, the pruning. */
+static int take_snapshot(struct view_membership *m, uint32_t subgroup, uint64_t view_id,
+                         uint64_t seq, const void *state, size_t length)
+{
+    int rc = check_delivered(m, subgroup, view_id, seq);
+    if (rc < 0)
+        return rc;
+    struct view_snapshot_points *points = &m->snapshot_points[subgroup];
+    if (points->newest.set &&
+        log_point_before(view_id, seq, points->newest.view_id, points->newest.seq))
+        return sp_error(SPINDLE_EINVAL,
+                        "snapshot: subgroup %u at view %" PRIu64 ", seq %" PRIu64
+                        " is before its newest snapshot (view %" PRIu64 ", seq %" PRIu64 ")",
+                        subgroup, view_id, seq, points->newest.view_id, points->newest.seq);
+    struct log_snapshot *snap = calloc(1, sizeof *snap);
+    if (snap == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for a snapshot header");
+    *snap = (struct log_snapshot){.subgroup = subgroup, .view_id = view_id, .seq = seq};
+    if (!log_appender_find_view(m->appender, view_id, &snap->view)) {
+        free(snap);
+        return sp_error(SPINDLE_EINVAL,
+                        "snapshot: view %" PRIu64 " is not among the views this member keeps "
+                        "(the last ones it installed): take snapshots in a recent view",
+                        view_id);
+    }
+    /* Every message the state holds was handed to the log before its
+     * upcall: all of them lie below the log's end now. */
+    snap->position = log_appender_end(m->appender);
+    rc = log_snapshot_write(m->log->dir_fd, m->log->dir, snap, state, length);
+    free(snap);
+    if (rc < 0)
+        return rc;
+    struct view_snapshot_point taken = {true, view_id, seq};
+    if (!points->newest.set || points->newest.view_id != view_id || points->newest.seq != seq)
+        points->older = points->newest;
+    points->newest = taken;
+    struct log_snapshot keep[2] = {
+        {.view_id = points->newest.view_id, .seq = points->newest.seq},
+        {.view_id = points->older.view_id, .seq = points->older.seq},
+    };
+    rc = log_snapshot_prune(m->log->dir_fd, m->log->dir, subgroup, keep, points->older.set ? 2 : 1);
+    if (rc < 0)
+        SP_LOG_WARNING("log", "snapshot stored, but older ones stay: %s", spindle_errmsg());
+    if (points->older.set)
+        log_appender_cover(m->appender, subgroup, points->older.view_id, points->older.seq);
+    return 0;
+}
+
+int view_log_snapshot(struct view_membership *m, uint32_t subgroup, uint64_t view_id, uint64_t seq,
+                      const void *state, size_t length)
+{
+    if (state == NULL && length > 0)
+        return sp_error(SPINDLE_EINVAL, "snapshot: state is NULL with length %zu", length);
+    pthread_mutex_lock(&m->snapshot_lock);
+    int rc = m->appender == NULL || m->snapshot_points == NULL
+                 ? sp_error(SPINDLE_EINVAL, "snapshot: this member has no log open")
+                 : take_snapshot(m, subgroup, view_id, seq, state, length);
+    pthread_mutex_unlock(&m->snapshot_lock);
+    return rc;
+}
