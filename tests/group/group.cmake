@@ -23,3 +23,8 @@ spindle_add_test(test_dispatch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dispatch.c
 # window, in the default mode and in dispatch mode (forked members on shm).
 spindle_add_test(test_upcall_send SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_upcall_send.c TIMEOUT 60
   LABELS group)
+# Sized structs: a program built against a shorter header's options,
+# subgroups, statistics and setup works, with defaults past its structs,
+# and nothing is written past them (canaries; exact heap copies under ASan).
+spindle_add_test(test_sized_structs SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sized_structs.c
+                 TIMEOUT 60 LABELS group)
