@@ -58,7 +58,8 @@ def appended(baseline, current, name):
     _, base_size, base_members = base
     found, cur_size, cur_members = cur
     prefix = [(o, n) for o, n, _ in base_members]
-    if len(cur_members) <= len(prefix) or [(o, n) for o, n, _ in cur_members[: len(prefix)]] != prefix:
+    head = [(o, n) for o, n, _ in cur_members[: len(prefix)]]
+    if len(cur_members) <= len(prefix) or head != prefix:
         return current, []
     block = found.group(0)
     first_appended = cur_members[len(prefix)][2][0]
@@ -84,7 +85,8 @@ def setup_moved(baseline, current, growth):
     if any(c[0] != b[0] + growth for b, c in zip(base_members[1:], cur_members[1:])):
         return current, False
     block = found.group(0)
-    for (cur_offset, _, span), (base_offset, _, _) in reversed(list(zip(cur_members, base_members))):
+    pairs = list(zip(cur_members, base_members))
+    for (cur_offset, _, span), (base_offset, _, _) in reversed(pairs):
         member = block[span[0]: span[1]].replace(
             "layout-offset-in-bits='%d'" % cur_offset, "layout-offset-in-bits='%d'" % base_offset
         )

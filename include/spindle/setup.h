@@ -67,8 +67,8 @@ struct spindle_group_setup {
  * "host:port,..." in id order. Returns 0 and *out, or SPINDLE_ECONFIG
  * naming what the file lacks (a missing [member.N], a member without a
  * port, no members, a gap in the subgroup indices), SPINDLE_EINVAL when
- * id is not a member of the file, SPINDLE_ENOMEM. On failure *out holds
- * nothing to free.
+ * id is not a member of the file or a size is below the first release's
+ * struct, SPINDLE_ENOMEM. On failure *out holds nothing to free.
  */
 SPINDLE_API int spindle_group_setup_from_config_sized(const struct spindle_config *config,
                                                       uint32_t id, struct spindle_group_setup *out,
@@ -90,7 +90,8 @@ SPINDLE_API int spindle_group_setup_from_config_sized(const struct spindle_confi
  * (transport, timeouts, keys, subgroups by rank, a member's name by id).
  * Returns 0 and *out, or SPINDLE_ECONFIG naming the variable and its value
  * that is malformed or missing, SPINDLE_ENOENT when the hostfile cannot be
- * read, SPINDLE_ENOMEM. On failure *out holds nothing to free.
+ * read, SPINDLE_EINVAL for a size below the first release's struct,
+ * SPINDLE_ENOMEM. On failure *out holds nothing to free.
  */
 SPINDLE_API int spindle_group_setup_from_env_sized(const struct spindle_config *config,
                                                    struct spindle_group_setup *out,
