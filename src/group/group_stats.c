@@ -34,7 +34,7 @@ static void fill_stats(const struct smc_stats *smc, const struct sst_engine_stat
     out->window_full_ns = smc->window_full_ns;
 }
 
-/* The library's whole struct; group_stats_sized copies what the program has. */
+/* The library's whole struct; spindle_group_stats_sized copies what the program has. */
 static void group_stats(spindle_group_t *group, struct spindle_stats *out)
 {
     memset(out, 0, sizeof *out);
