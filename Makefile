@@ -18,6 +18,7 @@
 #                non-zero on any finding (docs/FUZZING.md)
 #   make abi     the library's ABI against the baseline abi/ (abidiff,
 #                docs/ABI.md); non-zero when a public function was removed
+#                or a public type changed other than by appended members
 #   make deb     the Debian packages in build-deb/ with dpkg-buildpackage
 #                (DEB_BUILD_OPTIONS=nocheck by default: the suite is `make
 #                test`), then lintian; non-zero on a lintian error
@@ -93,7 +94,7 @@ fuzz: deps
 # RelWithDebInfo build type, or Debug, for abidw's debug information).
 abi: configure
 	cmake --build $(BUILD) -j $(JOBS) --target spindle
-	bash scripts/check-abi.sh $(BUILD)
+	bash scripts/check-abi.sh --strict $(BUILD)
 
 # Builds from a copy of the tree under $(DEB_OUT), so dpkg-buildpackage's
 # output stays there too.

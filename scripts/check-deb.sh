@@ -7,6 +7,10 @@
 #   - tests/install/consumer.c builds with
 #     `pkg-config --cflags --libs libspindle` against the installed headers
 #     and runs (one member delivers the ten messages it sent);
+#   - tests/install/three_members.c builds the same way and runs as a group
+#     of three under spindle-run: its own epoll loop and log sink, replies
+#     sent from the delivery upcall, spindle-stat showing the members and
+#     spindle-ctl removing one (tests/install/three_members.sh);
 #   - the manual pages are where man finds them, spindle-keygen writes a key
 #     and spindle-info runs;
 #   - python3 imports the spindle package, which finds the installed library
@@ -97,7 +101,8 @@ mkdir -p "$chroot_dir/tmp/debs" "$chroot_dir/tmp/check"
 cp "${packages[@]}" "$chroot_dir/tmp/debs/"
 in_root_debs=()
 for package in "${packages[@]}"; do in_root_debs+=("/tmp/debs/$(basename "$package")"); done
-cp "$root/tests/install/consumer.c" "$chroot_dir/tmp/check/"
+cp "$root/tests/install/consumer.c" "$root/tests/install/three_members.c" \
+    "$root/tests/install/three_members.sh" "$chroot_dir/tmp/check/"
 
 echo "check-deb: apt-get install the packages (and gcc, pkg-config, man-db to check them)"
 (in_root apt-get update -qq &&
@@ -115,8 +120,17 @@ in_root sh -ec '
     mkdir -m 700 boot
     ./consumer /tmp/check/boot' || fail "the consumer program against the installed libspindle-dev"
 
+echo "check-deb: three members under spindle-run, seen by spindle-stat, one removed by spindle-ctl"
+# shellcheck disable=SC2016 # expanded by the shell in the root
+in_root sh -ec '
+    cd /tmp/check
+    cc -std=c11 -Wall -Werror -o three_members three_members.c $(pkg-config --cflags --libs libspindle)
+    sh ./three_members.sh /tmp/check/three_members' ||
+    fail "three members of the installed packages (tests/install/three_members.sh)"
+
 echo "check-deb: manual pages, spindle-keygen, spindle-info"
-for page in "3 spindle_commit" "3 spindle_group_create" "7 spindle" "1 spindle-keygen" "5 spindle.ini"; do
+for page in "3 spindle_commit" "3 spindle_group_create" "3 spindle_group_create_sized" "7 spindle" \
+    "1 spindle-keygen" "1 spindle-run" "1 spindle-stat" "1 spindle-ctl" "5 spindle.ini"; do
     # shellcheck disable=SC2086
     in_root man -w $page >/dev/null 2>&1 || fail "man $page: no such page installed"
 done

@@ -110,7 +110,9 @@ enum spindle_bootstrap_kind {
 };
 
 /* One subgroup. members and senders are indices into the group member list;
- * senders must be members and give the round-robin delivery order. */
+ * senders must be members and give the round-robin delivery order. Sized
+ * ("Sized structs" below): new members only ever at the end, with zero as
+ * their default. */
 struct spindle_subgroup_config {
     const uint32_t *members;
     uint32_t num_members;
@@ -169,6 +171,7 @@ typedef void (*spindle_persisted_fn)(void *ctx, uint32_t subgroup, uint64_t view
  * the same rules hold). The moment to send what an upcall had to keep. */
 typedef void (*spindle_send_ready_fn)(void *ctx, uint32_t subgroup);
 
+/* Sized ("Sized structs" below): new members only ever at the end. */
 struct spindle_group_options {
     const char *transport;  /* "shm" (default when NULL), "fabric", "verbs" */
     const char *provider;   /* fabric: libfabric provider ("tcp", "sockets"); NULL = default */
@@ -381,7 +384,8 @@ enum spindle_dispatch_flags {
 };
 
 /* Statistics of one member (counts since the group was created). Histogram
- * bucket b counts batches whose size n satisfies 2^b <= n < 2^(b+1). */
+ * bucket b counts batches whose size n satisfies 2^b <= n < 2^(b+1). Sized
+ * ("Sized structs" below): new counters only ever at the end. */
 struct spindle_stats {
     uint64_t messages_sent;      /* application messages committed by this member */
     uint64_t messages_delivered; /* application messages delivered to this member */
@@ -437,9 +441,29 @@ struct spindle_stats {
 /* Flags of spindle_reserve. */
 #define SPINDLE_RESERVE_NONBLOCK 1u /* SPINDLE_EAGAIN instead of waiting for a free slot */
 
+/*
+ * Sized structs (docs/ABI.md "Growing a struct"). spindle_group_options,
+ * spindle_subgroup_config and spindle_stats may gain members at their end
+ * in later releases of this soname. Each function that reads or fills one
+ * takes its size as the program's header declared it: the names below are
+ * macros that pass sizeof for the program, so source code calls them as
+ * plain functions. The library reads and writes only that many bytes; a
+ * member the program's header lacks takes its default (zero, unless
+ * spindle_group_options_init says otherwise). A size below the struct of
+ * the first release (docs/ABI.md) is refused with SPINDLE_EINVAL; bytes
+ * beyond the library's own struct (a program built against a later
+ * header) must be zero where the library reads them, else SPINDLE_ENOTSUP
+ * names the struct and the offset, and are zeroed where it fills them.
+ */
+
 /* Fills options with the defaults (shm, all optimizations on, 30 s
- * bootstrap timeout, 5 s failure timeout, member 0 of 1). */
-SPINDLE_API void spindle_group_options_init(struct spindle_group_options *options);
+ * bootstrap timeout, 5 s failure timeout, member 0 of 1): the first
+ * options_size bytes. 0, or SPINDLE_EINVAL for NULL or a size below the
+ * first release's (nothing is written then). */
+SPINDLE_API int spindle_group_options_init_sized(struct spindle_group_options *options,
+                                                 size_t options_size);
+#define spindle_group_options_init(options)                                                        \
+    spindle_group_options_init_sized((options), sizeof(struct spindle_group_options))
 
 /*
  * Creates this member's side of a group and waits until every member has
@@ -448,11 +472,18 @@ SPINDLE_API void spindle_group_options_init(struct spindle_group_options *option
  * max_payload too large, a sender that is not a member, more than
  * SPINDLE_MAX_SUBGROUPS subgroups, ...),
  * SPINDLE_ENOTSUP for an unknown transport, SPINDLE_ETIMEDOUT when members
- * are missing after bootstrap_timeout_ms, or a transport error.
+ * are missing after bootstrap_timeout_ms, or a transport error; for the
+ * sizes, see "Sized structs" above.
  */
-SPINDLE_API int spindle_group_create(const struct spindle_group_options *options,
-                                     const struct spindle_subgroup_config *subgroups,
-                                     uint32_t num_subgroups, spindle_group_t **out);
+SPINDLE_API int spindle_group_create_sized(const struct spindle_group_options *options,
+                                           size_t options_size,
+                                           const struct spindle_subgroup_config *subgroups,
+                                           size_t subgroup_size, uint32_t num_subgroups,
+                                           spindle_group_t **out);
+/* subgroups[] is read with the program's stride, subgroup_size. */
+#define spindle_group_create(options, subgroups, num_subgroups, out)                               \
+    spindle_group_create_sized((options), sizeof(struct spindle_group_options), (subgroups),       \
+                               sizeof(struct spindle_subgroup_config), (num_subgroups), (out))
 
 /*
  * Reserves the next ring slot of this member in subgroup for a message of
@@ -542,8 +573,13 @@ SPINDLE_API int spindle_group_snapshot(spindle_group_t *group, uint32_t subgroup
  * channel). SPINDLE_ETIMEDOUT names the members still missing. */
 SPINDLE_API int spindle_barrier(spindle_group_t *group, int timeout_ms);
 
-/* Copies this member's statistics into *out. SPINDLE_EINVAL on NULL. */
-SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats *out);
+/* Copies this member's statistics into the first stats_size bytes of
+ * *out (zeros past the library's struct). SPINDLE_EINVAL on NULL or a size
+ * below the first release's. */
+SPINDLE_API int spindle_group_stats_sized(spindle_group_t *group, struct spindle_stats *out,
+                                          size_t stats_size);
+#define spindle_group_stats(group, out)                                                            \
+    spindle_group_stats_sized((group), (out), sizeof(struct spindle_stats))
 
 /* 0 while this member takes part in the group. Once it has stopped on its
  * own (tolerate_failures: cut off in a minority, SPINDLE_EMINORITY; removed

@@ -28,6 +28,7 @@
 #ifndef SPINDLE_SETUP_H
 #define SPINDLE_SETUP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <spindle/config.h>
@@ -46,6 +47,12 @@ extern "C" {
 
 struct spindle_group_setup_storage; /* private */
 
+/* Its options grow with struct spindle_group_options (<spindle/group.h>,
+ * "Sized structs"), which moves the members after them: the functions
+ * below take the sizes of options and of one subgroup as the program's
+ * header declared them (macros pass them), lay the setup out as the
+ * program sees it and allocate subgroups[] in the program's stride.
+ * Nothing else is ever added to this struct. */
 struct spindle_group_setup {
     struct spindle_group_options options; /* TCP bootstrap, self, num_members, file values */
     struct spindle_subgroup_config *subgroups;
@@ -60,11 +67,16 @@ struct spindle_group_setup {
  * "host:port,..." in id order. Returns 0 and *out, or SPINDLE_ECONFIG
  * naming what the file lacks (a missing [member.N], a member without a
  * port, no members, a gap in the subgroup indices), SPINDLE_EINVAL when
- * id is not a member of the file, SPINDLE_ENOMEM. On failure *out holds
- * nothing to free.
+ * id is not a member of the file or a size is below the first release's
+ * struct, SPINDLE_ENOMEM. On failure *out holds nothing to free.
  */
-SPINDLE_API int spindle_group_setup_from_config(const struct spindle_config *config, uint32_t id,
-                                                struct spindle_group_setup *out);
+SPINDLE_API int spindle_group_setup_from_config_sized(const struct spindle_config *config,
+                                                      uint32_t id, struct spindle_group_setup *out,
+                                                      size_t options_size, size_t subgroup_size);
+#define spindle_group_setup_from_config(config, id, out)                                           \
+    spindle_group_setup_from_config_sized((config), (id), (out),                                   \
+                                          sizeof(struct spindle_group_options),                    \
+                                          sizeof(struct spindle_subgroup_config))
 
 /*
  * This process's member of a group started by a launcher. Rank and size
@@ -78,13 +90,22 @@ SPINDLE_API int spindle_group_setup_from_config(const struct spindle_config *con
  * (transport, timeouts, keys, subgroups by rank, a member's name by id).
  * Returns 0 and *out, or SPINDLE_ECONFIG naming the variable and its value
  * that is malformed or missing, SPINDLE_ENOENT when the hostfile cannot be
- * read, SPINDLE_ENOMEM. On failure *out holds nothing to free.
+ * read, SPINDLE_EINVAL for a size below the first release's struct,
+ * SPINDLE_ENOMEM. On failure *out holds nothing to free.
  */
-SPINDLE_API int spindle_group_setup_from_env(const struct spindle_config *config,
-                                             struct spindle_group_setup *out);
+SPINDLE_API int spindle_group_setup_from_env_sized(const struct spindle_config *config,
+                                                   struct spindle_group_setup *out,
+                                                   size_t options_size, size_t subgroup_size);
+#define spindle_group_setup_from_env(config, out)                                                  \
+    spindle_group_setup_from_env_sized((config), (out), sizeof(struct spindle_group_options),      \
+                                       sizeof(struct spindle_subgroup_config))
 
-/* Releases what a setup owns; a zeroed or already freed setup is ignored. */
-SPINDLE_API void spindle_group_setup_free(struct spindle_group_setup *setup);
+/* Releases what a setup owns; a zeroed or already freed setup is ignored,
+ * and so is a size below the first release's options. */
+SPINDLE_API void spindle_group_setup_free_sized(struct spindle_group_setup *setup,
+                                                size_t options_size);
+#define spindle_group_setup_free(setup)                                                            \
+    spindle_group_setup_free_sized((setup), sizeof(struct spindle_group_options))
 
 #ifdef __cplusplus
 }

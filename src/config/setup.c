@@ -59,20 +59,20 @@ int setup_begin(struct spindle_group_setup *out)
     return 0;
 }
 
-void spindle_group_setup_free(struct spindle_group_setup *setup)
+void setup_storage_free(struct spindle_group_setup_storage *storage)
 {
-    if (setup == NULL || setup->storage == NULL)
+    if (storage == NULL)
         return;
-    for (uint32_t i = 0; i < setup->storage->count; i++)
-        free(setup->storage->blocks[i]);
-    free(setup->storage->blocks);
-    free(setup->storage);
-    memset(setup, 0, sizeof *setup);
+    for (uint32_t i = 0; i < storage->count; i++)
+        free(storage->blocks[i]);
+    free(storage->blocks);
+    free(storage);
 }
 
 int setup_fail(struct spindle_group_setup *setup, int code)
 {
-    spindle_group_setup_free(setup);
+    setup_storage_free(setup->storage);
+    memset(setup, 0, sizeof *setup);
     return code;
 }
 
@@ -238,8 +238,8 @@ static int setup_check_members(const struct spindle_config *config, const char *
     return 0;
 }
 
-int spindle_group_setup_from_config(const struct spindle_config *config, uint32_t id,
-                                    struct spindle_group_setup *out)
+int setup_from_config(const struct spindle_config *config, uint32_t id,
+                      struct spindle_group_setup *out)
 {
     if (out == NULL || config == NULL)
         return sp_error(SPINDLE_EINVAL, "spindle_group_setup_from_config: %s is NULL",

@@ -207,8 +207,7 @@ static int launch_members(struct launch_env *env, struct spindle_group_setup *ou
     return launch_check_local(env, out->local_rank);
 }
 
-int spindle_group_setup_from_env(const struct spindle_config *config,
-                                 struct spindle_group_setup *out)
+int setup_from_env(const struct spindle_config *config, struct spindle_group_setup *out)
 {
     if (out == NULL)
         return sp_error(SPINDLE_EINVAL, "spindle_group_setup_from_env: out is NULL");

@@ -30,6 +30,15 @@ int setup_begin(struct spindle_group_setup *out);
 void *setup_keep(struct spindle_group_setup *setup, void *block);
 /* Frees the setup and returns code. */
 int setup_fail(struct spindle_group_setup *setup, int code);
+/* Frees every block of storage, then storage; NULL is ignored. */
+void setup_storage_free(struct spindle_group_setup_storage *storage);
+
+/* spindle_group_setup_from_config and _from_env into the library's own
+ * layout of a setup (setup_sized.c lays it out as the program sees it):
+ * the same returns; on failure *out holds nothing to free. */
+int setup_from_config(const struct spindle_config *config, uint32_t id,
+                      struct spindle_group_setup *out);
+int setup_from_env(const struct spindle_config *config, struct spindle_group_setup *out);
 /* Fills the bootstrap list, self, num_members, the configuration's values
  * (config may be NULL) and the subgroups. Returns 0, SPINDLE_ECONFIG (a
  * subgroup naming a member the group lacks, a gap in subgroup indices) or

@@ -20,21 +20,6 @@
 #include "util/log.h"
 #include "util/name.h"
 
-SPINDLE_API void spindle_group_options_init(struct spindle_group_options *options)
-{
-    if (options == NULL)
-        return;
-    memset(options, 0, sizeof *options);
-    options->transport = "shm";
-    options->num_members = 1;
-    options->bootstrap_kind = SPINDLE_BOOTSTRAP_AUTO;
-    options->bootstrap_timeout_ms = 30000;
-    options->failure_timeout_ms = 5000;
-    options->batching = true;
-    options->null_sends = true;
-    options->early_unlock = true;
-}
-
 static int check_timeouts(const struct spindle_group_options *options)
 {
     if (options->bootstrap_timeout_ms <= 0)
@@ -401,13 +386,6 @@ static int create_joiner(struct spindle_group *group,
     if (rc == 0)
         group->options.self = group->membership.config.self;
     return rc;
-}
-
-SPINDLE_API int spindle_group_create(const struct spindle_group_options *options,
-                                     const struct spindle_subgroup_config *subgroups,
-                                     uint32_t num_subgroups, spindle_group_t **out)
-{
-    return group_create_with(options, subgroups, num_subgroups, NULL, out);
 }
 
 int group_create_with(const struct spindle_group_options *options,

@@ -3,6 +3,7 @@
 
 #include "group/group_impl.h"
 #include "util/error.h"
+#include "util/sized.h"
 
 /* Copies the multicast's and the engine's counters into out. */
 static void fill_stats(const struct smc_stats *smc, const struct sst_engine_stats *engine,
@@ -33,10 +34,9 @@ static void fill_stats(const struct smc_stats *smc, const struct sst_engine_stat
     out->window_full_ns = smc->window_full_ns;
 }
 
-SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats *out)
+/* The library's whole struct; spindle_group_stats_sized copies what the program has. */
+static void group_stats(spindle_group_t *group, struct spindle_stats *out)
 {
-    if (group == NULL || out == NULL)
-        return sp_error(SPINDLE_EINVAL, "stats: group or out is NULL");
     memset(out, 0, sizeof *out);
     struct smc_stats smc;
     memset(&smc, 0, sizeof smc);
@@ -71,6 +71,19 @@ SPINDLE_API int spindle_group_stats(spindle_group_t *group, struct spindle_stats
         out->log_bytes_durable = log_appender_durable_bytes(log);
         out->log_syncs = log_appender_syncs(log);
     }
+}
+
+SPINDLE_API int spindle_group_stats_sized(spindle_group_t *group, struct spindle_stats *out,
+                                          size_t stats_size)
+{
+    if (group == NULL || out == NULL)
+        return sp_error(SPINDLE_EINVAL, "stats: group or out is NULL");
+    int rc = sized_check("spindle_stats", stats_size, SIZED_STATS_MIN);
+    if (rc < 0)
+        return rc;
+    struct spindle_stats full;
+    group_stats(group, &full);
+    sized_copy_out(out, stats_size, &full, sizeof full);
     return 0;
 }
 

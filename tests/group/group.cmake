@@ -27,3 +27,8 @@ spindle_add_test(test_upcall_send SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_upcall_
 # p2p upcall (default and dispatch mode), refusals that name the value,
 # and a target killed with SIGKILL while a query waits (forked members).
 spindle_add_test(test_p2p SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_p2p.c TIMEOUT 90 LABELS group)
+# Sized structs: a program built against a shorter header's options,
+# subgroups, statistics and setup works, with defaults past its structs,
+# and nothing is written past them (canaries; exact heap copies under ASan).
+spindle_add_test(test_sized_structs SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sized_structs.c
+                 TIMEOUT 60 LABELS group)

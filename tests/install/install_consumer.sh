@@ -3,8 +3,10 @@
 # user program against it three ways: pkg-config (shared), find_package
 # (shared) and find_package (static). Proves the installed headers, the
 # libspindle.pc file and the CMake package are complete and usable, that
-# the tools and every manual page were installed where man finds them, and
-# that the installed Python package finds the installed library by itself.
+# the tools and every manual page were installed where man finds them, that
+# a group of three runs under the installed tools (tests/install/
+# three_members.sh), and that the installed Python package finds the
+# installed library by itself.
 # Usage: install_consumer.sh BUILD_DIR SOURCE_DIR
 set -eu
 BUILD=$1
@@ -53,6 +55,17 @@ cc -std=c11 -Wall -Werror -o "$WORK/consumer_pc" "$SRC/tests/install/consumer.c"
     $(pkg-config --cflags --libs libspindle) ||
     { echo "FAIL: building with pkg-config --cflags --libs libspindle"; exit 1; }
 run pkg-config "$WORK/consumer_pc"
+
+# A group of three under the installed spindle-run, with its own event
+# loop and log sink, seen by the installed spindle-stat and steered by
+# spindle-ctl (three_members.sh says what is checked).
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Werror -o "$WORK/three_members" "$SRC/tests/install/three_members.c" \
+    $(pkg-config --cflags --libs libspindle) ||
+    { echo "FAIL: building three_members.c with pkg-config --cflags --libs libspindle"; exit 1; }
+PATH="$PREFIX/bin:$PATH" LD_LIBRARY_PATH="$(dirname "$pc")/.." \
+    sh "$SRC/tests/install/three_members.sh" "$WORK/three_members" ||
+    { echo "FAIL: three members of the installed library under spindle-run"; exit 1; }
 
 # find_package(spindle), shared and static
 cmake -S "$SRC/tests/install" -B "$WORK/consumer" -DCMAKE_PREFIX_PATH="$PREFIX" \

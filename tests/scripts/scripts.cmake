@@ -19,3 +19,17 @@ if(SPINDLE_MAN_PROGRAM)
                    ${CMAKE_SOURCE_DIR}/scripts/check-man.sh ${CMAKE_SOURCE_DIR})
   set_tests_properties(check_man_pages PROPERTIES LABELS "scripts" TIMEOUT 120)
 endif()
+# The ABI check's one judgement of its own (scripts/abi-appended.py, with
+# abidiff): members appended to the structs that may grow pass, a member
+# inserted mid-struct, a change reached through the options and a setup
+# member added are each reported. Needs abidiff (abigail-tools, which
+# `make abi` installs) and python3.
+find_program(SPINDLE_ABIDIFF_PROGRAM abidiff)
+find_program(SPINDLE_PYTHON3_PROGRAM python3)
+if(SPINDLE_ABIDIFF_PROGRAM AND SPINDLE_PYTHON3_PROGRAM)
+  add_test(NAME check_abi_appended
+           COMMAND ${SPINDLE_PYTHON3_PROGRAM} ${CMAKE_CURRENT_LIST_DIR}/abi_appended_test.py
+                   ${CMAKE_SOURCE_DIR}/scripts/abi-appended.py
+                   ${CMAKE_SOURCE_DIR}/abi/libspindle.so.0.abi)
+  set_tests_properties(check_abi_appended PROPERTIES LABELS "scripts" TIMEOUT 60)
+endif()

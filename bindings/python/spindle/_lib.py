@@ -259,6 +259,12 @@ class GroupSetup(ctypes.Structure):
     ]
 
 
+# The sizes the sized entry points are given: the mirrors', as a C program
+# passes its header's sizeof.
+OPTIONS_SIZE = ctypes.sizeof(GroupOptions)
+SUBGROUP_SIZE = ctypes.sizeof(SubgroupConfig)
+STATS_SIZE = ctypes.sizeof(Stats)
+
 # The structures the layout test holds against the headers: C name, mirror.
 STRUCTS = {
     "spindle_member_identity": MemberIdentity,
@@ -278,13 +284,22 @@ _PROTOTYPES = [
     ("spindle_strerror", ctypes.c_char_p, [ctypes.c_int]),
     ("spindle_errmsg", ctypes.c_char_p, []),
     ("spindle_version", ctypes.c_char_p, []),
-    ("spindle_group_options_init", None, [ctypes.POINTER(GroupOptions)]),
+    # The sized entry points (docs/ABI.md "Growing a struct"), each given
+    # the size of this module's mirror (OPTIONS_SIZE ... below): a later
+    # library with longer structs reads and writes only what the mirror has.
     (
-        "spindle_group_create",
+        "spindle_group_options_init_sized",
+        ctypes.c_int,
+        [ctypes.POINTER(GroupOptions), ctypes.c_size_t],
+    ),
+    (
+        "spindle_group_create_sized",
         ctypes.c_int,
         [
             ctypes.POINTER(GroupOptions),
+            ctypes.c_size_t,
             ctypes.POINTER(SubgroupConfig),
+            ctypes.c_size_t,
             ctypes.c_uint32,
             ctypes.POINTER(ctypes.c_void_p),
         ],
@@ -338,7 +353,11 @@ _PROTOTYPES = [
         ],
     ),
     ("spindle_barrier", ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
-    ("spindle_group_stats", ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(Stats)]),
+    (
+        "spindle_group_stats_sized",
+        ctypes.c_int,
+        [ctypes.c_void_p, ctypes.POINTER(Stats), ctypes.c_size_t],
+    ),
     ("spindle_group_status", ctypes.c_int, [ctypes.c_void_p]),
     ("spindle_group_self", ctypes.c_int, [ctypes.c_void_p]),
     ("spindle_group_size", ctypes.c_int, [ctypes.c_void_p]),
@@ -362,16 +381,22 @@ _PROTOTYPES = [
     ),
     ("spindle_config_free", None, [ctypes.c_void_p]),
     (
-        "spindle_group_setup_from_config",
+        "spindle_group_setup_from_config_sized",
         ctypes.c_int,
-        [ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(GroupSetup)],
+        [
+            ctypes.c_void_p,
+            ctypes.c_uint32,
+            ctypes.POINTER(GroupSetup),
+            ctypes.c_size_t,
+            ctypes.c_size_t,
+        ],
     ),
     (
-        "spindle_group_setup_from_env",
+        "spindle_group_setup_from_env_sized",
         ctypes.c_int,
-        [ctypes.c_void_p, ctypes.POINTER(GroupSetup)],
+        [ctypes.c_void_p, ctypes.POINTER(GroupSetup), ctypes.c_size_t, ctypes.c_size_t],
     ),
-    ("spindle_group_setup_free", None, [ctypes.POINTER(GroupSetup)]),
+    ("spindle_group_setup_free_sized", None, [ctypes.POINTER(GroupSetup), ctypes.c_size_t]),
     ("spindle_log_set_sink", None, [LOG_SINK_FN, ctypes.c_void_p]),
     ("spindle_log_set_level", ctypes.c_int, [ctypes.c_int]),
     ("spindle_log_get_level", ctypes.c_int, []),

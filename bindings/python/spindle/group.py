@@ -355,7 +355,10 @@ class Group:
         if _setup is not None:
             ctypes.pointer(opts)[0] = _setup.options
         else:
-            _lib.lib.spindle_group_options_init(ctypes.byref(opts))
+            check(
+                _lib.lib.spindle_group_options_init_sized(ctypes.byref(opts), _lib.OPTIONS_SIZE),
+                "spindle_group_options_init",
+            )
         self._apply_options(opts, options)
         if logged_subgroups is not None:
             array, count = _u32_array(logged_subgroups)
@@ -377,8 +380,13 @@ class Group:
         core.keep.append(opts)
         handle = ctypes.c_void_p()
         check(
-            _lib.lib.spindle_group_create(
-                ctypes.byref(opts), configs, count, ctypes.byref(handle)
+            _lib.lib.spindle_group_create_sized(
+                ctypes.byref(opts),
+                _lib.OPTIONS_SIZE,
+                configs,
+                _lib.SUBGROUP_SIZE,
+                count,
+                ctypes.byref(handle),
             ),
             "spindle_group_create",
         )
@@ -403,7 +411,9 @@ class Group:
         setup = _lib.GroupSetup()
         try:
             check(
-                _lib.lib.spindle_group_setup_from_config(config, member, ctypes.byref(setup)),
+                _lib.lib.spindle_group_setup_from_config_sized(
+                    config, member, ctypes.byref(setup), _lib.OPTIONS_SIZE, _lib.SUBGROUP_SIZE
+                ),
                 "spindle_group_setup_from_config",
             )
         finally:
@@ -424,7 +434,9 @@ class Group:
         setup = _lib.GroupSetup()
         try:
             check(
-                _lib.lib.spindle_group_setup_from_env(handle, ctypes.byref(setup)),
+                _lib.lib.spindle_group_setup_from_env_sized(
+                    handle, ctypes.byref(setup), _lib.OPTIONS_SIZE, _lib.SUBGROUP_SIZE
+                ),
                 "spindle_group_setup_from_env",
             )
         finally:
@@ -442,7 +454,7 @@ class Group:
             )
             return group
         finally:
-            _lib.lib.spindle_group_setup_free(ctypes.byref(setup))
+            _lib.lib.spindle_group_setup_free_sized(ctypes.byref(setup), _lib.OPTIONS_SIZE)
 
     # -- options ------------------------------------------------------
 
@@ -564,7 +576,9 @@ class Group:
         """This member's Stats (spindle_group_stats)."""
         raw = _lib.Stats()
         check(
-            _lib.lib.spindle_group_stats(self._handle("stats"), ctypes.byref(raw)),
+            _lib.lib.spindle_group_stats_sized(
+                self._handle("stats"), ctypes.byref(raw), _lib.STATS_SIZE
+            ),
             "spindle_group_stats",
         )
         return _stats_from_c(raw)
