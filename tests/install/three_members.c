@@ -15,7 +15,10 @@
  *     inside the delivery upcall that delivers it (a multicast reply, kept
  *     for send_ready when the window is full); every member delivers every
  *     request and reply, each reply after its request;
- *   - the point-to-point query (marked below, to come);
+ *   - member 0 asks member 1 with a point-to-point query how many replies
+ *     it sent, and member 1 answers from inside its p2p upcall (dispatched
+ *     from its loop like the deliveries): REQUESTS, since member 0 has
+ *     delivered them all;
  *   - it writes <work>/ready-<id> and waits: members 0 and 1 for the view
  *     without member 2, in which member 0 multicasts once more and both
  *     deliver it before they shut down; member 2 for its removal
@@ -48,6 +51,7 @@ struct member {
     uint32_t self;
     bool request_seen[REQUESTS];
     unsigned requests, replies, after_view;
+    unsigned replies_sent, queries_answered;
     unsigned replies_pending; /* replies the window had no room for */
     unsigned next_pending;
     int mistakes;
@@ -87,6 +91,8 @@ static bool send_reply(struct member *m, unsigned number)
         return false;
     if (rc != 0)
         mistake(m, "reply %u from the delivery upcall: %s", number, spindle_errmsg());
+    else
+        m->replies_sent++;
     return true;
 }
 
@@ -198,19 +204,45 @@ static bool after_delivered(const struct member *m)
     return m->after_view == 1;
 }
 
-/*
- * POINT-TO-POINT QUERY, to be written once the point-to-point API is in
- * the installed headers: member 0 asks member 1 directly (not through the
- * multicast) how many replies it delivered and checks the answer is
- * REQUESTS, member 1 answering from its own event loop. It belongs here,
- * after the request/reply round and before the ready file, so that the
- * driver's spindle-stat sees a group that has answered it. Until then it
- * does nothing and succeeds.
- */
-static int point_to_point_query(struct member *m, int epoll)
+/* Member 1's point-to-point upcall: answers a query with the number of
+ * replies it sent, from inside the upcall. */
+static void on_p2p(void *ctx, const struct spindle_p2p_message *message)
 {
-    (void)m;
-    (void)epoll;
+    struct member *m = ctx;
+    if (message->query_id == 0) {
+        mistake(m, "a one-way point-to-point message from member %u", message->sender_id);
+        return;
+    }
+    char text[32];
+    int length = snprintf(text, sizeof text, "replies sent %u", m->replies_sent);
+    if (spindle_p2p_reply(m->group, message, text, (size_t)length, 0) != 0)
+        mistake(m, "p2p reply to member %u: %s", message->sender_id, spindle_errmsg());
+    else
+        m->queries_answered++;
+}
+
+/* Member 0 asks member 1 directly, not through the multicast; its thread
+ * waits for the reply, which does not go through its dispatch queue. */
+static int point_to_point_query(struct member *m)
+{
+    if (m->self != 0)
+        return 0;
+    static const char question[] = "how many replies did you send?";
+    char reply[SPINDLE_P2P_MAX_PAYLOAD + 1];
+    size_t length = 0;
+    int rc = spindle_p2p_query(m->group, 1, question, sizeof question - 1, reply,
+                               SPINDLE_P2P_MAX_PAYLOAD, &length, TIMEOUT_MS);
+    if (rc != 0) {
+        fprintf(stderr, "member 0: point-to-point query to member 1: %s\n", spindle_errmsg());
+        return 1;
+    }
+    reply[length] = '\0';
+    unsigned sent = 0;
+    if (sscanf(reply, "replies sent %u", &sent) != 1 || sent != REQUESTS) {
+        fprintf(stderr, "member 0: member 1 answered '%s', not %u replies\n", reply, REQUESTS);
+        return 1;
+    }
+    printf("member 0: member 1 answered the point-to-point query: %s\n", reply);
     return 0;
 }
 
@@ -240,7 +272,7 @@ static int run(struct member *m, int epoll, const char *work)
         }
     int rc = loop_until(m, epoll, round_done, "request/reply round");
     if (rc == 0)
-        rc = point_to_point_query(m, epoll);
+        rc = point_to_point_query(m);
     if (rc != 0 || mark_ready(work, m->self) != 0)
         return 1;
     printf("member %u: delivered %u requests and %u replies\n", m->self, m->requests, m->replies);
@@ -299,6 +331,8 @@ int main(int argc, char **argv)
     o->view_ctx = &m;
     o->send_ready = on_send_ready;
     o->send_ready_ctx = &m;
+    o->p2p_deliver = on_p2p;
+    o->p2p_ctx = &m;
     int rc = spindle_group_create(o, setup.subgroups, setup.num_subgroups, &m.group);
     spindle_group_setup_free(&setup);
     if (rc != 0) {
@@ -326,6 +360,11 @@ int main(int argc, char **argv)
     spindle_group_destroy(m.group);
     if (m.mistakes > 0) {
         fprintf(stderr, "member %u: %d mistakes, the first: %s\n", m.self, m.mistakes, m.mistake);
+        failed = 1;
+    }
+    if (m.self == 1 && m.queries_answered != 1) {
+        fprintf(stderr, "member 1: answered %u point-to-point queries, not 1\n",
+                m.queries_answered);
         failed = 1;
     }
     if (sink_lines == 0) {

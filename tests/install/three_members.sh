@@ -1,7 +1,7 @@
 #!/bin/sh
 # Drives three_members.c as an operator would: spindle-run -n 3 starts the
 # three members; once each has written its ready file (its request/reply
-# round done), spindle-stat, from outside, must show the group's three
+# round and member 0's point-to-point query to member 1 done), spindle-stat, from outside, must show the group's three
 # members, and spindle-ctl has member 0 remove member 2; then every member
 # must have exited 0 (members 0 and 1 saw the view without member 2 and
 # delivered a message in it, member 2 learnt it was removed), each must
@@ -71,6 +71,8 @@ done
 grep -q "^\[0\] member 0: view [0-9]* of 2 members without member 2$" "$WORK/out" ||
     fail "member 0 did not report the view without member 2"
 grep -q "^\[2\] member 2: removed" "$WORK/out" || fail "member 2 did not report its removal"
+grep -q "^\[0\] member 0: member 1 answered the point-to-point query: replies sent 10$" \
+    "$WORK/out" || fail "member 0 did not report member 1's answer to its point-to-point query"
 if grep -q "spindle\[[0-9]*\]" "$WORK/err"; then
     fail "library log lines reached stderr instead of the sink"
 fi
