@@ -727,7 +727,7 @@ plot '$WORK/cdf-libspindle-atomic-$rate.dat' with lines lw 2 title 'libspindle a
 "
     done
     gnuplot <<EOF
-set terminal pngcairo size 1200,500
+set terminal pngcairo size 1200,560
 set output "$PLOTS/peers-latency-cdf.png"
 set multiplot layout 1,${#RATES[@]} title "Light-load latency CDF, 1 KB, 3 processes on one host (every sample; runs: $RUNS)"
 set xlabel "microseconds (log scale)"
@@ -735,7 +735,7 @@ set ylabel "fraction of messages delivered within"
 set logscale x
 set yrange [0:1]
 set grid
-set key top left
+set key below font ",9" samplen 2 maxrows 2
 $panels
 unset multiplot
 EOF
