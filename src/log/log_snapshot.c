@@ -388,7 +388,9 @@ static int collect(int dir_fd, const char *dir, bool remove_temps, struct log_sn
             removed = true;
             continue;
         }
-        if (!log_snapshot_name_parse(entry->d_name, &subgroup, &view_id, &seq))
+        size_t length = strlen(entry->d_name);
+        if (!log_snapshot_name_parse(entry->d_name, &subgroup, &view_id, &seq) ||
+            length > LOG_SNAPSHOT_NAME_SIZE)
             continue;
         if (*count == cap) {
             cap = cap == 0 ? 8 : cap * 2;
@@ -401,7 +403,7 @@ static int collect(int dir_fd, const char *dir, bool remove_temps, struct log_sn
         }
         struct log_snapshot_file *file = &(*files)[(*count)++];
         memset(file, 0, sizeof *file);
-        snprintf(file->name, sizeof file->name, "%s", entry->d_name);
+        memcpy(file->name, entry->d_name, length + 1);
     }
     closedir(listing);
     if (rc == 0 && removed && fsync(dir_fd) != 0)
