@@ -434,12 +434,12 @@ static void p2p_seeds(void)
         {SMC_P2P_MESSAGE, 8, 0}, {SMC_P2P_QUERY, 16, 7}, {SMC_P2P_REPLY, 0, 7}};
     static const char *const names[] = {"message", "query", "reply"};
     for (size_t i = 0; i < 3; i++) {
-        uint64_t buf[1 + (SMC_P2P_HEADER_SIZE + 16) / 8] = {41};
-        smc_p2p_slot_encode((uint8_t *)&buf[1], 41, &kinds[i]);
+        uint64_t input[1 + (SMC_P2P_HEADER_SIZE + 16) / 8] = {41};
+        smc_p2p_slot_encode((uint8_t *)&input[1], 41, &kinds[i]);
         struct smc_p2p_slot back;
-        require(smc_p2p_slot_decode((const uint8_t *)&buf[1], sizeof buf - 8, 41, 4096, &back),
+        require(smc_p2p_slot_decode((const uint8_t *)&input[1], sizeof input - 8, 41, 4096, &back),
                 "fuzz_p2p_slot", names[i]);
-        write_seed("fuzz_p2p_slot", names[i], buf, sizeof buf);
+        write_seed("fuzz_p2p_slot", names[i], input, sizeof input);
     }
 }
 
