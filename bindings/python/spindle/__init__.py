@@ -23,6 +23,7 @@ from .group import (
     Identity,
     Message,
     Mode,
+    P2PMessage,
     Stats,
     Subgroup,
     View,
@@ -35,6 +36,7 @@ MAX_PAYLOAD = _lib.MAX_PAYLOAD
 MAX_WINDOW = _lib.MAX_WINDOW
 MAX_MEMBERS = _lib.MAX_MEMBERS
 MAX_SUBGROUPS = _lib.MAX_SUBGROUPS
+P2P_MAX_PAYLOAD = _lib.P2P_MAX_PAYLOAD
 
 library_path = _lib.path
 

@@ -22,6 +22,8 @@ MAX_MEMBERS = 64
 MEMBER_NAME_MAX = 64
 HIST_BUCKETS = 24
 RESERVE_NONBLOCK = 1
+P2P_MAX_PAYLOAD = 4096  # SPINDLE_P2P_MAX_PAYLOAD (p2p.h)
+P2P_NONBLOCK = 1  # SPINDLE_P2P_NONBLOCK
 RANK_ANY = 0xFFFFFFFF
 
 MODE_ATOMIC = 0
@@ -322,6 +324,36 @@ _PROTOTYPES = [
         [
             ctypes.c_void_p,
             ctypes.c_uint32,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_uint,
+        ],
+    ),
+    (
+        "spindle_p2p_send",
+        ctypes.c_int,
+        [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint],
+    ),
+    (
+        "spindle_p2p_query",
+        ctypes.c_int,
+        [
+            ctypes.c_void_p,
+            ctypes.c_uint32,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.POINTER(ctypes.c_size_t),
+            ctypes.c_int,
+        ],
+    ),
+    (
+        "spindle_p2p_reply",
+        ctypes.c_int,
+        [
+            ctypes.c_void_p,
+            ctypes.POINTER(P2PMessage),
             ctypes.c_void_p,
             ctypes.c_size_t,
             ctypes.c_uint,

@@ -1,11 +1,14 @@
 """Group: one member's side of a libspindle group (include/spindle/group.h).
 
-Threads. Deliveries and views arrive on the library's predicate thread; the
-callbacks given as on_deliver and on_view run there, holding the GIL (ctypes
-takes it), while the library holds its predicate lock: keep them short, and
-call no method of a group from inside them (that raises RuntimeError rather
-than deadlock). Without on_deliver, each batch is put on a queue that any
-Python thread drains with receive() or messages(). The blocking calls
+Threads. Deliveries, views and point-to-point messages arrive on the
+library's predicate thread; the callbacks given as on_deliver, on_view and
+on_p2p run there, holding the GIL (ctypes takes it), while the library holds
+its predicate lock: keep them short, and call no method of a group from
+inside them (that raises RuntimeError rather than deadlock), except
+p2p_send and p2p_reply, which there never wait (Again when the ring is
+full). Without on_deliver, each batch is put on a queue that any Python
+thread drains with receive() or messages(); without on_p2p, point-to-point
+messages queue for p2p_receive(). The blocking calls
 (creation, send and reserve while the window is full, flush, barrier,
 shutdown, leave) release the GIL while they wait, so other Python threads
 run meanwhile. A reservation (reserve()) belongs to the thread that made it.
@@ -73,6 +76,20 @@ class Message(NamedTuple):
     seq: int
     view_id: int
     data: bytes
+
+
+class P2PMessage(NamedTuple):
+    """One point-to-point message (struct spindle_p2p_message): a query when
+    query_id is not 0 (answer it with Group.p2p_reply), else one-way."""
+
+    sender_id: int
+    view_id: int
+    query_id: int
+    data: bytes
+
+    @property
+    def is_query(self):
+        return self.query_id != 0
 
 
 class Identity(NamedTuple):
@@ -197,8 +214,10 @@ _MANAGED = {
     "dispatch_queue_bytes": "(not supported by the bindings yet)",
     "send_ready": "(not supported by the bindings yet)",
     "send_ready_ctx": "(not supported by the bindings yet)",
-    "p2p_deliver": "(not supported by the bindings yet)",
-    "p2p_ctx": "(not supported by the bindings yet)",
+    "p2p_deliver": "on_p2p",
+    "p2p_ctx": "on_p2p",
+    "state_write": "(not supported by the bindings yet: use state_save/state_load)",
+    "state_read": "(not supported by the bindings yet: use state_save/state_load)",
 }
 
 
@@ -206,12 +225,14 @@ class _Core:
     """What the library's threads reach: the callbacks and their targets.
     It outlives the Group object until the handle is destroyed."""
 
-    def __init__(self, on_deliver, on_view, state_save, state_load):
+    def __init__(self, on_deliver, on_view, state_save, state_load, on_p2p=None):
         self.on_deliver = on_deliver
         self.on_view = on_view
         self.state_save = state_save
         self.state_load = state_load
+        self.on_p2p = on_p2p
         self.queue = queue.SimpleQueue()
+        self.p2p_queue = queue.SimpleQueue()
         self.view = None
         self.view_changed = threading.Condition()
         self.handle = None
@@ -220,6 +241,7 @@ class _Core:
         self.c_view = _lib.VIEW_FN(self._view)
         self.c_state_save = _lib.STATE_SAVE_FN(self._state_save)
         self.c_state_load = _lib.STATE_LOAD_FN(self._state_load)
+        self.c_p2p = _lib.P2P_DELIVER_FN(self._p2p)
 
     def _deliver(self, ctx, messages, count):
         _local.in_callback = True
@@ -237,6 +259,21 @@ class _Core:
                 self.queue.put(batch)
         except BaseException:
             _log.exception("spindle: the delivery callback raised; the batch is dropped")
+        finally:
+            _local.in_callback = False
+
+    def _p2p(self, ctx, raw):
+        _local.in_callback = True
+        try:
+            m = raw.contents
+            data = ctypes.string_at(m.data, m.length) if m.length else b""
+            message = P2PMessage(m.sender_id, m.view_id, m.query_id, data)
+            if self.on_p2p is not None:
+                self.on_p2p(message)
+            else:
+                self.p2p_queue.put(message)
+        except BaseException:
+            _log.exception("spindle: the point-to-point callback raised; the message is dropped")
         finally:
             _local.in_callback = False
 
@@ -282,6 +319,7 @@ class _Core:
             return
         _lib.lib.spindle_group_destroy(handle)
         self.queue.put(None)  # ends messages() and receive() waits
+        self.p2p_queue.put(None)
 
 
 # Cores whose group is open, destroyed at interpreter exit (spindle/__init__).
@@ -331,8 +369,9 @@ class Group:
     given keep spindle_group_options_init's defaults. Strings may be str
     or paths. logged_subgroups is a list of subgroup indices. Callbacks:
     on_deliver(list[Message]), on_view(View), state_save() -> bytes and
-    state_load(bytes) for joins. Blocks until every member is there (or the
-    join is done).
+    state_load(bytes) for joins, on_p2p(P2PMessage) for point-to-point
+    messages (without it they queue for p2p_receive()). Blocks until every
+    member is there (or the join is done).
     """
 
     def __init__(
@@ -344,11 +383,12 @@ class Group:
         on_view: Callable[[View], None] | None = None,
         state_save: Callable[[], bytes] | None = None,
         state_load: Callable[[bytes], None] | None = None,
+        on_p2p: Callable[[P2PMessage], None] | None = None,
         logged_subgroups: Sequence[int] | None = None,
         _setup=None,
         **options,
     ):
-        core = _Core(on_deliver, on_view, state_save, state_load)
+        core = _Core(on_deliver, on_view, state_save, state_load, on_p2p)
         self._core = core
         self._closed = False
         opts = _lib.GroupOptions()
@@ -367,6 +407,7 @@ class Group:
             opts.num_logged_subgroups = count
         opts.deliver = core.c_deliver
         opts.view_changed = core.c_view
+        opts.p2p_deliver = core.c_p2p
         if state_save is not None:
             opts.state_save = core.c_state_save
         if state_load is not None:
@@ -628,6 +669,81 @@ class Group:
             with contextlib.suppress(BufferError):
                 view.release()
             check(_lib.lib.spindle_commit(handle, subgroup), "spindle_commit")
+
+    # -- point to point (docs/P2P.md) --------------------------------
+
+    def _p2p_handle(self, call, block):
+        """The handle for a p2p send or reply, which may run inside a
+        callback (the library's thread): there it never waits."""
+        if self._core.handle is None:
+            raise Shutdown.make("the group is closed", call)
+        if getattr(_local, "in_callback", False) or not block:
+            return self._core.handle, _lib.P2P_NONBLOCK
+        return self._core.handle, 0
+
+    def p2p_send(self, target, data, *, block=True):
+        """Sends data (bytes, at most P2P_MAX_PAYLOAD) to member `target`
+        alone, in order with this member's other messages to it;
+        spindle_p2p_send. Blocks while the ring to target is full unless
+        block=False, or inside a callback, where it raises Again."""
+        handle, flags = self._p2p_handle("p2p_send", block)
+        payload = bytes(data)
+        check(
+            _lib.lib.spindle_p2p_send(handle, target, payload, len(payload), flags),
+            "spindle_p2p_send",
+        )
+
+    def p2p_query(self, target, data, timeout=None):
+        """Sends a query to member `target` and returns its reply (bytes);
+        spindle_p2p_query. TimedOut after timeout seconds; PeerFailed when
+        the target fails or the view changes first. Not from a callback."""
+        handle = self._handle("p2p_query")
+        payload = bytes(data)
+        reply = ctypes.create_string_buffer(_lib.P2P_MAX_PAYLOAD)
+        length = ctypes.c_size_t()
+        check(
+            _lib.lib.spindle_p2p_query(
+                handle,
+                target,
+                payload,
+                len(payload),
+                reply,
+                _lib.P2P_MAX_PAYLOAD,
+                ctypes.byref(length),
+                _seconds_to_ms(timeout),
+            ),
+            "spindle_p2p_query",
+        )
+        return reply.raw[: length.value]
+
+    def p2p_reply(self, query, data, *, block=True):
+        """Answers query (a P2PMessage with is_query) with data; from
+        on_p2p itself (then it never waits: Again when the ring is full) or
+        later from any thread; spindle_p2p_reply."""
+        handle, flags = self._p2p_handle("p2p_reply", block)
+        raw = _lib.P2PMessage(query.sender_id, query.view_id, query.query_id, None, 0)
+        payload = bytes(data)
+        check(
+            _lib.lib.spindle_p2p_reply(handle, ctypes.byref(raw), payload, len(payload), flags),
+            "spindle_p2p_reply",
+        )
+
+    def p2p_receive(self, timeout=None):
+        """The next P2PMessage (without on_p2p), in the order taken.
+        TimedOut after timeout seconds; Shutdown once the group is closed
+        and every message was taken."""
+        if self._core.on_p2p is not None:
+            raise RuntimeError("point-to-point messages go to on_p2p; p2p_receive() has nothing")
+        try:
+            message = self._core.p2p_queue.get(timeout=timeout)
+        except queue.Empty:
+            raise TimedOut.make(
+                f"no point-to-point message within {timeout} s", "p2p_receive"
+            ) from None
+        if message is None:
+            self._core.p2p_queue.put(None)
+            raise Shutdown.make("the group is closed", "p2p_receive")
+        return message
 
     # -- receiving ----------------------------------------------------
 

@@ -4,8 +4,9 @@
 
 prints one JSON object on its last line of stdout (what it delivered, its
 views, its stats) and exits 0, or names what went wrong on stderr and
-exits 1. SCENARIO is "multicast" or "leave" (BOOTSTRAP: a directory), or
-"join" (BOOTSTRAP: "PORT,PORT", the member's and the joiner's).
+exits 1. SCENARIO is "multicast", "leave" or "p2p" (BOOTSTRAP: a
+directory), or "join" (BOOTSTRAP: "PORT,PORT", the member's and the
+joiner's).
 """
 
 import json
@@ -185,9 +186,74 @@ def join(rank, ports):
     }
 
 
+P2P_MESSAGES = 20
+
+
+def p2p(rank, bootstrap):
+    """Point to point: rank 0 queries ranks 1 and 2 and sends rank 1
+    P2P_MESSAGES one-way messages, and tries three bad sends. Rank 1 takes
+    everything from p2p_receive() and answers the query from its own
+    thread; rank 2 answers inside on_p2p. A barrier, once everyone is
+    done, ends the run."""
+    answered, created = threading.Event(), threading.Event()
+    group = None
+
+    def on_p2p(message):
+        # A query may come before this member's Group() has returned.
+        if message.is_query and created.wait(WAIT):
+            group.p2p_reply(message, f"rank 2 in the callback to {message.data.decode()}".encode())
+            answered.set()
+
+    with spindle.Group(
+        [spindle.Subgroup(members=range(MEMBERS), window=8, max_payload=64)],
+        self=rank,
+        num_members=MEMBERS,
+        bootstrap=bootstrap,
+        bootstrap_kind="dir",
+        bootstrap_timeout_ms=int(WAIT * 1000),
+        on_p2p=on_p2p if rank == 2 else None,
+    ) as group:
+        created.set()
+        result = {}
+        if rank == 0:
+            result["replies"] = {
+                target: group.p2p_query(target, f"who is {target}?".encode(), WAIT).decode()
+                for target in (1, 2)
+            }
+            for index in range(P2P_MESSAGES):
+                group.p2p_send(1, f"n {index}".encode())
+            refused = []
+            for target, data in ((0, b"me"), (1, bytes(spindle.P2P_MAX_PAYLOAD + 1)), (9, b"x")):
+                try:
+                    group.p2p_send(target, data)
+                    refused.append(None)
+                except spindle.SpindleError as error:
+                    refused.append(error.name)
+            result["refused"] = refused
+        elif rank == 1:
+            queries, received = [], []
+            while not queries or len(received) < P2P_MESSAGES:
+                message = group.p2p_receive(timeout=WAIT)
+                if message.is_query:
+                    group.p2p_reply(message, f"rank 1 from its thread to {message.data.decode()}".encode())
+                    queries.append(message.sender_id)
+                else:
+                    received.append([message.sender_id, message.data.decode()])
+            result["queries"] = queries
+            result["received"] = received
+        else:
+            if not answered.wait(WAIT):
+                raise SystemExit("member 2: no query came")
+            result["answered"] = True
+        group.barrier(WAIT)
+        group.shutdown(WAIT)
+    return result
+
+
 def main():
     scenario, rank, bootstrap = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    result = {"multicast": multicast, "leave": leave, "join": join}[scenario](rank, bootstrap)
+    scenarios = {"multicast": multicast, "leave": leave, "join": join, "p2p": p2p}
+    result = scenarios[scenario](rank, bootstrap)
     print(json.dumps(result), flush=True)
 
 

@@ -185,3 +185,29 @@ class JoinTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PointToPointTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.results = {rank: result for rank, (result, _) in run_members("p2p").items()}
+
+    def test_queries_are_answered_from_a_thread_and_from_the_callback(self):
+        self.assertEqual(
+            self.results[0]["replies"],
+            {
+                "1": "rank 1 from its thread to who is 1?",
+                "2": "rank 2 in the callback to who is 2?",
+            },
+        )
+        self.assertEqual(self.results[1]["queries"], [0])
+        self.assertTrue(self.results[2]["answered"])
+
+    def test_one_way_messages_arrive_once_in_order(self):
+        self.assertEqual(self.results[1]["received"], [[0, f"n {i}"] for i in range(20)])
+
+    def test_bad_sends_are_refused_naming_the_error(self):
+        self.assertEqual(
+            self.results[0]["refused"],
+            ["SPINDLE_EINVAL", "SPINDLE_EMSGSIZE", "SPINDLE_ENOENT"],
+        )
