@@ -124,4 +124,9 @@ void log_reader_seek_segment(struct log_reader *reader, size_t index);
  */
 int log_segment_remove_first(struct log *log);
 
+/* Reads length bytes at offset of fd, through short reads and EINTR: 0,
+ * or -1 with errno (0 for a file that ends first). For the log's readers
+ * (segments, snapshots). */
+int log_pread_all(int fd, void *buf, size_t length, uint64_t offset);
+
 #endif

@@ -650,7 +650,10 @@ uint64_t log_appender_durable_bytes(const struct log_appender *app)
     return atomic_load_explicit(&app->durable_bytes, memory_order_relaxed);
 }
 
-int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_ms)
+/* The CLOCK_MONOTONIC time timeout_ms from now (the conditions wait on
+ * that clock); now itself for a negative timeout, which callers
+ * do not wait with. */
+static struct timespec deadline_after(int timeout_ms)
 {
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -662,6 +665,12 @@ int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_m
             deadline.tv_nsec -= 1000000000L;
         }
     }
+    return deadline;
+}
+
+int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_ms)
+{
+    struct timespec deadline = deadline_after(timeout_ms);
     int rc = 0;
     pthread_mutex_lock(&app->lock);
     while (log_appender_durable(app) < position && app->error == 0 && rc == 0) {
@@ -684,16 +693,7 @@ int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_m
 // cppcheck-suppress unusedFunction
 int log_appender_compact_wait(struct log_appender *app, int timeout_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    if (timeout_ms >= 0) {
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-    }
+    struct timespec deadline = deadline_after(timeout_ms);
     int rc = 0;
     pthread_mutex_lock(&app->lock);
     uint64_t wanted = app->cover_generation;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log/log.h"
 #include "util/crc32c.h"
 #include "util/error.h"
 #include "util/private_dir.h"
@@ -233,22 +234,6 @@ int log_snapshot_write(int dir_fd, const char *dir, struct log_snapshot *snap, c
     return 0;
 }
 
-static int pread_all(int fd, void *buf, size_t length, uint64_t offset)
-{
-    for (size_t done = 0; done < length;) {
-        ssize_t got = pread(fd, (uint8_t *)buf + done, length - done, (off_t)(offset + done));
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0) {
-            if (got == 0)
-                errno = 0;
-            return -1;
-        }
-        done += (size_t)got;
-    }
-    return 0;
-}
-
 /*
  * Checks an open snapshot file whole: 1 with *snap (and the state into
  * state, when not NULL, state_length bytes), 0 with why when it is torn or
@@ -266,7 +251,7 @@ static int check_file(int fd, uint64_t file_size, const char *name, struct log_s
                      file_size, want);
             return 0;
         }
-        if (pread_all(fd, head, want, 0) != 0)
+        if (log_pread_all(fd, head, want, 0) != 0)
             return sp_error(SPINDLE_EIO, "cannot read %zu bytes: %s", want,
                             errno != 0 ? strerror(errno) : "the file shrank");
         rc = log_snapshot_decode(head, want, snap, &size);
@@ -301,7 +286,7 @@ static int check_file(int fd, uint64_t file_size, const char *name, struct log_s
         uint64_t left = snap->state_length - done;
         size_t part = state != NULL ? (size_t)left : (left < CHUNK ? (size_t)left : CHUNK);
         uint8_t *into = state != NULL ? state : chunk;
-        if (pread_all(fd, into, part, size + done) != 0) {
+        if (log_pread_all(fd, into, part, size + done) != 0) {
             free(chunk);
             return sp_error(SPINDLE_EIO, "cannot read the state: %s",
                             errno != 0 ? strerror(errno) : "the file shrank");

@@ -14,8 +14,7 @@
 #include "util/error.h"
 #include "util/private_dir.h"
 
-/* Reads length bytes at offset: 0, or -1 with errno (0 for a short file). */
-static int pread_all(int fd, void *buf, size_t length, uint64_t offset)
+int log_pread_all(int fd, void *buf, size_t length, uint64_t offset)
 {
     for (size_t done = 0; done < length;) {
         ssize_t got = pread(fd, (uint8_t *)buf + done, length - done, (off_t)(offset + done));
@@ -44,7 +43,7 @@ static int read_record(int fd, uint64_t offset, uint64_t limit, uint8_t *buf,
     for (int pass = 0; pass < 2; pass++) {
         if (want > limit - offset)
             return 0;
-        if (pread_all(fd, buf, want, offset) != 0)
+        if (log_pread_all(fd, buf, want, offset) != 0)
             return sp_error(SPINDLE_EIO, "cannot read %zu bytes: %s", want,
                             errno != 0 ? strerror(errno) : "the file shrank");
         int rc = log_record_decode(buf, want, record, size);
@@ -129,7 +128,7 @@ static int scan_segment(struct log *log, const char *name, int fd, uint8_t *buf,
     seg->size = 0;
     uint8_t header[LOG_SEGMENT_HEADER_SIZE];
     size_t have = file_size < sizeof header ? (size_t)file_size : sizeof header;
-    if (pread_all(fd, header, have, 0) != 0)
+    if (log_pread_all(fd, header, have, 0) != 0)
         return sp_error(SPINDLE_EIO, "log: cannot read %s/%s: %s", log->dir, name, strerror(errno));
     uint64_t first;
     if (log_segment_header_decode(header, have, &first) != 0) {
