@@ -164,6 +164,37 @@ typedef void (*spindle_deliver_fn)(void *ctx, const struct spindle_message *mess
 typedef void (*spindle_persisted_fn)(void *ctx, uint32_t subgroup, uint64_t view_id,
                                      uint64_t frontier);
 
+/*
+ * Replay upcall (docs/LOGS.md "Restart of one member"): a member that
+ * joins with a log directory that already holds a log gets back, before
+ * its first delivery, what its state is made of, in order: per logged
+ * subgroup its newest snapshot (kind SPINDLE_REPLAY_SNAPSHOT: the state
+ * to start from, replacing any), then every message its log holds after
+ * it, then the messages its log lacked, sent by the member that admits
+ * it and appended to its log (received true). Then the joiner delivers
+ * as any member does. Runs inside spindle_group_create on the calling
+ * thread; data is valid only during the call. It returns 0, or a negative
+ * SPINDLE_E* code, which fails the create. A restarting joiner is sent
+ * these records instead of the application's state (state_save and
+ * state_load, or state_write and state_read, are not called for it).
+ */
+enum spindle_replay_kind {
+    SPINDLE_REPLAY_SNAPSHOT = 1, /* data: a snapshot's state, taken before (view_id, seq) */
+    SPINDLE_REPLAY_MESSAGE = 2,  /* data: a logged message's payload */
+};
+struct spindle_replayed {
+    uint32_t kind; /* enum spindle_replay_kind */
+    uint32_t subgroup;
+    uint64_t view_id;      /* the view it was delivered in (a snapshot: its point's) */
+    uint64_t seq;          /* its sequence number (a snapshot: its point's) */
+    uint32_t sender;       /* the sender's member id (messages) */
+    uint64_t sender_index; /* the sender's message number in the subgroup (messages) */
+    const void *data;
+    size_t length;
+    bool received; /* sent at this join, not read from this member's own log */
+};
+typedef int (*spindle_replay_fn)(void *ctx, const struct spindle_replayed *item);
+
 /* Send-ready upcall: after a non-blocking reserve of this member in
  * subgroup returned SPINDLE_EAGAIN because its window was full (as every
  * reserve inside an upcall is), called once as soon as a slot of that
@@ -371,6 +402,11 @@ struct spindle_group_options {
     spindle_p2p_deliver_fn p2p_deliver;
     void *p2p_ctx;
     uint32_t p2p_window;
+    /* The replay upcall of a joiner that restarts with its log
+     * (spindle_replay_fn); NULL: its log is caught up all the same, and
+     * nothing is handed to the application. */
+    spindle_replay_fn replay;
+    void *replay_ctx;
 };
 
 /* What one queued message costs in the dispatch queue besides its length. */
@@ -436,6 +472,11 @@ struct spindle_stats {
      * steps stopped at the bound are counted in log_deliveries_held. */
     uint64_t dispatch_queue_bytes;
     uint64_t dispatch_queue_peak;
+    /* A joiner that restarted with its log (docs/LOGS.md "Restart of one
+     * member"): the records it was sent at its join and the bytes of that
+     * catch-up stream (its header and the records as logged). */
+    uint64_t log_catchup_records;
+    uint64_t log_catchup_bytes;
 };
 
 /* Flags of spindle_reserve. */

@@ -151,6 +151,8 @@ static int logged_of(const struct spindle_group_options *o,
     config->log_dir = o->log_dir;
     config->persisted = o->persisted;
     config->persisted_ctx = o->persisted_ctx;
+    config->replay = o->replay;
+    config->replay_ctx = o->replay_ctx;
     return 0;
 }
 

@@ -63,6 +63,9 @@ static void group_stats(spindle_group_t *group, struct spindle_stats *out)
     out->window_holder = holder;
     out->log_deliveries_held = smc.deliveries_held;
     out->log_queue_waits = __atomic_load_n(&group->membership.log_queue_waits, __ATOMIC_RELAXED);
+    /* Set inside spindle_group_create, before the handle existed. */
+    out->log_catchup_records = group->membership.catchup_records;
+    out->log_catchup_bytes = group->membership.catchup_bytes;
     group_dispatch_stats(group->dispatch, &out->dispatch_queue_bytes, &out->dispatch_queue_peak);
     /* The appender lives from creation to destroy; its counters are atomics. */
     const struct log_appender *log = group->membership.appender;

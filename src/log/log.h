@@ -124,6 +124,16 @@ void log_reader_seek_segment(struct log_reader *reader, size_t index);
  */
 int log_segment_remove_first(struct log *log);
 
+/*
+ * Removes every segment and snapshot of the log in dir (which no one has
+ * open for writing), the last segment first and the directory synced
+ * after each, so that a crash part way leaves a shorter log without a gap
+ * (and its snapshots), never snapshots without the log before them. A
+ * missing directory is no error. log_open's errors, SPINDLE_EIO naming the
+ * file.
+ */
+int log_wipe(const char *dir);
+
 /* Reads length bytes at offset of fd, through short reads and EINTR: 0,
  * or -1 with errno (0 for a file that ends first). For the log's readers
  * (segments, snapshots). */

@@ -77,6 +77,7 @@ struct log_appender {
     uint64_t cover_generation;
     uint64_t compacted_generation;
     bool compact_due;
+    unsigned compact_holds; /* log_appender_hold_compaction: none while > 0 */
     int compact_error;
     char compact_message[512];
     atomic_uint_fast64_t segments_removed;
@@ -388,20 +389,26 @@ static void compact_step(struct log_appender *app)
     pthread_cond_broadcast(&app->progress);
 }
 
+/* Compaction is due and nobody holds it off. Under lock. */
+static bool compact_ready(const struct log_appender *app)
+{
+    return app->compact_due && app->compact_holds == 0;
+}
+
 static void *writer_main(void *arg)
 {
     struct log_appender *app = arg;
     pthread_mutex_lock(&app->lock);
     for (;;) {
-        while (queue_empty(&app->queue) && !app->stopping && !app->compact_due)
+        while (queue_empty(&app->queue) && !app->stopping && !compact_ready(app))
             pthread_cond_wait(&app->work, &app->lock);
         /* One of each at most per turn: neither starves the other. */
-        if (app->compact_due)
+        if (compact_ready(app))
             compact_step(app);
         if (!queue_empty(&app->queue)) {
             if (write_batch(app) < 0)
                 break;
-        } else if (app->stopping && !app->compact_due) {
+        } else if (app->stopping && !compact_ready(app)) {
             break;
         }
     }
@@ -473,6 +480,16 @@ void log_appender_cover(struct log_appender *app, uint32_t subgroup, uint64_t vi
     app->cover_generation++;
     app->compact_due = true;
     pthread_cond_signal(&app->work);
+    pthread_mutex_unlock(&app->lock);
+}
+
+void log_appender_hold_compaction(struct log_appender *app, bool hold)
+{
+    pthread_mutex_lock(&app->lock);
+    if (hold)
+        app->compact_holds++;
+    else if (app->compact_holds > 0 && --app->compact_holds == 0 && app->compact_due)
+        pthread_cond_signal(&app->work);
     pthread_mutex_unlock(&app->lock);
 }
 

@@ -124,6 +124,14 @@ void log_appender_cover(struct log_appender *app, uint32_t subgroup, uint64_t vi
  */
 int log_appender_compact_wait(struct log_appender *app, int timeout_ms);
 
+/*
+ * Holds compaction off (hold true) until as many calls with hold false:
+ * no segment is removed meanwhile, so a reader of the log's files (a
+ * joiner's catch-up, view_log_catchup.c) never sees one vanish. Cover
+ * points given meanwhile take effect at the release. Any thread.
+ */
+void log_appender_hold_compaction(struct log_appender *app, bool hold);
+
 /* Segments removed by compaction so far. Any thread. */
 uint64_t log_appender_segments_removed(const struct log_appender *app);
 

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log/log_snapshot.h"
 #include "util/error.h"
 #include "util/private_dir.h"
 
@@ -323,6 +324,42 @@ int log_segment_remove_first(struct log *log)
     log->segment_count--;
     log->first_position = log->segments[0].first_position;
     return 0;
+}
+
+int log_wipe(const char *dir)
+{
+    struct log *log = NULL;
+    int rc = log_open(dir, LOG_OPEN_WRITE, &log, NULL);
+    if (rc == SPINDLE_ENOENT)
+        return 0;
+    if (rc < 0)
+        return rc;
+    /* The last segment first, the directory synced after each: a crash
+     * part way leaves a shorter log without a gap. */
+    while (rc == 0 && log->segment_count > 0) {
+        char name[LOG_SEGMENT_NAME_SIZE + 1];
+        log_segment_name(log->segments[log->segment_count - 1].first_position, name);
+        if (log->segment_count == 1 && log->tail_fd >= 0) {
+            close(log->tail_fd);
+            log->tail_fd = -1;
+        }
+        if (unlinkat(log->dir_fd, name, 0) != 0 || fsync(log->dir_fd) != 0)
+            rc = sp_error(SPINDLE_EIO, "log: cannot remove segment %s/%s: %s", log->dir, name,
+                          strerror(errno));
+        else
+            log->segment_count--;
+    }
+    /* Then the snapshots, whose log went first. */
+    struct log_snapshot_file *files = NULL;
+    size_t count = 0;
+    if (rc == 0)
+        rc = log_snapshot_list(log->dir_fd, log->dir, true, &files, &count);
+    for (size_t i = 0; rc == 0 && i < count; i++)
+        if (i == 0 || files[i].snap.subgroup != files[i - 1].snap.subgroup)
+            rc = log_snapshot_prune(log->dir_fd, log->dir, files[i].snap.subgroup, NULL, 0);
+    free(files);
+    log_close(log);
+    return rc;
 }
 
 int log_segment_start(struct log *log)

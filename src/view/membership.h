@@ -96,6 +96,10 @@ struct view_config {
     uint32_t p2p_window;
     int (*p2p_deliver)(void *ctx, const struct spindle_p2p_message *message);
     void *p2p_ctx;
+    /* A joiner restarting with its log: what its log holds and what it is
+     * sent, handed back (view_log_catchup.c); may be NULL. */
+    spindle_replay_fn replay;
+    void *replay_ctx;
 };
 
 /* The last global persistence frontier reported for a subgroup. */
@@ -133,6 +137,7 @@ struct view_joiner {
     /* Leader: the state saved for it (state_save's bytes, or a stream of
      * state_write's), sent at the start of state_view. */
     bool has_state;
+    bool catchup; /* it restarts with its log: it is sent the records it lacks */
     uint64_t state_view;
     void *state;
     size_t state_length;
@@ -179,9 +184,19 @@ struct view_membership {
     uint64_t log_queue_bytes;        /* test hook: the appender's queue (0: its default) */
     uint64_t log_segment_bytes;      /* test hook: the log's segment size (0: its default) */
     struct view_frontier *frontiers; /* [SPINDLE_MAX_SUBGROUPS], with the log */
+    /* Held by the log's writer while it wakes the engine, and by a joiner
+     * that destroys its engine after a failed attempt (the log stays open
+     * across attempts, view_log.c). */
+    pthread_mutex_t wake_lock;
     /* Snapshots (view_log_snapshot.c): one taken at a time. */
     pthread_mutex_t snapshot_lock;
     struct view_snapshot_points *snapshot_points; /* [SPINDLE_MAX_SUBGROUPS], with the log */
+    /* A joiner restarting with its log (view_log_catchup.c): where its log
+     * ends (NULL: it has none, or it is not a joiner), and what its
+     * catch-up brought (spindle_stats). */
+    struct view_join_log_ends *log_ends;
+    uint64_t catchup_records;
+    uint64_t catchup_bytes;
 };
 
 /*

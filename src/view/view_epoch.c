@@ -179,8 +179,14 @@ int view_open_engine(struct view_membership *m)
     config.group_name = m->group_name;
     config.self_id = m->config.self;
     config.failure_timeout_ms = m->config.failure_timeout_ms;
-    int rc = sst_engine_create(&config, &m->config.engine, &m->engine);
-    if (rc == 0)
-        sst_engine_on_failure(m->engine, view_on_failure, m);
-    return rc;
+    struct sst_engine *engine = NULL;
+    int rc = sst_engine_create(&config, &m->config.engine, &engine);
+    if (rc < 0)
+        return rc;
+    sst_engine_on_failure(engine, view_on_failure, m);
+    /* The log's writer may already be running (view_log.c, wake_engine). */
+    pthread_mutex_lock(&m->wake_lock);
+    __atomic_store_n(&m->engine, engine, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&m->wake_lock);
+    return 0;
 }

@@ -63,6 +63,7 @@ enum {
     JOIN_SKIPS = 4,
     JOIN_STATE_ACK = 5,
     JOIN_STATE_ODD = 6, /* odd chunks */
+    JOIN_LOG_ENDS = 7,  /* where a restarting joiner's log ends */
 };
 static inline uint32_t view_join_tag(uint64_t view, uint32_t step)
 {
@@ -110,6 +111,23 @@ void view_log_close(struct view_membership *m);
  */
 int view_log_snapshots_open(struct view_membership *m);
 void view_log_snapshots_close(struct view_membership *m);
+/* The point of the older of subgroup's two newest snapshots, below which
+ * the log may have been compacted: true and *view_id, *seq, or false when
+ * there is none. Under snapshot_lock, with the log open. */
+bool view_log_older_snapshot(const struct view_membership *m, uint32_t subgroup, uint64_t *view_id,
+                             uint64_t *seq);
+/* The same for the newest snapshot. */
+bool view_log_newest_snapshot(const struct view_membership *m, uint32_t subgroup, uint64_t *view_id,
+                              uint64_t *seq);
+struct log_snapshot;
+/* Stores a snapshot received at a join (a whole, checked one) as this
+ * member's own: the file, the subgroup's newest point, its view record.
+ * log_snapshot_write's errors. */
+int view_log_snapshot_adopt(struct view_membership *m, const struct log_snapshot *snap,
+                            const void *state);
+/* Submits one record to the log's appender, waiting while its queue is
+ * full; *end: the log position after it. The appender's error. */
+int view_log_submit(struct view_membership *m, const struct log_record *record, uint64_t *end);
 /*
  * Makes epoch's view durable in m's log before anything is delivered in
  * it (a view record: its members, and previous's delivered_num of each of
@@ -296,6 +314,9 @@ void view_join_abort(struct view_membership *m, int error, const char *why);
  * (the joiner stopped or refused: it is a failure of the new view). */
 int view_join_send_state(struct view_membership *m, uint32_t joiner, uint64_t view,
                          const void *state, size_t length);
+/* The same for a joiner restarting with its log: streams the records its
+ * log lacks (view_log_catchup.c), as the bytes of its state. */
+int view_join_send_catchup(struct view_membership *m, uint32_t joiner, uint64_t view);
 /* Joiner: takes the state jv announced from the leader, chunk by chunk
  * (each within timeout_ms), into state_read, or gathered into *state
  * (malloc'ed, *length bytes) for state_load. 0, SPINDLE_EAGAIN when the
@@ -304,6 +325,26 @@ int view_join_send_state(struct view_membership *m, uint32_t joiner, uint64_t vi
 int view_join_receive_state(struct view_membership *m, uint32_t leader,
                             const struct view_join_view *jv, void **state, size_t *length,
                             int timeout_ms);
+/* ---- view_log_catchup.c ---------------------------------------------- */
+
+/* A logged joiner (docs/LOGS.md "Restart of one member"), before it asks
+ * to join: opens its log, hands its application what the log holds
+ * (replay upcall) and sets m->log_ends to where it ends (all zero for a
+ * fresh joiner). Nothing without logged subgroups. 0 or why not. */
+int view_log_restart_open(struct view_membership *m);
+/* The joiner sends the leader where its log ends, for the view it joins. */
+int view_log_send_ends(struct view_membership *m, uint32_t leader, uint64_t view);
+/* Leader: writes the catch-up stream (log/log_catchup.h) for joiner, which
+ * joins view, into out: the records after the ends it sent. */
+int view_log_catchup_write(struct view_membership *m, uint32_t joiner, uint64_t view,
+                           struct spindle_state_out *out);
+/* Joiner: takes the catch-up stream into its log and its application. */
+struct view_log_catchup;
+int view_log_catchup_begin(struct view_membership *m, uint64_t view, struct view_log_catchup **out);
+int view_log_catchup_feed(struct view_log_catchup *c, const void *data, size_t length, bool last);
+/* Frees it; the records it took are durable in the log when it returns 0. */
+int view_log_catchup_end(struct view_log_catchup *c);
+
 /* Any member: waits for the joiner's ready of view (tag) as long as its
  * state keeps arriving (its acknowledgements restart the wait of
  * EXCHANGE_TIMEOUTS failure timeouts). 0 or why not. */

@@ -397,7 +397,9 @@ static int meet(struct view_membership *m, uint64_t survivors, uint32_t joiner)
     bool lost = false;
     if (rc == 0 && joiner != VIEW_NO_JOINER && m->joiner.has_state &&
         m->joiner.state_view == view) {
-        lost = view_join_send_state(m, joiner, view, m->joiner.state, m->joiner.state_length) < 0;
+        lost = (m->joiner.catchup ? view_join_send_catchup(m, joiner, view)
+                                  : view_join_send_state(m, joiner, view, m->joiner.state,
+                                                         m->joiner.state_length)) < 0;
         if (lost)
             sp_log(SP_LOG_WARN, "view", "view %llu: the state transfer to joiner %u failed: %s",
                    (unsigned long long)view, joiner, spindle_errmsg());

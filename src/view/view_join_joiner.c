@@ -28,7 +28,8 @@ static void build_request(const struct view_membership *m, struct view_join_requ
     memset(req, 0, sizeof *req);
     req->address = *self;
     req->identity = m->config.identity;
-    req->flags = m->config.tie_breaker ? VIEW_JOIN_TIE_BREAKER : 0;
+    req->flags = (m->config.tie_breaker ? VIEW_JOIN_TIE_BREAKER : 0) |
+                 (m->log_ends != NULL ? VIEW_JOIN_CATCHUP : 0);
     req->num_subgroups = num_subgroups;
     for (uint32_t g = 0; g < num_subgroups; g++)
         req->subgroups[g] = (struct view_join_subgroup){
@@ -161,6 +162,11 @@ static int await_view(struct view_membership *m, uint32_t leader, uint64_t view,
         rc = await_skips(m, leader, jv, skips, timeout);
     if (rc < 0)
         return rc;
+    if (m->log_ends != NULL && jv->state_length != VIEW_STATE_STREAMED)
+        return sp_error(SPINDLE_EPROTO,
+                        "the joiner restarts with its log, but the leader announced a state of "
+                        "%llu bytes rather than a catch-up stream",
+                        (unsigned long long)jv->state_length);
     if (jv->state_length == 0) {
         /* No state: a reader hears that it is complete and empty. */
         if (m->config.state_read != NULL) {
@@ -185,9 +191,13 @@ static void join_undo(struct view_membership *m)
     }
     view_epoch_free(m->current);
     m->current = NULL;
-    if (m->engine != NULL)
-        sst_engine_destroy(m->engine);
-    m->engine = NULL;
+    /* The log's writer may be waking it (view_log.c). */
+    pthread_mutex_lock(&m->wake_lock);
+    struct sst_engine *engine = m->engine;
+    __atomic_store_n(&m->engine, NULL, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&m->wake_lock);
+    if (engine != NULL)
+        sst_engine_destroy(engine);
     ctl_close(m->ctl);
     m->ctl = NULL;
 }
@@ -226,8 +236,6 @@ static int adopt_offer(struct view_membership *m, const struct view_join_offer *
         rc = view_epoch_create(m, &view, &m->current);
     else
         view_clear(&view);
-    if (rc == 0)
-        rc = view_log_view(m, m->current, NULL, 0);
     return rc;
 }
 
@@ -298,7 +306,13 @@ static int start_view(struct view_membership *m, const struct view_join_view *jv
             rc = sp_error(SPINDLE_EPROTO, "the leader's skip of subgroup %u sender %u: %s",
                           skip->subgroup, skip->sender, spindle_errmsg());
     }
-    if (rc == 0 && m->config.state_load != NULL) {
+    /* The view is durable in the log before anything is delivered in it,
+     * after what a restart's catch-up put there (of earlier views). */
+    if (rc == 0)
+        rc = view_log_view(m, m->current, NULL, 0);
+    if (rc == 0 && m->log_ends != NULL)
+        m->log_ends->next_view = view->id + 1;
+    if (rc == 0 && m->log_ends == NULL && m->config.state_load != NULL) {
         rc = m->config.state_load(m->config.state_ctx, state, (size_t)jv->state_length);
         if (rc < 0)
             rc = sp_error(rc, "state_load refused the state of view %llu (%s)",
@@ -360,6 +374,8 @@ static int join_attempt(struct view_membership *m, const struct spindle_subgroup
         rc = open_channel(m);
     if (rc == 0)
         rc = send_desc(m, leader);
+    if (rc == 0 && m->log_ends != NULL)
+        rc = view_log_send_ends(m, leader, view);
     struct view_join_view *jv = calloc(1, sizeof *jv);
     struct view_join_skips *skips = calloc(1, sizeof *skips);
     void *state = NULL;
@@ -396,6 +412,9 @@ int view_join(struct view_membership *m, const struct ctl_address *self,
             return sp_error(SPINDLE_EINVAL, "subgroup %u: window_size and max_payload must be > 0",
                             g);
     m->joinable = true;
+    int opened = view_log_restart_open(m);
+    if (opened < 0)
+        return opened;
     uint64_t deadline = sp_now_ns() + (uint64_t)m->config.bootstrap_timeout_ms * 1000000ull;
     for (;;) {
         int rc = join_attempt(m, subgroups, num_subgroups, self, contact, deadline);

@@ -163,7 +163,7 @@ static int await_desc(struct view_membership *m, uint32_t id, uint64_t view, uin
 static void set_joiner(struct view_membership *m, uint32_t id, uint64_t view,
                        const struct ctl_address *address,
                        const struct spindle_member_identity *identity,
-                       const struct sst_member_desc *desc)
+                       const struct sst_member_desc *desc, bool catchup)
 {
     ctl_add_member(m->ctl, id, address->host, address->port);
     pthread_mutex_lock(&m->lock);
@@ -174,6 +174,7 @@ static void set_joiner(struct view_membership *m, uint32_t id, uint64_t view,
     m->joiner.address = *address;
     m->joiner.identity = *identity;
     m->joiner.desc = *desc;
+    m->joiner.catchup = catchup;
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -276,7 +277,8 @@ static bool admit(struct view_membership *m, const struct view_join_request *req
            "admitting member %u (%s, incarnation %llu, at %s:%u) into view %llu", id,
            req->identity.name, (unsigned long long)req->identity.incarnation, req->address.host,
            req->address.port, (unsigned long long)view);
-    set_joiner(m, id, view, &req->address, &req->identity, &desc.desc);
+    set_joiner(m, id, view, &req->address, &req->identity, &desc.desc,
+               (req->flags & VIEW_JOIN_CATCHUP) != 0);
     return true;
 }
 
@@ -291,6 +293,12 @@ static bool shapes_match(struct view_membership *m, const struct view_join_reque
         snprintf(why, sizeof why, "the joiner has tie_breaker %s, the group %s",
                  tie_breaker ? "on" : "off", m->config.tie_breaker ? "on" : "off");
         refuse(m, SPINDLE_EINVAL, why);
+        return false;
+    }
+    if ((req->flags & VIEW_JOIN_CATCHUP) != 0 && m->appender == NULL) {
+        refuse(m, SPINDLE_EINVAL,
+               "the joiner restarts with a log, but this member logs nothing: every member of a "
+               "logged subgroup must log it");
         return false;
     }
     if (req->num_subgroups != current->num_subgroups) {
@@ -405,7 +413,7 @@ static bool take_announcement(struct view_membership *m)
     sp_log(SP_LOG_INFO, "join", "member %u (%s, incarnation %llu, at %s:%u) joins in view %llu",
            a.id, a.identity.name, (unsigned long long)a.identity.incarnation, a.address.host,
            a.address.port, (unsigned long long)view);
-    set_joiner(m, a.id, view, &a.address, &a.identity, &a.desc);
+    set_joiner(m, a.id, view, &a.address, &a.identity, &a.desc, false);
     return true;
 }
 
@@ -552,9 +560,11 @@ int view_join_send_view(struct view_membership *m, const struct view_epoch *next
                             (unsigned long long)view->id);
     void *state = NULL;
     size_t length = 0;
-    if (rc == 0)
+    /* A joiner restarting with its log is sent the records it lacks
+     * instead (view_log_catchup.c). */
+    if (rc == 0 && !m->joiner.catchup)
         save_state(m, jv, &state, &length);
-    bool streamed = m->config.state_write != NULL && jv->error == 0;
+    bool streamed = (m->config.state_write != NULL || m->joiner.catchup) && jv->error == 0;
     jv->state_length = streamed ? VIEW_STATE_STREAMED : length;
     jv->num_skips = jv->error < 0 ? 0 : skips->num_skips;
     if (rc == 0)

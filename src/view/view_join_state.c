@@ -145,12 +145,22 @@ int spindle_state_put(struct spindle_state_out *out, const void *data, size_t le
     return 0;
 }
 
-/* The state: from state_write, or the saved bytes. */
-static int produce(struct spindle_state_out *out, const void *state, size_t length)
+/* What a stream carries: the saved bytes or state_write's, or a log
+ * catch-up (view_log_catchup.c). */
+struct stream_source {
+    const void *state; /* saved bytes (no state_write) */
+    size_t length;
+    bool catchup;
+};
+
+/* Fills the stream from its source. */
+static int produce(struct spindle_state_out *out, const struct stream_source *source)
 {
     struct view_membership *m = out->m;
+    if (source->catchup)
+        return view_log_catchup_write(m, out->joiner, out->view_id, out);
     if (m->config.state_write == NULL)
-        return spindle_state_put(out, state, length);
+        return spindle_state_put(out, source->state, source->length);
     int rc = m->config.state_write(m->config.state_save_ctx, out);
     if (rc < 0 && out->error == 0)
         rc = sp_error(rc, "state_write at member %u failed (%s)", m->config.self,
@@ -160,8 +170,8 @@ static int produce(struct spindle_state_out *out, const void *state, size_t leng
     return rc < 0 ? rc : 0;
 }
 
-int view_join_send_state(struct view_membership *m, uint32_t joiner, uint64_t view,
-                         const void *state, size_t length)
+static int stream(struct view_membership *m, uint32_t joiner, uint64_t view,
+                  const struct stream_source *source)
 {
     struct spindle_state_out out = {.m = m, .joiner = joiner, .view_id = view};
     out.payload = malloc(VIEW_STATE_CHUNK);
@@ -171,7 +181,7 @@ int view_join_send_state(struct view_membership *m, uint32_t joiner, uint64_t vi
                  : sp_error(SPINDLE_ENOMEM, "no memory for the joiner's state chunks");
     uint64_t started = sp_now_ns();
     if (rc == 0)
-        rc = produce(&out, state, length);
+        rc = produce(&out, source);
     if (rc == 0)
         rc = send_chunk(&out, true, 0);
     else if (out.error == 0) {
@@ -187,12 +197,25 @@ int view_join_send_state(struct view_membership *m, uint32_t joiner, uint64_t vi
     if (rc == 0)
         rc = await_ack(&out, out.sent);
     if (rc == 0)
-        sp_log(SP_LOG_INFO, "join", "joiner %u took %llu bytes of state in %llu chunks, %.3f s",
-               joiner, (unsigned long long)out.sent, (unsigned long long)out.chunks,
-               (double)(sp_now_ns() - started) / 1e9);
+        sp_log(SP_LOG_INFO, "join", "joiner %u took %llu bytes of %s in %llu chunks, %.3f s",
+               joiner, (unsigned long long)out.sent, source->catchup ? "log catch-up" : "state",
+               (unsigned long long)out.chunks, (double)(sp_now_ns() - started) / 1e9);
     free(out.payload);
     free(out.wire);
     return rc;
+}
+
+int view_join_send_state(struct view_membership *m, uint32_t joiner, uint64_t view,
+                         const void *state, size_t length)
+{
+    struct stream_source source = {.state = state, .length = length};
+    return stream(m, joiner, view, &source);
+}
+
+int view_join_send_catchup(struct view_membership *m, uint32_t joiner, uint64_t view)
+{
+    struct stream_source source = {.catchup = true};
+    return stream(m, joiner, view, &source);
 }
 
 /* ---- the joiner's side ------------------------------------------------- */
@@ -201,8 +224,9 @@ int view_join_send_state(struct view_membership *m, uint32_t joiner, uint64_t vi
  * for state_load, or nowhere (the joiner takes no state). */
 struct state_in {
     struct view_membership *m;
-    uint64_t expected; /* announced length, or VIEW_STATE_STREAMED */
-    uint8_t *buffer;   /* gathered for state_load */
+    struct view_log_catchup *catchup; /* a joiner restarting with its log */
+    uint64_t expected;                /* announced length, or VIEW_STATE_STREAMED */
+    uint8_t *buffer;                  /* gathered for state_load */
     size_t capacity;
 };
 
@@ -231,6 +255,8 @@ static int gather(struct state_in *in, const struct view_join_chunk *chunk)
 static int take_chunk(struct state_in *in, const struct view_join_chunk *chunk)
 {
     struct view_membership *m = in->m;
+    if (in->catchup != NULL)
+        return view_log_catchup_feed(in->catchup, chunk->data, chunk->length, chunk->last);
     if (m->config.state_read != NULL) {
         int rc = m->config.state_read(m->config.state_ctx, chunk->offset, chunk->data,
                                       chunk->length, chunk->last);
@@ -287,11 +313,15 @@ int view_join_receive_state(struct view_membership *m, uint32_t leader,
     *state = NULL;
     *length = 0;
     struct state_in in = {.m = m, .expected = jv->state_length};
+    int rc = m->log_ends != NULL ? view_log_catchup_begin(m, jv->view_id, &in.catchup) : 0;
+    if (rc < 0)
+        return rc;
     uint8_t *wire = malloc(VIEW_WIRE_JOIN_CHUNK_MAX_SIZE);
-    if (wire == NULL)
+    if (wire == NULL) {
+        view_log_catchup_end(in.catchup);
         return sp_error(SPINDLE_ENOMEM, "no memory for a state chunk");
+    }
     uint64_t received = 0;
-    int rc = 0;
     for (uint64_t index = 0; rc == 0; index++) {
         size_t size = 0;
         rc = ctl_take_one(m->ctl, chunk_tag(jv->view_id, index), leader, wire,
@@ -322,6 +352,13 @@ int view_join_receive_state(struct view_membership *m, uint32_t leader,
             break;
     }
     free(wire);
+    if (in.catchup != NULL) {
+        /* What the records were already taken into stays, durable or not:
+         * the next attempt asks from where the log then ends. */
+        int ended = view_log_catchup_end(in.catchup);
+        if (rc == 0)
+            rc = ended;
+    }
     if (rc < 0) {
         free(in.buffer);
         return rc;

@@ -31,10 +31,17 @@ static bool any_logged(const struct view_config *config)
     return false;
 }
 
-/* The log's writer made room: a delivery held at the bound may go on. */
+/* The log's writer made room: a delivery held at the bound may go on.
+ * The log may be open before the engine (a joiner restarting with its
+ * log), and outlive one (a failed join attempt): the engine is taken under
+ * wake_lock. */
 static void wake_engine(void *ctx)
 {
-    sst_engine_wake(ctx);
+    struct view_membership *m = ctx;
+    pthread_mutex_lock(&m->wake_lock);
+    if (m->engine != NULL)
+        sst_engine_wake(m->engine);
+    pthread_mutex_unlock(&m->wake_lock);
 }
 
 /* The log's durable position (view/view_impl.h). */
@@ -67,7 +74,7 @@ int view_log_open(struct view_membership *m)
         .queue_bytes = m->log_queue_bytes,
         .segment_bytes = m->log_segment_bytes,
         .on_durable = wake_engine,
-        .on_durable_ctx = m->engine,
+        .on_durable_ctx = m,
     };
     rc = log_appender_start(m->log, &options, &m->appender);
     if (rc == 0) {
@@ -102,6 +109,17 @@ void view_log_close(struct view_membership *m)
     pthread_mutex_unlock(&m->snapshot_lock);
 }
 
+int view_log_submit(struct view_membership *m, const struct log_record *record, uint64_t *end)
+{
+    int rc = log_appender_submit(m->appender, record, 1, end);
+    while (rc == SPINDLE_EAGAIN) {
+        rc = log_appender_wait(m->appender, log_appender_durable(m->appender) + 1, -1);
+        if (rc == 0)
+            rc = log_appender_submit(m->appender, record, 1, end);
+    }
+    return rc;
+}
+
 int view_log_view(struct view_membership *m, struct view_epoch *epoch, struct smc_group *previous,
                   uint32_t previous_subgroups)
 {
@@ -130,12 +148,7 @@ int view_log_view(struct view_membership *m, struct view_epoch *epoch, struct sm
         epoch->previous_view_id = m->current->view.id;
     }
     uint64_t end;
-    int rc = log_appender_submit(m->appender, &record, 1, &end);
-    while (rc == SPINDLE_EAGAIN) {
-        rc = log_appender_wait(m->appender, log_appender_durable(m->appender) + 1, -1);
-        if (rc == 0)
-            rc = log_appender_submit(m->appender, &record, 1, &end);
-    }
+    int rc = view_log_submit(m, &record, &end);
     if (rc == 0)
         rc = log_appender_wait(m->appender, end, -1);
     return rc;

@@ -67,6 +67,33 @@ int view_log_snapshots_open(struct view_membership *m)
     return 0;
 }
 
+/* One of subgroup's kept points: true and *view_id, *seq when set. */
+static bool kept_point(const struct view_membership *m, uint32_t subgroup, bool newest,
+                       uint64_t *view_id, uint64_t *seq)
+{
+    if (m->snapshot_points == NULL || subgroup >= SPINDLE_MAX_SUBGROUPS)
+        return false;
+    const struct view_snapshot_points *points = &m->snapshot_points[subgroup];
+    const struct view_snapshot_point *point = newest ? &points->newest : &points->older;
+    if (point->set) {
+        *view_id = point->view_id;
+        *seq = point->seq;
+    }
+    return point->set;
+}
+
+bool view_log_older_snapshot(const struct view_membership *m, uint32_t subgroup, uint64_t *view_id,
+                             uint64_t *seq)
+{
+    return kept_point(m, subgroup, false, view_id, seq);
+}
+
+bool view_log_newest_snapshot(const struct view_membership *m, uint32_t subgroup, uint64_t *view_id,
+                              uint64_t *seq)
+{
+    return kept_point(m, subgroup, true, view_id, seq);
+}
+
 void view_log_snapshots_close(struct view_membership *m)
 {
     free(m->snapshot_points);
@@ -103,6 +130,9 @@ static int check_delivered(struct view_membership *m, uint32_t subgroup, uint64_
     return 0;
 }
 
+static int store(struct view_membership *m, struct log_snapshot *snap, const void *state,
+                 size_t length);
+
 /* Under snapshot_lock: the checks, the file, the points, the pruning. */
 static int take_snapshot(struct view_membership *m, uint32_t subgroup, uint64_t view_id,
                          uint64_t seq, const void *state, size_t length)
@@ -128,11 +158,24 @@ static int take_snapshot(struct view_membership *m, uint32_t subgroup, uint64_t 
                         "(the last ones it installed): take snapshots in a recent view",
                         view_id);
     }
-    /* Every message the state holds was handed to the log before its
-     * upcall: all of them lie below the log's end now. */
-    snap->position = log_appender_end(m->appender);
-    rc = log_snapshot_write(m->log->dir_fd, m->log->dir, snap, state, length);
+    rc = store(m, snap, state, length);
     free(snap);
+    return rc;
+}
+
+/* Under snapshot_lock: writes snap (its point and view record set) with
+ * state, then takes it as the subgroup's newest, prunes and covers. */
+static int store(struct view_membership *m, struct log_snapshot *snap, const void *state,
+                 size_t length)
+{
+    uint32_t subgroup = snap->subgroup;
+    uint64_t view_id = snap->view_id, seq = snap->seq;
+    struct view_snapshot_points *points = &m->snapshot_points[subgroup];
+    /* Every message the state holds was handed to the log before its
+     * upcall (or, received at a join, lies before what the log holds):
+     * all of them lie below the log's end now. */
+    snap->position = log_appender_end(m->appender);
+    int rc = log_snapshot_write(m->log->dir_fd, m->log->dir, snap, state, length);
     if (rc < 0)
         return rc;
     struct view_snapshot_point taken = {true, view_id, seq};
@@ -149,6 +192,21 @@ static int take_snapshot(struct view_membership *m, uint32_t subgroup, uint64_t 
     if (points->older.set)
         log_appender_cover(m->appender, subgroup, points->older.view_id, points->older.seq);
     return 0;
+}
+
+int view_log_snapshot_adopt(struct view_membership *m, const struct log_snapshot *snap,
+                            const void *state)
+{
+    struct log_snapshot *copy = malloc(sizeof *copy);
+    if (copy == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for a snapshot header");
+    *copy = *snap;
+    pthread_mutex_lock(&m->snapshot_lock);
+    log_appender_note_view(m->appender, &snap->view);
+    int rc = store(m, copy, state, (size_t)snap->state_length);
+    pthread_mutex_unlock(&m->snapshot_lock);
+    free(copy);
+    return rc;
 }
 
 int view_log_snapshot(struct view_membership *m, uint32_t subgroup, uint64_t view_id, uint64_t seq,

@@ -24,6 +24,7 @@ void view_membership_init(struct view_membership *m, const struct view_config *c
     pthread_rwlock_init(&m->smc_lock, NULL);
     pthread_mutex_init(&m->lock, NULL);
     pthread_mutex_init(&m->snapshot_lock, NULL);
+    pthread_mutex_init(&m->wake_lock, NULL);
     pthread_cond_init(&m->cond, NULL);
 }
 
@@ -304,5 +305,6 @@ void view_membership_destroy(struct view_membership *m)
     pthread_cond_destroy(&m->cond);
     pthread_mutex_destroy(&m->lock);
     pthread_mutex_destroy(&m->snapshot_lock);
+    pthread_mutex_destroy(&m->wake_lock);
     pthread_rwlock_destroy(&m->smc_lock);
 }

@@ -1,6 +1,7 @@
 /* The membership protocol's messages in the wire codec (view/view_wire.h). */
 #include "view/view_wire.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #include "util/error.h"
@@ -275,7 +276,7 @@ int view_wire_decode_join_request(const uint8_t *buf, size_t len, struct view_jo
     get_address(&r, &out->address, "joiner address");
     get_identity(&r, &out->identity, "joiner");
     out->flags = wire_get_u32(&r, "flags");
-    if (r.rc == 0 && (out->flags & ~VIEW_JOIN_TIE_BREAKER) != 0) {
+    if (r.rc == 0 && (out->flags & ~(VIEW_JOIN_TIE_BREAKER | VIEW_JOIN_CATCHUP)) != 0) {
         r.pos -= 4;
         wire_fail(&r, "flags 0x%x name unknown settings", out->flags);
     }
@@ -616,5 +617,57 @@ int view_wire_decode_join_state_ack(const uint8_t *buf, size_t len, struct view_
     out->taken = wire_get_u64(&r, "taken");
     out->error = get_error(&r, true);
     wire_get_zero(&r, 4, "reserved");
+    return wire_finish(&r);
+}
+
+size_t view_wire_encode_join_log_ends(const struct view_join_log_ends *ends, uint8_t *buf,
+                                      size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_JOIN_LOG_ENDS);
+    wire_put_u64(&w, ends->join_view);
+    wire_put_u64(&w, ends->next_view);
+    wire_put_u32(&w, ends->count);
+    wire_put_zero(&w, 4);
+    for (uint32_t i = 0; i < ends->count; i++) {
+        wire_put_u32(&w, ends->ends[i].subgroup);
+        wire_put_zero(&w, 4);
+        wire_put_u64(&w, ends->ends[i].view_id);
+        wire_put_u64(&w, ends->ends[i].seq);
+    }
+    return finish_encode(&w);
+}
+
+int view_wire_decode_join_log_ends(const uint8_t *buf, size_t len, struct view_join_log_ends *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "log ends");
+    memset(out, 0, sizeof *out);
+    wire_get_header(&r, VIEW_WIRE_JOIN_LOG_ENDS);
+    out->join_view = wire_get_u64(&r, "join view");
+    out->next_view = wire_get_u64(&r, "next view");
+    if (r.rc == 0 && out->next_view > out->join_view)
+        wire_fail(&r, "next view %" PRIu64 " is after the view joined, %" PRIu64, out->next_view,
+                  out->join_view);
+    out->count = wire_get_u32(&r, "subgroup count");
+    if (r.rc == 0 && out->count > SPINDLE_MAX_SUBGROUPS)
+        wire_fail(&r, "subgroup count %u exceeds %u", out->count, SPINDLE_MAX_SUBGROUPS);
+    wire_get_zero(&r, 4, "reserved");
+    if (r.rc == 0 && wire_left(&r) != (size_t)out->count * 24u)
+        wire_fail(&r, "%zu bytes for %u subgroup ends", wire_left(&r), out->count);
+    for (uint32_t i = 0; i < out->count && r.rc == 0; i++) {
+        struct view_join_log_end *end = &out->ends[i];
+        end->subgroup = wire_get_u32(&r, "subgroup");
+        if (r.rc == 0 && (end->subgroup >= SPINDLE_MAX_SUBGROUPS ||
+                          (i > 0 && end->subgroup <= out->ends[i - 1].subgroup)))
+            wire_fail(&r, "subgroup %u out of range or order", end->subgroup);
+        wire_get_zero(&r, 4, "reserved");
+        end->view_id = wire_get_u64(&r, "view id");
+        end->seq = wire_get_u64(&r, "seq");
+        if (r.rc == 0 && end->view_id >= out->join_view)
+            wire_fail(&r, "subgroup %u ends in view %" PRIu64 ", not before the view joined",
+                      end->subgroup, end->view_id);
+    }
     return wire_finish(&r);
 }

@@ -46,6 +46,7 @@ enum view_wire_type {
     VIEW_WIRE_JOIN_SKIPS = 0x560b,     /* the resends the joiner takes without delivering */
     VIEW_WIRE_JOIN_STATE = 0x560c,     /* a chunk of the joiner's state */
     VIEW_WIRE_JOIN_STATE_ACK = 0x560d, /* the joiner took the state up to an offset */
+    VIEW_WIRE_JOIN_LOG_ENDS = 0x560e,  /* where a restarted joiner's log ends */
 };
 
 /* Subgroups a joiner may bring (its request must fit one join frame). */
@@ -120,6 +121,10 @@ struct view_join_subgroup {
 
 /* Flags of a join request: group-wide settings the joiner must share. */
 #define VIEW_JOIN_TIE_BREAKER 1u
+/* The joiner logs (docs/LOGS.md "Restart of one member"): it sends where
+ * its log ends (struct view_join_log_ends) and is to be sent what its log
+ * lacks instead of the application's state. */
+#define VIEW_JOIN_CATCHUP 2u
 
 struct view_join_request {
     struct ctl_address address; /* where the joiner listens */
@@ -218,6 +223,25 @@ struct view_join_state_ack {
 };
 #define VIEW_WIRE_JOIN_STATE_ACK_SIZE (WIRE_HEADER_SIZE + 24u)
 
+/* Where a logged joiner's log ends (docs/LOGS.md "Restart of one
+ * member"), per logged subgroup: it holds every message of the subgroup
+ * before (view_id, seq) (a count, like a persistence frontier: one past
+ * the last message's seq), through its log or a snapshot, and the record
+ * of every view before next_view that it needs. A fresh joiner's are all
+ * zero. Sent to the leader for join_view, the view it joins. */
+struct view_join_log_end {
+    uint32_t subgroup; /* < SPINDLE_MAX_SUBGROUPS, increasing */
+    uint64_t view_id;
+    uint64_t seq;
+};
+struct view_join_log_ends {
+    uint64_t join_view;
+    uint64_t next_view; /* <= join_view */
+    uint32_t count;     /* <= SPINDLE_MAX_SUBGROUPS */
+    struct view_join_log_end ends[SPINDLE_MAX_SUBGROUPS];
+};
+#define VIEW_WIRE_JOIN_LOG_ENDS_SIZE(count) (WIRE_HEADER_SIZE + 24u + 24u * (count))
+
 /* Bytes of a blob of a group with num_subgroups subgroups. */
 size_t view_wire_blob_size(uint32_t num_subgroups);
 
@@ -242,6 +266,8 @@ size_t view_wire_encode_join_skips(const struct view_join_skips *skips, uint8_t 
 size_t view_wire_encode_join_chunk(const struct view_join_chunk *chunk, uint8_t *buf, size_t cap);
 size_t view_wire_encode_join_state_ack(const struct view_join_state_ack *ack, uint8_t *buf,
                                        size_t cap);
+size_t view_wire_encode_join_log_ends(const struct view_join_log_ends *ends, uint8_t *buf,
+                                      size_t cap);
 
 /*
  * Decoders: 0 and *out, or SPINDLE_EPROTO naming what was wrong. The blob
@@ -264,5 +290,8 @@ int view_wire_decode_join_skips(const uint8_t *buf, size_t len, struct view_join
 int view_wire_decode_join_chunk(const uint8_t *buf, size_t len, struct view_join_chunk *out);
 int view_wire_decode_join_state_ack(const uint8_t *buf, size_t len,
                                     struct view_join_state_ack *out);
+/* Also refuses subgroups out of range or not increasing, and an end of a
+ * view after join_view. */
+int view_wire_decode_join_log_ends(const uint8_t *buf, size_t len, struct view_join_log_ends *out);
 
 #endif

@@ -19,10 +19,12 @@
 #include "fuzz_common.h"
 #include "fuzz_ctl_keys.h"
 #include "group/admin.h"
+#include "log/log_catchup.h"
 #include "log/log_format.h"
 #include "log/log_snapshot.h"
 #include "smc/smc_p2p_wire.h"
 #include "transport/shm/shm_impl.h"
+#include "util/crc32c.h"
 #include "view/view_wire_samples.h"
 #ifdef SPINDLE_HAVE_FABRIC
 #include "transport/fabric/fabric_impl.h"
@@ -191,6 +193,13 @@ static void view_seeds(void)
     len = view_wire_encode_join_state_ack(&ack, buf, sizeof buf);
     require(view_wire_decode_join_state_ack(buf, len, &ack_back), "state ack", "taken");
     write_seed("fuzz_view_join_state", "ack", buf, len);
+    struct view_join_log_ends ends = {.join_view = 9, .next_view = 5, .count = 2};
+    ends.ends[0] = (struct view_join_log_end){0, 4, 120};
+    ends.ends[1] = (struct view_join_log_end){3, 2, 7};
+    len = view_wire_encode_join_log_ends(&ends, buf, sizeof buf);
+    struct view_join_log_ends ends_back;
+    require(view_wire_decode_join_log_ends(buf, len, &ends_back), "log ends", "count");
+    write_seed("fuzz_view_join_state", "log-ends", buf, len);
 }
 
 static void shm_seeds(void)
@@ -356,6 +365,30 @@ static void launch_seeds(void)
 
 /* A message record, a view record and a segment header, as a log holds
  * them. */
+/* A catch-up stream (log/log_catchup.h): its first byte the fuzz target's
+ * piece size, then a reset header, one snapshot (snap, with a state) and
+ * the view record of record's view. */
+static void catchup_seed(const struct log_snapshot *snapshot, const struct log_record *record)
+{
+    static uint8_t stream[8192];
+    size_t len = 0;
+    stream[len++] = 7;
+    log_catchup_header_encode(LOG_CATCHUP_RESET, 1, stream + len);
+    len += LOG_CATCHUP_HEADER_SIZE;
+    struct log_snapshot snap = *snapshot;
+    static const char state[] = "state of subgroup 2";
+    snap.state_length = sizeof state;
+    snap.state_crc = sp_crc32c(0, state, sizeof state);
+    size_t head = log_snapshot_encode(&snap, NULL, 0);
+    log_catchup_snapshot_prefix_encode(head + sizeof state, stream + len);
+    len += LOG_CATCHUP_SNAPSHOT_PREFIX;
+    len += log_snapshot_encode(&snap, stream + len, sizeof stream - len);
+    memcpy(stream + len, state, sizeof state);
+    len += sizeof state;
+    len += log_record_encode(record, stream + len, sizeof stream - len);
+    write_seed("fuzz_log_catchup", "reset-snapshot-view", stream, len);
+}
+
 static void log_seeds(void)
 {
     static const uint8_t payload[] = "a logged message";
@@ -409,6 +442,7 @@ static void log_seeds(void)
     require(log_snapshot_decode(buf, len + 4, &decoded_snap, &used) == 1 ? 0 : -1,
             "fuzz_log_snapshot", "snapshot");
     write_seed("fuzz_log_snapshot", "snapshot", buf, len + 4);
+    catchup_seed(&snap, &record);
 }
 
 /* Every command of the administration endpoint, as a client sends it. */

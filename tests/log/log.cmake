@@ -11,3 +11,14 @@ spindle_add_test(test_log_snapshot SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_sn
   LABELS log)
 spindle_add_test(test_log_compaction SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_compaction.c
   TIMEOUT 120 LABELS log group)
+spindle_add_test(test_log_restart SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_restart.c
+  TIMEOUT 240 LABELS log group)
+# Restart of one member from its log (restart.sh): kill -9 mid-stream,
+# restarted with its log directory, it is sent exactly what its log lacks
+# and the three logs agree (about 8 s a run).
+if(TARGET spindle-log)
+  add_test(NAME log_restart_member
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/restart.sh $<TARGET_FILE:spindle-bench>
+                   $<TARGET_FILE:spindle-log> 2)
+  set_tests_properties(log_restart_member PROPERTIES LABELS "log;view;faults" TIMEOUT 300)
+endif()

@@ -111,6 +111,7 @@ struct bench_result {
     uint64_t delivery_batches, delivery_msgs;
     /* --log-dir: the member's log at the end (spindle_stats log_*). */
     uint64_t log_records, log_bytes, log_syncs;
+    uint64_t log_catchup_records, log_catchup_bytes; /* a joiner restarted with its log */
     /* --log-dir: delivery here to the global persistence frontier passing
      * the message (the persisted upcall), per message. */
     double lag_p50_us, lag_p99_us;

@@ -40,6 +40,7 @@ struct totals {
     uint64_t send_b, send_m, recv_b, recv_m, deliv_b, deliv_m;
     double seconds, rate_sum, p50, p99;
     uint64_t log_records, log_bytes, log_syncs;
+    uint64_t log_catchup_records, log_catchup_bytes;
     double log_rate_sum, log_bytes_rate_sum; /* per member, per second */
     double lag_p50, lag_p99;                 /* median member's p50, worst member's p99 */
 };
@@ -78,6 +79,8 @@ static void sum_results(const struct bench_result *results, uint32_t count, stru
         t->log_records += r->log_records;
         t->log_bytes += r->log_bytes;
         t->log_syncs += r->log_syncs;
+        t->log_catchup_records += r->log_catchup_records;
+        t->log_catchup_bytes += r->log_catchup_bytes;
         if (r->seconds > 0) {
             t->log_rate_sum += (double)r->log_records / r->seconds;
             t->log_bytes_rate_sum += (double)r->log_bytes / r->seconds;
@@ -160,6 +163,9 @@ void bench_report(const struct bench_config *config, uint32_t members,
         printf("  persistence frontier lag (delivery here to durable at every member): p50 %.1f "
                "us, p99 %.1f us; %.4f fdatasync per delivered message\n",
                t.lag_p50, t.lag_p99, mean(t.log_syncs, t.delivered_total));
+    if (t.log_catchup_records > 0)
+        printf("  joined with its log: caught up %llu records, %llu bytes from the leader's log\n",
+               (unsigned long long)t.log_catchup_records, (unsigned long long)t.log_catchup_bytes);
     printf("{\"members\":%u,\"senders\":%u,\"msg_size\":%u,\"window\":%u,\"subgroups\":%u,"
            "\"active_subgroups\":%u,\"mode\":\"%s\",\"transport\":\"%s\",\"batching\":%s,"
            "\"null_sends\":%s,\"early_unlock\":%s,\"delay_us\":%u,\"delayed_senders\":%u,"
@@ -189,6 +195,8 @@ void bench_report(const struct bench_config *config, uint32_t members,
         printf(",\"fdatasync_per_message\":%.5f,\"frontier_lag_p50_us\":%.2f,"
                "\"frontier_lag_p99_us\":%.2f",
                mean(t.log_syncs, t.delivered_total), t.lag_p50, t.lag_p99);
+        printf(",\"log_catchup_records\":%llu,\"log_catchup_bytes\":%llu",
+               (unsigned long long)t.log_catchup_records, (unsigned long long)t.log_catchup_bytes);
     }
     print_hist("send_hist", t.send_hist);
     print_hist("receive_hist", t.receive_hist);

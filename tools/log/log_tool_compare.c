@@ -67,10 +67,16 @@ static int compare_stream(const struct tool_log *a, const struct tool_log *b, ui
     return 0;
 }
 
+/* The same members, and the same trims unless one of the two is the
+ * member's first view (it records no trims: it joined in that view). */
 static bool same_view(const struct log_view *v, const struct log_view *w)
 {
-    return v->member_count == w->member_count && v->subgroup_count == w->subgroup_count &&
-           memcmp(v->members, w->members, v->member_count * sizeof v->members[0]) == 0 &&
+    if (v->member_count != w->member_count ||
+        memcmp(v->members, w->members, v->member_count * sizeof v->members[0]) != 0)
+        return false;
+    if (v->subgroup_count == 0 || w->subgroup_count == 0)
+        return true;
+    return v->subgroup_count == w->subgroup_count &&
            memcmp(v->delivered_through, w->delivered_through,
                   v->subgroup_count * sizeof v->delivered_through[0]) == 0;
 }

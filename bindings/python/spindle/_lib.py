@@ -208,6 +208,8 @@ class GroupOptions(ctypes.Structure):
         ("p2p_deliver", P2P_DELIVER_FN),
         ("p2p_ctx", ctypes.c_void_p),
         ("p2p_window", ctypes.c_uint32),
+        ("replay", ctypes.c_void_p),
+        ("replay_ctx", ctypes.c_void_p),
     ]
 
 
@@ -246,6 +248,8 @@ class Stats(ctypes.Structure):
         ("log_queue_waits", ctypes.c_uint64),
         ("dispatch_queue_bytes", ctypes.c_uint64),
         ("dispatch_queue_peak", ctypes.c_uint64),
+        ("log_catchup_records", ctypes.c_uint64),
+        ("log_catchup_bytes", ctypes.c_uint64),
     ]
 
 

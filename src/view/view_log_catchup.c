@@ -1,0 +1,619 @@
+/*
+ * Joiners of a logged group (docs/LOGS.md "Restart of one member"). A
+ * member that logs joins through the join path like any joiner, but its
+ * state is its log:
+ *
+ *  - before it asks, it reads its log (its newest snapshot of each logged
+ *    subgroup, then the messages after it) and hands that to the
+ *    application's replay upcall, and notes where the log ends: per
+ *    subgroup the point (view id, seq) after its last message or its
+ *    snapshot, and the views whose records it holds (all zero for a fresh
+ *    joiner, whose log is empty);
+ *  - its join request says so (VIEW_JOIN_CATCHUP), and once admitted it
+ *    sends the leader those ends;
+ *  - the leader, at the start of the joiner's view, streams instead of the
+ *    application's state what the joiner's log lacks (log/log_catchup.h),
+ *    up to the view the joiner joins: when its own log holds every message
+ *    after the joiner's ends, just those records, and the view records
+ *    after the joiner's last; otherwise (its log was compacted past the
+ *    joiner's end: it holds every message only after the older of its two
+ *    newest snapshots, or after its only one) a reset: its newest snapshot
+ *    of each subgroup that has one, then every record after them;
+ *  - the joiner checks every snapshot and record (a subgroup it logs, in
+ *    order, after its end, in a view it knows), stores them in its log
+ *    (after a reset, a log started over) and hands them to the replay
+ *    upcall, and only then writes the record of the view it joins. Its
+ *    log then continues the leader's.
+ *
+ * The bytes sent are those of the missing records (or snapshots and the
+ * records after them) plus a 16-byte header, 8 bytes a snapshot and the
+ * chunks' framing.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log/log_catchup.h"
+#include "log/log_snapshot.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "view/view_impl.h"
+
+/* Hands one item to the application's replay upcall. */
+static int replay(struct view_membership *m, const struct spindle_replayed *item)
+{
+    if (m->config.replay == NULL)
+        return 0;
+    int rc = m->config.replay(m->config.replay_ctx, item);
+    if (rc < 0)
+        return sp_error(
+            rc, "the replay upcall refused %s of subgroup %u at (%" PRIu64 ", %" PRIu64 ") (%s)",
+            item->kind == SPINDLE_REPLAY_SNAPSHOT ? "the snapshot" : "the message", item->subgroup,
+            item->view_id, item->seq, spindle_strerror(rc));
+    return 0;
+}
+
+static int replay_message(struct view_membership *m, const struct log_message *msg, bool received)
+{
+    struct spindle_replayed item = {
+        .kind = SPINDLE_REPLAY_MESSAGE,
+        .subgroup = msg->subgroup,
+        .view_id = msg->view_id,
+        .seq = msg->seq,
+        .sender = msg->sender_id,
+        .sender_index = msg->sender_index,
+        .data = msg->payload,
+        .length = msg->length,
+        .received = received,
+    };
+    return replay(m, &item);
+}
+
+static int replay_snapshot(struct view_membership *m, uint32_t subgroup, uint64_t view_id,
+                           uint64_t seq, const void *state, size_t length, bool received)
+{
+    struct spindle_replayed item = {
+        .kind = SPINDLE_REPLAY_SNAPSHOT,
+        .subgroup = subgroup,
+        .view_id = view_id,
+        .seq = seq,
+        .data = state,
+        .length = length,
+        .received = received,
+    };
+    return replay(m, &item);
+}
+
+/* The end entry of subgroup g in ends, or NULL. */
+static struct view_join_log_end *end_of(struct view_join_log_ends *ends, uint32_t g)
+{
+    for (uint32_t i = 0; i < ends->count; i++)
+        if (ends->ends[i].subgroup == g)
+            return &ends->ends[i];
+    return NULL;
+}
+
+/* Moves a subgroup's end to the point (view_id, seq) when it is later. */
+static void advance_end(struct view_join_log_end *end, uint64_t view_id, uint64_t seq)
+{
+    if (log_point_before(end->view_id, end->seq, view_id, seq)) {
+        end->view_id = view_id;
+        end->seq = seq;
+    }
+}
+
+/* ---- the joiner's own log ------------------------------------------- */
+
+/* Replays the newest valid snapshot of each logged subgroup of log and
+ * moves the ends to their points. */
+static int replay_snapshots(struct view_membership *m, const struct log *log,
+                            struct view_join_log_ends *ends)
+{
+    struct log_snapshot_file *files;
+    size_t count;
+    int rc = log_snapshot_list(log->dir_fd, log->dir, false, &files, &count);
+    if (rc < 0)
+        return rc;
+    /* Sorted by subgroup, then point: a subgroup's newest is its last. */
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        const struct log_snapshot_file *file = &files[i];
+        if (!file->valid) {
+            SP_LOG_WARNING("log", "%s: ignoring snapshot %s: %s", log->dir, file->name, file->why);
+            continue;
+        }
+        bool newest = true;
+        for (size_t k = i + 1; k < count; k++)
+            if (files[k].valid && files[k].snap.subgroup == file->snap.subgroup)
+                newest = false;
+        struct view_join_log_end *end = end_of(ends, file->snap.subgroup);
+        if (!newest || end == NULL)
+            continue;
+        struct log_snapshot snap;
+        void *state = NULL;
+        rc = log_snapshot_read(log->dir_fd, log->dir, file->name, &snap, &state);
+        if (rc < 0)
+            break;
+        rc = replay_snapshot(m, snap.subgroup, snap.view_id, snap.seq, state,
+                             (size_t)snap.state_length, false);
+        free(state);
+        advance_end(end, snap.view_id, snap.seq);
+    }
+    free(files);
+    return rc;
+}
+
+/* Replays the messages of log after each subgroup's end so far (its
+ * snapshot's point) and moves the ends past them and its view records. */
+static int replay_records(struct view_membership *m, const struct log *log,
+                          struct view_join_log_ends *ends)
+{
+    struct view_join_log_ends *from = malloc(sizeof *from);
+    if (from == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory to read the log");
+    *from = *ends;
+    struct log_reader reader;
+    int rc = log_reader_open(&reader, log);
+    if (rc < 0) {
+        free(from);
+        return rc;
+    }
+    struct log_record record;
+    while (rc == 0 && (rc = log_reader_next(&reader, &record)) == 1) {
+        rc = 0;
+        if (record.type == LOG_REC_VIEW) {
+            if (record.view.view_id >= ends->next_view)
+                ends->next_view = record.view.view_id + 1;
+            continue;
+        }
+        const struct log_message *msg = &record.message;
+        struct view_join_log_end *end = end_of(ends, msg->subgroup);
+        const struct view_join_log_end *snapshot = end_of(from, msg->subgroup);
+        if (end == NULL ||
+            log_point_before(msg->view_id, msg->seq, snapshot->view_id, snapshot->seq))
+            continue;
+        rc = replay_message(m, msg, false);
+        advance_end(end, msg->view_id, msg->seq + 1);
+    }
+    log_reader_close(&reader);
+    free(from);
+    return rc < 0 ? rc : 0;
+}
+
+int view_log_restart_open(struct view_membership *m)
+{
+    if (m->config.log_dir == NULL || m->log_ends != NULL)
+        return 0;
+    struct view_join_log_ends *ends = calloc(1, sizeof *ends);
+    if (ends == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the log's ends");
+    for (uint32_t g = 0; g < SPINDLE_MAX_SUBGROUPS; g++)
+        if (view_logged(&m->config, g))
+            ends->ends[ends->count++].subgroup = g;
+    if (ends->count == 0) {
+        free(ends);
+        return 0;
+    }
+    /* Read as it is; the writable open below cuts the same torn tail. */
+    struct log *log = NULL;
+    int rc = log_open(m->config.log_dir, 0, &log, NULL);
+    if (rc == 0) {
+        rc = replay_snapshots(m, log, ends);
+        if (rc == 0)
+            rc = replay_records(m, log, ends);
+        log_close(log);
+    } else if (rc == SPINDLE_ENOENT) {
+        rc = 0; /* a fresh joiner */
+    }
+    if (rc == 0)
+        rc = view_log_open(m);
+    if (rc < 0) {
+        free(ends);
+        return rc;
+    }
+    m->log_ends = ends;
+    if (ends->next_view > 0)
+        sp_log(SP_LOG_INFO, "log", "%s: joining with the log (its last view %" PRIu64 ")",
+               m->config.log_dir, ends->next_view - 1);
+    return 0;
+}
+
+int view_log_send_ends(struct view_membership *m, uint32_t leader, uint64_t view)
+{
+    m->log_ends->join_view = view;
+    size_t size = VIEW_WIRE_JOIN_LOG_ENDS_SIZE(m->log_ends->count);
+    uint8_t *bytes = malloc(size);
+    if (bytes == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the log's ends");
+    view_wire_encode_join_log_ends(m->log_ends, bytes, size);
+    int rc = ctl_publish(m->ctl, view_join_tag(view, JOIN_LOG_ENDS), bytes, size, 1ull << leader);
+    free(bytes);
+    return rc;
+}
+
+/* ---- the leader's side ---------------------------------------------- */
+
+/* What the leader sends one joiner. */
+struct catchup_plan {
+    struct view_join_log_ends ends; /* the joiner's, then where to send from */
+    bool reset;
+    uint32_t snapshot_count;
+    struct log_snapshot snapshots[SPINDLE_MAX_SUBGROUPS];
+    void *states[SPINDLE_MAX_SUBGROUPS];
+};
+
+/* Takes and checks the ends joiner sent for view. */
+static int take_ends(struct view_membership *m, uint32_t joiner, uint64_t view,
+                     struct view_join_log_ends *ends)
+{
+    size_t cap = VIEW_WIRE_JOIN_LOG_ENDS_SIZE(SPINDLE_MAX_SUBGROUPS);
+    uint8_t *bytes = malloc(cap);
+    if (bytes == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the joiner's log ends");
+    size_t length = 0;
+    int rc = ctl_take_one(m->ctl, view_join_tag(view, JOIN_LOG_ENDS), joiner, bytes, cap, &length,
+                          EXCHANGE_TIMEOUTS * m->config.failure_timeout_ms);
+    if (rc < 0)
+        rc = sp_error(rc, "joiner %u never said where its log ends (%s)", joiner, spindle_errmsg());
+    else if (view_wire_decode_join_log_ends(bytes, length, ends) < 0)
+        rc = sp_error(SPINDLE_EPROTO, "joiner %u: %s", joiner, spindle_errmsg());
+    else if (ends->join_view != view)
+        rc = sp_error(SPINDLE_EPROTO,
+                      "joiner %u sent its log's ends for view %" PRIu64 ", not %" PRIu64, joiner,
+                      ends->join_view, view);
+    free(bytes);
+    return rc;
+}
+
+/* Where this member's log holds every message of subgroup from: the older
+ * of its two newest snapshots, or its only one, or the start. Under
+ * snapshot_lock. */
+static void log_base(const struct view_membership *m, uint32_t subgroup, uint64_t *view_id,
+                     uint64_t *seq)
+{
+    *view_id = 0;
+    *seq = 0;
+    if (!view_log_older_snapshot(m, subgroup, view_id, seq))
+        view_log_newest_snapshot(m, subgroup, view_id, seq);
+}
+
+/* Reads the newest snapshot of each subgroup in the plan that has one.
+ * Under snapshot_lock (no snapshot is pruned meanwhile). */
+static int read_snapshots(struct view_membership *m, struct catchup_plan *plan)
+{
+    for (uint32_t i = 0; i < plan->ends.count; i++) {
+        uint32_t g = plan->ends.ends[i].subgroup;
+        struct log_snapshot point = {.subgroup = g};
+        if (!view_log_newest_snapshot(m, g, &point.view_id, &point.seq))
+            continue;
+        char name[LOG_SNAPSHOT_NAME_SIZE + 1];
+        log_snapshot_name(&point, name);
+        uint32_t k = plan->snapshot_count;
+        int rc = log_snapshot_read(m->log->dir_fd, m->log->dir, name, &plan->snapshots[k],
+                                   &plan->states[k]);
+        if (rc < 0)
+            return rc;
+        plan->snapshot_count++;
+        /* Its messages are sent from the snapshot's point on. */
+        plan->ends.ends[i].view_id = point.view_id;
+        plan->ends.ends[i].seq = point.seq;
+    }
+    return 0;
+}
+
+/* Decides what joiner is sent: a suffix, or (when this member's log lacks
+ * part of what follows the joiner's ends) a reset from its snapshots. */
+static int make_plan(struct view_membership *m, uint32_t joiner, struct catchup_plan *plan)
+{
+    struct view_join_log_ends *ends = &plan->ends;
+    int rc = 0;
+    pthread_mutex_lock(&m->snapshot_lock);
+    for (uint32_t i = 0; i < ends->count && rc == 0; i++) {
+        const struct view_join_log_end *end = &ends->ends[i];
+        if (!view_logged(&m->config, end->subgroup)) {
+            rc = sp_error(SPINDLE_EINVAL,
+                          "joiner %u logs subgroup %u, which member %u does not log: every "
+                          "member of a logged subgroup must log it",
+                          joiner, end->subgroup, m->config.self);
+            break;
+        }
+        uint64_t base_view, base_seq;
+        log_base(m, end->subgroup, &base_view, &base_seq);
+        if (log_point_before(end->view_id, end->seq, base_view, base_seq))
+            plan->reset = true;
+    }
+    if (rc == 0 && plan->reset) {
+        for (uint32_t i = 0; i < ends->count; i++)
+            ends->ends[i].view_id = ends->ends[i].seq = 0;
+        ends->next_view = 0;
+        rc = read_snapshots(m, plan);
+    }
+    pthread_mutex_unlock(&m->snapshot_lock);
+    return rc;
+}
+
+/* True when the joiner lacks record, which lies before the view it joins. */
+static bool lacks(const struct view_join_log_ends *ends, const struct log_record *record)
+{
+    if (record->type == LOG_REC_VIEW)
+        return record->view.view_id >= ends->next_view;
+    const struct log_message *msg = &record->message;
+    for (uint32_t i = 0; i < ends->count; i++)
+        if (ends->ends[i].subgroup == msg->subgroup)
+            return !log_point_before(msg->view_id, msg->seq, ends->ends[i].view_id,
+                                     ends->ends[i].seq);
+    return false;
+}
+
+/* Sends the plan's header and snapshots. */
+static int stream_snapshots(const struct catchup_plan *plan, struct spindle_state_out *out)
+{
+    uint8_t header[LOG_CATCHUP_HEADER_SIZE];
+    log_catchup_header_encode(plan->reset ? LOG_CATCHUP_RESET : 0, plan->snapshot_count, header);
+    int rc = spindle_state_put(out, header, sizeof header);
+    for (uint32_t k = 0; k < plan->snapshot_count && rc == 0; k++) {
+        const struct log_snapshot *snap = &plan->snapshots[k];
+        uint8_t head[LOG_SNAPSHOT_HEADER_SIZE + LOG_RECORD_HEADER_SIZE + 16u +
+                     4u * SPINDLE_MAX_MEMBERS + 8u * SPINDLE_MAX_SUBGROUPS];
+        size_t size = log_snapshot_encode(snap, head, sizeof head);
+        uint8_t prefix[LOG_CATCHUP_SNAPSHOT_PREFIX];
+        log_catchup_snapshot_prefix_encode(size + snap->state_length, prefix);
+        rc = spindle_state_put(out, prefix, sizeof prefix);
+        if (rc == 0)
+            rc = spindle_state_put(out, head, size);
+        if (rc == 0)
+            rc = spindle_state_put(out, plan->states[k], (size_t)snap->state_length);
+    }
+    return rc;
+}
+
+/* Streams the records of this member's log that the plan says the joiner
+ * lacks, up to the record of view. */
+static int stream_records(struct view_membership *m, const struct catchup_plan *plan, uint64_t view,
+                          struct spindle_state_out *out)
+{
+    /* Its own copy of the log's list of segments: the appender's writer
+     * changes the member's as it goes. The path is the open log's (the
+     * options' string is the application's only during create). */
+    struct log *log = NULL;
+    int rc = log_open(m->log->dir, 0, &log, NULL);
+    if (rc < 0)
+        return rc;
+    struct log_reader reader;
+    uint8_t *buf = malloc(LOG_MAX_RECORD);
+    rc = buf != NULL ? log_reader_open(&reader, log)
+                     : sp_error(SPINDLE_ENOMEM, "no memory for a catch-up record");
+    if (rc < 0) {
+        free(buf);
+        log_close(log);
+        return rc;
+    }
+    uint64_t records = 0;
+    struct log_record record;
+    while (rc == 0 && (rc = log_reader_next(&reader, &record)) == 1) {
+        rc = 0;
+        if (record.type == LOG_REC_VIEW && record.view.view_id >= view)
+            break; /* the joiner's own view: it writes that record itself */
+        if ((record.type == LOG_REC_MESSAGE && record.message.view_id >= view) ||
+            !lacks(&plan->ends, &record))
+            continue;
+        size_t size = log_record_encode(&record, buf, LOG_MAX_RECORD);
+        rc = spindle_state_put(out, buf, size);
+        records++;
+    }
+    if (rc >= 0)
+        sp_log(SP_LOG_INFO, "log", "catch-up%s: %" PRIu64 " records from %s",
+               plan->reset ? " (reset)" : "", records, log->dir);
+    log_reader_close(&reader);
+    free(buf);
+    log_close(log);
+    return rc < 0 ? rc : 0;
+}
+
+int view_log_catchup_write(struct view_membership *m, uint32_t joiner, uint64_t view,
+                           struct spindle_state_out *out)
+{
+    if (m->appender == NULL)
+        return sp_error(SPINDLE_EINVAL, "joiner %u logs, but member %u logs nothing", joiner,
+                        m->config.self);
+    struct catchup_plan *plan = calloc(1, sizeof *plan);
+    if (plan == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the joiner's catch-up");
+    int rc = take_ends(m, joiner, view, &plan->ends);
+    if (rc == 0) {
+        /* No segment may go while the log is read. */
+        log_appender_hold_compaction(m->appender, true);
+        rc = make_plan(m, joiner, plan);
+        if (rc == 0)
+            rc = stream_snapshots(plan, out);
+        if (rc == 0)
+            rc = stream_records(m, plan, view, out);
+        log_appender_hold_compaction(m->appender, false);
+    }
+    for (uint32_t k = 0; k < plan->snapshot_count; k++)
+        free(plan->states[k]);
+    free(plan);
+    return rc;
+}
+
+/* ---- the joiner's side ---------------------------------------------- */
+
+struct view_log_catchup {
+    struct view_membership *m;
+    uint64_t view; /* the view it joins */
+    struct log_catchup_parser parser;
+    uint64_t end_position; /* the log's, after the last record appended */
+    bool appended;
+    uint64_t bytes;
+    /* The latest view it knows (a record or a snapshot's), when any_view:
+     * a message must be of it or an earlier one. */
+    bool any_view;
+    uint64_t known_view;
+};
+
+static void know_view(struct view_log_catchup *c, uint64_t view_id)
+{
+    if (!c->any_view || view_id > c->known_view)
+        c->known_view = view_id;
+    c->any_view = true;
+}
+
+/* A reset: the joiner's log starts over, and so does the application's
+ * state (an empty snapshot of every subgroup, replaced by the snapshots
+ * that follow). */
+static int take_header(void *ctx, uint16_t flags, uint32_t snapshot_count)
+{
+    struct view_log_catchup *c = ctx;
+    struct view_membership *m = c->m;
+    c->bytes += LOG_CATCHUP_HEADER_SIZE + (uint64_t)snapshot_count * LOG_CATCHUP_SNAPSHOT_PREFIX;
+    if ((flags & LOG_CATCHUP_RESET) == 0)
+        return 0;
+    sp_log(SP_LOG_INFO, "log", "%s: the log starts over from the leader's snapshots",
+           m->config.log_dir);
+    view_log_close(m);
+    int rc = log_wipe(m->config.log_dir);
+    if (rc == 0)
+        rc = view_log_open(m);
+    if (rc < 0)
+        return rc;
+    m->current->log = m->appender;
+    m->current->frontiers = m->frontiers;
+    struct view_join_log_ends *ends = m->log_ends;
+    ends->next_view = 0;
+    c->any_view = false;
+    for (uint32_t i = 0; i < ends->count && rc == 0; i++) {
+        ends->ends[i].view_id = ends->ends[i].seq = 0;
+        rc = replay_snapshot(m, ends->ends[i].subgroup, 0, 0, NULL, 0, true);
+    }
+    return rc;
+}
+
+static int take_snapshot(void *ctx, const struct log_snapshot *snap, const uint8_t *state)
+{
+    struct view_log_catchup *c = ctx;
+    struct view_membership *m = c->m;
+    struct view_join_log_end *end = end_of(m->log_ends, snap->subgroup);
+    if (end == NULL || snap->view_id >= c->view ||
+        log_point_before(snap->view_id, snap->seq, end->view_id, end->seq))
+        return sp_error(SPINDLE_EPROTO,
+                        "catch-up: the leader sent a snapshot of subgroup %u at (%" PRIu64
+                        ", %" PRIu64 "), which this member does not log or which is not after "
+                        "where its log ends and before view %" PRIu64 " joined",
+                        snap->subgroup, snap->view_id, snap->seq, c->view);
+    int rc = view_log_snapshot_adopt(m, snap, state);
+    if (rc < 0)
+        return rc;
+    end->view_id = snap->view_id;
+    end->seq = snap->seq;
+    know_view(c, snap->view.view_id);
+    c->bytes += log_snapshot_encode(snap, NULL, 0) + snap->state_length;
+    return replay_snapshot(m, snap->subgroup, snap->view_id, snap->seq, state,
+                           (size_t)snap->state_length, true);
+}
+
+/* Checks a record of the stream against the joiner's log: 0, or
+ * SPINDLE_EPROTO naming what is wrong. */
+static int check_record(struct view_log_catchup *c, const struct log_record *record)
+{
+    struct view_join_log_ends *ends = c->m->log_ends;
+    if (record->type == LOG_REC_VIEW) {
+        uint64_t id = record->view.view_id;
+        if (id < ends->next_view || id >= c->view)
+            return sp_error(SPINDLE_EPROTO,
+                            "catch-up: the leader sent the record of view %" PRIu64
+                            ", not after this log's views (next %" PRIu64
+                            ") and before view %" PRIu64 " joined",
+                            id, ends->next_view, c->view);
+        return 0;
+    }
+    const struct log_message *msg = &record->message;
+    const struct view_join_log_end *end = end_of(ends, msg->subgroup);
+    if (end == NULL)
+        return sp_error(SPINDLE_EPROTO,
+                        "catch-up: the leader sent a message of subgroup %u, which this member "
+                        "does not log",
+                        msg->subgroup);
+    if (log_point_before(msg->view_id, msg->seq, end->view_id, end->seq) || msg->seq == UINT64_MAX)
+        return sp_error(SPINDLE_EPROTO,
+                        "catch-up: the leader sent message (%" PRIu64 ", %" PRIu64
+                        ") of subgroup %u, before where this log ends, (%" PRIu64 ", %" PRIu64 ")",
+                        msg->view_id, msg->seq, msg->subgroup, end->view_id, end->seq);
+    if (!c->any_view || msg->view_id > c->known_view)
+        return sp_error(SPINDLE_EPROTO,
+                        "catch-up: the leader sent a message of view %" PRIu64
+                        " before that view's record",
+                        msg->view_id);
+    return 0;
+}
+
+/* Takes one record of the stream: checked, appended, replayed. */
+static int take_record(void *ctx, const struct log_record *record)
+{
+    struct view_log_catchup *c = ctx;
+    struct view_membership *m = c->m;
+    int rc = check_record(c, record);
+    if (rc == 0)
+        rc = view_log_submit(m, record, &c->end_position);
+    if (rc < 0)
+        return rc;
+    c->appended = true;
+    c->bytes += log_record_size(record);
+    struct view_join_log_ends *ends = m->log_ends;
+    if (record->type == LOG_REC_VIEW) {
+        ends->next_view = record->view.view_id + 1;
+        know_view(c, record->view.view_id);
+        return 0;
+    }
+    const struct log_message *msg = &record->message;
+    advance_end(end_of(ends, msg->subgroup), msg->view_id, msg->seq + 1);
+    return replay_message(m, msg, true);
+}
+
+int view_log_catchup_begin(struct view_membership *m, uint64_t view, struct view_log_catchup **out)
+{
+    struct view_log_catchup *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for a catch-up");
+    c->m = m;
+    c->view = view;
+    if (m->log_ends->next_view > 0)
+        know_view(c, m->log_ends->next_view - 1);
+    struct log_catchup_sink sink = {
+        .on_header = take_header,
+        .on_snapshot = take_snapshot,
+        .on_record = take_record,
+        .ctx = c,
+    };
+    int rc = log_catchup_parser_init(&c->parser, &sink);
+    if (rc < 0) {
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int view_log_catchup_feed(struct view_log_catchup *c, const void *data, size_t length, bool last)
+{
+    int rc = log_catchup_feed(&c->parser, data, length);
+    if (rc == 0 && last)
+        rc = log_catchup_finish(&c->parser);
+    return rc;
+}
+
+int view_log_catchup_end(struct view_log_catchup *c)
+{
+    if (c == NULL)
+        return 0;
+    struct view_membership *m = c->m;
+    int rc = c->appended ? log_appender_wait(m->appender, c->end_position, -1) : 0;
+    m->catchup_records += c->parser.records;
+    m->catchup_bytes += c->bytes;
+    if (c->parser.records > 0 || c->parser.snapshots > 0)
+        sp_log(SP_LOG_INFO, "log",
+               "%s: caught up %" PRIu64 " snapshots and %" PRIu64 " records (%" PRIu64 " bytes)",
+               m->config.log_dir, c->parser.snapshots, c->parser.records, c->bytes);
+    log_catchup_parser_free(&c->parser);
+    free(c);
+    return rc;
+}
