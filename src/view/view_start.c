@@ -299,6 +299,8 @@ void view_membership_destroy(struct view_membership *m)
     view_epoch_free(m->current);
     m->current = NULL;
     view_log_close(m);
+    free(m->log_ends);
+    m->log_ends = NULL;
     if (m->engine != NULL)
         sst_engine_destroy(m->engine);
     ctl_close(m->ctl);
