@@ -100,17 +100,35 @@ void view_log_snapshots_close(struct view_membership *m)
     m->snapshot_points = NULL;
 }
 
-/* Checks that (view_id, seq) is a point this member delivered up to in
- * subgroup: 0, or SPINDLE_EINVAL naming why not. */
-static int check_delivered(struct view_membership *m, uint32_t subgroup, uint64_t view_id,
-                           uint64_t seq)
+/* Where this member's delivery stands, read before snapshot_lock is
+ * taken (the membership thread takes that lock while it holds the view,
+ * to plan a joiner's catch-up; what was delivered only grows). */
+struct delivered_now {
+    bool has_view;
+    uint64_t current;
+    uint32_t subgroups;
+    uint64_t delivered;
+};
+
+static void read_delivered(struct view_membership *m, uint32_t subgroup, struct delivered_now *now)
 {
     struct smc_group *smc = view_acquire(m);
-    uint64_t current = m->current != NULL ? m->current->view.id : 0;
-    uint32_t subgroups = m->current != NULL ? m->current->view.num_subgroups : 0;
-    uint64_t delivered = smc != NULL ? smc_group_delivered(smc, subgroup) : 0;
+    now->has_view = smc != NULL;
+    now->current = m->current != NULL ? m->current->view.id : 0;
+    now->subgroups = m->current != NULL ? m->current->view.num_subgroups : 0;
+    now->delivered =
+        smc != NULL && subgroup < now->subgroups ? smc_group_delivered(smc, subgroup) : 0;
     view_release(m);
-    if (smc == NULL)
+}
+
+/* Checks that (view_id, seq) is a point this member delivered up to in
+ * subgroup: 0, or SPINDLE_EINVAL naming why not. */
+static int check_delivered(struct view_membership *m, const struct delivered_now *now,
+                           uint32_t subgroup, uint64_t view_id, uint64_t seq)
+{
+    uint64_t current = now->current, delivered = now->delivered;
+    uint32_t subgroups = now->subgroups;
+    if (!now->has_view)
         return sp_error(SPINDLE_EINVAL, "snapshot: the group has no view yet");
     if (subgroup >= subgroups)
         return sp_error(SPINDLE_EINVAL, "snapshot: subgroup %u is unknown (the group has %u)",
@@ -134,10 +152,11 @@ static int store(struct view_membership *m, struct log_snapshot *snap, const voi
                  size_t length);
 
 /* Under snapshot_lock: the checks, the file, the points, the pruning. */
-static int take_snapshot(struct view_membership *m, uint32_t subgroup, uint64_t view_id,
-                         uint64_t seq, const void *state, size_t length)
+static int take_snapshot(struct view_membership *m, const struct delivered_now *now,
+                         uint32_t subgroup, uint64_t view_id, uint64_t seq, const void *state,
+                         size_t length)
 {
-    int rc = check_delivered(m, subgroup, view_id, seq);
+    int rc = check_delivered(m, now, subgroup, view_id, seq);
     if (rc < 0)
         return rc;
     struct view_snapshot_points *points = &m->snapshot_points[subgroup];
@@ -214,10 +233,12 @@ int view_log_snapshot(struct view_membership *m, uint32_t subgroup, uint64_t vie
 {
     if (state == NULL && length > 0)
         return sp_error(SPINDLE_EINVAL, "snapshot: state is NULL with length %zu", length);
+    struct delivered_now now;
+    read_delivered(m, subgroup, &now);
     pthread_mutex_lock(&m->snapshot_lock);
     int rc = m->appender == NULL || m->snapshot_points == NULL
                  ? sp_error(SPINDLE_EINVAL, "snapshot: this member has no log open")
-                 : take_snapshot(m, subgroup, view_id, seq, state, length);
+                 : take_snapshot(m, &now, subgroup, view_id, seq, state, length);
     pthread_mutex_unlock(&m->snapshot_lock);
     return rc;
 }
