@@ -39,7 +39,6 @@ import spindle
 REQUESTS = 10
 REMOVED = 2  # the member spindle-ctl removes
 TIMEOUT = 60.0  # seconds, for each wait
-TICK = 0.1  # the selector's bound: the loop also reads the status
 
 LEVELS = {"ERROR": "error", "WARNING": "warn", "INFO": "info", "DEBUG": "debug"}
 
@@ -143,18 +142,15 @@ class Member:
 def loop_until(member, selector, done, what):
     """The event loop: dispatches what the group's descriptor says is
     queued until done() holds. Returns None, or the error that stopped the
-    member (e.g. Removed), or TimedOut naming what."""
+    member (e.g. Removed: the descriptor becomes readable at the stop
+    itself, so no timer is needed to notice it), or TimedOut naming what."""
     deadline = time.monotonic() + TIMEOUT
     while not done():
-        # A member stopped from outside (removed) queues nothing more and
-        # its descriptor may stay quiet: the status says so.
-        status = member.group.status()
-        if status is not None:
-            return status
-        if time.monotonic() > deadline:
+        left = deadline - time.monotonic()
+        if left <= 0:
             print(f"member {member.self}: no {what} within {TIMEOUT} s", file=sys.stderr)
             return spindle.TimedOut.make(f"no {what}", "loop_until")
-        if selector.select(timeout=TICK):
+        if selector.select(timeout=left):
             try:
                 member.group.dispatch()
             except spindle.SpindleError as error:
