@@ -259,7 +259,9 @@ class _Core:
         self.on_p2p = on_p2p
         self.on_send_ready = on_send_ready
         self.dispatch = False  # dispatch mode: upcalls run inside Group.dispatch()
-        self.raised = None  # dispatch mode: the first exception of an upcall, for dispatch()
+        # Dispatch mode: the first exception of an upcall, by the thread
+        # whose dispatch() ran it (two threads may take turns dispatching).
+        self.raised = {}
         self.queue = queue.SimpleQueue()
         self.p2p_queue = queue.SimpleQueue()
         self.view = None
@@ -284,8 +286,8 @@ class _Core:
         try:
             yield
         except BaseException as error:
-            if self.dispatch and self.raised is None:
-                self.raised = error
+            if self.dispatch and threading.get_ident() not in self.raised:
+                self.raised[threading.get_ident()] = error
             else:
                 _log.exception("spindle: %s", what)
         finally:
@@ -882,10 +884,9 @@ class Group:
         stopped it (Removed, Minority, ...). Not from a callback."""
         handle = self._handle("dispatch")
         core = self._core
-        core.raised = None
         ran = _lib.lib.spindle_dispatch(handle, int(flags))
         error = make_error(ran, "spindle_dispatch") if ran < 0 else None
-        raised, core.raised = core.raised, None
+        raised = core.raised.pop(threading.get_ident(), None)
         if raised is not None:
             raise raised
         if error is not None:
