@@ -14,7 +14,9 @@
 #   - the manual pages are where man finds them, spindle-keygen writes a key
 #     and spindle-info runs;
 #   - python3 imports the spindle package, which finds the installed library
-#     by itself, and a member of one delivers what it sent.
+#     by itself, and a member of one delivers what it sent;
+#   - tests/install/three_members.py, the same group of three through the
+#     installed Python package alone, passes three_members.sh too.
 #
 # Usage: bash scripts/check-deb.sh [DEB_DIR]      (default: build-deb)
 # Needs root (debootstrap, chroot, mounts) and the network to the archive
@@ -102,7 +104,8 @@ cp "${packages[@]}" "$chroot_dir/tmp/debs/"
 in_root_debs=()
 for package in "${packages[@]}"; do in_root_debs+=("/tmp/debs/$(basename "$package")"); done
 cp "$root/tests/install/consumer.c" "$root/tests/install/three_members.c" \
-    "$root/tests/install/three_members.sh" "$chroot_dir/tmp/check/"
+    "$root/tests/install/three_members.sh" "$root/tests/install/three_members.py" \
+    "$chroot_dir/tmp/check/"
 
 echo "check-deb: apt-get install the packages (and gcc, pkg-config, man-db to check them)"
 (in_root apt-get update -qq &&
@@ -151,6 +154,11 @@ with spindle.Group([spindle.Subgroup([0], window=4, max_payload=64)],
     assert [m.data for m in g.receive(timeout=10)] == [b"installed"]
     g.shutdown(10)
 PYTHON
+echo "check-deb: three members again through python3-spindle, under spindle-run"
+in_root sh -ec '
+    cd /tmp/check
+    sh ./three_members.sh python3 /tmp/check/three_members.py' ||
+    fail "three members through the installed python3-spindle (tests/install/three_members.py)"
 done_at=$(date +%s)
 echo "check-deb: ok: debootstrap $((bootstrapped - start)) s, install $((installed - bootstrapped)) s," \
     "checks $((done_at - installed)) s, total $((done_at - start)) s"

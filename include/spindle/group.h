@@ -685,8 +685,10 @@ SPINDLE_API int spindle_group_set_keys(spindle_group_t *group, const char *key_f
  * queued for spindle_dispatch (level-triggered: it stays readable until
  * the queue is empty, so after SPINDLE_DISPATCH_ONE it may still be; with
  * EPOLLET dispatch with SPINDLE_DISPATCH_ALL until it returns 0). It also
- * becomes readable once the member stopped through spindle_group_shutdown
- * or spindle_group_leave (spindle_dispatch then says so). Only poll it:
+ * becomes readable, and stays so, once the member stopped: through
+ * spindle_group_shutdown or spindle_group_leave, or on its own (removed by
+ * the others, cut off in a minority: spindle_group_status), the moment it
+ * happens; spindle_dispatch then says so. Only poll it:
  * never read, write or close it; it is closed by spindle_group_destroy
  * (take it out of an epoll set first). Returns the descriptor, or
  * SPINDLE_EINVAL when the group is NULL or not in dispatch mode.

@@ -171,6 +171,8 @@ static void upcalls_of(struct spindle_group *group, struct view_config *out)
         out->queue_ctx = group;
         out->queue_overhead = SPINDLE_DISPATCH_OVERHEAD;
         out->report_at_install = true;
+        out->stopped = group_dispatch_stopped;
+        out->stopped_ctx = group;
     } else {
         out->deliver = o->deliver != NULL ? group_upcall_deliver : NULL;
         out->view_changed = o->view_changed != NULL ? group_upcall_view : NULL;

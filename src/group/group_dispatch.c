@@ -21,8 +21,11 @@
  * subgroups again.
  *
  * The descriptor is an eventfd whose counter is non-zero exactly while
- * the queue holds an item or the queue is closed (`signalled`, under
- * `lock`): level-triggered readiness.
+ * the queue holds an item, the queue is closed (shutdown, leave) or the
+ * member stopped on its own (`stopped`: removed, cut off in a minority,
+ * set by the membership through view_config.stopped): `signalled`, under
+ * `lock`; level-triggered readiness. So a loop learns of every end the
+ * moment it happens, without reading the status now and then.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -72,6 +75,7 @@ struct group_dispatch {
     size_t peak;       /* the most bytes queued at once */
     uint64_t progress; /* atomic: grows as room is freed */
     bool closed;
+    bool stopped; /* the member stopped on its own: nothing more is queued */
     bool signalled;
     int fd;
 };
@@ -113,7 +117,7 @@ int group_dispatch_create(const struct spindle_group_options *options, uint32_t 
 /* Makes the fd readable or not to match the queue. Lock held. */
 static void signal_state(struct group_dispatch *d)
 {
-    bool ready = d->head != NULL || d->closed;
+    bool ready = d->head != NULL || d->closed || d->stopped;
     if (ready == d->signalled)
         return;
     if (ready) {
@@ -366,6 +370,17 @@ void group_dispatch_stats(struct group_dispatch *d, uint64_t *bytes, uint64_t *p
     pthread_mutex_unlock(&d->lock);
 }
 
+void group_dispatch_stopped(void *ctx)
+{
+    spindle_group_t *group = ctx;
+    struct group_dispatch *d = group->dispatch;
+    pthread_mutex_lock(&d->lock);
+    d->stopped = true;
+    signal_state(d);
+    pthread_cond_broadcast(&d->cond);
+    pthread_mutex_unlock(&d->lock);
+}
+
 void group_dispatch_close(struct group_dispatch *d)
 {
     if (d == NULL)
@@ -401,21 +416,8 @@ static struct item *pop(spindle_group_t *group, bool wait)
 {
     struct group_dispatch *d = group->dispatch;
     pthread_mutex_lock(&d->lock);
-    while (wait && d->head == NULL && !d->closed) {
-        pthread_mutex_unlock(&d->lock);
-        /* A member that stopped on its own (a minority, a removal) queues
-         * nothing more and closes nothing: look now and then. */
-        bool stopped = view_status(&group->membership) < 0;
-        pthread_mutex_lock(&d->lock);
-        if (stopped || d->head != NULL || d->closed)
-            break;
-        struct timespec deadline;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_nsec += 100 * 1000000L;
-        deadline.tv_sec += deadline.tv_nsec / 1000000000L;
-        deadline.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&d->cond, &d->lock, &deadline);
-    }
+    while (wait && d->head == NULL && !d->closed && !d->stopped)
+        pthread_cond_wait(&d->cond, &d->lock);
     struct item *item = d->head;
     if (item != NULL) {
         d->head = item->next;

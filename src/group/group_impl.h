@@ -85,6 +85,11 @@ int group_dispatch_create(const struct spindle_group_options *options, uint32_t 
 /* Nothing more will be queued (shutdown, leave): the fd becomes readable
  * and a blocked dispatcher returns once the queue is empty. */
 void group_dispatch_close(struct group_dispatch *dispatch);
+/* view_config.stopped in dispatch mode: the member stopped on its own
+ * (removed, a minority); the descriptor becomes readable and a blocked
+ * dispatcher returns once the queue is empty. Membership lock held: it
+ * takes only the queue's. */
+void group_dispatch_stopped(void *ctx);
 /* Bytes queued now and at most so far (spindle_stats); 0 on NULL. */
 void group_dispatch_stats(struct group_dispatch *dispatch, uint64_t *bytes, uint64_t *peak);
 /* Frees what is still queued without running it and closes the fd. Safe

@@ -100,6 +100,13 @@ struct view_config {
      * sent, handed back (view_log_catchup.c); may be NULL. */
     spindle_replay_fn replay;
     void *replay_ctx;
+    /* Called once, as this member's terminal error is set (removed by the
+     * others, cut off in a minority, a failed view change, a leave), with
+     * `lock` held: it may only signal, never call into the membership
+     * (dispatch mode makes the application's descriptor readable, so that
+     * a loop learns of the stop at once: src/group). NULL: none. */
+    void (*stopped)(void *ctx);
+    void *stopped_ctx;
 };
 
 /* The last global persistence frontier reported for a subgroup. */

@@ -122,10 +122,6 @@ int view_remove_member(struct view_membership *m, uint32_t id)
 void view_set_terminal(struct view_membership *m, int error, const char *why)
 {
     pthread_mutex_lock(&m->lock);
-    if (m->terminal == 0) {
-        m->terminal = error;
-        snprintf(m->terminal_msg, sizeof m->terminal_msg, "%s", why);
-        pthread_cond_broadcast(&m->cond);
-    }
+    view_stop_locked(m, error, why);
     pthread_mutex_unlock(&m->lock);
 }

@@ -34,21 +34,32 @@ static void removed(struct view_membership *m, struct view_epoch *epoch)
     pthread_mutex_lock(&m->lock);
     stops = stops && !m->stop && m->terminal == 0;
     if (stops) {
-        m->terminal = SPINDLE_EREMOVED;
         char slow[64] = "";
         if (m->config.slow_member_ms > 0)
             snprintf(slow, sizeof slow, ", or held a sender's window full for %d ms",
                      m->config.slow_member_ms);
-        snprintf(m->terminal_msg, sizeof m->terminal_msg,
+        char why[sizeof m->terminal_msg];
+        snprintf(why, sizeof why,
                  "removed from the group: the other members of view %llu installed the next "
                  "view without it (they suspected it failed: it was stopped, hung or cut off "
                  "for longer than the failure timeout of %d ms%s; or an administrator had it "
                  "removed, spindle-ctl remove)",
                  view, m->config.failure_timeout_ms, slow);
+        view_stop_locked(m, SPINDLE_EREMOVED, why);
         sp_log(SP_LOG_ERROR, "view", "view %llu: %s", view, m->terminal_msg);
-        pthread_cond_broadcast(&m->cond);
     }
     pthread_mutex_unlock(&m->lock);
+}
+
+void view_stop_locked(struct view_membership *m, int error, const char *why)
+{
+    if (m->terminal != 0)
+        return;
+    m->terminal = error;
+    snprintf(m->terminal_msg, sizeof m->terminal_msg, "%s", why);
+    if (m->config.stopped != NULL)
+        m->config.stopped(m->config.stopped_ctx);
+    pthread_cond_broadcast(&m->cond);
 }
 
 void view_on_failure(void *ctx, struct sst_table *table, uint32_t row, int error)

@@ -204,6 +204,10 @@ void view_wedge(struct view_membership *m);
 void view_wait_change_for(struct view_membership *m, int ms);
 /* Returns once no view change is in progress. */
 void view_wait_change(struct view_membership *m);
+/* Records the terminal error that stops this member for good and why
+ * (the first one stays: later calls do nothing), tells the handle
+ * (view_config.stopped) and wakes the waiters. `lock` held. */
+void view_stop_locked(struct view_membership *m, int error, const char *why);
 /* ts = now (CLOCK_REALTIME) + ms, for pthread_cond_timedwait. */
 void view_deadline_in(struct timespec *ts, int ms);
 /* True while the current view has no change pending and the member is

@@ -116,10 +116,8 @@ static void *membership_main(void *arg)
             smc_group_wedge(m->current->smc);
         }
         pthread_mutex_lock(&m->lock);
-        if (rc < 0 && m->terminal == 0) { /* a removal notice may have come first */
-            m->terminal = rc;
-            snprintf(m->terminal_msg, sizeof m->terminal_msg, "%s", why);
-        }
+        if (rc < 0) /* unless a removal notice came first */
+            view_stop_locked(m, rc, why);
         m->changing = false;
         pthread_cond_broadcast(&m->cond);
         if (rc < 0)

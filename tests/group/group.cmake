@@ -19,6 +19,10 @@ spindle_add_test(test_group_poll SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_group_po
 # joiner's state taken through dispatch in order (forked members on shm).
 spindle_add_test(test_dispatch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dispatch.c TIMEOUT 120
   LABELS group)
+# Dispatch mode: a member that stops on its own (a minority) makes its
+# descriptor readable at once, though nothing is queued.
+spindle_add_test(test_dispatch_stop SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dispatch_stop.c
+  TIMEOUT 90 LABELS group)
 # Request/reply answered inside the delivery upcall through a full reply
 # window, in the default mode and in dispatch mode (forked members on shm).
 spindle_add_test(test_upcall_send SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_upcall_send.c TIMEOUT 60

@@ -6,7 +6,8 @@
 # the tools and every manual page were installed where man finds them, that
 # a group of three runs under the installed tools (tests/install/
 # three_members.sh), and that the installed Python package finds the
-# installed library by itself.
+# installed library by itself and runs the same group of three
+# (three_members.py).
 # Usage: install_consumer.sh BUILD_DIR SOURCE_DIR
 set -eu
 BUILD=$1
@@ -93,5 +94,10 @@ with spindle.Group([spindle.Subgroup([0], window=4, max_payload=64)], bootstrap=
     g.shutdown(10)
 PYTHON
         { echo "FAIL: the installed Python package (PYTHONPATH=$(dirname "$pydir"))"; exit 1; }
+    # The group of three again, through that package alone.
+    PATH="$PREFIX/bin:$PATH" PYTHONPATH="$(dirname "$pydir")" PYTHONDONTWRITEBYTECODE=1 \
+        env -u SPINDLE_LIBRARY sh "$SRC/tests/install/three_members.sh" \
+        python3 "$SRC/tests/install/three_members.py" ||
+        { echo "FAIL: three members of the installed Python package under spindle-run"; exit 1; }
 fi
 echo "ok: installed headers, libspindle.pc and find_package(spindle) all build a working program"

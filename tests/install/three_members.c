@@ -44,7 +44,6 @@
 #define REQUESTS   10
 #define REMOVED    2u    /* the member spindle-ctl removes */
 #define TIMEOUT_MS 60000 /* for each wait */
-#define TICK_MS    100   /* epoll_wait's bound: the loop also reads the status */
 
 struct member {
     spindle_group_t *group;
@@ -157,25 +156,22 @@ static long long now_ms(void)
 
 /*
  * The event loop: dispatches what the group's descriptor says is queued
- * until done(m) holds. Returns 0, the error that stopped the member (its
- * status, e.g. SPINDLE_EREMOVED), or SPINDLE_ETIMEDOUT naming what.
+ * until done(m) holds. Returns 0, the error that stopped the member (e.g.
+ * SPINDLE_EREMOVED: the descriptor becomes readable at the stop itself,
+ * so no timer is needed to notice it), or SPINDLE_ETIMEDOUT naming what.
  */
 static int loop_until(struct member *m, int epoll, bool (*done)(const struct member *),
                       const char *what)
 {
     long long deadline = now_ms() + TIMEOUT_MS;
     while (!done(m)) {
-        /* A member stopped from outside (removed) queues nothing more and
-         * its descriptor may stay quiet: the status says so. */
-        int status = spindle_group_status(m->group);
-        if (status < 0)
-            return status;
-        if (now_ms() > deadline) {
+        long long left = deadline - now_ms();
+        if (left <= 0) {
             fprintf(stderr, "member %u: no %s within %d ms\n", m->self, what, TIMEOUT_MS);
             return SPINDLE_ETIMEDOUT;
         }
         struct epoll_event event;
-        int ready = epoll_wait(epoll, &event, 1, TICK_MS);
+        int ready = epoll_wait(epoll, &event, 1, (int)left);
         if (ready < 0 && errno != EINTR) {
             perror("epoll_wait");
             return SPINDLE_EIO;

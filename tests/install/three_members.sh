@@ -1,5 +1,5 @@
 #!/bin/sh
-# Drives three_members.c as an operator would: spindle-run -n 3 starts the
+# Drives three_members.c, or its Python twin three_members.py, as an operator would: spindle-run -n 3 starts the
 # three members; once each has written its ready file (its request/reply
 # round and member 0's point-to-point query to member 1 done), spindle-stat, from outside, must show the group's three
 # members, and spindle-ctl has member 0 remove member 2; then every member
@@ -8,13 +8,14 @@
 # have routed the library's log lines to its own sink, and none of them may
 # have reached stderr through the library's default sink.
 #
-# Usage: three_members.sh CONSUMER
-#   CONSUMER  three_members.c built against the installed library; the
-#             installed spindle-run, spindle-stat and spindle-ctl are taken
-#             from PATH.
+# Usage: three_members.sh CONSUMER [ARG...]
+#   CONSUMER  three_members.c built against the installed library, or
+#             `python3 three_members.py` (ARG: the script) with the installed
+#             package importable; the installed spindle-run, spindle-stat and
+#             spindle-ctl are taken from PATH.
 # Exit 0 when all of that held, 1 naming what did not.
 set -u
-CONSUMER=$1
+[ $# -ge 1 ] || { echo "usage: $0 CONSUMER [ARG...]"; exit 2; }
 WORK=$(mktemp -d /tmp/spindle-three-XXXXXX)
 PID=""
 cleanup() {
@@ -32,7 +33,7 @@ BASE=$((20000 + $$ % 20000))
 GROUP=three-$$
 ADMIN=$WORK/admin
 
-spindle-run -n 3 --base-port "$BASE" "$CONSUMER" "$GROUP" "$ADMIN" "$WORK" \
+spindle-run -n 3 --base-port "$BASE" "$@" "$GROUP" "$ADMIN" "$WORK" \
     >"$WORK/out" 2>"$WORK/err" &
 PID=$!
 # The members say when they are ready; spindle-run ending first is a failure.
@@ -76,5 +77,5 @@ grep -q "^\[0\] member 0: member 1 answered the point-to-point query: replies se
 if grep -q "spindle\[[0-9]*\]" "$WORK/err"; then
     fail "library log lines reached stderr instead of the sink"
 fi
-echo "ok: three members under spindle-run: epoll dispatch, replies from the upcall, their own" \
+echo "ok: three members ($*) under spindle-run: epoll dispatch, replies from the upcall, their own" \
     "log sinks; spindle-stat showed them and spindle-ctl removed member 2"

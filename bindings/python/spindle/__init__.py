@@ -18,7 +18,11 @@ from . import _lib, log
 from .errors import *  # noqa: F401,F403 - the exception classes and codes
 from .errors import CODES, SpindleError, error_name
 from .group import (
+    DISPATCH_ALL,
+    DISPATCH_BLOCKING,
+    DISPATCH_ONE,
     Bootstrap,
+    DispatchFlags,
     Group,
     Identity,
     Message,
@@ -37,6 +41,7 @@ MAX_WINDOW = _lib.MAX_WINDOW
 MAX_MEMBERS = _lib.MAX_MEMBERS
 MAX_SUBGROUPS = _lib.MAX_SUBGROUPS
 P2P_MAX_PAYLOAD = _lib.P2P_MAX_PAYLOAD
+DISPATCH_OVERHEAD = _lib.DISPATCH_OVERHEAD
 
 library_path = _lib.path
 

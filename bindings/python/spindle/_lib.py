@@ -25,6 +25,10 @@ RESERVE_NONBLOCK = 1
 P2P_MAX_PAYLOAD = 4096  # SPINDLE_P2P_MAX_PAYLOAD (p2p.h)
 P2P_NONBLOCK = 1  # SPINDLE_P2P_NONBLOCK
 RANK_ANY = 0xFFFFFFFF
+DISPATCH_OVERHEAD = 256  # SPINDLE_DISPATCH_OVERHEAD: a queued message's cost besides its length
+DISPATCH_ONE = 1  # enum spindle_dispatch_flags
+DISPATCH_ALL = 2
+DISPATCH_BLOCKING = 3
 
 MODE_ATOMIC = 0
 MODE_UNORDERED = 1
@@ -409,6 +413,8 @@ _PROTOTYPES = [
         ctypes.c_int,
         [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p],
     ),
+    ("spindle_group_fd", ctypes.c_int, [ctypes.c_void_p]),
+    ("spindle_dispatch", ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint]),
     ("spindle_group_destroy", None, [ctypes.c_void_p]),
     (
         "spindle_config_load",

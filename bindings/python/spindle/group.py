@@ -1,20 +1,27 @@
 """Group: one member's side of a libspindle group (include/spindle/group.h).
 
-Threads. Deliveries, views and point-to-point messages arrive on the
-library's predicate thread; the callbacks given as on_deliver, on_view and
-on_p2p run there, holding the GIL (ctypes takes it), while the library holds
-its predicate lock: keep them short, and call no method of a group from
-inside them (that raises RuntimeError rather than deadlock), except
-p2p_send and p2p_reply, which there never wait (Again when the ring is
-full). Without on_deliver, each batch is put on a queue that any Python
-thread drains with receive() or messages(); without on_p2p, point-to-point
-messages queue for p2p_receive(). The blocking calls
-(creation, send and reserve while the window is full, flush, barrier,
-shutdown, leave) release the GIL while they wait, so other Python threads
-run meanwhile. A reservation (reserve()) belongs to the thread that made it.
+Threads. By default deliveries, views and point-to-point messages arrive
+on the library's predicate thread; the callbacks given as on_deliver,
+on_view, on_p2p and on_send_ready run there, holding the GIL (ctypes takes
+it), while the library holds its predicate lock: keep them short. With
+dispatch=True they are queued instead and run inside Group.dispatch(), on
+the thread that calls it (an event loop watching Group.fileno()), with no
+library lock held. Either way, inside a callback of a group: send and
+reserve never wait (Again when the window is full, then on_send_ready once
+it has room), nor do p2p_send and p2p_reply (Again when the ring is full);
+stats, status, member_id, size, identity and fileno may be called; every
+other method would wait for the thread the callback runs on, and raises
+RuntimeError saying so. Without on_deliver, each batch is put on a queue
+that any Python thread drains with receive() or messages(); without
+on_p2p, point-to-point messages queue for p2p_receive(). The blocking
+calls (creation, send and reserve while the window is full, flush,
+barrier, shutdown, leave, dispatch) release the GIL while they wait, so
+other Python threads run meanwhile. A reservation (reserve()) belongs to
+the thread that made it.
 
-An exception raised by a callback is logged on the logger "spindle" and
-dropped: it never reaches the library's thread, which goes on.
+An exception raised by a callback never reaches the library's thread: in
+dispatch mode dispatch() raises the first one to its caller; otherwise it
+is logged on the logger "spindle" and dropped, and the library goes on.
 """
 
 import contextlib
@@ -33,10 +40,23 @@ from . import errors
 from .errors import Shutdown, TimedOut, check, make_error
 
 _log = logging.getLogger("spindle")
-_local = threading.local()  # .in_callback: this thread runs one of our callbacks
+_local = threading.local()  # .cores: the groups whose upcall this thread runs
 _libc = ctypes.CDLL(None)
 _libc.malloc.restype = ctypes.c_void_p
 _libc.malloc.argtypes = [ctypes.c_size_t]
+
+
+class DispatchFlags(enum.IntEnum):
+    """enum spindle_dispatch_flags: how Group.dispatch runs the queue."""
+
+    ONE = _lib.DISPATCH_ONE  # at most one queued callback; never waits
+    ALL = _lib.DISPATCH_ALL  # the callbacks queued when called; never waits
+    BLOCKING = _lib.DISPATCH_BLOCKING  # callbacks as they come, until the member stops
+
+
+DISPATCH_ONE = DispatchFlags.ONE
+DISPATCH_ALL = DispatchFlags.ALL
+DISPATCH_BLOCKING = DispatchFlags.BLOCKING
 
 
 class Mode(enum.IntEnum):
@@ -210,10 +230,8 @@ _MANAGED = {
     "num_logged_subgroups": "logged_subgroups",
     "persisted": "(not supported by the bindings yet: use flush_persistent or persisted)",
     "persisted_ctx": "(not supported by the bindings yet: use flush_persistent or persisted)",
-    "dispatch": "(not supported by the bindings yet)",
-    "dispatch_queue_bytes": "(not supported by the bindings yet)",
-    "send_ready": "(not supported by the bindings yet)",
-    "send_ready_ctx": "(not supported by the bindings yet)",
+    "send_ready": "on_send_ready",
+    "send_ready_ctx": "on_send_ready",
     "p2p_deliver": "on_p2p",
     "p2p_ctx": "on_p2p",
     "state_write": "(not supported by the bindings yet: use state_save/state_load)",
@@ -221,16 +239,29 @@ _MANAGED = {
 }
 
 
+def _upcalls_running():
+    """The cores whose upcall this thread is running, innermost last."""
+    running = getattr(_local, "cores", None)
+    if running is None:
+        running = _local.cores = []
+    return running
+
+
 class _Core:
     """What the library's threads reach: the callbacks and their targets.
     It outlives the Group object until the handle is destroyed."""
 
-    def __init__(self, on_deliver, on_view, state_save, state_load, on_p2p=None):
+    def __init__(self, on_deliver, on_view, state_save, state_load, on_p2p, on_send_ready):
         self.on_deliver = on_deliver
         self.on_view = on_view
         self.state_save = state_save
         self.state_load = state_load
         self.on_p2p = on_p2p
+        self.on_send_ready = on_send_ready
+        self.dispatch = False  # dispatch mode: upcalls run inside Group.dispatch()
+        # Dispatch mode: the first exception of an upcall, by the thread
+        # whose dispatch() ran it (two threads may take turns dispatching).
+        self.raised = {}
         self.queue = queue.SimpleQueue()
         self.p2p_queue = queue.SimpleQueue()
         self.view = None
@@ -242,10 +273,32 @@ class _Core:
         self.c_state_save = _lib.STATE_SAVE_FN(self._state_save)
         self.c_state_load = _lib.STATE_LOAD_FN(self._state_load)
         self.c_p2p = _lib.P2P_DELIVER_FN(self._p2p)
+        self.c_send_ready = _lib.SEND_READY_FN(self._send_ready)
+
+    @contextlib.contextmanager
+    def _upcall(self, what):
+        """Marks this thread as running an upcall of this group (Group's
+        methods look). An exception of the callback does not reach C: in
+        dispatch mode the first one is kept for dispatch() to raise on its
+        caller's thread; otherwise (and after the first) it is logged."""
+        running = _upcalls_running()
+        running.append(self)
+        try:
+            yield
+        except BaseException as error:
+            if self.dispatch and threading.get_ident() not in self.raised:
+                self.raised[threading.get_ident()] = error
+            else:
+                _log.exception("spindle: %s", what)
+        finally:
+            running.pop()
+
+    def in_upcall(self):
+        """Whether this thread runs an upcall of this group now."""
+        return self in _upcalls_running()
 
     def _deliver(self, ctx, messages, count):
-        _local.in_callback = True
-        try:
+        with self._upcall("the delivery callback raised; the batch is dropped"):
             batch = []
             for i in range(count):
                 m = messages[i]
@@ -257,14 +310,9 @@ class _Core:
                 self.on_deliver(batch)
             else:
                 self.queue.put(batch)
-        except BaseException:
-            _log.exception("spindle: the delivery callback raised; the batch is dropped")
-        finally:
-            _local.in_callback = False
 
     def _p2p(self, ctx, raw):
-        _local.in_callback = True
-        try:
+        with self._upcall("the point-to-point callback raised; the message is dropped"):
             m = raw.contents
             data = ctypes.string_at(m.data, m.length) if m.length else b""
             message = P2PMessage(m.sender_id, m.view_id, m.query_id, data)
@@ -272,24 +320,19 @@ class _Core:
                 self.on_p2p(message)
             else:
                 self.p2p_queue.put(message)
-        except BaseException:
-            _log.exception("spindle: the point-to-point callback raised; the message is dropped")
-        finally:
-            _local.in_callback = False
 
     def _view(self, ctx, info):
-        _local.in_callback = True
-        try:
+        with self._upcall("the view callback raised"):
             view = _view_from_c(info.contents)
             with self.view_changed:
                 self.view = view
                 self.view_changed.notify_all()
             if self.on_view is not None:
                 self.on_view(view)
-        except BaseException:
-            _log.exception("spindle: the view callback raised")
-        finally:
-            _local.in_callback = False
+
+    def _send_ready(self, ctx, subgroup):
+        with self._upcall("the send-ready callback raised"):
+            self.on_send_ready(subgroup)
 
     def _state_save(self, ctx, data, length):
         try:
@@ -330,9 +373,10 @@ _open_lock = threading.Lock()
 def _finalize(core):
     with _open_lock:
         _open.discard(core)
-    if getattr(_local, "in_callback", False):
-        # Collected on the library's own thread: destroying there would
-        # wait for that thread. Leave it to the exit hook.
+    if _upcalls_running():
+        # Collected inside an upcall (on the library's own thread, or in
+        # dispatch()): destroying there would wait for that very upcall, or
+        # do nothing. Leave it to the exit hook.
         with _open_lock:
             _open.add(core)
         return
@@ -365,13 +409,17 @@ class Group:
     bootstrap, bootstrap_kind, bootstrap_timeout_ms, failure_timeout_ms,
     batching, null_sends, early_unlock, tolerate_failures, device, join,
     slow_member_ms, tie_breaker, member_name, incarnation, key_file,
-    accept_key_file, poll_dedicated, poll_cpu, log_dir, ...); fields not
-    given keep spindle_group_options_init's defaults. Strings may be str
-    or paths. logged_subgroups is a list of subgroup indices. Callbacks:
+    accept_key_file, poll_dedicated, poll_cpu, log_dir, dispatch,
+    dispatch_queue_bytes, ...); fields not given keep
+    spindle_group_options_init's defaults. Strings may be str or paths.
+    logged_subgroups is a list of subgroup indices. Callbacks:
     on_deliver(list[Message]), on_view(View), state_save() -> bytes and
     state_load(bytes) for joins, on_p2p(P2PMessage) for point-to-point
-    messages (without it they queue for p2p_receive()). Blocks until every
-    member is there (or the join is done).
+    messages (without it they queue for p2p_receive()),
+    on_send_ready(subgroup) once a window that made a send inside a
+    callback raise Again has room again. dispatch=True: the callbacks run
+    inside dispatch(), on the thread that calls it, when fileno() is
+    readable. Blocks until every member is there (or the join is done).
     """
 
     def __init__(
@@ -384,11 +432,12 @@ class Group:
         state_save: Callable[[], bytes] | None = None,
         state_load: Callable[[bytes], None] | None = None,
         on_p2p: Callable[[P2PMessage], None] | None = None,
+        on_send_ready: Callable[[int], None] | None = None,
         logged_subgroups: Sequence[int] | None = None,
         _setup=None,
         **options,
     ):
-        core = _Core(on_deliver, on_view, state_save, state_load, on_p2p)
+        core = _Core(on_deliver, on_view, state_save, state_load, on_p2p, on_send_ready)
         self._core = core
         self._closed = False
         opts = _lib.GroupOptions()
@@ -408,6 +457,9 @@ class Group:
         opts.deliver = core.c_deliver
         opts.view_changed = core.c_view
         opts.p2p_deliver = core.c_p2p
+        if on_send_ready is not None:
+            opts.send_ready = core.c_send_ready
+        core.dispatch = bool(opts.dispatch)
         if state_save is not None:
             opts.state_save = core.c_state_save
         if state_load is not None:
@@ -556,11 +608,15 @@ class Group:
 
     # -- state --------------------------------------------------------
 
-    def _handle(self, call):
-        if getattr(_local, "in_callback", False):
+    def _handle(self, call, *, in_upcall=False):
+        """The library's handle for call. Inside a callback of this group
+        only the calls with in_upcall (never waiting there) are allowed;
+        the others would wait for the very thread the callback runs on."""
+        if not in_upcall and self._core.in_upcall():
             raise RuntimeError(
-                f"{call} called from a delivery or view callback: those run on the "
-                "library's thread with its lock held; hand the work to another thread"
+                f"{call} called from a callback of this group would wait for the thread "
+                "the callback runs on (the library's, or the one inside dispatch()); "
+                "call it after the callback returns, or from another thread"
             )
         if self._core.handle is None:
             raise Shutdown.make("the group is closed", call)
@@ -569,12 +625,12 @@ class Group:
     @property
     def member_id(self):
         """This member's id (spindle_group_self)."""
-        return _lib.lib.spindle_group_self(self._handle("member_id"))
+        return _lib.lib.spindle_group_self(self._handle("member_id", in_upcall=True))
 
     @property
     def size(self):
         """Number of members (spindle_group_size)."""
-        return _lib.lib.spindle_group_size(self._handle("size"))
+        return _lib.lib.spindle_group_size(self._handle("size", in_upcall=True))
 
     @property
     def view(self):
@@ -583,7 +639,9 @@ class Group:
 
     def wait_for_view(self, predicate, timeout=None):
         """Waits until predicate(view) is true of the current view and
-        returns it; TimedOut after timeout seconds."""
+        returns it; TimedOut after timeout seconds. Not from a callback
+        (the view may come through the very thread it runs on)."""
+        self._handle("wait_for_view")
         with self._core.view_changed:
             if not self._core.view_changed.wait_for(
                 lambda: self._core.view is not None and predicate(self._core.view), timeout
@@ -599,7 +657,7 @@ class Group:
         raw = _lib.MemberIdentity()
         check(
             _lib.lib.spindle_group_identity(
-                self._handle("identity"), member_id, ctypes.byref(raw)
+                self._handle("identity", in_upcall=True), member_id, ctypes.byref(raw)
             ),
             "spindle_group_identity",
         )
@@ -608,7 +666,7 @@ class Group:
     def status(self):
         """None while this member takes part in the group; else the
         SpindleError that stopped it (EMINORITY, EREMOVED, ...), not raised."""
-        code = _lib.lib.spindle_group_status(self._handle("status"))
+        code = _lib.lib.spindle_group_status(self._handle("status", in_upcall=True))
         if code == 0:
             return None
         return make_error(code, "spindle_group_status")
@@ -618,7 +676,7 @@ class Group:
         raw = _lib.Stats()
         check(
             _lib.lib.spindle_group_stats_sized(
-                self._handle("stats"), ctypes.byref(raw), _lib.STATS_SIZE
+                self._handle("stats", in_upcall=True), ctypes.byref(raw), _lib.STATS_SIZE
             ),
             "spindle_group_stats",
         )
@@ -626,11 +684,26 @@ class Group:
 
     # -- sending ------------------------------------------------------
 
+    def _send_flags(self, call, block):
+        """The handle and reserve flags of a send or reserve. Inside a
+        callback of this group it never waits (the window may wait for
+        that very callback): as with block=False, whatever block says."""
+        handle = self._handle(call, in_upcall=True)
+        if not block or self._core.in_upcall():
+            return handle, _lib.RESERVE_NONBLOCK
+        return handle, 0
+
     def send(self, subgroup, data, *, block=True):
         """Sends data (any bytes-like object) in subgroup: reserve, copy,
         commit. Blocks while the window is full unless block=False, which
-        raises Again instead. MessageTooLarge above max_payload."""
-        handle = self._handle("send")
+        raises Again instead. MessageTooLarge above max_payload.
+
+        Inside a callback of this group (on_deliver, on_view, on_p2p,
+        on_send_ready) it never blocks: Again when the window is full, or
+        while a view change is under way; on_send_ready(subgroup) is then
+        called once the window has room, the moment to send what had to
+        wait (spindle_send_ready_fn)."""
+        handle, flags = self._send_flags("send", block)
         if isinstance(data, bytes):
             buffer, size = data, len(data)
         else:
@@ -640,7 +713,6 @@ class Group:
                 buffer = view.tobytes()  # ctypes takes only writable buffers in place
             else:
                 buffer = (ctypes.c_char * size).from_buffer(view) if size else None
-        flags = 0 if block else _lib.RESERVE_NONBLOCK
         check(_lib.lib.spindle_send(handle, subgroup, buffer, size, flags), "spindle_send")
 
     @contextlib.contextmanager
@@ -650,10 +722,10 @@ class Group:
         the block ends. The library cannot take a reservation back: when
         the block raises, the slot is zeroed and committed anyway (the
         members deliver n zero bytes) and the exception goes on. Use the
-        memoryview only inside the block."""
-        handle = self._handle("reserve")
+        memoryview only inside the block. Inside a callback it never
+        blocks, as send; the block must end before the callback returns."""
+        handle, flags = self._send_flags("reserve", block)
         slot = ctypes.c_void_p()
-        flags = 0 if block else _lib.RESERVE_NONBLOCK
         check(
             _lib.lib.spindle_reserve(handle, subgroup, size, flags, ctypes.byref(slot)),
             "spindle_reserve",
@@ -677,7 +749,7 @@ class Group:
         callback (the library's thread): there it never waits."""
         if self._core.handle is None:
             raise Shutdown.make("the group is closed", call)
-        if getattr(_local, "in_callback", False) or not block:
+        if self._core.in_upcall() or not block:
             return self._core.handle, _lib.P2P_NONBLOCK
         return self._core.handle, 0
 
@@ -734,6 +806,11 @@ class Group:
         and every message was taken."""
         if self._core.on_p2p is not None:
             raise RuntimeError("point-to-point messages go to on_p2p; p2p_receive() has nothing")
+        if self._core.in_upcall():
+            raise RuntimeError(
+                "p2p_receive() called from a callback of this group: messages are queued by "
+                "that very thread"
+            )
         try:
             message = self._core.p2p_queue.get(timeout=timeout)
         except queue.Empty:
@@ -753,6 +830,11 @@ class Group:
         group is closed and every batch was taken."""
         if self._core.on_deliver is not None:
             raise RuntimeError("deliveries go to on_deliver; receive() has nothing")
+        if self._core.in_upcall():
+            raise RuntimeError(
+                "receive() called from a callback of this group: batches are queued by that "
+                "very thread"
+            )
         try:
             batch = self._core.queue.get(timeout=timeout)
         except queue.Empty:
@@ -773,6 +855,43 @@ class Group:
             except Shutdown:
                 return
             yield from batch
+
+    # -- dispatch mode (docs/DISPATCH.md) ------------------------------
+
+    def fileno(self):
+        """Dispatch mode: the descriptor (spindle_group_fd) that is readable
+        while callbacks are queued for dispatch(), and once the member
+        stopped; for selectors, select or asyncio's loop.add_reader. Only
+        poll it; take it out of the selector before close(), which closes
+        it. InvalidArgument when the group is not in dispatch mode."""
+        return check(
+            _lib.lib.spindle_group_fd(self._handle("fileno", in_upcall=True)), "spindle_group_fd"
+        )
+
+    def dispatch(self, flags=DISPATCH_ALL):
+        """Dispatch mode: runs the queued callbacks (on_deliver, on_view,
+        on_p2p, on_send_ready, a joiner's state_save) on the calling thread,
+        in the order they happened, with no library lock held; returns how
+        many ran (0: none was queued); spindle_dispatch. flags:
+        DISPATCH_ONE (at most one), DISPATCH_ALL (those queued now) or
+        DISPATCH_BLOCKING (as they come, until the member stops). The GIL is
+        released while the library waits or works; each callback takes it.
+
+        The first exception a callback raises is raised here once the call
+        returns (the callbacks queued after it in the same call still ran;
+        a later exception is logged). Once the queue is empty and the member
+        stopped, raises Shutdown (shutdown or leave) or the error that
+        stopped it (Removed, Minority, ...). Not from a callback."""
+        handle = self._handle("dispatch")
+        core = self._core
+        ran = _lib.lib.spindle_dispatch(handle, int(flags))
+        error = make_error(ran, "spindle_dispatch") if ran < 0 else None
+        raised = core.raised.pop(threading.get_ident(), None)
+        if raised is not None:
+            raise raised
+        if error is not None:
+            raise error
+        return ran
 
     # -- collective calls and the end ---------------------------------
 
@@ -854,8 +973,11 @@ class Group:
         """Releases the member (spindle_group_destroy): not an orderly
         end by itself (see shutdown and leave). Idempotent. No other
         thread may be inside a call on this group meanwhile."""
-        if getattr(_local, "in_callback", False):
-            raise RuntimeError("close() called from a delivery or view callback")
+        if self._core.in_upcall():
+            raise RuntimeError(
+                "close() called from a callback of this group: the group would be destroyed "
+                "under the thread that runs the callback"
+            )
         self._finalizer()
 
     @property
