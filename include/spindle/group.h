@@ -174,7 +174,10 @@ typedef void (*spindle_persisted_fn)(void *ctx, uint32_t subgroup, uint64_t view
  * it and appended to its log (received true). Then the joiner delivers
  * as any member does. Runs inside spindle_group_create on the calling
  * thread; data is valid only during the call. It returns 0, or a negative
- * SPINDLE_E* code, which fails the create. A restarting joiner is sent
+ * SPINDLE_E* code, which fails the create (SPINDLE_EAGAIN is taken as
+ * SPINDLE_EINVAL); a received item is in the log before the upcall sees
+ * it, so a refused one comes back from the log at the next start. A
+ * restarting joiner is sent
  * these records instead of the application's state (state_save and
  * state_load, or state_write and state_read, are not called for it).
  */

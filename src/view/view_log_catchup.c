@@ -46,6 +46,10 @@ static int replay(struct view_membership *m, const struct spindle_replayed *item
     if (m->config.replay == NULL)
         return 0;
     int rc = m->config.replay(m->config.replay_ctx, item);
+    /* Not "ask again": what was taken stays taken (appended to the log),
+     * so another attempt would never hand this item over again. */
+    if (rc == SPINDLE_EAGAIN)
+        rc = SPINDLE_EINVAL;
     if (rc < 0)
         return sp_error(
             rc, "the replay upcall refused %s of subgroup %u at (%" PRIu64 ", %" PRIu64 ") (%s)",
@@ -301,37 +305,6 @@ static int read_snapshots(struct view_membership *m, struct catchup_plan *plan)
     return 0;
 }
 
-/* Decides what joiner is sent: a suffix, or (when this member's log lacks
- * part of what follows the joiner's ends) a reset from its snapshots. */
-static int make_plan(struct view_membership *m, uint32_t joiner, struct catchup_plan *plan)
-{
-    struct view_join_log_ends *ends = &plan->ends;
-    int rc = 0;
-    pthread_mutex_lock(&m->snapshot_lock);
-    for (uint32_t i = 0; i < ends->count && rc == 0; i++) {
-        const struct view_join_log_end *end = &ends->ends[i];
-        if (!view_logged(&m->config, end->subgroup)) {
-            rc = sp_error(SPINDLE_EINVAL,
-                          "joiner %u logs subgroup %u, which member %u does not log: every "
-                          "member of a logged subgroup must log it",
-                          joiner, end->subgroup, m->config.self);
-            break;
-        }
-        uint64_t base_view, base_seq;
-        log_base(m, end->subgroup, &base_view, &base_seq);
-        if (log_point_before(end->view_id, end->seq, base_view, base_seq))
-            plan->reset = true;
-    }
-    if (rc == 0 && plan->reset) {
-        for (uint32_t i = 0; i < ends->count; i++)
-            ends->ends[i].view_id = ends->ends[i].seq = 0;
-        ends->next_view = 0;
-        rc = read_snapshots(m, plan);
-    }
-    pthread_mutex_unlock(&m->snapshot_lock);
-    return rc;
-}
-
 /* True when the joiner lacks record, which lies before the view it joins. */
 static bool lacks(const struct view_join_log_ends *ends, const struct log_record *record)
 {
@@ -367,47 +340,132 @@ static int stream_snapshots(const struct catchup_plan *plan, struct spindle_stat
     return rc;
 }
 
-/* Streams the records of this member's log that the plan says the joiner
- * lacks, up to the record of view. */
-static int stream_records(struct view_membership *m, const struct catchup_plan *plan, uint64_t view,
-                          struct spindle_state_out *out)
+/* Calls fn for each record of this member's log before the record of
+ * view (the joiner's own view, whose record it writes itself), reading a
+ * copy of the log's list of segments: the appender's writer changes the
+ * member's as it goes. The path is the open log's (the options' string is
+ * the application's only during create). */
+static int for_each_record(struct view_membership *m, uint64_t view,
+                           int (*fn)(void *ctx, const struct log_record *record), void *ctx)
 {
-    /* Its own copy of the log's list of segments: the appender's writer
-     * changes the member's as it goes. The path is the open log's (the
-     * options' string is the application's only during create). */
     struct log *log = NULL;
     int rc = log_open(m->log->dir, 0, &log, NULL);
     if (rc < 0)
         return rc;
     struct log_reader reader;
-    uint8_t *buf = malloc(LOG_MAX_RECORD);
-    rc = buf != NULL ? log_reader_open(&reader, log)
-                     : sp_error(SPINDLE_ENOMEM, "no memory for a catch-up record");
+    rc = log_reader_open(&reader, log);
     if (rc < 0) {
-        free(buf);
         log_close(log);
         return rc;
     }
-    uint64_t records = 0;
     struct log_record record;
     while (rc == 0 && (rc = log_reader_next(&reader, &record)) == 1) {
-        rc = 0;
         if (record.type == LOG_REC_VIEW && record.view.view_id >= view)
-            break; /* the joiner's own view: it writes that record itself */
-        if ((record.type == LOG_REC_MESSAGE && record.message.view_id >= view) ||
-            !lacks(&plan->ends, &record))
-            continue;
-        size_t size = log_record_encode(&record, buf, LOG_MAX_RECORD);
-        rc = spindle_state_put(out, buf, size);
-        records++;
+            break;
+        rc =
+            record.type == LOG_REC_MESSAGE && record.message.view_id >= view ? 0 : fn(ctx, &record);
     }
-    if (rc >= 0)
-        sp_log(SP_LOG_INFO, "log", "catch-up%s: %" PRIu64 " records from %s",
-               plan->reset ? " (reset)" : "", records, log->dir);
     log_reader_close(&reader);
-    free(buf);
     log_close(log);
     return rc < 0 ? rc : 0;
+}
+
+/* The bytes of the two ways to catch a joiner up, counted in one pass. */
+struct plan_costs {
+    const struct view_join_log_ends *suffix, *reset;
+    uint64_t suffix_bytes, reset_bytes;
+};
+
+static int count_record(void *ctx, const struct log_record *record)
+{
+    struct plan_costs *costs = ctx;
+    if (lacks(costs->suffix, record))
+        costs->suffix_bytes += log_record_size(record);
+    if (lacks(costs->reset, record))
+        costs->reset_bytes += log_record_size(record);
+    return 0;
+}
+
+/*
+ * Decides what joiner is sent. A suffix, unless this member's log lacks
+ * part of what follows the joiner's ends (a subgroup's end before where
+ * its log holds every message), or its snapshots and the records after
+ * them would be fewer bytes than the suffix: then a reset.
+ */
+static int make_plan(struct view_membership *m, uint32_t joiner, uint64_t view,
+                     struct catchup_plan *plan)
+{
+    struct view_join_log_ends *ends = &plan->ends;
+    struct view_join_log_ends *from = malloc(sizeof *from);
+    if (from == NULL)
+        return sp_error(SPINDLE_ENOMEM, "no memory for the joiner's catch-up");
+    *from = *ends;
+    from->next_view = 0;
+    bool must_reset = false;
+    uint64_t snapshot_bytes = 0;
+    struct log_snapshot_file *files = NULL;
+    size_t count = 0;
+    pthread_mutex_lock(&m->snapshot_lock);
+    int rc = log_snapshot_list(m->log->dir_fd, m->log->dir, false, &files, &count);
+    for (uint32_t i = 0; i < ends->count && rc == 0; i++) {
+        const struct view_join_log_end *end = &ends->ends[i];
+        if (!view_logged(&m->config, end->subgroup)) {
+            rc = sp_error(SPINDLE_EINVAL,
+                          "joiner %u logs subgroup %u, which member %u does not log: every "
+                          "member of a logged subgroup must log it",
+                          joiner, end->subgroup, m->config.self);
+            break;
+        }
+        uint64_t base_view, base_seq;
+        log_base(m, end->subgroup, &base_view, &base_seq);
+        must_reset |= log_point_before(end->view_id, end->seq, base_view, base_seq);
+        /* A reset sends the newest snapshot and the messages after it. */
+        struct view_join_log_end *reset_end = &from->ends[i];
+        reset_end->view_id = reset_end->seq = 0;
+        if (!view_log_newest_snapshot(m, end->subgroup, &reset_end->view_id, &reset_end->seq))
+            continue;
+        for (size_t k = 0; k < count; k++)
+            if (files[k].valid && files[k].snap.subgroup == end->subgroup &&
+                files[k].snap.view_id == reset_end->view_id && files[k].snap.seq == reset_end->seq)
+                snapshot_bytes += LOG_CATCHUP_SNAPSHOT_PREFIX + files[k].file_size;
+    }
+    pthread_mutex_unlock(&m->snapshot_lock);
+    free(files);
+    plan->reset = must_reset;
+    if (rc == 0 && !must_reset && snapshot_bytes > 0) {
+        struct plan_costs costs = {.suffix = ends, .reset = from};
+        rc = for_each_record(m, view, count_record, &costs);
+        plan->reset = rc == 0 && snapshot_bytes + costs.reset_bytes < costs.suffix_bytes;
+    }
+    free(from);
+    if (rc == 0 && plan->reset) {
+        for (uint32_t i = 0; i < ends->count; i++)
+            ends->ends[i].view_id = ends->ends[i].seq = 0;
+        ends->next_view = 0;
+        pthread_mutex_lock(&m->snapshot_lock);
+        rc = read_snapshots(m, plan);
+        pthread_mutex_unlock(&m->snapshot_lock);
+    }
+    return rc;
+}
+
+/* Streams the records of this member's log that the plan says the joiner
+ * lacks. */
+struct record_stream {
+    const struct catchup_plan *plan;
+    struct spindle_state_out *out;
+    uint8_t *buf; /* LOG_MAX_RECORD bytes */
+    uint64_t records;
+};
+
+static int stream_record(void *ctx, const struct log_record *record)
+{
+    struct record_stream *st = ctx;
+    if (!lacks(&st->plan->ends, record))
+        return 0;
+    size_t size = log_record_encode(record, st->buf, LOG_MAX_RECORD);
+    st->records++;
+    return spindle_state_put(st->out, st->buf, size);
 }
 
 int view_log_catchup_write(struct view_membership *m, uint32_t joiner, uint64_t view,
@@ -417,22 +475,27 @@ int view_log_catchup_write(struct view_membership *m, uint32_t joiner, uint64_t 
         return sp_error(SPINDLE_EINVAL, "joiner %u logs, but member %u logs nothing", joiner,
                         m->config.self);
     struct catchup_plan *plan = calloc(1, sizeof *plan);
-    if (plan == NULL)
-        return sp_error(SPINDLE_ENOMEM, "no memory for the joiner's catch-up");
-    int rc = take_ends(m, joiner, view, &plan->ends);
+    struct record_stream st = {.plan = plan, .out = out, .buf = malloc(LOG_MAX_RECORD)};
+    int rc = plan != NULL && st.buf != NULL
+                 ? take_ends(m, joiner, view, &plan->ends)
+                 : sp_error(SPINDLE_ENOMEM, "no memory for the joiner's catch-up");
     if (rc == 0) {
         /* No segment may go while the log is read. */
         log_appender_hold_compaction(m->appender, true);
-        rc = make_plan(m, joiner, plan);
+        rc = make_plan(m, joiner, view, plan);
         if (rc == 0)
             rc = stream_snapshots(plan, out);
         if (rc == 0)
-            rc = stream_records(m, plan, view, out);
+            rc = for_each_record(m, view, stream_record, &st);
         log_appender_hold_compaction(m->appender, false);
     }
-    for (uint32_t k = 0; k < plan->snapshot_count; k++)
+    if (rc == 0)
+        sp_log(SP_LOG_INFO, "log", "catch-up of joiner %u: %s%u snapshots, %" PRIu64 " records",
+               joiner, plan->reset ? "reset, " : "", plan->snapshot_count, st.records);
+    for (uint32_t k = 0; plan != NULL && k < plan->snapshot_count; k++)
         free(plan->states[k]);
     free(plan);
+    free(st.buf);
     return rc;
 }
 

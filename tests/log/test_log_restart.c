@@ -19,6 +19,12 @@
  *    log holds, in order, exactly what the leader's holds over the same
  *    points, and what it was sent is bounded by the snapshot and the
  *    records after it.
+ *
+ * Two more runs check the choice between a suffix and a snapshot when the
+ * leader's log still holds the suffix (snapshots every 500 messages, the
+ * joiner's log made durable before it dies at 600, back at 1000): with a
+ * small snapshot it is sent the snapshot and nothing else; with a
+ * snapshot padded to 1 MiB, the 400 missing messages (about 104 KB).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,14 +52,22 @@
 #define FAILURE_MS     1000
 #define PAYLOAD        200
 #define SEGMENT_BYTES  (16u << 10)
-#define SNAPSHOT_EVERY 64
-#define PHASE1         600
-#define PHASE2         1400
-#define PHASE3         400
+#define SNAPSHOT_EVERY (sc.snapshot_every)
+#define PHASE1         (sc.phases[0])
+#define PHASE2         (sc.phases[1])
+#define PHASE3         (sc.phases[2])
 #define DIED           7
 
 static const uint32_t everyone[MEMBERS] = {0, 1};
-static char root[] = "/tmp/spindle-test-restart-XXXXXX";
+
+/* The run's shape, set before the processes are forked. */
+struct scenario {
+    uint64_t snapshot_every;
+    uint64_t phases[3];
+    size_t state_pad; /* zero bytes after the state in each snapshot */
+};
+static struct scenario sc;
+static char root[64];
 
 /* The application's state: what every process must agree on. */
 struct state {
@@ -106,7 +120,7 @@ static int on_replay(void *ctx, const struct spindle_replayed *item)
     if (item->kind == SPINDLE_REPLAY_SNAPSHOT) {
         if (item->length == 0) {
             memset(&app->state, 0, sizeof app->state);
-        } else if (item->length == sizeof app->state) {
+        } else if (item->length == sizeof app->state + sc.state_pad) {
             memcpy(&app->state, item->data, sizeof app->state);
             if (item->received) {
                 app->received_snapshots++;
@@ -140,7 +154,15 @@ static int snapshot_if_due(spindle_group_t *g, struct app *app)
     uint64_t view = app->snap_view, seq = app->snap_seq;
     app->due = false;
     pthread_mutex_unlock(&app->lock);
-    return due ? spindle_group_snapshot(g, 0, view, seq, &s, sizeof s) : 0;
+    if (!due)
+        return 0;
+    uint8_t *bytes = calloc(1, sizeof s + sc.state_pad);
+    if (bytes == NULL)
+        return SPINDLE_ENOMEM;
+    memcpy(bytes, &s, sizeof s);
+    int rc = spindle_group_snapshot(g, 0, view, seq, bytes, sizeof s + sc.state_pad);
+    free(bytes);
+    return rc;
 }
 
 static spindle_group_t *open_member(struct app *app, const char *bootstrap, const char *join,
@@ -189,7 +211,7 @@ static int await_count(spindle_group_t *g, struct app *app, uint64_t count)
             return -1;
         }
         if (state_of(app).count >= count)
-            return 0;
+            return snapshot_if_due(g, app); /* the last delivery may have asked for one */
         usleep(1000);
     }
     fprintf(stderr, "%llu of %llu messages after 60 s\n", (unsigned long long)state_of(app).count,
@@ -270,6 +292,15 @@ static int first_life_main(const char *contact, const char *self)
         return 20;
     if (await_count(g, &app, PHASE1) < 0)
         return 21;
+    /* Its log holds them all before it dies (its catch-up, its view, the
+     * messages): where it ends is then known. */
+    struct spindle_stats stats;
+    for (int i = 0; i < 60000; i++) {
+        spindle_group_stats(g, &stats);
+        if (stats.log_records_durable >= PHASE1 + 2)
+            break;
+        usleep(1000);
+    }
     _exit(DIED); /* no shutdown: a crash, as far as its log knows */
 }
 
@@ -368,9 +399,46 @@ static size_t read_log(const char *name, struct entry *out, size_t cap)
     return n;
 }
 
-static void test_a_member_restarts_through_a_snapshot_after_compaction(void **unused)
+/* The joiner's log agrees with the leader's where they overlap (both
+ * compact: from the later of their first messages), and runs to the end. */
+static void compare_logs(uint64_t total)
 {
-    (void)unused;
+    size_t cap = total + 16;
+    struct entry *leader = calloc(cap, sizeof *leader), *joiner = calloc(cap, sizeof *joiner);
+    assert_non_null(leader);
+    assert_non_null(joiner);
+    size_t nl = read_log("m0", leader, cap), nj = read_log("j", joiner, cap);
+    assert_true(nl > 0 && nj >= PHASE3 && nj <= total);
+    const struct entry *from =
+        leader[0].view > joiner[0].view ||
+                (leader[0].view == joiner[0].view && leader[0].seq > joiner[0].seq)
+            ? &leader[0]
+            : &joiner[0];
+    size_t al = 0, aj = 0;
+    while (al < nl && (leader[al].view != from->view || leader[al].seq != from->seq))
+        al++;
+    while (aj < nj && (joiner[aj].view != from->view || joiner[aj].seq != from->seq))
+        aj++;
+    if (al == nl || aj == nj)
+        fail_msg("the logs share no message: leader from (%llu, %llu), joiner from (%llu, %llu)",
+                 (unsigned long long)leader[0].view, (unsigned long long)leader[0].seq,
+                 (unsigned long long)joiner[0].view, (unsigned long long)joiner[0].seq);
+    assert_int_equal(nl - al, nj - aj);
+    for (size_t i = 0; i < nj - aj; i++)
+        assert_memory_equal(&leader[al + i], &joiner[aj + i], sizeof joiner[0]);
+    free(leader);
+    free(joiner);
+}
+
+/* What a run found. */
+struct results {
+    struct state ends[MEMBERS];
+    struct second_life r;
+};
+
+static void run(struct results *out)
+{
+    strcpy(root, "/tmp/spindle-test-restart-XXXXXX");
     assert_non_null(mkdtemp(root));
     char members[64], contact[32], self[32];
     uint16_t ports[MEMBERS + 1];
@@ -434,69 +502,91 @@ static void test_a_member_restarts_through_a_snapshot_after_compaction(void **un
     assert_memory_equal(&ends[0], &ends[1], sizeof ends[0]);
     assert_false(r.replay_wrong);
     assert_memory_equal(&r.end, &ends[0], sizeof ends[0]);
-    /* It started from the leader's snapshot, not its own old log: at its
-     * join it held the snapshot and the messages after it, and the state
-     * at its join was at least what phase 2 delivered. */
-    assert_int_equal(r.received_snapshots, 1);
-    assert_true(r.received_snapshot.count >= PHASE1);
-    assert_true(r.at_join.count >= PHASE1 + PHASE2);
-    assert_int_equal(r.received_snapshot.count + r.received_messages, r.at_join.count);
-    assert_true(r.received_messages < PHASE1 + PHASE2);
-    /* Sent: the header, the snapshot (64-byte header, a view record of at
-     * most 2344 bytes, the state) and the records after it (each message
-     * 24 + 36 + PAYLOAD bytes; a few view records). */
-    uint64_t view_records = r.catchup_records - r.received_messages;
-    assert_true(view_records <= 4);
-    uint64_t bound = LOG_CATCHUP_HEADER_SIZE + LOG_CATCHUP_SNAPSHOT_PREFIX + 64 + 2344 +
-                     sizeof(struct state) + r.received_messages * (24 + 36 + PAYLOAD) +
-                     view_records * 2344;
-    if (r.catchup_bytes > bound || r.catchup_bytes < r.received_messages * (24 + 36 + PAYLOAD))
-        fail_msg("catch-up of %llu bytes for %llu messages; bound %llu",
-                 (unsigned long long)r.catchup_bytes, (unsigned long long)r.received_messages,
-                 (unsigned long long)bound);
-
-    print_message("restarted: own log replayed, then a snapshot of %llu messages and %llu "
-                  "messages after it; %llu records and %llu bytes sent in all\n",
+    /* At its join it held everything phases 1 and 2 delivered: a received
+     * snapshot (if any) and the messages after it on top of its own log. */
+    assert_int_equal(r.at_join.count, PHASE1 + PHASE2);
+    print_message("restarted: %llu snapshot(s) of %llu messages and %llu messages sent; %llu "
+                  "records and %llu bytes in all\n",
+                  (unsigned long long)r.received_snapshots,
                   (unsigned long long)r.received_snapshot.count,
                   (unsigned long long)r.received_messages, (unsigned long long)r.catchup_records,
                   (unsigned long long)r.catchup_bytes);
-    /* The joiner's log agrees with the leader's where they overlap, and
-     * runs on to the end. */
-    size_t cap = total + 16;
-    struct entry *leader = calloc(cap, sizeof *leader), *joiner = calloc(cap, sizeof *joiner);
-    assert_non_null(leader);
-    assert_non_null(joiner);
-    size_t nl = read_log("m0", leader, cap), nj = read_log("j", joiner, cap);
-    assert_true(nl > 0 && nj >= PHASE3 && nj < total);
-    /* Both compact: they overlap from the later of their first messages. */
-    const struct entry *from =
-        leader[0].view > joiner[0].view ||
-                (leader[0].view == joiner[0].view && leader[0].seq > joiner[0].seq)
-            ? &leader[0]
-            : &joiner[0];
-    size_t al = 0, aj = 0;
-    while (al < nl && (leader[al].view != from->view || leader[al].seq != from->seq))
-        al++;
-    while (aj < nj && (joiner[aj].view != from->view || joiner[aj].seq != from->seq))
-        aj++;
-    if (al == nl || aj == nj)
-        fail_msg("the logs share no message: leader from (%llu, %llu), joiner from (%llu, %llu)",
-                 (unsigned long long)leader[0].view, (unsigned long long)leader[0].seq,
-                 (unsigned long long)joiner[0].view, (unsigned long long)joiner[0].seq);
-    assert_int_equal(nl - al, nj - aj);
-    for (size_t i = 0; i < nj - aj; i++)
-        assert_memory_equal(&leader[al + i], &joiner[aj + i], sizeof joiner[0]);
-    free(leader);
-    free(joiner);
+    compare_logs(total);
+    out->ends[0] = ends[0];
+    out->ends[1] = ends[1];
+    out->r = r;
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     assert_int_equal(system(cmd), 0);
+}
+
+/* Sent in a reset: the header, the snapshot (64-byte header, a view
+ * record of at most 2344 bytes, the state) and the records after it (each
+ * message 24 + 36 + PAYLOAD bytes; a few view records). */
+static void check_reset_bytes(const struct second_life *r)
+{
+    uint64_t view_records = r->catchup_records - r->received_messages;
+    assert_true(view_records <= 4);
+    uint64_t bound = LOG_CATCHUP_HEADER_SIZE + LOG_CATCHUP_SNAPSHOT_PREFIX + 64 + 2344 +
+                     sizeof(struct state) + sc.state_pad +
+                     r->received_messages * (24 + 36 + PAYLOAD) + view_records * 2344;
+    if (r->catchup_bytes > bound || r->catchup_bytes < r->received_messages * (24 + 36 + PAYLOAD))
+        fail_msg("catch-up of %llu bytes for %llu messages; bound %llu",
+                 (unsigned long long)r->catchup_bytes, (unsigned long long)r->received_messages,
+                 (unsigned long long)bound);
+}
+
+static void test_a_member_restarts_through_a_snapshot_after_compaction(void **unused)
+{
+    (void)unused;
+    sc = (struct scenario){.snapshot_every = 64, .phases = {600, 1400, 400}};
+    struct results res;
+    run(&res);
+    const struct second_life *r = &res.r;
+    /* It started from the leader's snapshot, not its own old log. */
+    assert_int_equal(r->received_snapshots, 1);
+    assert_true(r->received_snapshot.count >= PHASE1);
+    assert_int_equal(r->received_snapshot.count + r->received_messages, r->at_join.count);
+    assert_true(r->received_messages < PHASE1 + PHASE2);
+    check_reset_bytes(r);
+}
+
+static void test_a_small_snapshot_is_sent_rather_than_a_longer_suffix(void **unused)
+{
+    (void)unused;
+    sc = (struct scenario){.snapshot_every = 500, .phases = {600, 400, 200}};
+    struct results res;
+    run(&res);
+    /* The snapshot at 1000 and nothing after it. */
+    assert_int_equal(res.r.received_snapshots, 1);
+    assert_int_equal(res.r.received_snapshot.count, PHASE1 + PHASE2);
+    assert_int_equal(res.r.received_messages, 0);
+    check_reset_bytes(&res.r);
+}
+
+static void test_a_suffix_is_sent_rather_than_a_larger_snapshot(void **unused)
+{
+    (void)unused;
+    sc = (struct scenario){.snapshot_every = 500, .phases = {600, 400, 200}, .state_pad = 1u << 20};
+    struct results res;
+    run(&res);
+    /* No snapshot: the messages after the joiner's log, as logged. */
+    const struct second_life *r = &res.r;
+    assert_int_equal(r->received_snapshots, 0);
+    assert_true(r->received_messages > 0 && r->received_messages <= PHASE2);
+    uint64_t view_records = r->catchup_records - r->received_messages;
+    assert_true(view_records <= 4);
+    assert_true(r->catchup_bytes <= LOG_CATCHUP_HEADER_SIZE +
+                                        r->received_messages * (24 + 36 + PAYLOAD) +
+                                        view_records * 2344);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_member_restarts_through_a_snapshot_after_compaction),
+        cmocka_unit_test(test_a_small_snapshot_is_sent_rather_than_a_longer_suffix),
+        cmocka_unit_test(test_a_suffix_is_sent_rather_than_a_larger_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
