@@ -29,6 +29,8 @@ DISPATCH_OVERHEAD = 256  # SPINDLE_DISPATCH_OVERHEAD: a queued message's cost be
 DISPATCH_ONE = 1  # enum spindle_dispatch_flags
 DISPATCH_ALL = 2
 DISPATCH_BLOCKING = 3
+REPLAY_SNAPSHOT = 1  # enum spindle_replay_kind
+REPLAY_MESSAGE = 2
 
 MODE_ATOMIC = 0
 MODE_UNORDERED = 1
@@ -143,6 +145,25 @@ PERSISTED_FN = ctypes.CFUNCTYPE(
 SEND_READY_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32)
 
 
+class ReplayedItem(ctypes.Structure):
+    """struct spindle_replayed (group.h)."""
+
+    _fields_ = [
+        ("kind", ctypes.c_uint32),  # enum spindle_replay_kind
+        ("subgroup", ctypes.c_uint32),
+        ("view_id", ctypes.c_uint64),
+        ("seq", ctypes.c_uint64),
+        ("sender", ctypes.c_uint32),
+        ("sender_index", ctypes.c_uint64),
+        ("data", ctypes.c_void_p),
+        ("length", ctypes.c_size_t),
+        ("received", ctypes.c_bool),
+    ]
+
+
+REPLAY_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ReplayedItem))
+
+
 class P2PMessage(ctypes.Structure):
     """struct spindle_p2p_message (p2p.h)."""
 
@@ -212,7 +233,7 @@ class GroupOptions(ctypes.Structure):
         ("p2p_deliver", P2P_DELIVER_FN),
         ("p2p_ctx", ctypes.c_void_p),
         ("p2p_window", ctypes.c_uint32),
-        ("replay", ctypes.c_void_p),
+        ("replay", REPLAY_FN),
         ("replay_ctx", ctypes.c_void_p),
     ]
 
@@ -283,6 +304,7 @@ STRUCTS = {
     "spindle_subgroup_config": SubgroupConfig,
     "spindle_message": MessageC,
     "spindle_p2p_message": P2PMessage,
+    "spindle_replayed": ReplayedItem,
     "spindle_group_options": GroupOptions,
     "spindle_stats": Stats,
     "spindle_group_setup": GroupSetup,

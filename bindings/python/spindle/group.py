@@ -17,11 +17,15 @@ on_p2p, point-to-point messages queue for p2p_receive(). The blocking
 calls (creation, send and reserve while the window is full, flush,
 barrier, shutdown, leave, dispatch) release the GIL while they wait, so
 other Python threads run meanwhile. A reservation (reserve()) belongs to
-the thread that made it.
+the thread that made it. on_replay is the exception: it runs inside the
+constructor, on the thread that calls it, before the first delivery, in
+dispatch mode too.
 
 An exception raised by a callback never reaches the library's thread: in
 dispatch mode dispatch() raises the first one to its caller; otherwise it
 is logged on the logger "spindle" and dropped, and the library goes on.
+One raised by on_replay fails the create: the constructor raises the
+SpindleError of the code the library was given, chained from it.
 """
 
 import contextlib
@@ -57,6 +61,17 @@ class DispatchFlags(enum.IntEnum):
 DISPATCH_ONE = DispatchFlags.ONE
 DISPATCH_ALL = DispatchFlags.ALL
 DISPATCH_BLOCKING = DispatchFlags.BLOCKING
+
+
+class ReplayKind(enum.IntEnum):
+    """enum spindle_replay_kind: what a Replayed item carries."""
+
+    SNAPSHOT = _lib.REPLAY_SNAPSHOT  # a state, which replaces the subgroup's
+    MESSAGE = _lib.REPLAY_MESSAGE  # a logged message's payload, applied in order
+
+
+REPLAY_SNAPSHOT = ReplayKind.SNAPSHOT
+REPLAY_MESSAGE = ReplayKind.MESSAGE
 
 
 class Mode(enum.IntEnum):
@@ -110,6 +125,39 @@ class P2PMessage(NamedTuple):
     @property
     def is_query(self):
         return self.query_id != 0
+
+
+class Replayed(NamedTuple):
+    """One item of a member's state given back from the logs when it joins
+    with a log directory (struct spindle_replayed, docs/LOGS.md "Restart of
+    one member"), to on_replay inside Group(), in order: per logged
+    subgroup its own log's newest snapshot and the messages after it, then
+    what the member that admitted it sent (received True). A SNAPSHOT's
+    data is the state as of (view_id, seq) and replaces the subgroup's
+    state (empty after a reset: start over); a MESSAGE is applied to it,
+    and names its sender and sender_index. data is a copy. kind is a plain
+    int for a kind this version of the bindings does not know."""
+
+    kind: ReplayKind
+    subgroup: int
+    view_id: int
+    seq: int
+    sender: int
+    sender_index: int
+    data: bytes
+    received: bool
+
+
+def _replayed_from_c(item):
+    try:
+        kind = ReplayKind(item.kind)
+    except ValueError:
+        kind = item.kind
+    data = ctypes.string_at(item.data, item.length) if item.length else b""
+    return Replayed(
+        kind, item.subgroup, item.view_id, item.seq, item.sender, item.sender_index, data,
+        bool(item.received),
+    )
 
 
 class Identity(NamedTuple):
@@ -236,6 +284,8 @@ _MANAGED = {
     "p2p_ctx": "on_p2p",
     "state_write": "(not supported by the bindings yet: use state_save/state_load)",
     "state_read": "(not supported by the bindings yet: use state_save/state_load)",
+    "replay": "on_replay",
+    "replay_ctx": "on_replay",
 }
 
 
@@ -251,13 +301,17 @@ class _Core:
     """What the library's threads reach: the callbacks and their targets.
     It outlives the Group object until the handle is destroyed."""
 
-    def __init__(self, on_deliver, on_view, state_save, state_load, on_p2p, on_send_ready):
+    def __init__(
+        self, on_deliver, on_view, state_save, state_load, on_p2p, on_send_ready, on_replay
+    ):
         self.on_deliver = on_deliver
         self.on_view = on_view
         self.state_save = state_save
         self.state_load = state_load
         self.on_p2p = on_p2p
         self.on_send_ready = on_send_ready
+        self.on_replay = on_replay
+        self.replay_error = None  # what on_replay raised, for the constructor to raise
         self.dispatch = False  # dispatch mode: upcalls run inside Group.dispatch()
         # Dispatch mode: the first exception of an upcall, by the thread
         # whose dispatch() ran it (two threads may take turns dispatching).
@@ -274,6 +328,7 @@ class _Core:
         self.c_state_load = _lib.STATE_LOAD_FN(self._state_load)
         self.c_p2p = _lib.P2P_DELIVER_FN(self._p2p)
         self.c_send_ready = _lib.SEND_READY_FN(self._send_ready)
+        self.c_replay = _lib.REPLAY_FN(self._replay)
 
     @contextlib.contextmanager
     def _upcall(self, what):
@@ -356,6 +411,39 @@ class _Core:
             _log.exception("spindle: state_load raised; the join fails")
             return errors.EIO
 
+    def _replay(self, ctx, raw):
+        """On the thread inside spindle_group_create. An exception is kept
+        for the constructor and refuses the item: with the SpindleError's
+        own code when the callback raised one, else SPINDLE_EINVAL. Never
+        SPINDLE_EAGAIN: that code makes the join ask again (view_join), and
+        the records taken before it, the refused one too, are not sent
+        again, so the application would never see them."""
+        try:
+            self.on_replay(_replayed_from_c(raw.contents))
+            return 0
+        except BaseException as error:
+            if self.replay_error is None:
+                self.replay_error = error
+            code = error.code if isinstance(error, errors.SpindleError) else None
+            if not isinstance(code, int) or code >= 0 or code == errors.EAGAIN:
+                return errors.EINVAL
+            return code
+
+    def create_failed(self, code):
+        """The exception for spindle_group_create's negative code: the
+        library's, chained from what on_replay raised when that is why
+        (KeyboardInterrupt and SystemExit go on as they are)."""
+        error = make_error(code, "spindle_group_create")
+        raised, self.replay_error = self.replay_error, None
+        if raised is None:
+            return error
+        if not isinstance(raised, Exception):
+            return raised
+        detail = f"{error.detail}; on_replay raised {type(raised).__name__}: {raised}"
+        chained = type(error)(error.code, detail, error.call)
+        chained.__cause__ = raised
+        return chained
+
     def destroy(self):
         handle, self.handle = self.handle, None
         if handle is None:
@@ -417,9 +505,12 @@ class Group:
     state_load(bytes) for joins, on_p2p(P2PMessage) for point-to-point
     messages (without it they queue for p2p_receive()),
     on_send_ready(subgroup) once a window that made a send inside a
-    callback raise Again has room again. dispatch=True: the callbacks run
-    inside dispatch(), on the thread that calls it, when fileno() is
-    readable. Blocks until every member is there (or the join is done).
+    callback raise Again has room again, on_replay(Replayed) for a member
+    that joins with log_dir and logged_subgroups (its state from the logs,
+    given back inside the constructor; an exception there fails it).
+    dispatch=True: the callbacks run inside dispatch(), on the thread that
+    calls it, when fileno() is readable. Blocks until every member is there
+    (or the join is done).
     """
 
     def __init__(
@@ -433,11 +524,14 @@ class Group:
         state_load: Callable[[bytes], None] | None = None,
         on_p2p: Callable[[P2PMessage], None] | None = None,
         on_send_ready: Callable[[int], None] | None = None,
+        on_replay: Callable[[Replayed], None] | None = None,
         logged_subgroups: Sequence[int] | None = None,
         _setup=None,
         **options,
     ):
-        core = _Core(on_deliver, on_view, state_save, state_load, on_p2p, on_send_ready)
+        core = _Core(
+            on_deliver, on_view, state_save, state_load, on_p2p, on_send_ready, on_replay
+        )
         self._core = core
         self._closed = False
         opts = _lib.GroupOptions()
@@ -464,6 +558,8 @@ class Group:
             opts.state_save = core.c_state_save
         if state_load is not None:
             opts.state_load = core.c_state_load
+        if on_replay is not None:
+            opts.replay = core.c_replay
         if subgroups:
             configs, count = self._subgroup_configs(subgroups)
         elif _setup is not None:
@@ -472,17 +568,17 @@ class Group:
             raise ValueError("a group needs at least one Subgroup")
         core.keep.append(opts)
         handle = ctypes.c_void_p()
-        check(
-            _lib.lib.spindle_group_create_sized(
-                ctypes.byref(opts),
-                _lib.OPTIONS_SIZE,
-                configs,
-                _lib.SUBGROUP_SIZE,
-                count,
-                ctypes.byref(handle),
-            ),
-            "spindle_group_create",
+        code = _lib.lib.spindle_group_create_sized(
+            ctypes.byref(opts),
+            _lib.OPTIONS_SIZE,
+            configs,
+            _lib.SUBGROUP_SIZE,
+            count,
+            ctypes.byref(handle),
         )
+        if code < 0:
+            raise core.create_failed(code)
+        core.replay_error = None
         core.handle = handle.value
         with _open_lock:
             _open.add(core)

@@ -107,6 +107,18 @@ class LayoutTest(unittest.TestCase):
         for c_line, python_line in zip(c_lines, python_layout()):
             self.assertEqual(python_line, c_line, "ctypes (first) and C (second) disagree")
 
+    def test_replay_kinds_are_the_headers(self):
+        text = re.sub(r"/\*.*?\*/", "", support.header("group.h"), flags=re.S)
+        enum = re.search(r"enum spindle_replay_kind \{(.*?)\};", text, flags=re.S)
+        self.assertIsNotNone(enum, "enum spindle_replay_kind is not in group.h")
+        declared = {
+            name: int(value)
+            for name, value in re.findall(r"SPINDLE_REPLAY_(\w+)\s*=\s*(\d+)", enum.group(1))
+        }
+        self.assertEqual(
+            declared, {"SNAPSHOT": _lib.REPLAY_SNAPSHOT, "MESSAGE": _lib.REPLAY_MESSAGE}
+        )
+
 
 if __name__ == "__main__":
     unittest.main()
