@@ -85,6 +85,7 @@ struct app {
     struct state snap_state;
     uint64_t snap_view, snap_seq;
     bool snapshots;
+    uint64_t delivered; /* messages delivered (not replayed) */
     /* replay */
     bool replay_wrong;
     uint64_t received_messages, received_snapshots;
@@ -103,6 +104,7 @@ static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
     pthread_mutex_lock(&app->lock);
     for (size_t i = 0; i < count; i++) {
         apply(app, m[i].data, m[i].length);
+        app->delivered++;
         if (app->snapshots && app->state.count % SNAPSHOT_EVERY == 0) {
             app->due = true;
             app->snap_state = app->state;
@@ -297,7 +299,11 @@ static int first_life_main(const char *contact, const char *self)
     struct spindle_stats stats;
     for (int i = 0; i < 60000; i++) {
         spindle_group_stats(g, &stats);
-        if (stats.log_records_durable >= PHASE1 + 2)
+        pthread_mutex_lock(&app.lock);
+        uint64_t delivered = app.delivered;
+        pthread_mutex_unlock(&app.lock);
+        /* What it was sent, the record of its view, what it delivered. */
+        if (stats.log_records_durable >= stats.log_catchup_records + 1 + delivered)
             break;
         usleep(1000);
     }
