@@ -11,6 +11,8 @@ spindle_add_test(test_log_snapshot SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_sn
   LABELS log)
 spindle_add_test(test_log_compaction SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_compaction.c
   TIMEOUT 120 LABELS log group)
+spindle_add_test(test_log_catchup SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_catchup.c TIMEOUT 60
+  LABELS log)
 spindle_add_test(test_log_restart SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_restart.c
   TIMEOUT 240 LABELS log group)
 # Restart of one member from its log (restart.sh): kill -9 mid-stream,
