@@ -900,23 +900,10 @@ class Group:
         """The next P2PMessage (without on_p2p), in the order taken.
         TimedOut after timeout seconds; Shutdown once the group is closed
         and every message was taken."""
-        if self._core.on_p2p is not None:
-            raise RuntimeError("point-to-point messages go to on_p2p; p2p_receive() has nothing")
-        if self._core.in_upcall():
-            raise RuntimeError(
-                "p2p_receive() called from a callback of this group: messages are queued by "
-                "that very thread"
-            )
-        try:
-            message = self._core.p2p_queue.get(timeout=timeout)
-        except queue.Empty:
-            raise TimedOut.make(
-                f"no point-to-point message within {timeout} s", "p2p_receive"
-            ) from None
-        if message is None:
-            self._core.p2p_queue.put(None)
-            raise Shutdown.make("the group is closed", "p2p_receive")
-        return message
+        return self._take(
+            self._core.p2p_queue, self._core.on_p2p, "p2p_receive",
+            "point-to-point messages go to on_p2p; p2p_receive() has nothing",
+            "messages are queued by that very thread", "no point-to-point message", timeout)
 
     # -- receiving ----------------------------------------------------
 
@@ -924,23 +911,28 @@ class Group:
         """The next batch of Messages, in delivery order (without
         on_deliver). TimedOut after timeout seconds; Shutdown once the
         group is closed and every batch was taken."""
-        if self._core.on_deliver is not None:
-            raise RuntimeError("deliveries go to on_deliver; receive() has nothing")
+        return self._take(
+            self._core.queue, self._core.on_deliver, "receive",
+            "deliveries go to on_deliver; receive() has nothing",
+            "batches are queued by that very thread", "no delivery", timeout)
+
+    def _take(self, source, callback, name, elsewhere, same_thread, nothing, timeout):
+        """The next item of source, a queue the library's thread fills
+        (None once the group is closed), for receive() and p2p_receive()."""
+        if callback is not None:
+            raise RuntimeError(elsewhere)
         if self._core.in_upcall():
             raise RuntimeError(
-                "receive() called from a callback of this group: batches are queued by that "
-                "very thread"
+                f"{name}() called from a callback of this group: {same_thread}"
             )
         try:
-            batch = self._core.queue.get(timeout=timeout)
+            item = source.get(timeout=timeout)
         except queue.Empty:
-            raise TimedOut.make(
-                f"no delivery within {timeout} s", "receive"
-            ) from None
-        if batch is None:
-            self._core.queue.put(None)  # for the next caller too
-            raise Shutdown.make("the group is closed", "receive")
-        return batch
+            raise TimedOut.make(f"{nothing} within {timeout} s", name) from None
+        if item is None:
+            source.put(None)  # for the next caller too
+            raise Shutdown.make("the group is closed", name)
+        return item
 
     def messages(self, timeout=None):
         """Iterates over delivered Messages one at a time until the group
