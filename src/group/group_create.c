@@ -334,6 +334,26 @@ SPINDLE_API int spindle_group_set_keys(spindle_group_t *group, const char *key_f
     return rc;
 }
 
+/* A member whose log holds an earlier run (docs/LOGS.md "Total restart"). */
+static int create_restarted(struct spindle_group *group, const struct smc_layout *layouts,
+                            const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)
+{
+    const struct spindle_group_options *options = &group->options;
+    if (group->boot.kind != SPINDLE_BOOTSTRAP_TCP)
+        return sp_error(SPINDLE_EINVAL,
+                        "%s holds the log of an earlier run: restarting from it needs a TCP "
+                        "bootstrap (host:port list), through which the members find each other; "
+                        "remove the directory to start a new group",
+                        options->log_dir);
+    snprintf(group->membership.group_name, sizeof group->membership.group_name, "%s",
+             group->group_name);
+    int rc = view_restart(&group->membership, group->boot.hosts, options->num_members, layouts,
+                          num_subgroups, subgroups);
+    if (rc == 0)
+        group->options.self = group->membership.config.self;
+    return rc;
+}
+
 /* A member of a new group, from its member list. */
 static int create_first(struct spindle_group *group,
                         const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)
@@ -350,6 +370,13 @@ static int create_first(struct spindle_group *group,
     int rc = 0;
     for (uint32_t g = 0; g < num_subgroups && rc == 0; g++)
         rc = convert_subgroup(&subgroups[g], g, options->num_members, &layouts[g]);
+    /* A log of an earlier run: the group restarts from the logs. */
+    int restart = rc == 0 ? view_restart_wanted(&group->membership) : 0;
+    if (restart != 0) {
+        rc = restart < 0 ? restart : create_restarted(group, layouts, subgroups, num_subgroups);
+        free(layouts);
+        return rc;
+    }
     /* The transport opens first: its errors (a missing provider, a device
      * that is not there) are the member's own and need no peers. */
     if (rc == 0)

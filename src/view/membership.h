@@ -204,6 +204,8 @@ struct view_membership {
     struct view_join_log_ends *log_ends;
     uint64_t catchup_records;
     uint64_t catchup_bytes;
+    /* A group restarted from its logs (view_restart.c); NULL otherwise. */
+    struct view_restart *restart;
 };
 
 /*
@@ -253,6 +255,27 @@ int view_start(struct view_membership *m, struct ctl *ctl, const struct ctl_addr
 int view_join(struct view_membership *m, const struct ctl_address *self,
               const struct ctl_address *contact, const struct spindle_subgroup_config *subgroups,
               uint32_t num_subgroups);
+/*
+ * True when this member's log holds an earlier run (a view or a snapshot):
+ * spindle_group_create then restarts the group from the logs rather than
+ * start a new one. 0 (false), 1, or the log's error.
+ */
+int view_restart_wanted(struct view_membership *m);
+/*
+ * Total restart of this member (options without join): hosts[num_initial]
+ * are the members' control addresses, this member's at config.self;
+ * layouts the application's subgroups (members and senders by id).
+ * Elects with the others which member's log the group restarts from,
+ * waiting (and logging whom it waits for) until a majority of the latest
+ * view is back, then starts the group from its own log or joins the
+ * member that did. 0 once a member of the restarted group, else
+ * SPINDLE_ETIMEDOUT (after bootstrap_timeout_ms, naming the members
+ * waited for), SPINDLE_EINVAL (its log holds a later view than the group
+ * restarted from), or the error of starting or joining.
+ */
+int view_restart(struct view_membership *m, const struct ctl_address *hosts, uint32_t num_initial,
+                 const struct smc_layout *layouts, uint32_t num_subgroups,
+                 const struct spindle_subgroup_config *subgroups);
 /* Stops the membership thread, the engine and the multicast, and frees
  * everything. Safe on a membership that never started. */
 void view_membership_destroy(struct view_membership *m);

@@ -175,6 +175,9 @@ int view_epoch_connect(struct view_membership *m, struct view_epoch *epoch,
 /* Opens m's engine for config.transport with the member id and group
  * name; installs the failure callback. The engine's error. */
 int view_open_engine(struct view_membership *m);
+/* Opens the engine and makes view (taken over, cleared on failure) m's
+ * current epoch: a member's first view. The errors of both. */
+int view_open_first(struct view_membership *m, struct view *view);
 
 /* ---- view_failure.c -------------------------------------------------- */
 
@@ -336,6 +339,16 @@ int view_join_receive_state(struct view_membership *m, uint32_t leader,
  * (replay upcall) and sets m->log_ends to where it ends (all zero for a
  * fresh joiner). Nothing without logged subgroups. 0 or why not. */
 int view_log_restart_open(struct view_membership *m);
+/* What a member's log holds, read without handing anything over: the
+ * logged subgroups' ends, its latest view record (a record's or a
+ * snapshot's: any_view), and whether it holds anything at all (a view or
+ * a snapshot: any_state). */
+struct view_log_summary {
+    struct view_join_log_ends ends;
+    bool any_view, any_state;
+    struct log_view latest;
+};
+int view_log_summary_read(struct view_membership *m, struct view_log_summary *out);
 /* The joiner sends the leader where its log ends, for the view it joins. */
 int view_log_send_ends(struct view_membership *m, uint32_t leader, uint64_t view);
 /* Leader: writes the catch-up stream (log/log_catchup.h) for joiner, which
@@ -353,5 +366,58 @@ int view_log_catchup_end(struct view_log_catchup *c);
  * state keeps arriving (its acknowledgements restart the wait of
  * EXCHANGE_TIMEOUTS failure timeouts). 0 or why not. */
 int view_join_await_start(struct view_membership *m, uint32_t joiner, uint64_t view, uint32_t tag);
+
+/* ---- view_restart.c (docs/LOGS.md "Total restart") -------------------- */
+
+/* One round of a restarting member: its own status and the answers of the
+ * members it heard from in this round (by member id). */
+struct view_restart_round {
+    struct view_restart_status mine;
+    uint64_t heard; /* bit i: peers[i] answered in this round */
+    struct view_restart_status peers[SPINDLE_MAX_MEMBERS];
+    bool tie_breaker;
+};
+enum view_restart_action {
+    VIEW_RESTART_WAIT = 0,   /* ask again */
+    VIEW_RESTART_START = 1,  /* start the group from this member's log */
+    VIEW_RESTART_FOLLOW = 2, /* join the running group through member `follow` */
+};
+struct view_restart_decision {
+    enum view_restart_action action;
+    uint32_t vote;       /* the member voted for from now on */
+    uint32_t follow;     /* FOLLOW: a running member heard in this round */
+    uint64_t latest;     /* the latest view heard of */
+    uint32_t voters;     /* members of it voting for this member */
+    uint32_t num_latest; /* members of it */
+    uint64_t missing;    /* members of it not heard (ids, bit i) */
+};
+/*
+ * The election's rules, pure (models/restart.pml): follow a running member
+ * heard of; keep a vote for a member that was not heard or still stands
+ * for itself; vote for the best member heard (the latest view, then the
+ * most messages of it, then the lowest id) when voting for oneself or when
+ * the member voted for gave its vote to another; start when voting for
+ * oneself with more than half of the latest view's members (exactly half
+ * holding its first member, with tie_breaker) voting so too.
+ */
+void view_restart_decide(const struct view_restart_round *round, struct view_restart_decision *out);
+/* True when a is the better member to restart from. */
+bool view_restart_better(const struct view_restart_status *a, const struct view_restart_status *b);
+
+/* Restart state of a member of a group that restarted from its logs. */
+struct view_restart {
+    struct view_restart_status running; /* what it answers restarting members */
+    uint64_t reserved;                  /* ids held by restarting members' names */
+    char names[SPINDLE_MAX_MEMBERS][SPINDLE_MEMBER_NAME_MAX];
+    uint32_t num_subgroups;
+    struct smc_layout *configured; /* the application's subgroups, by member id */
+};
+/* A member of a running group answers a restarting member's status. */
+void view_restart_answer(struct view_membership *m, const uint8_t *bytes, size_t length);
+/* The member id the leader gives joiner `who` in view: the one its name
+ * held before a total restart when free, else the lowest free id that no
+ * restarting member's name holds, else the lowest free one. */
+uint32_t view_restart_id(const struct view_membership *m, const struct view *view,
+                         const struct spindle_member_identity *who);
 
 #endif

@@ -231,12 +231,7 @@ static int adopt_offer(struct view_membership *m, const struct view_join_offer *
     view.id = offer->view_id;
     memcpy(view.member_ids, offer->member_ids, sizeof view.member_ids);
     memcpy(view.identities, offer->identities, sizeof view.identities);
-    rc = view_open_engine(m);
-    if (rc == 0)
-        rc = view_epoch_create(m, &view, &m->current);
-    else
-        view_clear(&view);
-    return rc;
+    return view_open_first(m, &view);
 }
 
 /* Opens this joiner's control channel to every member of its view. */

@@ -7,7 +7,8 @@
  *     to any member. A member that is not the leader (rank 0 of its view)
  *     answers with the leader's address; J asks there.
  *  2. The leader, on its membership thread while no view change runs,
- *     gives J the lowest member id that no member of v holds, an admission
+ *     gives J the lowest member id that no member of v holds (in a group
+ *     restarted from its logs, the id J's name held: view_restart_id), an admission
  *     number and an offer: the group name, v+1, the members of v+1 (those
  *     of v, then J), their control addresses and the subgroup layouts of
  *     v+1. Admissions grow over the group's life (next_admission), so when
@@ -198,18 +199,6 @@ static void send_drop(struct view_membership *m, uint32_t id, uint64_t view, int
     free(drop);
 }
 
-/* The lowest member id that no member of view holds (a member that failed
- * or left gives its id up with the view that removes it), or
- * SPINDLE_MAX_MEMBERS when the view is full. */
-static uint32_t free_id(const struct view *view)
-{
-    uint64_t taken = view_member_mask(view);
-    uint32_t id = 0;
-    while (id < SPINDLE_MAX_MEMBERS && ((taken >> id) & 1) != 0)
-        id++;
-    return id;
-}
-
 /* Bits of an admission number that count the attempts into one view. */
 #define ADMISSION_ATTEMPT_BITS 16
 
@@ -241,7 +230,7 @@ static int next_admission(struct view_membership *m, uint64_t view, uint64_t *ou
 static bool admit(struct view_membership *m, const struct view_join_request *req)
 {
     uint64_t view = m->current->view.id + 1;
-    uint32_t id = free_id(&m->current->view);
+    uint32_t id = view_restart_id(m, &m->current->view, &req->identity);
     if (id >= SPINDLE_MAX_MEMBERS || m->current->view.num_members >= SST_MAX_ROWS) {
         char why[VIEW_WHY_MAX];
         snprintf(why, sizeof why, "the view is full (%u members)", m->current->view.num_members);
@@ -368,7 +357,9 @@ static bool take_request(struct view_membership *m, const uint8_t *bytes, size_t
         return false;
     }
     bool joined = false;
-    if (view_wire_decode_join_request(bytes, length, req) < 0) {
+    if (view_wire_type(bytes, length) == VIEW_WIRE_RESTART) {
+        view_restart_answer(m, bytes, length); /* a member restarting from its log */
+    } else if (view_wire_decode_join_request(bytes, length, req) < 0) {
         char why[VIEW_WHY_MAX];
         snprintf(why, sizeof why, "not a join request of this version: %s", spindle_errmsg());
         refuse(m, SPINDLE_EPROTO, why);

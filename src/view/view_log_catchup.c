@@ -109,11 +109,12 @@ static void advance_end(struct view_join_log_end *end, uint64_t view_id, uint64_
 
 /* ---- the joiner's own log ------------------------------------------- */
 
-/* Replays the newest valid snapshot of each logged subgroup of log and
- * moves the ends to their points. */
+/* Replays (when replaying) the newest valid snapshot of each logged
+ * subgroup of log and moves the ends to their points. */
 static int replay_snapshots(struct view_membership *m, const struct log *log,
-                            struct view_join_log_ends *ends)
+                            struct view_join_log_ends *ends, struct view_log_summary *summary)
 {
+    bool replaying = summary == NULL;
     struct log_snapshot_file *files;
     size_t count;
     int rc = log_snapshot_list(log->dir_fd, log->dir, false, &files, &count);
@@ -138,8 +139,14 @@ static int replay_snapshots(struct view_membership *m, const struct log *log,
         rc = log_snapshot_read(log->dir_fd, log->dir, file->name, &snap, &state);
         if (rc < 0)
             break;
-        rc = replay_snapshot(m, snap.subgroup, snap.view_id, snap.seq, state,
-                             (size_t)snap.state_length, false);
+        if (replaying)
+            rc = replay_snapshot(m, snap.subgroup, snap.view_id, snap.seq, state,
+                                 (size_t)snap.state_length, false);
+        else if (!summary->any_view || snap.view.view_id > summary->latest.view_id) {
+            /* Its view's record may be gone with compacted segments. */
+            summary->any_view = true;
+            summary->latest = snap.view;
+        }
         free(state);
         advance_end(end, snap.view_id, snap.seq);
     }
@@ -147,10 +154,11 @@ static int replay_snapshots(struct view_membership *m, const struct log *log,
     return rc;
 }
 
-/* Replays the messages of log after each subgroup's end so far (its
- * snapshot's point) and moves the ends past them and its view records. */
+/* Replays (when summary is NULL) the messages of log after each
+ * subgroup's end so far (its snapshot's point) and moves the ends past
+ * them and its view records; or fills summary instead. */
 static int replay_records(struct view_membership *m, const struct log *log,
-                          struct view_join_log_ends *ends)
+                          struct view_join_log_ends *ends, struct view_log_summary *summary)
 {
     struct view_join_log_ends *from = malloc(sizeof *from);
     if (from == NULL)
@@ -168,6 +176,11 @@ static int replay_records(struct view_membership *m, const struct log *log,
         if (record.type == LOG_REC_VIEW) {
             if (record.view.view_id >= ends->next_view)
                 ends->next_view = record.view.view_id + 1;
+            if (summary != NULL &&
+                (!summary->any_view || record.view.view_id >= summary->latest.view_id)) {
+                summary->any_view = true;
+                summary->latest = record.view;
+            }
             continue;
         }
         const struct log_message *msg = &record.message;
@@ -176,12 +189,48 @@ static int replay_records(struct view_membership *m, const struct log *log,
         if (end == NULL ||
             log_point_before(msg->view_id, msg->seq, snapshot->view_id, snapshot->seq))
             continue;
-        rc = replay_message(m, msg, false);
+        if (summary == NULL)
+            rc = replay_message(m, msg, false);
         advance_end(end, msg->view_id, msg->seq + 1);
     }
     log_reader_close(&reader);
     free(from);
     return rc < 0 ? rc : 0;
+}
+
+/* The logged subgroups' ends, all at the start. */
+static void first_ends(const struct view_membership *m, struct view_join_log_ends *ends)
+{
+    memset(ends, 0, sizeof *ends);
+    for (uint32_t g = 0; g < SPINDLE_MAX_SUBGROUPS; g++)
+        if (view_logged(&m->config, g))
+            ends->ends[ends->count++].subgroup = g;
+}
+
+int view_log_summary_read(struct view_membership *m, struct view_log_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    first_ends(m, &out->ends);
+    if (m->config.log_dir == NULL || out->ends.count == 0)
+        return 0;
+    /* Read as it is (a torn tail is left for the writable open to cut). */
+    struct log *log = NULL;
+    int rc = log_open(m->config.log_dir, 0, &log, NULL);
+    if (rc == 0) {
+        rc = replay_snapshots(m, log, &out->ends, out);
+        if (rc == 0)
+            rc = replay_records(m, log, &out->ends, out);
+        log_close(log);
+    } else if (rc == SPINDLE_ENOENT) {
+        rc = 0;
+    }
+    /* A snapshot alone says that a view was installed: its record is gone
+     * with the segments compaction removed, and the view before the
+     * snapshot's point is not known. */
+    for (uint32_t i = 0; i < out->ends.count && rc == 0; i++)
+        out->any_state |= out->ends.ends[i].view_id > 0 || out->ends.ends[i].seq > 0;
+    out->any_state |= out->any_view;
+    return rc;
 }
 
 int view_log_restart_open(struct view_membership *m)
@@ -191,9 +240,7 @@ int view_log_restart_open(struct view_membership *m)
     struct view_join_log_ends *ends = calloc(1, sizeof *ends);
     if (ends == NULL)
         return sp_error(SPINDLE_ENOMEM, "no memory for the log's ends");
-    for (uint32_t g = 0; g < SPINDLE_MAX_SUBGROUPS; g++)
-        if (view_logged(&m->config, g))
-            ends->ends[ends->count++].subgroup = g;
+    first_ends(m, ends);
     if (ends->count == 0) {
         free(ends);
         return 0;
@@ -202,9 +249,9 @@ int view_log_restart_open(struct view_membership *m)
     struct log *log = NULL;
     int rc = log_open(m->config.log_dir, 0, &log, NULL);
     if (rc == 0) {
-        rc = replay_snapshots(m, log, ends);
+        rc = replay_snapshots(m, log, ends, NULL);
         if (rc == 0)
-            rc = replay_records(m, log, ends);
+            rc = replay_records(m, log, ends, NULL);
         log_close(log);
     } else if (rc == SPINDLE_ENOENT) {
         rc = 0; /* a fresh joiner */

@@ -102,6 +102,15 @@ static int meet_all(struct view_membership *m, uint32_t num_members)
     return rc;
 }
 
+int view_open_first(struct view_membership *m, struct view *view)
+{
+    int rc = view_open_engine(m);
+    if (rc == 0)
+        return view_epoch_create(m, view, &m->current);
+    view_clear(view);
+    return rc;
+}
+
 int view_prepare(struct view_membership *m, const char *group_name,
                  const struct smc_layout *layouts, uint32_t num_subgroups, uint32_t num_members)
 {
@@ -109,11 +118,7 @@ int view_prepare(struct view_membership *m, const char *group_name,
     struct view view;
     int rc = view_init_first(&view, num_members, m->config.self, layouts, num_subgroups);
     if (rc == 0)
-        rc = view_open_engine(m);
-    if (rc == 0)
-        rc = view_epoch_create(m, &view, &m->current);
-    else
-        view_clear(&view);
+        rc = view_open_first(m, &view);
     if (rc == 0)
         rc = view_log_view(m, m->current, NULL, 0);
     if (rc == 0)
@@ -301,6 +306,10 @@ void view_membership_destroy(struct view_membership *m)
     view_log_close(m);
     free(m->log_ends);
     m->log_ends = NULL;
+    if (m->restart != NULL)
+        free(m->restart->configured);
+    free(m->restart);
+    m->restart = NULL;
     if (m->engine != NULL)
         sst_engine_destroy(m->engine);
     ctl_close(m->ctl);

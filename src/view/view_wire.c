@@ -620,6 +620,49 @@ int view_wire_decode_join_state_ack(const uint8_t *buf, size_t len, struct view_
     return wire_finish(&r);
 }
 
+/* The ends after their views: next view, count, then each subgroup's. */
+static void put_ends(struct wire_writer *w, const struct view_join_log_ends *ends)
+{
+    wire_put_u64(w, ends->next_view);
+    wire_put_u32(w, ends->count);
+    wire_put_zero(w, 4);
+    for (uint32_t i = 0; i < ends->count; i++) {
+        wire_put_u32(w, ends->ends[i].subgroup);
+        wire_put_zero(w, 4);
+        wire_put_u64(w, ends->ends[i].view_id);
+        wire_put_u64(w, ends->ends[i].seq);
+    }
+}
+
+/* Reads what put_ends wrote, out->join_view already set; the ends fill
+ * the rest of the message. */
+static void get_ends(struct wire_reader *r, struct view_join_log_ends *out)
+{
+    out->next_view = wire_get_u64(r, "next view");
+    if (r->rc == 0 && out->next_view > out->join_view)
+        wire_fail(r, "next view %" PRIu64 " is after the view joined, %" PRIu64, out->next_view,
+                  out->join_view);
+    out->count = wire_get_u32(r, "subgroup count");
+    if (r->rc == 0 && out->count > SPINDLE_MAX_SUBGROUPS)
+        wire_fail(r, "subgroup count %u exceeds %u", out->count, SPINDLE_MAX_SUBGROUPS);
+    wire_get_zero(r, 4, "reserved");
+    if (r->rc == 0 && wire_left(r) != (size_t)out->count * 24u)
+        wire_fail(r, "%zu bytes for %u subgroup ends", wire_left(r), out->count);
+    for (uint32_t i = 0; i < out->count && r->rc == 0; i++) {
+        struct view_join_log_end *end = &out->ends[i];
+        end->subgroup = wire_get_u32(r, "subgroup");
+        if (r->rc == 0 && (end->subgroup >= SPINDLE_MAX_SUBGROUPS ||
+                           (i > 0 && end->subgroup <= out->ends[i - 1].subgroup)))
+            wire_fail(r, "subgroup %u out of range or order", end->subgroup);
+        wire_get_zero(r, 4, "reserved");
+        end->view_id = wire_get_u64(r, "view id");
+        end->seq = wire_get_u64(r, "seq");
+        if (r->rc == 0 && end->view_id >= out->join_view)
+            wire_fail(r, "subgroup %u ends in view %" PRIu64 ", not before the view joined",
+                      end->subgroup, end->view_id);
+    }
+}
+
 size_t view_wire_encode_join_log_ends(const struct view_join_log_ends *ends, uint8_t *buf,
                                       size_t cap)
 {
@@ -627,15 +670,7 @@ size_t view_wire_encode_join_log_ends(const struct view_join_log_ends *ends, uin
     wire_writer_init(&w, buf, cap);
     wire_put_header(&w, VIEW_WIRE_JOIN_LOG_ENDS);
     wire_put_u64(&w, ends->join_view);
-    wire_put_u64(&w, ends->next_view);
-    wire_put_u32(&w, ends->count);
-    wire_put_zero(&w, 4);
-    for (uint32_t i = 0; i < ends->count; i++) {
-        wire_put_u32(&w, ends->ends[i].subgroup);
-        wire_put_zero(&w, 4);
-        wire_put_u64(&w, ends->ends[i].view_id);
-        wire_put_u64(&w, ends->ends[i].seq);
-    }
+    put_ends(&w, ends);
     return finish_encode(&w);
 }
 
@@ -646,28 +681,72 @@ int view_wire_decode_join_log_ends(const uint8_t *buf, size_t len, struct view_j
     memset(out, 0, sizeof *out);
     wire_get_header(&r, VIEW_WIRE_JOIN_LOG_ENDS);
     out->join_view = wire_get_u64(&r, "join view");
-    out->next_view = wire_get_u64(&r, "next view");
-    if (r.rc == 0 && out->next_view > out->join_view)
-        wire_fail(&r, "next view %" PRIu64 " is after the view joined, %" PRIu64, out->next_view,
-                  out->join_view);
-    out->count = wire_get_u32(&r, "subgroup count");
-    if (r.rc == 0 && out->count > SPINDLE_MAX_SUBGROUPS)
-        wire_fail(&r, "subgroup count %u exceeds %u", out->count, SPINDLE_MAX_SUBGROUPS);
-    wire_get_zero(&r, 4, "reserved");
-    if (r.rc == 0 && wire_left(&r) != (size_t)out->count * 24u)
-        wire_fail(&r, "%zu bytes for %u subgroup ends", wire_left(&r), out->count);
-    for (uint32_t i = 0; i < out->count && r.rc == 0; i++) {
-        struct view_join_log_end *end = &out->ends[i];
-        end->subgroup = wire_get_u32(&r, "subgroup");
-        if (r.rc == 0 && (end->subgroup >= SPINDLE_MAX_SUBGROUPS ||
-                          (i > 0 && end->subgroup <= out->ends[i - 1].subgroup)))
-            wire_fail(&r, "subgroup %u out of range or order", end->subgroup);
-        wire_get_zero(&r, 4, "reserved");
-        end->view_id = wire_get_u64(&r, "view id");
-        end->seq = wire_get_u64(&r, "seq");
-        if (r.rc == 0 && end->view_id >= out->join_view)
-            wire_fail(&r, "subgroup %u ends in view %" PRIu64 ", not before the view joined",
-                      end->subgroup, end->view_id);
+    get_ends(&r, out);
+    return wire_finish(&r);
+}
+
+/* ---- total restart ------------------------------------------------------ */
+
+uint16_t view_wire_type(const uint8_t *buf, size_t len)
+{
+    return len >= WIRE_HEADER_SIZE ? (uint16_t)(buf[0] | (buf[1] << 8)) : 0;
+}
+
+size_t view_wire_encode_restart(const struct view_restart_status *status, uint8_t *buf, size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_RESTART);
+    wire_put_u32(&w, status->id);
+    wire_put_u32(&w, status->vote);
+    wire_put_u32(&w, status->flags);
+    wire_put_u32(&w, status->num_members);
+    put_identity(&w, &status->identity);
+    wire_put_u64(&w, status->latest_view);
+    wire_put_u64(&w, status->messages);
+    for (uint32_t i = 0; i < SPINDLE_MAX_MEMBERS; i++)
+        wire_put_u32(&w, i < status->num_members ? status->members[i] : 0);
+    put_ends(&w, &status->ends);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_restart(const uint8_t *buf, size_t len, struct view_restart_status *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "restart status");
+    memset(out, 0, sizeof *out);
+    wire_get_header(&r, VIEW_WIRE_RESTART);
+    out->id = wire_get_u32(&r, "member id");
+    if (r.rc == 0 && out->id >= SPINDLE_MAX_MEMBERS)
+        wire_fail(&r, "member id %u is not below %u", out->id, SPINDLE_MAX_MEMBERS);
+    out->vote = wire_get_u32(&r, "vote");
+    if (r.rc == 0 && out->vote >= SPINDLE_MAX_MEMBERS)
+        wire_fail(&r, "vote for member %u, not below %u", out->vote, SPINDLE_MAX_MEMBERS);
+    out->flags = wire_get_u32(&r, "flags");
+    if (r.rc == 0 && (out->flags & ~(VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS)) != 0)
+        wire_fail(&r, "unknown flags 0x%x", out->flags);
+    out->num_members = wire_get_u32(&r, "member count");
+    if (r.rc == 0 && (out->num_members == 0 || out->num_members > SPINDLE_MAX_MEMBERS))
+        wire_fail(&r, "member count %u is not 1..%u", out->num_members, SPINDLE_MAX_MEMBERS);
+    get_identity(&r, &out->identity, "member");
+    out->latest_view = wire_get_u64(&r, "latest view");
+    if (r.rc == 0 && out->latest_view == UINT64_MAX)
+        wire_fail(&r, "latest view %" PRIu64 " leaves no view after it", out->latest_view);
+    out->messages = wire_get_u64(&r, "messages");
+    uint64_t seen = 0;
+    for (uint32_t i = 0; i < SPINDLE_MAX_MEMBERS && r.rc == 0; i++) {
+        uint32_t id = wire_get_u32(&r, "members");
+        if (r.rc == 0 && i >= out->num_members && id != 0)
+            wire_fail(&r, "unused member entry %u is %u, not 0", i, id);
+        else if (r.rc == 0 && i < out->num_members &&
+                 (id >= SPINDLE_MAX_MEMBERS || ((seen >> id) & 1) != 0))
+            wire_fail(&r, "member %u is out of range or listed twice", id);
+        else if (i < out->num_members) {
+            seen |= 1ull << id;
+            out->members[i] = id;
+        }
     }
+    out->ends.join_view = out->latest_view + 1;
+    get_ends(&r, &out->ends);
     return wire_finish(&r);
 }

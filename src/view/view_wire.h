@@ -47,6 +47,7 @@ enum view_wire_type {
     VIEW_WIRE_JOIN_STATE = 0x560c,     /* a chunk of the joiner's state */
     VIEW_WIRE_JOIN_STATE_ACK = 0x560d, /* the joiner took the state up to an offset */
     VIEW_WIRE_JOIN_LOG_ENDS = 0x560e,  /* where a restarted joiner's log ends */
+    VIEW_WIRE_RESTART = 0x560f,        /* a restarting member's state (total restart) */
 };
 
 /* Subgroups a joiner may bring (its request must fit one join frame). */
@@ -242,6 +243,36 @@ struct view_join_log_ends {
 };
 #define VIEW_WIRE_JOIN_LOG_ENDS_SIZE(count) (WIRE_HEADER_SIZE + 24u + 24u * (count))
 
+/*
+ * Total restart (docs/LOGS.md "Total restart"): what a restarting member
+ * says of itself in each query it sends another and in each answer, over
+ * the join port (ctl_join_ask). Before the group is running: its log's
+ * latest view and that view's members, how many messages of that view its
+ * log holds, its log's ends, and whom it votes for. A member of the
+ * restarted group answers with VIEW_RESTART_RUNNING, the view the group
+ * restarted from in latest_view and, with VIEW_RESTART_ENDS, the restart
+ * leader's ends (the point the group recovered up to).
+ */
+#define VIEW_RESTART_RUNNING 1u
+#define VIEW_RESTART_ENDS    2u
+struct view_restart_status {
+    uint32_t id;    /* its member id (< SPINDLE_MAX_MEMBERS) */
+    uint32_t vote;  /* the member id it votes for */
+    uint32_t flags; /* VIEW_RESTART_* */
+    struct spindle_member_identity identity;
+    uint64_t latest_view;
+    uint64_t messages; /* its log's messages of latest_view */
+    uint32_t num_members;
+    uint32_t members[SPINDLE_MAX_MEMBERS]; /* latest_view's, distinct, < 64 */
+    struct view_join_log_ends ends;        /* join_view: latest_view + 1 */
+};
+#define VIEW_WIRE_RESTART_SIZE(count)                                                              \
+    (WIRE_HEADER_SIZE + 16u + VIEW_WIRE_IDENTITY_SIZE + 16u + 4u * SPINDLE_MAX_MEMBERS + 16u +     \
+     24u * (size_t)(count))
+
+/* The type of the wire message in buf (0 when too short for a header). */
+uint16_t view_wire_type(const uint8_t *buf, size_t len);
+
 /* Bytes of a blob of a group with num_subgroups subgroups. */
 size_t view_wire_blob_size(uint32_t num_subgroups);
 
@@ -268,6 +299,7 @@ size_t view_wire_encode_join_state_ack(const struct view_join_state_ack *ack, ui
                                        size_t cap);
 size_t view_wire_encode_join_log_ends(const struct view_join_log_ends *ends, uint8_t *buf,
                                       size_t cap);
+size_t view_wire_encode_restart(const struct view_restart_status *status, uint8_t *buf, size_t cap);
 
 /*
  * Decoders: 0 and *out, or SPINDLE_EPROTO naming what was wrong. The blob
@@ -293,5 +325,9 @@ int view_wire_decode_join_state_ack(const uint8_t *buf, size_t len,
 /* Also refuses subgroups out of range or not increasing, and an end of a
  * view after join_view. */
 int view_wire_decode_join_log_ends(const uint8_t *buf, size_t len, struct view_join_log_ends *out);
+/* Also refuses a vote or id of 64 or more, unknown flags, a member list
+ * that is empty, repeats an id or has non-zero unused entries, and ends
+ * as the log ends' decoder does (join_view is latest_view + 1). */
+int view_wire_decode_restart(const uint8_t *buf, size_t len, struct view_restart_status *out);
 
 #endif

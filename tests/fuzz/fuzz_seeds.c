@@ -200,6 +200,23 @@ static void view_seeds(void)
     struct view_join_log_ends ends_back;
     require(view_wire_decode_join_log_ends(buf, len, &ends_back), "log ends", "count");
     write_seed("fuzz_view_join_state", "log-ends", buf, len);
+    static struct view_restart_status restart = {
+        .id = 2, .vote = 1, .num_members = 3, .latest_view = 9, .messages = 120};
+    snprintf(restart.identity.name, sizeof restart.identity.name, "member-2");
+    restart.identity.incarnation = 5;
+    restart.members[0] = 0;
+    restart.members[1] = 1;
+    restart.members[2] = 2;
+    restart.ends = ends;
+    restart.ends.join_view = 10;
+    static struct view_restart_status restart_back;
+    len = view_wire_encode_restart(&restart, buf, sizeof buf);
+    require(view_wire_decode_restart(buf, len, &restart_back), "restart status", "voting");
+    write_seed("fuzz_view_restart", "voting", buf, len);
+    restart.flags = VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS;
+    len = view_wire_encode_restart(&restart, buf, sizeof buf);
+    require(view_wire_decode_restart(buf, len, &restart_back), "restart status", "running");
+    write_seed("fuzz_view_restart", "running", buf, len);
 }
 
 static void shm_seeds(void)

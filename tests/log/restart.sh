@@ -39,32 +39,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-fail() {
-    echo "FAIL: $*"
-    local f
-    for f in "$WORK"/run/*.out; do
-        [ -f "$f" ] || continue
-        echo "--- $(basename "$f") (last 15 lines) ---"
-        tail -n 15 "$f"
-    done
-    exit 1
-}
-
-# Waits (bounded) until FILE has at least N lines; 1 if PID ended first.
-wait_lines() {
-    local file=$1 want=$2 pid=$3 deadline=$((SECONDS + TIMEOUT)) have
-    while :; do
-        have=0
-        [ -f "$file" ] && have=$(wc -l <"$file")
-        [ "$have" -ge "$want" ] && return 0
-        kill -0 "$pid" 2>/dev/null || return 1
-        [ "$SECONDS" -lt "$deadline" ] || fail "$file did not reach $want lines in ${TIMEOUT}s"
-        sleep 0.02
-    done
-}
-
-EPHEMERAL_LOW=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-[ "$EPHEMERAL_LOW" -gt 12000 ] || EPHEMERAL_LOW=32768
+. "$(dirname "$0")/bench_lib.sh"
 
 # The records of a dump (spindle-log dump) as "type view seq bytes" lines:
 # a message's view and seq, a view record's id and "-"; bytes as on disk

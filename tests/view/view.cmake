@@ -5,6 +5,9 @@ spindle_add_test(test_view_trim SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trim.c TI
                  LABELS view)
 spindle_add_test(test_view_wire SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_wire.c TIMEOUT 60
                  LABELS view wire)
+# Total restart: the election's rules and its status message.
+spindle_add_test(test_view_restart SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_restart.c
+                 TIMEOUT 60 LABELS view wire)
 # Failure-driven view changes with forked members over shm (kill -9).
 spindle_add_test(test_view_change SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_change.c
                  TIMEOUT 180 LABELS view)

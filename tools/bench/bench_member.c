@@ -48,6 +48,9 @@ struct member_state {
     uint32_t num_senders; /* senders are member ids 0..num_senders-1 */
     uint64_t first_view;  /* a joiner's first view (UINT64_MAX: not reported yet) */
     bool left;            /* --leave-after: it left the group (spindle_group_leave) */
+    /* A member restarted from its log (docs/LOGS.md "Total restart"): its
+     * own log was replayed, and its stream goes on where that ended. */
+    bool restarted;
 };
 
 /* State handed to a joiner: the number of senders, then per active
@@ -119,6 +122,8 @@ static int replay_message(void *ctx, const struct spindle_replayed *item)
     __atomic_store_n(n, index + 1, __ATOMIC_RELEASE);
     if (item->sender + 1 > st->num_senders)
         st->num_senders = item->sender + 1;
+    if (!item->received)
+        st->restarted = true;
     return 0;
 }
 
@@ -444,6 +449,35 @@ static void pace(const struct bench_config *config, uint64_t start, uint64_t i)
 
 /* Streams this member's messages round-robin over the active subgroups it
  * sends in: --messages of them, or until the --duration is over. */
+/* Where this member's stream in subgroup g starts: 0, or after a restart
+ * the messages of its own the recovered log held. */
+static uint64_t resumed(const struct member_state *st, uint32_t g)
+{
+    if (!st->restarted)
+        return 0;
+    return __atomic_load_n(&st->from_sender[g * SPINDLE_MAX_MEMBERS + st->self], __ATOMIC_ACQUIRE);
+}
+
+/* A restarted member starts its stream with the whole group back: the
+ * others are restarting too, and the first to run would otherwise finish
+ * before they are in (bounded by --timeout). */
+static int await_full_view(const struct bench_config *config, spindle_group_t *group,
+                           struct member_state *st, uint32_t members)
+{
+    uint64_t deadline = bench_now_ns() + (uint64_t)config->timeout_s * 1000000000ull;
+    while ((uint32_t)__builtin_popcountll(__atomic_load_n(&st->view_mask, __ATOMIC_ACQUIRE)) <
+           members) {
+        if (bench_now_ns() > deadline)
+            return SPINDLE_ETIMEDOUT;
+        int status = spindle_group_status(group);
+        if (status < 0)
+            return status;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 static int send_all(const struct bench_config *config, spindle_group_t *group,
                     struct member_state *st)
 {
@@ -451,11 +485,18 @@ static int send_all(const struct bench_config *config, spindle_group_t *group,
                    config->delay_us > 0;
     bool timed = config->duration_ns > 0;
     uint64_t start = bench_now_ns();
-    for (uint64_t i = 0; timed ? !run_over(config, st) : i < config->messages; i++) {
+    /* After a restart each subgroup's stream goes on after what the
+     * recovered log holds of this member's messages. */
+    uint64_t first = UINT64_MAX;
+    for (uint32_t g = 0; g < config->active_subgroups; g++)
+        if (st->sends[g] && resumed(st, g) < first)
+            first = resumed(st, g);
+    for (uint64_t i = first == UINT64_MAX ? 0 : first;
+         timed ? !run_over(config, st) : i < config->messages; i++) {
         if (config->rate > 0)
             pace(config, start, i);
         for (uint32_t g = 0; g < config->active_subgroups; g++) {
-            if (!st->sends[g])
+            if (!st->sends[g] || i < resumed(st, g))
                 continue;
             void *slot;
             int rc = spindle_reserve(group, g, config->msg_size, 0, &slot);
@@ -806,7 +847,12 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     if (config->dispatch && !dispatching)
         fail(result, "starting the dispatching thread", SPINDLE_ENOMEM);
     /* A joiner comes in after the start: the others are past the barrier. */
-    rc = joiner ? 0 : spindle_barrier(group, 60000);
+    rc = st.restarted && !joiner ? await_full_view(config, group, &st, members) : 0;
+    if (rc < 0)
+        fprintf(stderr, "spindle-bench: member %u: the restarted group did not become whole\n",
+                self);
+    if (rc == 0)
+        rc = joiner ? 0 : spindle_barrier(group, 60000);
     uint64_t start = bench_now_ns();
     start_clock(config, &st);
     if (rc == 0 && st.sender_rank >= 0)

@@ -1,0 +1,218 @@
+/*
+ * The total restart's election rules (view_restart_decide, the rules of
+ * models/restart.pml) and its status message on the wire.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "view/view_impl.h"
+
+/* A status of member id whose log's latest view is view (members 0..n-1)
+ * and holds `messages` positions of it. */
+static struct view_restart_status status(uint32_t id, uint64_t view, uint32_t n, uint64_t messages)
+{
+    struct view_restart_status s;
+    memset(&s, 0, sizeof s);
+    s.id = id;
+    s.vote = id;
+    snprintf(s.identity.name, sizeof s.identity.name, "m%u", id);
+    s.identity.incarnation = 1;
+    s.latest_view = view;
+    s.messages = messages;
+    s.num_members = n;
+    for (uint32_t i = 0; i < n; i++)
+        s.members[i] = i;
+    s.ends.join_view = view + 1;
+    s.ends.next_view = view + 1;
+    s.ends.count = 1;
+    s.ends.ends[0] = (struct view_join_log_end){0, view, messages};
+    return s;
+}
+
+static void hear(struct view_restart_round *round, const struct view_restart_status *peer)
+{
+    round->peers[peer->id] = *peer;
+    round->heard |= 1ull << peer->id;
+}
+
+static void test_the_best_log_is_voted_for_and_starts_with_a_majority(void **unused)
+{
+    (void)unused;
+    struct view_restart_round round;
+    memset(&round, 0, sizeof round);
+    round.mine = status(0, 4, 3, 100);
+    struct view_restart_status one = status(1, 4, 3, 120);
+    hear(&round, &one);
+    struct view_restart_decision d;
+    view_restart_decide(&round, &d);
+    /* Member 1 holds more of view 4: member 0 votes for it and waits. */
+    assert_int_equal(d.action, VIEW_RESTART_WAIT);
+    assert_int_equal(d.vote, 1);
+    assert_int_equal(d.latest, 4);
+    assert_int_equal(d.missing, 1ull << 2);
+
+    /* Member 1's side: it votes for itself, and with member 0's vote it
+     * has two of three. */
+    memset(&round, 0, sizeof round);
+    round.mine = one;
+    struct view_restart_status zero = status(0, 4, 3, 100);
+    hear(&round, &zero);
+    view_restart_decide(&round, &d);
+    assert_int_equal(d.action, VIEW_RESTART_WAIT); /* member 0 has not voted for it yet */
+    assert_int_equal(d.voters, 1);
+    zero.vote = 1;
+    hear(&round, &zero);
+    view_restart_decide(&round, &d);
+    assert_int_equal(d.action, VIEW_RESTART_START);
+    assert_int_equal(d.voters, 2);
+}
+
+static void test_a_later_view_beats_more_messages_and_ties_go_to_the_lower_id(void **unused)
+{
+    (void)unused;
+    struct view_restart_status a = status(2, 5, 3, 1), b = status(0, 4, 3, 1000);
+    assert_true(view_restart_better(&a, &b));
+    assert_false(view_restart_better(&b, &a));
+    struct view_restart_status c = status(0, 5, 3, 1), d = status(1, 5, 3, 1);
+    assert_true(view_restart_better(&c, &d));
+    assert_false(view_restart_better(&d, &c));
+}
+
+static void test_a_vote_stays_until_its_member_gives_it_away(void **unused)
+{
+    (void)unused;
+    struct view_restart_round round;
+    memset(&round, 0, sizeof round);
+    round.mine = status(0, 4, 3, 10);
+    round.mine.vote = 1; /* voted for member 1 earlier */
+    /* Member 2 is better now, but member 1 was not heard: the vote stays. */
+    struct view_restart_status two = status(2, 4, 3, 50);
+    hear(&round, &two);
+    struct view_restart_decision d;
+    view_restart_decide(&round, &d);
+    assert_int_equal(d.vote, 1);
+    assert_int_equal(d.action, VIEW_RESTART_WAIT);
+    /* Member 1 answers, still standing for itself: the vote stays. */
+    struct view_restart_status one = status(1, 4, 3, 20);
+    hear(&round, &one);
+    view_restart_decide(&round, &d);
+    assert_int_equal(d.vote, 1);
+    /* Member 1 gave its vote to member 2: the vote moves to the best. */
+    one.vote = 2;
+    hear(&round, &one);
+    view_restart_decide(&round, &d);
+    assert_int_equal(d.vote, 2);
+}
+
+static void test_half_is_not_enough_without_the_tie_breaker(void **unused)
+{
+    (void)unused;
+    struct view_restart_round round;
+    memset(&round, 0, sizeof round);
+    round.mine = status(0, 7, 4, 10);
+    struct view_restart_status one = status(1, 7, 4, 5);
+    one.vote = 0;
+    hear(&round, &one);
+    struct view_restart_decision d;
+    view_restart_decide(&round, &d);
+    assert_int_equal(d.voters, 2);
+    assert_int_equal(d.action, VIEW_RESTART_WAIT);
+    assert_int_equal(d.missing, (1ull << 2) | (1ull << 3));
+    round.tie_breaker = true; /* two of four holding the first member */
+    view_restart_decide(&round, &d);
+    assert_int_equal(d.action, VIEW_RESTART_START);
+    /* Without the view's first member among them, half is not enough. */
+    memset(&round, 0, sizeof round);
+    round.tie_breaker = true;
+    round.mine = status(2, 7, 4, 10);
+    struct view_restart_status three = status(3, 7, 4, 5);
+    three.vote = 2;
+    hear(&round, &three);
+    view_restart_decide(&round, &d);
+    assert_int_equal(d.action, VIEW_RESTART_WAIT);
+}
+
+static void test_a_running_member_is_followed_and_outsiders_do_not_count(void **unused)
+{
+    (void)unused;
+    struct view_restart_round round;
+    memset(&round, 0, sizeof round);
+    round.mine = status(0, 3, 2, 10); /* an old member of view 3 */
+    /* Members 1, 2 hold view 6 of members {1, 2, 3}: member 0 is not in
+     * it and its vote does not count. */
+    struct view_restart_status one = status(1, 6, 4, 5), two = status(2, 6, 4, 5);
+    one.num_members = two.num_members = 3;
+    for (uint32_t i = 0; i < 3; i++)
+        one.members[i] = two.members[i] = i + 1;
+    one.members[3] = two.members[3] = 0;
+    hear(&round, &one);
+    hear(&round, &two);
+    struct view_restart_decision d;
+    view_restart_decide(&round, &d);
+    assert_int_equal(d.vote, 1);
+    assert_int_equal(d.latest, 6);
+    assert_int_equal(d.num_latest, 3);
+    assert_int_equal(d.voters, 0);
+    assert_int_equal(d.missing, 1ull << 3);
+    two.flags = VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS;
+    hear(&round, &two);
+    view_restart_decide(&round, &d);
+    assert_int_equal(d.action, VIEW_RESTART_FOLLOW);
+    assert_int_equal(d.follow, 2);
+}
+
+static void test_the_status_round_trips_and_lies_are_refused(void **unused)
+{
+    (void)unused;
+    struct view_restart_status s = status(3, 9, 5, 77), out;
+    s.vote = 1;
+    s.flags = VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS;
+    uint8_t buf[VIEW_WIRE_RESTART_SIZE(SPINDLE_MAX_SUBGROUPS)];
+    size_t n = view_wire_encode_restart(&s, buf, sizeof buf);
+    assert_int_equal(n, VIEW_WIRE_RESTART_SIZE(1));
+    assert_int_equal(view_wire_type(buf, n), VIEW_WIRE_RESTART);
+    assert_int_equal(view_wire_decode_restart(buf, n, &out), 0);
+    assert_memory_equal(&out, &s, sizeof s);
+    for (size_t cut = 0; cut < n; cut++)
+        assert_int_equal(view_wire_decode_restart(buf, cut, &out), SPINDLE_EPROTO);
+    struct view_restart_status bad;
+    bad = s;
+    bad.vote = 64;
+    n = view_wire_encode_restart(&bad, buf, sizeof buf);
+    assert_int_equal(view_wire_decode_restart(buf, n, &out), SPINDLE_EPROTO);
+    bad = s;
+    bad.members[1] = bad.members[0]; /* listed twice */
+    n = view_wire_encode_restart(&bad, buf, sizeof buf);
+    assert_int_equal(view_wire_decode_restart(buf, n, &out), SPINDLE_EPROTO);
+    bad = s;
+    bad.ends.ends[0].view_id = 10; /* an end after its latest view */
+    n = view_wire_encode_restart(&bad, buf, sizeof buf);
+    assert_int_equal(view_wire_decode_restart(buf, n, &out), SPINDLE_EPROTO);
+    bad = s;
+    bad.flags = 4;
+    n = view_wire_encode_restart(&bad, buf, sizeof buf);
+    assert_int_equal(view_wire_decode_restart(buf, n, &out), SPINDLE_EPROTO);
+    bad = s;
+    bad.num_members = 0;
+    n = view_wire_encode_restart(&bad, buf, sizeof buf);
+    assert_int_equal(view_wire_decode_restart(buf, n, &out), SPINDLE_EPROTO);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_the_best_log_is_voted_for_and_starts_with_a_majority),
+        cmocka_unit_test(test_a_later_view_beats_more_messages_and_ties_go_to_the_lower_id),
+        cmocka_unit_test(test_a_vote_stays_until_its_member_gives_it_away),
+        cmocka_unit_test(test_half_is_not_enough_without_the_tie_breaker),
+        cmocka_unit_test(test_a_running_member_is_followed_and_outsiders_do_not_count),
+        cmocka_unit_test(test_the_status_round_trips_and_lies_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
