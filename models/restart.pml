@@ -4,25 +4,25 @@
  * that starts the group again; the others join it.
  *
  * Each member has a rank, fixed by its log (a later latest view, then more
- * messages of it, then the lower id: restart_rank_compare), a vote (a member
+ * messages of it, then the lower id: view_restart_better), a vote (a member
  * id, at first itself) and a running flag. A member learns of a peer only
  * by asking it: the answer is the peer's state at that moment (vote,
- * running, rank). A round of member R (restart_round):
- *  - ask every other member (restart_query_peers); one that is not up, has
+ * running, rank). A round of member R (one pass of elect's loop):
+ *  - ask every other member (ask); one that is not up, has
  *    crashed, or whose answer is lost does not answer;
  *  - then decide, on those answers, which may be stale by now:
- *    1. a peer answered running: R joins it (restart_join_running), for
+ *    1. a peer answered running: R joins it (view_restart_decide: FOLLOW; follow), for
  *       good;
- *    2. the vote (restart_update_vote): voting for itself, R votes for the
+ *    2. the vote (view_restart_decide): voting for itself, R votes for the
  *       best-ranked member it heard this round if that one is better than
  *       R; voting for X != R, R moves only when X answered released (X's
  *       vote is not X and X is not running), to the best-ranked member it
  *       heard this round (itself included); when X did not answer, R keeps
  *       its vote: it waits;
- *    3. the start (restart_try_start): voting for itself, with more than
+ *    3. the start (view_restart_decide: START; start_group): voting for itself, with more than
  *       N/2 members (R included) voting for R in this round's answers, R
  *       starts a group (running; it never votes again).
- * Rounds repeat (restart_elect). A member that joined answers with its
+ * Rounds repeat (elect). A member that joined answers with its
  * vote set to the member it joined, not running.
  *
  * Here each question is one atomic step (the peer's state at that moment),
@@ -144,7 +144,7 @@ proctype member(byte me)
 
 	atomic { state[me] = UP; printf("MSC: %d up\n", me) };
 	do
-	:: /* restart_query_peers: ask member i (an answer is its state now) */
+	:: /* ask: ask member i (an answer is its state now) */
 		atomic {
 			i < N ->
 			if
@@ -183,7 +183,7 @@ proctype member(byte me)
 	:: /* every member asked: decide on the answers, stale by now */
 		atomic {
 			i == N ->
-			/* 1. restart_join_running */
+			/* 1. view_restart_decide: FOLLOW */
 			if
 			:: run_peer != NONE ->
 				assert(run_peer == starter);
@@ -194,7 +194,7 @@ proctype member(byte me)
 				goto end_settled
 			:: else
 			fi;
-			/* 2. restart_update_vote */
+			/* 2. view_restart_decide: the vote */
 			if
 			:: vote[me] == me -> vote[me] = best
 			:: vote[me] != me && cand_released -> vote[me] = best
@@ -207,7 +207,7 @@ proctype member(byte me)
 			:: else /* it waits */
 			fi;
 			printf("MSC: %d decides: vote %d\n", me, vote[me]);
-			/* 3. restart_try_start */
+			/* 3. view_restart_decide: START */
 			if
 #ifdef BROKEN_NO_MAJORITY
 			:: vote[me] == me && 2 * count >= N ->
