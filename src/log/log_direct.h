@@ -4,8 +4,8 @@
  *
  * A buffered write has the kernel copy every byte into the page cache
  * before fdatasync sends it to the disk; for a log written once and synced
- * at once that copy buys nothing, and on a virtual disk it was most of the
- * writer's CPU (docs/PERFORMANCE.md "Logged delivery"). So the batch is
+ * at once that copy buys nothing, and on a virtual disk it took 44% of a
+ * logged run's CPU (docs/PERFORMANCE.md "Logged delivery"). So the batch is
  * copied into an aligned staging buffer (LOG_DIRECT_STAGING bytes, reused)
  * and its whole blocks are written with O_DIRECT; the last partial block
  * goes through the page cache, so the file always ends at its last whole
