@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log/log_direct.h"
 #include "log/log_snapshot.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -54,6 +55,7 @@ struct log_queue {
 
 struct log_appender {
     struct log *log;
+    struct log_direct *direct; /* the writer's: how a batch reaches the disk */
     uint64_t segment_bytes;
     void (*on_durable)(void *ctx);
     void *on_durable_ctx;
@@ -188,31 +190,14 @@ static void sync_delay(void)
     }
 }
 
-/* Writes the stretches at the end of the tail segment and syncs them. */
+/* Writes the stretches at the end of the tail segment (log_direct.h) and
+ * syncs them. */
 static int write_stretches(struct log_appender *app, struct iovec *iov, int count, size_t bytes)
 {
     struct log *log = app->log;
     struct log_segment *seg = &log->segments[log->segment_count - 1];
-    uint64_t offset = seg->size;
-    for (size_t done = 0; done < bytes;) {
-        ssize_t wrote = pwritev(log->tail_fd, iov, count, (off_t)offset);
-        if (wrote < 0 && errno == EINTR)
-            continue;
-        if (wrote <= 0)
-            goto failed;
-        done += (size_t)wrote;
-        offset += (uint64_t)wrote;
-        for (size_t skip = (size_t)wrote; count > 0 && skip > 0;) {
-            size_t part = skip < iov->iov_len ? skip : iov->iov_len;
-            iov->iov_base = (uint8_t *)iov->iov_base + part;
-            iov->iov_len -= part;
-            skip -= part;
-            if (iov->iov_len == 0) {
-                iov++;
-                count--;
-            }
-        }
-    }
+    if (log_direct_write(app->direct, log, iov, count, bytes, seg->size) != 0)
+        goto failed;
     sync_delay();
     if (fdatasync(log->tail_fd) != 0)
         goto failed;
@@ -524,6 +509,13 @@ static int init_sync(struct log_appender *app)
     return 0;
 }
 
+static void destroy_sync(struct log_appender *app)
+{
+    pthread_mutex_destroy(&app->lock);
+    pthread_cond_destroy(&app->work);
+    pthread_cond_destroy(&app->progress);
+}
+
 int log_appender_start(struct log *log, const struct log_appender_options *options,
                        struct log_appender **out)
 {
@@ -550,6 +542,13 @@ int log_appender_start(struct log *log, const struct log_appender_options *optio
         free(app);
         return sp_error(SPINDLE_ENOMEM, "log: out of memory for a %zu-byte queue", cap);
     }
+    int rc = log_direct_create(log, &app->direct);
+    if (rc < 0) {
+        destroy_sync(app);
+        free(buf);
+        free(app);
+        return rc;
+    }
     app->log = log;
     app->buf = buf;
     app->cap = cap;
@@ -568,9 +567,8 @@ int log_appender_start(struct log *log, const struct log_appender_options *optio
         note_view(app, &log->last_view);
     int err = pthread_create(&app->writer, NULL, writer_main, app);
     if (err != 0) {
-        pthread_mutex_destroy(&app->lock);
-        pthread_cond_destroy(&app->work);
-        pthread_cond_destroy(&app->progress);
+        destroy_sync(app);
+        log_direct_destroy(app->direct);
         free(buf);
         free(app);
         return sp_error(SPINDLE_EIO, "log: cannot start the writer thread: %s", strerror(err));
@@ -739,9 +737,8 @@ int log_appender_stop(struct log_appender *app)
     pthread_mutex_unlock(&app->lock);
     pthread_join(app->writer, NULL);
     int rc = app->error < 0 ? report_error(app) : 0;
-    pthread_mutex_destroy(&app->lock);
-    pthread_cond_destroy(&app->work);
-    pthread_cond_destroy(&app->progress);
+    destroy_sync(app);
+    log_direct_destroy(app->direct);
     free(app->buf);
     free(app);
     return rc;

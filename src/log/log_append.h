@@ -1,8 +1,8 @@
 /*
  * The batched appender of a log (docs/LOGS.md "Appending"): callers submit
  * batches of records; a writer thread of its own writes everything queued
- * with one pwritev and makes it durable with one fdatasync, then publishes
- * how far the log is durable.
+ * (past the page cache where it can, log/log_direct.h) and makes it durable
+ * with one fdatasync, then publishes how far the log is durable.
  *
  * Records are copied into a bounded queue (queue_bytes) when submitted, so
  * the caller's buffers (ring slots) are free when submit returns. A batch

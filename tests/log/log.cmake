@@ -3,6 +3,8 @@ spindle_add_test(test_log_store SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_store
   LABELS log)
 spindle_add_test(test_log_append SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_append.c TIMEOUT 60
   LABELS log)
+spindle_add_test(test_log_direct SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_direct.c TIMEOUT 60
+  LABELS log)
 spindle_add_test(test_log_delivery SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_delivery.c
   TIMEOUT 120 LABELS log group)
 spindle_add_test(test_log_frontier SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_frontier.c
