@@ -412,6 +412,12 @@ struct view_restart {
     uint32_t num_subgroups;
     struct smc_layout *configured; /* the application's subgroups, by member id */
 };
+/* True when ends (a log's) go past the point a restarted group recovered
+ * (point: a running status with VIEW_RESTART_ENDS; false without) in a
+ * view up to the one it restarted from: that log holds messages the group
+ * does not, which were never on every member's log. */
+bool view_restart_ahead(const struct view_join_log_ends *ends,
+                        const struct view_restart_status *point);
 /* A member of a running group answers a restarting member's status. */
 void view_restart_answer(struct view_membership *m, const uint8_t *bytes, size_t length);
 /* The member id the leader gives joiner `who` in view: the one its name

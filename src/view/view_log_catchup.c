@@ -478,6 +478,15 @@ static int make_plan(struct view_membership *m, uint32_t joiner, uint64_t view,
     }
     pthread_mutex_unlock(&m->snapshot_lock);
     free(files);
+    /* A joiner whose log went past the point a restart recovered (it was
+     * not among the members the group restarted from, and came back with
+     * options.join) holds messages the group does not: it starts over. */
+    if (m->restart != NULL && view_restart_ahead(ends, &m->restart->running)) {
+        sp_log(SP_LOG_WARN, "log",
+               "joiner %u's log goes past the point the group restarted from: it starts over",
+               joiner);
+        must_reset = true;
+    }
     plan->reset = must_reset;
     if (rc == 0 && !must_reset && snapshot_bytes > 0) {
         struct plan_costs costs = {.suffix = ends, .reset = from};

@@ -533,17 +533,19 @@ static int start_group(struct view_membership *m, struct election *e)
     return view_thread_start(m);
 }
 
-/* True when this member's log holds messages past the restart point the
- * leader's status gives (they were never everywhere: they go). */
-static bool ahead_of(const struct view_restart_status *mine,
-                     const struct view_restart_status *leader)
+bool view_restart_ahead(const struct view_join_log_ends *ends,
+                        const struct view_restart_status *point)
 {
-    for (uint32_t i = 0; i < mine->ends.count; i++) {
-        const struct view_join_log_end *end = &mine->ends.ends[i];
+    if ((point->flags & VIEW_RESTART_ENDS) == 0)
+        return false;
+    for (uint32_t i = 0; i < ends->count; i++) {
+        const struct view_join_log_end *end = &ends->ends[i];
+        if (end->view_id > point->latest_view)
+            continue; /* a view of the restarted group */
         const struct view_join_log_end *theirs = NULL;
-        for (uint32_t k = 0; k < leader->ends.count; k++)
-            if (leader->ends.ends[k].subgroup == end->subgroup)
-                theirs = &leader->ends.ends[k];
+        for (uint32_t k = 0; k < point->ends.count; k++)
+            if (point->ends.ends[k].subgroup == end->subgroup)
+                theirs = &point->ends.ends[k];
         if (theirs == NULL ? end->view_id > 0 || end->seq > 0
                            : log_point_before(theirs->view_id, theirs->seq, end->view_id, end->seq))
             return true;
@@ -566,7 +568,7 @@ static int follow(struct view_membership *m, struct election *e, uint32_t via,
                         running->latest_view, m->config.log_dir, mine->latest_view);
     ctl_close(e->ctl);
     e->ctl = NULL;
-    if ((running->flags & VIEW_RESTART_ENDS) != 0 && ahead_of(mine, running)) {
+    if (view_restart_ahead(&mine->ends, running)) {
         SP_LOG_WARNING("restart",
                        "%s holds messages past the point the group restarted from (they were "
                        "never on every member's log); the log starts over from the group's",

@@ -167,6 +167,29 @@ static void test_a_running_member_is_followed_and_outsiders_do_not_count(void **
     assert_int_equal(d.follow, 2);
 }
 
+static void test_a_log_past_the_restart_point_is_told_apart(void **unused)
+{
+    (void)unused;
+    /* The group restarted from view 4, subgroup 0 recovered up to 120. */
+    struct view_restart_status point = status(1, 4, 3, 120);
+    point.flags = VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS;
+    struct view_join_log_ends ends = {.join_view = 9, .next_view = 5, .count = 1};
+    ends.ends[0] = (struct view_join_log_end){0, 4, 120};
+    assert_false(view_restart_ahead(&ends, &point)); /* exactly the point */
+    ends.ends[0].seq = 90;
+    assert_false(view_restart_ahead(&ends, &point)); /* behind: caught up */
+    ends.ends[0] = (struct view_join_log_end){0, 3, 5000};
+    assert_false(view_restart_ahead(&ends, &point)); /* an earlier view */
+    ends.ends[0] = (struct view_join_log_end){0, 4, 121};
+    assert_true(view_restart_ahead(&ends, &point)); /* one message past it */
+    ends.ends[0] = (struct view_join_log_end){0, 7, 3};
+    assert_false(view_restart_ahead(&ends, &point)); /* a view of the restarted group */
+    ends.ends[0] = (struct view_join_log_end){2, 1, 1};
+    assert_true(view_restart_ahead(&ends, &point)); /* a subgroup the point lacks */
+    point.flags = VIEW_RESTART_RUNNING;             /* no point known: nothing to compare */
+    assert_false(view_restart_ahead(&ends, &point));
+}
+
 static void test_the_status_round_trips_and_lies_are_refused(void **unused)
 {
     (void)unused;
@@ -212,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_a_vote_stays_until_its_member_gives_it_away),
         cmocka_unit_test(test_half_is_not_enough_without_the_tie_breaker),
         cmocka_unit_test(test_a_running_member_is_followed_and_outsiders_do_not_count),
+        cmocka_unit_test(test_a_log_past_the_restart_point_is_told_apart),
         cmocka_unit_test(test_the_status_round_trips_and_lies_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
