@@ -100,8 +100,13 @@ run_once() {
     done
     [ -n "$same" ] || fail "the messages before the restart are no killed member's log" \
         "($(wc -l <"$run/recovered") recovered; the logs held ${before[*]})"
+    local times
+    times=$(sed -n 's/^member \([0-9]*\) restarted from its log in view \([0-9]*\), \([0-9.]*\) ms.*/\1:\3 ms (view \2)/p' \
+        "$run/second.out" | sort | tr '\n' ' ')
+    [ "$(echo "$times" | wc -w)" -ge 9 ] || fail "not every member said it restarted: $times"
     echo "ok: killed with ${before[*]} messages logged (view $killed_view); restarted from" \
-        "member $same's log; three logs agree on $total messages (last view $restarted_view)"
+        "member $same's log; in the group after: $times; three logs agree on $total messages" \
+        "(last view $restarted_view)"
     return 0
 }
 

@@ -839,6 +839,12 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         else if (joined_files(config, &st, joining_trace) < 0)
             fail(result, "renaming the trace or writing the pid file", SPINDLE_EIO);
     }
+    if (st.restarted && !joiner) {
+        printf("member %u restarted from its log in view %llu, %.1f ms after starting\n", self,
+               (unsigned long long)__atomic_load_n(&st.first_view, __ATOMIC_ACQUIRE),
+               (double)(bench_now_ns() - asked) / 1e6);
+        fflush(stdout);
+    }
     /* --dispatch: a thread of the bench's runs every upcall, until the
      * member shuts down or leaves. */
     pthread_t dispatcher;
