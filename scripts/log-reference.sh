@@ -5,7 +5,10 @@
 #   - the same run without logs, and
 #   - the raw append rate of the same disk: three concurrent writers, one per
 #     member, appending records of the same size in batches of the size the
-#     logged run had, one fdatasync per batch (spindle-rawbench --append).
+#     logged run had, one fdatasync per batch (spindle-rawbench --append
+#     --direct: whole blocks with O_DIRECT as the log's writer appends, so the
+#     reference does not depend on the page cache a previous run left; RAW_IO=
+#     buffered for one buffered pwrite per batch instead).
 # Rounds alternate plain, logged and raw for each size; the medians and the
 # ratios (logged / plain in messages, logged / raw in records) are printed as
 # a markdown table, every run's JSON line kept in OUT/results.jsonl.
@@ -16,6 +19,8 @@
 #   RUNS=3    rounds; SIZES="1024 10240" message sizes
 #   MESSAGES  messages per sender (default 20000 up to 1 KB, 5000 above)
 set -euo pipefail
+direct=yes
+[ "${RAW_IO:-direct}" = buffered ] && direct=
 BUILD=${1:-build}
 DIR=${2:-$BUILD/log-reference}
 RUNS=${RUNS:-3}
@@ -62,7 +67,7 @@ for ((run = 1; run <= RUNS; run++)); do
         records=$(jq -r '.log_records / 3 | floor' <<<"$logged")
         mkdir -p "$DIR/raw"
         "$RAW" --append "$DIR/raw" --writers 3 --batch "$batch" --msg-size "$size" \
-            --messages "$records" | keep "$size" raw "$run"
+            --messages "$records" ${direct:+--direct} | keep "$size" raw "$run"
         echo "log-reference: round $run, $size bytes done (load $(cut -d' ' -f1 /proc/loadavg))" >&2
     done
 done

@@ -9,6 +9,7 @@
 #ifndef SPINDLE_RAWAPPEND_H
 #define SPINDLE_RAWAPPEND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct raw_append_config {
@@ -17,6 +18,11 @@ struct raw_append_config {
     uint32_t msg_size;
     uint32_t batch;   /* records per write and fdatasync */
     uint64_t records; /* per writer */
+    /* --direct: the whole 4 KiB blocks of each batch written with
+     * O_DIRECT, the partial last block through the page cache and written
+     * again with the next batch: the way the log's writer appends
+     * (docs/LOGS.md "Appending"). Off: one buffered pwrite per batch. */
+    bool direct;
 };
 
 /* Runs the writers, prints a summary line and one JSON line (writers,
