@@ -194,17 +194,25 @@ static void *serve(void *arg)
 {
     struct election *e = arg;
     uint8_t *request = malloc(CTL_JOIN_REQUEST_MAX);
+    struct view_restart_status *mine = malloc(sizeof *mine);
     for (;;) {
         pthread_mutex_lock(&e->lock);
         bool stop = e->stop;
-        struct view_restart_status mine = e->mine;
         pthread_mutex_unlock(&e->lock);
-        if (stop || request == NULL)
+        if (stop || request == NULL || mine == NULL)
             break;
         size_t length = 0;
-        if (ctl_join_poll(e->ctl, 50, request, CTL_JOIN_REQUEST_MAX, &length) == 1)
-            answer_query(e->ctl, request, length, &mine);
+        if (ctl_join_poll(e->ctl, 50, request, CTL_JOIN_REQUEST_MAX, &length) != 1)
+            continue;
+        /* The vote as it is now, after the question came: an answer is
+         * a read of this member's state during the asker's round
+         * (models/restart.pml), never one from before it. */
+        pthread_mutex_lock(&e->lock);
+        *mine = e->mine;
+        pthread_mutex_unlock(&e->lock);
+        answer_query(e->ctl, request, length, mine);
     }
+    free(mine);
     free(request);
     return NULL;
 }
