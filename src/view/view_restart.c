@@ -412,9 +412,10 @@ static int elect(struct election *e, struct view_restart_decision *d)
             char missing[512];
             describe_missing(e, d->missing, missing, sizeof missing);
             rc = sp_error(SPINDLE_ETIMEDOUT,
-                          "no restart within %d ms: %u of the %u members of view %" PRIu64
-                          " voted for member %u (more than half must); not heard: %s",
-                          m->config.bootstrap_timeout_ms, d->voters, d->num_latest, d->latest,
+                          "no restart within %d ms: of the %u members of view %" PRIu64
+                          ", more than half must vote for one; %u voted for this member, "
+                          "which votes for member %u; not heard: %s",
+                          m->config.bootstrap_timeout_ms, d->num_latest, d->latest, d->voters,
                           d->vote, missing[0] != '\0' ? missing : "none");
             break;
         }
