@@ -70,8 +70,13 @@ run_once() {
         messages_of "$run/before-$i" >"$run/before-$i.messages"
         before+=("$(wc -l <"$run/before-$i.messages")")
     done
-    local killed_view
-    killed_view=$(last_view_of "$run/before-0")
+    # The latest view any killed member's log holds (one may have been
+    # removed by the others before they were killed too).
+    local killed_view=0 v
+    for i in 0 1 2; do
+        v=$(last_view_of "$run/before-$i")
+        [ "$v" -gt "$killed_view" ] && killed_view=$v
+    done
 
     # The same command again: the members restart from their logs.
     "$BENCH" "${common[@]}" --trace "$run/tr2" >"$run/second.out" 2>&1 &

@@ -32,8 +32,21 @@ rm -f "${TMPDIR:-/tmp}/rawbench.$$"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/rawappend.XXXXXX")
 line=$("$rawbench" --append "$dir" --writers 3 --batch 10 --msg-size 64 --messages 200 | tail -n 1)
 echo "$line"
-echo "$line" | grep -q '"writers":3,"msg_size":64,"record_bytes":124,"batch":10,' ||
+echo "$line" | grep -q '"writers":3,"direct":false,"msg_size":64,"record_bytes":124,"batch":10,' ||
     { echo "FAIL: --append line: $line" >&2; exit 1; }
+# --direct: the same with O_DIRECT block writes, where the filesystem takes
+# them (tmpfs does not: then the writer says so and the run fails).
+if line=$("$rawbench" --append "$dir" --writers 3 --batch 10 --msg-size 64 --messages 200 \
+    --direct 2>"$dir.err" | tail -n 1); then
+    echo "$line"
+    echo "$line" | grep -q '"writers":3,"direct":true,"msg_size":64,' ||
+        { echo "FAIL: --append --direct line: $line" >&2; exit 1; }
+else
+    grep -q "O_DIRECT" "$dir.err" ||
+        { echo "FAIL: --append --direct failed without naming O_DIRECT: $(cat "$dir.err")" >&2; exit 1; }
+    echo "note: $(cat "$dir.err")"
+fi
+rm -f "$dir.err"
 rate=$(echo "$line" | sed -n 's/.*"append_records_per_s":\([0-9.e+]*\).*/\1/p')
 awk -v v="$rate" 'BEGIN { exit !(v + 0 > 0) }' || { echo "FAIL: append rate '$rate'" >&2; exit 1; }
 [ -z "$(ls -A "$dir")" ] || { echo "FAIL: --append left files: $(ls "$dir")" >&2; exit 1; }
