@@ -1,0 +1,282 @@
+/*
+ * spindle-kv: a replicated key-value service speaking RESP2 (docs/KV.md).
+ *
+ *   spindle-kv --local N --port P [options]   N replicas on this host, RESP
+ *                                             on P, P+1, ..., P+N-1
+ *   spindle-kv --config FILE --id I [options] one replica of a multi-host
+ *                                             service ([member.N] sections)
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kv_server.h"
+
+struct kv_args {
+    struct kv_server_options server;
+    unsigned local;
+    unsigned control_port;
+    const char *config;
+    long id;
+    const char *pid_dir;
+    int failure_timeout_ms;
+};
+
+static const char usage[] =
+    "usage: spindle-kv --local N [--port P] [options]\n"
+    "       spindle-kv --config FILE --id I [--port P] [options]\n"
+    "  --local N               start N replicas on this host (TCP bootstrap on loopback),\n"
+    "                          serving RESP on ports P .. P+N-1\n"
+    "  --config FILE --id I    run replica I of the group the INI file describes\n"
+    "  --port P                RESP port (default 6379)\n"
+    "  --bind ADDR             RESP listener address (default 127.0.0.1)\n"
+    "  --control-port C        with --local: group bootstrap ports C .. C+N-1\n"
+    "                          (default P+10000)\n"
+    "  --requirepass PASS      clients must AUTH with PASS\n"
+    "  --stale-reads           reads answered from the local copy by default\n"
+    "                          (default: linearizable, ordered through the group)\n"
+    "  --tick-ms MS            period of the ordered expiry ticks (default 100)\n"
+    "  --failure-timeout-ms MS how long a silent replica may take to be removed\n"
+    "                          (default 5000)\n"
+    "  --pid-dir DIR           write DIR/replica-<id>.pid once each replica serves\n";
+
+static int parse_unsigned(const char *text, const char *name, unsigned long min, unsigned long max,
+                          unsigned long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long value = strtoul(text, &end, 10);
+    if (text[0] == '\0' || text[0] == '-' || *end != '\0' || errno != 0 || value < min ||
+        value > max) {
+        fprintf(stderr, "spindle-kv: %s '%s' is not a number in %lu..%lu\n", name, text, min, max);
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
+enum { OPT_CONTROL_PORT = 256, OPT_REQUIREPASS, OPT_STALE, OPT_TICK, OPT_FAILURE, OPT_PID_DIR };
+
+static int parse_args(int argc, char **argv, struct kv_args *a)
+{
+    static const struct option options[] = {
+        {"local", required_argument, 0, 'l'},
+        {"config", required_argument, 0, 'c'},
+        {"id", required_argument, 0, 'i'},
+        {"port", required_argument, 0, 'p'},
+        {"bind", required_argument, 0, 'b'},
+        {"control-port", required_argument, 0, OPT_CONTROL_PORT},
+        {"requirepass", required_argument, 0, OPT_REQUIREPASS},
+        {"stale-reads", no_argument, 0, OPT_STALE},
+        {"tick-ms", required_argument, 0, OPT_TICK},
+        {"failure-timeout-ms", required_argument, 0, OPT_FAILURE},
+        {"pid-dir", required_argument, 0, OPT_PID_DIR},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    memset(a, 0, sizeof *a);
+    a->server.port = 6379;
+    a->server.tick_ms = 100;
+    a->id = -1;
+    unsigned long v;
+    int c;
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 'l':
+            rc = parse_unsigned(optarg, "--local", 1, SPINDLE_MAX_MEMBERS, &v);
+            a->local = (unsigned)v;
+            break;
+        case 'c':
+            a->config = optarg;
+            break;
+        case 'i':
+            rc = parse_unsigned(optarg, "--id", 0, SPINDLE_MAX_MEMBERS - 1, &v);
+            a->id = (long)v;
+            break;
+        case 'p':
+            rc = parse_unsigned(optarg, "--port", 1, 65535, &v);
+            a->server.port = (unsigned)v;
+            break;
+        case 'b':
+            a->server.bind = optarg;
+            break;
+        case OPT_CONTROL_PORT:
+            rc = parse_unsigned(optarg, "--control-port", 1, 65535, &v);
+            a->control_port = (unsigned)v;
+            break;
+        case OPT_REQUIREPASS:
+            a->server.requirepass = optarg;
+            break;
+        case OPT_STALE:
+            a->server.stale_reads = true;
+            break;
+        case OPT_TICK:
+            rc = parse_unsigned(optarg, "--tick-ms", 1, 60000, &v);
+            a->server.tick_ms = (unsigned)v;
+            break;
+        case OPT_FAILURE:
+            rc = parse_unsigned(optarg, "--failure-timeout-ms", 100, 600000, &v);
+            a->failure_timeout_ms = (int)v;
+            break;
+        case OPT_PID_DIR:
+            a->pid_dir = optarg;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            exit(0);
+        default:
+            fputs(usage, stderr);
+            return -1;
+        }
+        if (rc != 0)
+            return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "spindle-kv: unexpected argument '%s'\n%s", argv[optind], usage);
+        return -1;
+    }
+    if ((a->local > 0) == (a->config != NULL)) {
+        fprintf(stderr, "spindle-kv: give --local N, or --config FILE with --id I\n%s", usage);
+        return -1;
+    }
+    if (a->config != NULL && a->id < 0) {
+        fprintf(stderr, "spindle-kv: --config needs --id I (this replica's [member.I])\n");
+        return -1;
+    }
+    if (a->local > 0 && a->server.port + a->local - 1 > 65535) {
+        fprintf(stderr, "spindle-kv: --port %u with --local %u runs past port 65535\n",
+                a->server.port, a->local);
+        return -1;
+    }
+    if (a->local > 0 && a->control_port == 0)
+        a->control_port = a->server.port + 10000;
+    if (a->local > 0 && a->control_port + a->local - 1 > 65535) {
+        fprintf(stderr, "spindle-kv: --control-port %u with --local %u runs past port 65535\n",
+                a->control_port, a->local);
+        return -1;
+    }
+    return 0;
+}
+
+static pid_t children[SPINDLE_MAX_MEMBERS];
+static unsigned num_children;
+
+static void forward_signal(int signo)
+{
+    for (unsigned i = 0; i < num_children; i++)
+        if (children[i] > 0)
+            kill(children[i], signo);
+}
+
+static int run_replica(struct kv_args *a, unsigned id, const char *bootstrap, unsigned members)
+{
+    char pid_file[4096];
+    struct kv_server_options *o = &a->server;
+    spindle_group_options_init(&o->group);
+    o->group.self = id;
+    o->group.num_members = members;
+    o->group.bootstrap = bootstrap;
+    o->group.bootstrap_kind = SPINDLE_BOOTSTRAP_TCP;
+    if (a->failure_timeout_ms > 0)
+        o->group.failure_timeout_ms = a->failure_timeout_ms;
+    o->port = a->server.port + id;
+    if (a->pid_dir != NULL) {
+        snprintf(pid_file, sizeof pid_file, "%s/replica-%u.pid", a->pid_dir, id);
+        o->pid_file = pid_file;
+    }
+    return kv_server_run(o);
+}
+
+/* Forks the replicas and waits for them; SIGTERM and SIGINT are passed on. */
+static int run_local(struct kv_args *a)
+{
+    char bootstrap[SPINDLE_MAX_MEMBERS * 24] = "";
+    for (unsigned i = 0; i < a->local; i++)
+        snprintf(bootstrap + strlen(bootstrap), sizeof bootstrap - strlen(bootstrap),
+                 "%s127.0.0.1:%u", i > 0 ? "," : "", a->control_port + i);
+    struct sigaction forward = {.sa_handler = forward_signal};
+    sigemptyset(&forward.sa_mask);
+    sigaction(SIGTERM, &forward, NULL);
+    sigaction(SIGINT, &forward, NULL);
+    fflush(NULL);
+    for (unsigned i = 0; i < a->local; i++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("spindle-kv: fork");
+            forward_signal(SIGTERM);
+            break;
+        }
+        if (pid == 0)
+            _exit(run_replica(a, i, bootstrap, a->local));
+        children[num_children++] = pid;
+    }
+    int failed = 0;
+    for (unsigned done = 0; done < num_children;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        for (unsigned i = 0; i < num_children; i++) {
+            if (children[i] != pid)
+                continue;
+            children[i] = 0;
+            done++;
+            if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+                fprintf(stderr, "spindle-kv: replica %u exited with status %d\n", i,
+                        WEXITSTATUS(status));
+                failed = 1;
+            } else if (WIFSIGNALED(status)) {
+                fprintf(stderr, "spindle-kv: replica %u was killed by signal %d\n", i,
+                        WTERMSIG(status));
+            }
+        }
+    }
+    return failed;
+}
+
+static int run_configured(struct kv_args *a)
+{
+    struct spindle_config *config;
+    int rc = spindle_config_load(a->config, &config);
+    if (rc < 0) {
+        fprintf(stderr, "spindle-kv: %s: %s\n", spindle_strerror(rc), spindle_errmsg());
+        return 1;
+    }
+    struct spindle_group_setup setup;
+    rc = spindle_group_setup_from_config(config, (uint32_t)a->id, &setup);
+    spindle_config_free(config);
+    if (rc < 0) {
+        fprintf(stderr, "spindle-kv: %s: %s\n", spindle_strerror(rc), spindle_errmsg());
+        return 1;
+    }
+    /* The file's group options (transport, bootstrap, timeouts); the
+     * replicated shard is the server's own subgroup. */
+    a->server.group = setup.options;
+    if (a->failure_timeout_ms > 0)
+        a->server.group.failure_timeout_ms = a->failure_timeout_ms;
+    char pid_file[4096];
+    if (a->pid_dir != NULL) {
+        snprintf(pid_file, sizeof pid_file, "%s/replica-%ld.pid", a->pid_dir, a->id);
+        a->server.pid_file = pid_file;
+    }
+    rc = kv_server_run(&a->server);
+    spindle_group_setup_free(&setup);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct kv_args args;
+    if (parse_args(argc, argv, &args) != 0)
+        return 2;
+    return args.local > 0 ? run_local(&args) : run_configured(&args);
+}

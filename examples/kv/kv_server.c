@@ -1,0 +1,404 @@
+/* The replica's group, event loop and proposals (kv_server.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kv_server_impl.h"
+
+/* epoll tags: the upper half of data.u64 says what the lower half is. */
+#define TAG_LISTEN 1ull
+#define TAG_GROUP  2ull
+#define TAG_TIMER  3ull
+#define TAG_SIGNAL 4ull
+#define TAG_CLIENT 5ull
+
+static uint64_t realtime_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
+}
+
+/* Sends what waits in server->outbound, in order, until the window is
+ * full. */
+static void drain_outbound(struct kv_server *server)
+{
+    while (server->outbound_sent < server->outbound.len) {
+        uint32_t len;
+        memcpy(&len, server->outbound.data + server->outbound_sent, sizeof len);
+        void *slot;
+        int rc = spindle_reserve(server->group, 0, len, SPINDLE_RESERVE_NONBLOCK, &slot);
+        if (rc == SPINDLE_EAGAIN)
+            return; /* send_ready, or the next pass of the loop */
+        if (rc < 0) {
+            fprintf(stderr, "spindle-kv: replica %u: multicast failed: %s: %s\n", server->self,
+                    spindle_strerror(rc), spindle_errmsg());
+            return; /* the group stopped: the loop learns it from spindle_dispatch */
+        }
+        memcpy(slot, server->outbound.data + server->outbound_sent + sizeof len, len);
+        spindle_commit(server->group, 0);
+        server->outbound_sent += sizeof len + len;
+    }
+    server->outbound.len = 0;
+    server->outbound_sent = 0;
+}
+
+static void queue_op(struct kv_server *server, const struct kv_buf *op)
+{
+    uint32_t len = (uint32_t)op->len;
+    kv_buf_append(&server->outbound, &len, sizeof len);
+    kv_buf_append(&server->outbound, op->data, op->len);
+    drain_outbound(server);
+}
+
+static void push_pending(struct kv_server *server, const struct kv_pending *pending)
+{
+    if (server->pending_count == server->pending_cap) {
+        size_t cap = server->pending_cap < 64 ? 64 : server->pending_cap * 2;
+        struct kv_pending *grown = malloc(cap * sizeof *grown);
+        if (grown == NULL) {
+            fprintf(stderr, "spindle-kv: out of memory for %zu requests in flight\n", cap);
+            abort();
+        }
+        for (size_t i = 0; i < server->pending_count; i++)
+            grown[i] = server->pending[(server->pending_head + i) % server->pending_cap];
+        free(server->pending);
+        server->pending = grown;
+        server->pending_cap = cap;
+        server->pending_head = 0;
+    }
+    server->pending[(server->pending_head + server->pending_count) % server->pending_cap] =
+        *pending;
+    server->pending_count++;
+}
+
+void kv_propose(struct kv_server *server, struct kv_conn *conn, uint64_t slot, uint64_t session,
+                uint64_t request_id, const struct kv_arg *args, size_t count)
+{
+    struct kv_buf *op = &server->scratch;
+    op->len = 0;
+    uint64_t counter = ++server->next_counter;
+    kv_op_encode(op, KV_OP_COMMAND, counter, realtime_ms(), session, request_id, args, count);
+    if (op->len > KV_MAX_OP_BYTES) {
+        char error[128];
+        int n = snprintf(error, sizeof error,
+                         "-ERR command of %zu bytes exceeds the largest replicated operation "
+                         "(%u bytes)\r\n",
+                         op->len, KV_MAX_OP_BYTES);
+        kv_client_reply(server, conn, slot, error, (size_t)n);
+        return;
+    }
+    struct kv_pending pending = {counter, conn->fd, conn->id, slot};
+    push_pending(server, &pending);
+    server->ops_proposed++;
+    queue_op(server, op);
+}
+
+/* The leader (rank 0) moves the state machine's clock while keys may
+ * expire: every replica expires them at the same point of the stream. */
+static void send_tick(struct kv_server *server)
+{
+    if (server->my_rank != 0 || server->store.num_expiring == 0)
+        return;
+    struct kv_buf *op = &server->scratch;
+    op->len = 0;
+    kv_op_encode(op, KV_OP_TICK, 0, realtime_ms(), 0, 0, NULL, 0);
+    queue_op(server, op);
+}
+
+/* A delivered operation of this replica: its client's reply. Own messages
+ * arrive in the order they were sent, so the request is at the front. */
+static void answer(struct kv_server *server, uint64_t counter, const struct kv_buf *reply)
+{
+    while (server->pending_count > 0) {
+        struct kv_pending *p = &server->pending[server->pending_head];
+        if (p->counter > counter)
+            return;
+        struct kv_pending done = *p;
+        server->pending_head = (server->pending_head + 1) % server->pending_cap;
+        server->pending_count--;
+        if (done.counter < counter)
+            continue; /* cannot happen with FIFO delivery; nothing to answer */
+        struct kv_conn *conn = kv_client_find(server, done.fd, done.conn_id);
+        if (conn != NULL) /* else the client went away */
+            kv_client_reply(server, conn, done.slot, reply->data, reply->len);
+        return;
+    }
+}
+
+static void on_deliver(void *ctx, const struct spindle_message *messages, size_t count)
+{
+    struct kv_server *server = ctx;
+    struct kv_buf *reply = &server->scratch;
+    for (size_t i = 0; i < count; i++) {
+        const struct spindle_message *m = &messages[i];
+        reply->len = 0;
+        kv_store_apply(&server->store, m->data, m->length, &server->op, reply);
+        server->ops_applied++;
+        server->delivered_seq = m->seq + 1;
+        if (m->sender_id == server->self && server->op.kind == KV_OP_COMMAND)
+            answer(server, server->op.counter, reply);
+    }
+}
+
+static void on_view(void *ctx, const struct spindle_view_info *view)
+{
+    struct kv_server *server = ctx;
+    server->view_id = view->view_id;
+    server->num_view_members = view->num_members;
+    memcpy(server->view_members, view->members, view->num_members * sizeof *view->members);
+    server->my_rank = view->my_rank;
+    server->delivered_seq = 0; /* sequence numbers start again in each view */
+    fprintf(stderr, "spindle-kv: replica %u: view %llu, %u members (%u joined, %u left)\n",
+            server->self, (unsigned long long)view->view_id, view->num_members, view->num_joined,
+            view->num_left);
+}
+
+static void on_send_ready(void *ctx, uint32_t subgroup)
+{
+    drain_outbound(ctx);
+}
+
+static int on_state_save(void *ctx, void **data, size_t *length)
+{
+    struct kv_server *server = ctx;
+    struct kv_buf state = {0};
+    kv_snapshot_encode(&server->store, &state);
+    *data = state.data;
+    *length = state.len;
+    return 0;
+}
+
+static int on_state_load(void *ctx, const void *data, size_t length)
+{
+    struct kv_server *server = ctx;
+    char error[256];
+    if (kv_snapshot_decode(&server->store, data, length, error, sizeof error) != 0) {
+        fprintf(stderr, "spindle-kv: refusing the state sent to this joiner: %s\n", error);
+        return SPINDLE_EPROTO;
+    }
+    return 0;
+}
+
+static int watch(struct kv_server *server, int fd, uint64_t tag)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag << 32 | (uint32_t)fd};
+    return epoll_ctl(server->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int open_listener(struct kv_server *server)
+{
+    const char *bind_address = server->options->bind != NULL ? server->options->bind : "127.0.0.1";
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(server->options->port)};
+    if (inet_pton(AF_INET, bind_address, &addr.sin_addr) != 1) {
+        fprintf(stderr, "spindle-kv: bind address '%s' is not an IPv4 address\n", bind_address);
+        return -1;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(fd, 511) != 0) {
+        fprintf(stderr, "spindle-kv: cannot listen on %s:%u: %s\n", bind_address,
+                server->options->port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    server->listen_fd = fd;
+    return 0;
+}
+
+static int open_timers(struct kv_server *server)
+{
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigprocmask(SIG_BLOCK, &signals, NULL);
+    server->signal_fd = signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
+    server->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (server->signal_fd < 0 || server->timer_fd < 0) {
+        fprintf(stderr, "spindle-kv: signalfd/timerfd: %s\n", strerror(errno));
+        return -1;
+    }
+    unsigned tick = server->options->tick_ms > 0 ? server->options->tick_ms : 100;
+    struct itimerspec period = {
+        .it_interval = {tick / 1000, (long)(tick % 1000) * 1000000},
+        .it_value = {tick / 1000, (long)(tick % 1000) * 1000000},
+    };
+    return timerfd_settime(server->timer_fd, 0, &period, NULL);
+}
+
+static int create_group(struct kv_server *server)
+{
+    struct spindle_group_options *o = &server->options->group;
+    uint32_t all[SPINDLE_MAX_MEMBERS];
+    for (uint32_t i = 0; i < o->num_members; i++)
+        all[i] = i;
+    struct spindle_subgroup_config shard = {
+        .members = all,
+        .num_members = o->num_members,
+        .senders = all,
+        .num_senders = o->num_members,
+        .window_size = KV_WINDOW,
+        .max_payload = KV_MAX_OP_BYTES,
+        .mode = SPINDLE_MODE_ATOMIC,
+    };
+    o->dispatch = true;
+    o->tolerate_failures = true;
+    o->deliver = on_deliver;
+    o->deliver_ctx = server;
+    o->view_changed = on_view;
+    o->view_ctx = server;
+    o->send_ready = on_send_ready;
+    o->send_ready_ctx = server;
+    o->state_save = on_state_save;
+    o->state_load = on_state_load;
+    o->state_ctx = server;
+    int rc = spindle_group_create(o, &shard, 1, &server->group);
+    if (rc < 0) {
+        fprintf(stderr, "spindle-kv: replica %u: joining the group failed: %s: %s\n", o->self,
+                spindle_strerror(rc), spindle_errmsg());
+        return -1;
+    }
+    server->self = (uint32_t)spindle_group_self(server->group);
+    server->first_members = o->num_members;
+    server->num_view_members = o->num_members;
+    for (uint32_t i = 0; i < o->num_members; i++)
+        server->view_members[i] = i;
+    server->my_rank = server->self;
+    server->group_fd = spindle_group_fd(server->group);
+    return 0;
+}
+
+static int write_pid_file(const char *path)
+{
+    FILE *file = fopen(path, "w");
+    if (file == NULL || fprintf(file, "%d\n", (int)getpid()) < 0 || fclose(file) != 0) {
+        fprintf(stderr, "spindle-kv: cannot write the pid file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int setup(struct kv_server *server)
+{
+    server->listen_fd = server->timer_fd = server->signal_fd = server->group_fd = -1;
+    server->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (server->epoll_fd < 0 || open_timers(server) != 0 || create_group(server) != 0 ||
+        open_listener(server) != 0)
+        return -1;
+    if (watch(server, server->listen_fd, TAG_LISTEN) != 0 ||
+        watch(server, server->group_fd, TAG_GROUP) != 0 ||
+        watch(server, server->timer_fd, TAG_TIMER) != 0 ||
+        watch(server, server->signal_fd, TAG_SIGNAL) != 0) {
+        fprintf(stderr, "spindle-kv: epoll_ctl: %s\n", strerror(errno));
+        return -1;
+    }
+    if (server->options->pid_file != NULL && write_pid_file(server->options->pid_file) != 0)
+        return -1;
+    fprintf(stderr, "spindle-kv: replica %u serving RESP on %s:%u\n", server->self,
+            server->options->bind != NULL ? server->options->bind : "127.0.0.1",
+            server->options->port);
+    return 0;
+}
+
+/* One pass over what epoll reported; false when the replica must stop. */
+static bool handle(struct kv_server *server, const struct epoll_event *ev)
+{
+    int fd = (int)(uint32_t)ev->data.u64;
+    switch (ev->data.u64 >> 32) {
+    case TAG_LISTEN:
+        kv_client_accept(server);
+        return true;
+    case TAG_GROUP: {
+        int rc = spindle_dispatch(server->group, SPINDLE_DISPATCH_ALL);
+        if (rc < 0) {
+            fprintf(stderr, "spindle-kv: replica %u stopped: %s: %s\n", server->self,
+                    spindle_strerror(rc), spindle_errmsg());
+            return false;
+        }
+        return true;
+    }
+    case TAG_TIMER: {
+        uint64_t expirations;
+        if (read(fd, &expirations, sizeof expirations) == (ssize_t)sizeof expirations)
+            send_tick(server);
+        return true;
+    }
+    case TAG_SIGNAL:
+        return false;
+    default:
+        kv_client_event(server, fd, ev->events);
+        return true;
+    }
+}
+
+static int loop(struct kv_server *server)
+{
+    struct epoll_event events[64];
+    for (;;) {
+        /* With operations waiting for the window, look again soon even if
+         * no send_ready comes (the window may free up during a view change). */
+        int timeout = server->outbound.len > 0 ? 10 : -1;
+        int n = epoll_wait(server->epoll_fd, events, 64, timeout);
+        if (n < 0 && errno != EINTR) {
+            fprintf(stderr, "spindle-kv: epoll_wait: %s\n", strerror(errno));
+            return 1;
+        }
+        for (int i = 0; i < n; i++)
+            if (!handle(server, &events[i]))
+                return (events[i].data.u64 >> 32) == TAG_SIGNAL ? 0 : 1;
+        drain_outbound(server);
+        kv_client_flush(server);
+    }
+}
+
+static void teardown(struct kv_server *server)
+{
+    kv_client_close_all(server);
+    if (server->group != NULL) {
+        epoll_ctl(server->epoll_fd, EPOLL_CTL_DEL, server->group_fd, NULL);
+        spindle_group_destroy(server->group);
+    }
+    int fds[] = {server->listen_fd, server->timer_fd, server->signal_fd, server->epoll_fd};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    kv_store_free(&server->store);
+    kv_argv_free(&server->argv);
+    kv_argv_free(&server->op.argv);
+    kv_buf_free(&server->scratch);
+    kv_buf_free(&server->outbound);
+    free(server->pending);
+    free(server->conns);
+    free(server->dirty);
+}
+
+int kv_server_run(struct kv_server_options *options)
+{
+    struct kv_server *server = calloc(1, sizeof *server);
+    if (server == NULL)
+        return 1;
+    server->options = options;
+    server->limits.max_args = 1024;
+    server->limits.max_bulk = KV_MAX_OP_BYTES;
+    server->limits.max_inline = 64u << 10;
+    kv_store_init(&server->store);
+    signal(SIGPIPE, SIG_IGN);
+    int rc = setup(server) == 0 ? loop(server) : 1;
+    teardown(server);
+    free(server);
+    return rc;
+}

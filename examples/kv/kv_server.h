@@ -1,0 +1,48 @@
+/*
+ * spindle-kv's replica: one member of the group that replicates the store,
+ * serving RESP2 clients on an epoll loop (docs/KV.md).
+ *
+ * Owns: the group (dispatch mode: deliveries run on the loop's thread), the
+ * listening socket, the client connections, the store, and the requests of
+ * this replica's clients waiting for their operation to be delivered.
+ *
+ * Flow of a write (and of a read, unless stale reads are asked for): the
+ * command becomes an operation (kv_store.h) carrying this replica's request
+ * number, is multicast in the shard's atomic subgroup, is applied by every
+ * replica in delivery order, and this replica answers its client from its
+ * own application of it. A connection's replies leave in the order of its
+ * requests, whatever the mix of ordered and local commands (pipelining).
+ *
+ * Threads: one, the loop's, which also runs the group's upcalls
+ * (spindle_dispatch).
+ */
+#ifndef KV_SERVER_H
+#define KV_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <spindle/spindle.h>
+
+/* Largest operation multicast (bytes): a command with its arguments. */
+#define KV_MAX_OP_BYTES 16384u
+/* Ring slots per sender. */
+#define KV_WINDOW 256u
+
+struct kv_server_options {
+    const char *bind;        /* address of the RESP listener; default 127.0.0.1 */
+    unsigned port;           /* RESP port */
+    const char *requirepass; /* NULL: no AUTH needed */
+    bool stale_reads;        /* reads from the local copy by default */
+    unsigned tick_ms;        /* period of the expiry ticks */
+    const char *pid_file;    /* written once the replica serves; may be NULL */
+    /* Group options already holding bootstrap, self, num_members,
+     * transport...; the server adds its upcalls and dispatch. */
+    struct spindle_group_options group;
+};
+
+/* Runs one replica until SIGTERM or SIGINT (0) or until it stops on an
+ * error (1, said on stderr). */
+int kv_server_run(struct kv_server_options *options);
+
+#endif

@@ -1,0 +1,100 @@
+/*
+ * Internal to the replica (kv_server.c: group, loop and proposals;
+ * kv_client.c: connections and commands). One thread, the loop's, touches
+ * all of it.
+ */
+#ifndef KV_SERVER_IMPL_H
+#define KV_SERVER_IMPL_H
+
+#include "kv_resp.h"
+#include "kv_server.h"
+#include "kv_store.h"
+
+/* Replies a connection may wait for at once (pipelined requests). */
+#define KV_PIPELINE 128u
+/* Bytes of unparsed input a connection may hold. */
+#define KV_MAX_INPUT (16u << 20)
+
+struct kv_slot {
+    char *data;
+    size_t len;
+    bool ready;
+};
+
+struct kv_conn {
+    int fd;
+    uint64_t id;
+    uint32_t events; /* what epoll watches now */
+    struct kv_buf in;
+    struct kv_buf out;
+    size_t out_sent;
+    struct kv_slot slots[KV_PIPELINE];
+    uint64_t head, tail; /* replies owed: slots head..tail-1 */
+    bool authed;
+    bool readonly; /* READONLY: stale reads from the local copy */
+    bool closing;  /* QUIT or a protocol error: close once written */
+    bool dirty;    /* on the server's list of connections to write */
+};
+
+/* A request of this replica's client waiting for its operation. */
+struct kv_pending {
+    uint64_t counter;
+    int fd;
+    uint64_t conn_id;
+    uint64_t slot;
+};
+
+struct kv_server {
+    struct kv_server_options *options;
+    spindle_group_t *group;
+    uint32_t self;
+    int epoll_fd, listen_fd, group_fd, timer_fd, signal_fd;
+    struct kv_store store;
+    struct kv_resp_limits limits;
+    struct kv_argv argv;
+    struct kv_op op;
+    struct kv_buf scratch;
+    /* Connections by descriptor. */
+    struct kv_conn **conns;
+    size_t num_conns_slots;
+    uint64_t next_conn_id;
+    size_t num_clients;
+    int *dirty;
+    size_t num_dirty, dirty_cap;
+    /* Requests in flight, in the order they were proposed (a sender's
+     * messages are delivered in its order). */
+    struct kv_pending *pending;
+    size_t pending_head, pending_count, pending_cap;
+    uint64_t next_counter;
+    /* Operations that found the window full: u32 length + bytes each. */
+    struct kv_buf outbound;
+    size_t outbound_sent;
+    /* The current view. */
+    uint64_t view_id;
+    uint32_t view_members[SPINDLE_MAX_MEMBERS];
+    uint32_t num_view_members;
+    uint32_t first_members;
+    uint32_t my_rank;
+    uint64_t delivered_seq; /* next seq after the last delivered message */
+    uint64_t ops_proposed, ops_applied, stale_reads;
+};
+
+/* kv_server.c */
+/* Multicasts an operation of a client request (or fills its slot with an
+ * error when it cannot be); slot is the connection's reply slot. */
+void kv_propose(struct kv_server *server, struct kv_conn *conn, uint64_t slot, uint64_t session,
+                uint64_t request_id, const struct kv_arg *args, size_t count);
+
+/* kv_client.c */
+void kv_client_accept(struct kv_server *server);
+void kv_client_event(struct kv_server *server, int fd, uint32_t events);
+/* Writes the dirty connections' output and reads on where they stopped. */
+void kv_client_flush(struct kv_server *server);
+/* The connection of fd when it is still conn_id, or NULL. */
+struct kv_conn *kv_client_find(struct kv_server *server, int fd, uint64_t conn_id);
+/* Fills reply slot of conn with data (copied) and queues it for writing. */
+void kv_client_reply(struct kv_server *server, struct kv_conn *conn, uint64_t slot,
+                     const char *data, size_t len);
+void kv_client_close_all(struct kv_server *server);
+
+#endif
