@@ -6,7 +6,7 @@ set -eu
 PACKAGES="build-essential cmake pkg-config libinih-dev libsodium-dev libcmocka-dev \
 libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev ibverbs-providers \
 iproute2 procps gnuplot-nox man-db groff-base clang-format clang-tidy cppcheck clang libclang-rt-14-dev \
-spin python3 jq util-linux"
+spin python3 jq util-linux redis-tools python3-redis"
 
 missing=""
 for pkg in $PACKAGES; do

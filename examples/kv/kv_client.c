@@ -115,13 +115,13 @@ void kv_client_accept(struct kv_server *server)
         }
         if ((size_t)fd >= server->num_conns_slots) {
             size_t count = (size_t)fd * 2 + 16;
-            struct kv_conn **grown = realloc(server->conns, count * sizeof *grown);
+            struct kv_conn **grown = realloc(server->conns, count * sizeof(struct kv_conn *));
             if (grown == NULL) {
                 close(fd);
                 continue;
             }
             memset(grown + server->num_conns_slots, 0,
-                   (count - server->num_conns_slots) * sizeof *grown);
+                   (count - server->num_conns_slots) * sizeof(struct kv_conn *));
             server->conns = grown;
             server->num_conns_slots = count;
         }

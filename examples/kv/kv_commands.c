@@ -381,8 +381,11 @@ static void ttl_reply(struct cmd_ctx *ctx, bool millis)
         kv_resp_integer(ctx->reply, -1);
         return;
     }
-    /* Against the state machine's clock, the last ordered tick. */
-    uint64_t left = e->expire_ms - ctx->store->now_ms;
+    /* Against the later of the ordered clock (the last tick) and the
+     * proposer's time in the operation: both are the same at every
+     * replica. A key past its time lives until the next tick: 0 left. */
+    uint64_t reference = ctx->store->now_ms > ctx->time_ms ? ctx->store->now_ms : ctx->time_ms;
+    uint64_t left = e->expire_ms > reference ? e->expire_ms - reference : 0;
     kv_resp_integer(ctx->reply, (int64_t)(millis ? left : (left + 500) / 1000));
 }
 

@@ -83,7 +83,7 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
     a->server.port = 6379;
     a->server.tick_ms = 100;
     a->id = -1;
-    unsigned long v;
+    unsigned long v = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
         int rc = 0;

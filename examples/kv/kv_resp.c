@@ -2,7 +2,6 @@
 #include "kv_resp.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,16 +85,9 @@ static long find_crlf(const char *data, size_t len, size_t at)
     return -1;
 }
 
-static long fail(char *error, size_t error_size, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-static long fail(char *error, size_t error_size, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vsnprintf(error, error_size, format, args);
-    va_end(args);
-    return KV_RESP_ERROR;
-}
+/* Writes the message into the caller's error buffer (both named error and
+ * error_size where it is used) and gives KV_RESP_ERROR. */
+#define FAIL(...) (snprintf(error, error_size, __VA_ARGS__), (long)KV_RESP_ERROR)
 
 /* Reads the decimal number of a "*N" or "$N" line, data[start..end).
  * Returns 0, or -1 when it is not a number in -1..limit (the value is in
@@ -135,14 +127,13 @@ static long parse_inline(const char *data, size_t len, const struct kv_resp_limi
     }
     if (crlf < 0) {
         if (len > limits->max_inline)
-            return fail(error, error_size, "Protocol error: inline command longer than %zu bytes",
-                        limits->max_inline);
+            return FAIL("Protocol error: inline command longer than %zu bytes", limits->max_inline);
         return KV_RESP_INCOMPLETE;
     }
     end = (size_t)crlf;
     if (end > limits->max_inline)
-        return fail(error, error_size, "Protocol error: inline command of %zu bytes (at most %zu)",
-                    end, limits->max_inline);
+        return FAIL("Protocol error: inline command of %zu bytes (at most %zu)", end,
+                    limits->max_inline);
     size_t line_end = end > 0 && data[end - 1] == '\r' ? end - 1 : end;
     size_t i = 0;
     while (i < line_end) {
@@ -154,8 +145,7 @@ static long parse_inline(const char *data, size_t len, const struct kv_resp_limi
         while (i < line_end && data[i] != ' ' && data[i] != '\t')
             i++;
         if (argv->count == limits->max_args)
-            return fail(error, error_size, "Protocol error: inline command has more than %zu words",
-                        limits->max_args);
+            return FAIL("Protocol error: inline command has more than %zu words", limits->max_args);
         kv_argv_push(argv, data + start, i - start);
     }
     return (long)end + 1;
@@ -172,39 +162,37 @@ long kv_resp_parse(const char *data, size_t len, const struct kv_resp_limits *li
     long line = find_crlf(data, len, 1);
     if (line < 0) {
         if (len > 32)
-            return fail(error, error_size, "Protocol error: array count line has no CRLF");
+            return FAIL("Protocol error: array count line has no CRLF");
         return KV_RESP_INCOMPLETE;
     }
     int64_t count = 0;
     if (parse_count(data, 1, (size_t)line, (int64_t)limits->max_args, &count) < 0)
-        return fail(
-            error, error_size, "Protocol error: invalid multibulk length '%.*s' (at most %zu)",
-            (int)((size_t)line - 1 > 24 ? 24 : (size_t)line - 1), data + 1, limits->max_args);
+        return FAIL("Protocol error: invalid multibulk length '%.*s' (at most %zu)",
+                    (int)((size_t)line - 1 > 24 ? 24 : (size_t)line - 1), data + 1,
+                    limits->max_args);
     size_t at = (size_t)line + 2;
     for (int64_t k = 0; k < count; k++) {
         if (at >= len)
             return KV_RESP_INCOMPLETE;
         if (data[at] != '$')
-            return fail(error, error_size, "Protocol error: expected '$', got '%c'", data[at]);
+            return FAIL("Protocol error: expected '$', got '%c'", data[at]);
         line = find_crlf(data, len, at + 1);
         if (line < 0) {
             if (len - at > 32)
-                return fail(error, error_size, "Protocol error: bulk length line has no CRLF");
+                return FAIL("Protocol error: bulk length line has no CRLF");
             return KV_RESP_INCOMPLETE;
         }
         int64_t bulk = 0;
         if (parse_count(data, at + 1, (size_t)line, (int64_t)limits->max_bulk, &bulk) < 0 ||
             bulk < 0)
-            return fail(error, error_size,
-                        "Protocol error: invalid bulk length '%.*s' (at most %zu)",
+            return FAIL("Protocol error: invalid bulk length '%.*s' (at most %zu)",
                         (int)((size_t)line - at - 1 > 24 ? 24 : (size_t)line - at - 1),
                         data + at + 1, limits->max_bulk);
         size_t start = (size_t)line + 2;
         if (len - start < (size_t)bulk + 2)
             return KV_RESP_INCOMPLETE;
         if (data[start + (size_t)bulk] != '\r' || data[start + (size_t)bulk + 1] != '\n')
-            return fail(error, error_size,
-                        "Protocol error: bulk string of %" PRId64 " bytes not followed by CRLF",
+            return FAIL("Protocol error: bulk string of %" PRId64 " bytes not followed by CRLF",
                         bulk);
         kv_argv_push(argv, data + start, (size_t)bulk);
         at = start + (size_t)bulk + 2;
@@ -226,16 +214,6 @@ void kv_resp_error(struct kv_buf *out, const char *text)
     for (const char *c = text; *c != '\0'; c++)
         kv_buf_append(out, (*c == '\r' || *c == '\n') ? " " : c, 1);
     kv_buf_append(out, "\r\n", 2);
-}
-
-void kv_resp_errorf(struct kv_buf *out, const char *format, ...)
-{
-    char text[512];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    kv_resp_error(out, text);
 }
 
 void kv_resp_integer(struct kv_buf *out, int64_t value)

@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* A growable byte buffer. Allocation failure aborts the process: the
  * server has no useful way to go on without memory for a reply. */
@@ -75,8 +76,14 @@ long kv_resp_parse(const char *data, size_t len, const struct kv_resp_limits *li
 /* Reply encoders: they append one RESP2 value to out. */
 void kv_resp_simple(struct kv_buf *out, const char *text);
 void kv_resp_error(struct kv_buf *out, const char *text);
-void kv_resp_errorf(struct kv_buf *out, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
+/* An error reply formatted like printf (at most 511 bytes). A macro, not
+ * a variadic function: the text is formatted on the caller's stack. */
+#define kv_resp_errorf(out, ...)                                                                   \
+    do {                                                                                           \
+        char kv_error_text_[512];                                                                  \
+        snprintf(kv_error_text_, sizeof kv_error_text_, __VA_ARGS__);                              \
+        kv_resp_error((out), kv_error_text_);                                                      \
+    } while (0)
 void kv_resp_integer(struct kv_buf *out, int64_t value);
 void kv_resp_bulk(struct kv_buf *out, const void *data, size_t len);
 void kv_resp_null(struct kv_buf *out);

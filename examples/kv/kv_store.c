@@ -2,7 +2,6 @@
 #include "kv_store.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +49,7 @@ void kv_store_init(struct kv_store *store)
 {
     memset(store, 0, sizeof *store);
     store->num_buckets = KV_INITIAL_BUCKETS;
-    store->buckets = calloc(store->num_buckets, sizeof *store->buckets);
+    store->buckets = calloc(store->num_buckets, sizeof(struct kv_entry *));
     store->sessions = calloc(KV_MAX_SESSIONS, sizeof *store->sessions);
     if (store->buckets == NULL || store->sessions == NULL) {
         fprintf(stderr, "spindle-kv: out of memory creating the store\n");
@@ -112,7 +111,7 @@ struct kv_entry *kv_map_find(struct kv_store *store, const char *key, size_t key
 static void grow(struct kv_store *store)
 {
     size_t count = store->num_buckets * 2;
-    struct kv_entry **buckets = calloc(count, sizeof *buckets);
+    struct kv_entry **buckets = calloc(count, sizeof(struct kv_entry *));
     if (buckets == NULL)
         return; /* longer chains, still correct */
     for (size_t b = 0; b < store->num_buckets; b++) {
@@ -261,16 +260,9 @@ void kv_op_encode(struct kv_buf *out, uint8_t kind, uint64_t counter, uint64_t t
     }
 }
 
-static int failf(char *error, size_t error_size, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-static int failf(char *error, size_t error_size, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vsnprintf(error, error_size, format, args);
-    va_end(args);
-    return -1;
-}
+/* Writes the message into the caller's error buffer (error, error_size)
+ * and gives -1. */
+#define FAILF(...) (snprintf(error, error_size, __VA_ARGS__), -1)
 
 int kv_op_decode(const void *data, size_t len, struct kv_op *op, char *error, size_t error_size)
 {
@@ -278,32 +270,31 @@ int kv_op_decode(const void *data, size_t len, struct kv_op *op, char *error, si
     op->kind = 0;
     op->argv.count = 0;
     if (len < KV_OP_HEADER)
-        return failf(error, error_size, "operation of %zu bytes is shorter than its %u-byte header",
-                     len, KV_OP_HEADER);
+        return FAILF("operation of %zu bytes is shorter than its %u-byte header", len,
+                     KV_OP_HEADER);
     if (bytes[0] != KV_OP_VERSION)
-        return failf(error, error_size, "operation version %u (this replica knows %u)", bytes[0],
-                     KV_OP_VERSION);
+        return FAILF("operation version %u (this replica knows %u)", bytes[0], KV_OP_VERSION);
     if (bytes[1] != KV_OP_COMMAND && bytes[1] != KV_OP_TICK)
-        return failf(error, error_size, "unknown operation kind %u", bytes[1]);
+        return FAILF("unknown operation kind %u", bytes[1]);
+    if (bytes[2] != 0 || bytes[3] != 0)
+        return FAILF("operation reserved bytes %02x%02x are not zero", bytes[2], bytes[3]);
     uint32_t count = get_u32(bytes + 4);
     if (count > (len - KV_OP_HEADER) / 4)
-        return failf(error, error_size, "operation claims %" PRIu32 " arguments in %zu bytes",
-                     count, len);
+        return FAILF("operation claims %" PRIu32 " arguments in %zu bytes", count, len);
     size_t at = KV_OP_HEADER;
     for (uint32_t i = 0; i < count; i++) {
         if (len - at < 4)
-            return failf(error, error_size, "argument %" PRIu32 " length past the end", i);
+            return FAILF("argument %" PRIu32 " length past the end", i);
         uint32_t arg_len = get_u32(bytes + at);
         at += 4;
         if (arg_len > len - at)
-            return failf(error, error_size,
-                         "argument %" PRIu32 " of %" PRIu32 " bytes past the end (%zu left)", i,
+            return FAILF("argument %" PRIu32 " of %" PRIu32 " bytes past the end (%zu left)", i,
                          arg_len, len - at);
         kv_argv_push(&op->argv, (const char *)bytes + at, arg_len);
         at += arg_len;
     }
     if (at != len)
-        return failf(error, error_size, "%zu bytes after the last argument", len - at);
+        return FAILF("%zu bytes after the last argument", len - at);
     op->kind = bytes[1];
     op->counter = get_u64(bytes + 8);
     op->time_ms = get_u64(bytes + 16);
@@ -534,28 +525,30 @@ static int decode_sessions(struct kv_store *store, struct reader *r, char *error
 {
     uint32_t count = 0;
     if (!read_u32(r, &count))
-        return failf(error, error_size, "snapshot ends before its session count");
+        return FAILF("snapshot ends before its session count");
     if (count > KV_MAX_SESSIONS)
-        return failf(error, error_size, "snapshot has %" PRIu32 " sessions (at most %u)", count,
-                     KV_MAX_SESSIONS);
+        return FAILF("snapshot has %" PRIu32 " sessions (at most %u)", count, KV_MAX_SESSIONS);
     for (uint32_t i = 0; i < count; i++) {
         struct kv_session *s = &store->sessions[store->num_sessions];
         memset(s, 0, sizeof *s);
         uint32_t num_results = 0;
         if (!read_u64(r, &s->id) || !read_u64(r, &s->last_used) || !read_u32(r, &num_results) ||
             !read_u32(r, &s->next_result))
-            return failf(error, error_size, "snapshot ends inside session %" PRIu32, i);
-        if (num_results > KV_SESSION_RESULTS || s->next_result >= KV_SESSION_RESULTS)
-            return failf(error, error_size,
-                         "session %" PRIu32 " has %" PRIu32 " results, next at %" PRIu32
-                         " (at most %u)",
+            return FAILF("snapshot ends inside session %" PRIu32, i);
+        /* A ring not yet full is filled from slot 0 on. */
+        if (num_results > KV_SESSION_RESULTS || s->next_result >= KV_SESSION_RESULTS ||
+            (num_results < KV_SESSION_RESULTS && s->next_result != num_results))
+            return FAILF("session %" PRIu32 " has %" PRIu32 " results, next at %" PRIu32
+                         " (at most %u, next after the last when not full)",
                          i, num_results, s->next_result, KV_SESSION_RESULTS);
+        if (find_session(store, s->id) != NULL)
+            return FAILF("snapshot holds session %" PRIu64 " twice", s->id);
         store->num_sessions++;
         for (uint32_t k = 0; k < num_results; k++) {
             const char *reply;
             uint32_t reply_len;
             if (!read_u64(r, &s->results[k].request_id) || !read_bytes(r, &reply, &reply_len))
-                return failf(error, error_size, "snapshot ends inside session %" PRIu32, i);
+                return FAILF("snapshot ends inside session %" PRIu32, i);
             s->results[k].reply = copy_bytes(reply, reply_len);
             s->results[k].reply_len = reply_len;
             s->num_results++;
@@ -569,27 +562,26 @@ static int decode_snapshot(struct kv_store *store, struct reader *r, char *error
     uint32_t magic = 0;
     uint64_t keys = 0;
     if (!read_u32(r, &magic) || magic != KV_SNAPSHOT_MAGIC)
-        return failf(error, error_size, "not a spindle-kv snapshot (magic %08" PRIx32 ")", magic);
+        return FAILF("not a spindle-kv snapshot (magic %08" PRIx32 ")", magic);
     if (!read_u64(r, &store->now_ms) || !read_u64(r, &store->applied) || !read_u64(r, &keys))
-        return failf(error, error_size, "snapshot of %zu bytes ends inside its header", r->len);
+        return FAILF("snapshot of %zu bytes ends inside its header", r->len);
     if (keys > (r->len - r->at) / 16)
-        return failf(error, error_size, "snapshot claims %" PRIu64 " keys in %zu bytes", keys,
-                     r->len);
+        return FAILF("snapshot claims %" PRIu64 " keys in %zu bytes", keys, r->len);
     for (uint64_t i = 0; i < keys; i++) {
         const char *key, *value;
         uint32_t key_len, value_len;
         uint64_t expire_ms;
         if (!read_bytes(r, &key, &key_len) || !read_bytes(r, &value, &value_len) ||
             !read_u64(r, &expire_ms))
-            return failf(error, error_size, "snapshot ends inside key %" PRIu64, i);
+            return FAILF("snapshot ends inside key %" PRIu64, i);
         if (*find_slot(store, key, key_len, key_hash(key, key_len)) != NULL)
-            return failf(error, error_size, "snapshot holds key %" PRIu64 " twice", i);
+            return FAILF("snapshot holds key %" PRIu64 " twice", i);
         kv_map_set(store, key, key_len, value, value_len, expire_ms);
     }
     if (decode_sessions(store, r, error, error_size) != 0)
         return -1;
     if (r->at != r->len)
-        return failf(error, error_size, "%zu bytes after the snapshot's end", r->len - r->at);
+        return FAILF("%zu bytes after the snapshot's end", r->len - r->at);
     return 0;
 }
 

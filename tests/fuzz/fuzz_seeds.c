@@ -19,6 +19,8 @@
 #include "fuzz_common.h"
 #include "fuzz_ctl_keys.h"
 #include "group/admin.h"
+#include "kv_resp.h"
+#include "kv_store.h"
 #include "log/log_catchup.h"
 #include "log/log_format.h"
 #include "log/log_snapshot.h"
@@ -494,6 +496,71 @@ static void p2p_seeds(void)
     }
 }
 
+/* spindle-kv: client requests (array, pipelined, inline), operations as
+ * replicas multicast them (a write with expiry, in a session, a tick) and
+ * a state as a joiner receives it. */
+static void kv_seeds(void)
+{
+    static const char *const requests[][2] = {
+        {"set", "*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n"},
+        {"pipeline", "*2\r\n$4\r\nINCR\r\n$1\r\nc\r\n*1\r\n$4\r\nPING\r\n"},
+        {"inline", "GET key\r\n"},
+    };
+    static const struct kv_resp_limits limits = {
+        .max_args = 64, .max_bulk = 512, .max_inline = 256};
+    struct kv_argv argv = {0};
+    char error[256];
+    for (size_t i = 0; i < sizeof requests / sizeof requests[0]; i++) {
+        const char *text = requests[i][1];
+        require(kv_resp_parse(text, strlen(text), &limits, &argv, error, sizeof error) > 0 ? 0 : -1,
+                "fuzz_kv_resp", requests[i][0]);
+        write_seed("fuzz_kv_resp", requests[i][0], text, strlen(text));
+    }
+    kv_argv_free(&argv);
+    static const struct kv_arg set[] = {{"SET", 3}, {"k", 1}, {"v", 1}, {"PX", 2}, {"100", 3}};
+    static const struct kv_arg incr[] = {{"INCR", 4}, {"n", 1}};
+    static const struct kv_arg mset[] = {{"MSET", 4}, {"a", 1}, {"1", 1}, {"b", 1}, {"2", 1}};
+    struct kv_buf op = {0};
+    struct kv_op decoded = {0};
+    struct kv_store store;
+    kv_store_init(&store);
+    const struct {
+        const char *name;
+        uint8_t kind;
+        uint64_t session;
+        const struct kv_arg *args;
+        size_t count;
+    } ops[] = {
+        {"set-px", KV_OP_COMMAND, 0, set, 5},
+        {"session-incr", KV_OP_COMMAND, 7, incr, 2},
+        {"mset", KV_OP_COMMAND, 0, mset, 5},
+        {"tick", KV_OP_TICK, 0, NULL, 0},
+    };
+    struct kv_buf reply = {0};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        op.len = 0;
+        kv_op_encode(&op, ops[i].kind, i + 1, 1000 + i, ops[i].session, ops[i].session ? 1 : 0,
+                     ops[i].args, ops[i].count);
+        require(kv_op_decode(op.data, op.len, &decoded, error, sizeof error), "fuzz_kv_op",
+                ops[i].name);
+        write_seed("fuzz_kv_op", ops[i].name, op.data, op.len);
+        if (ops[i].kind == KV_OP_COMMAND)
+            kv_store_apply(&store, op.data, op.len, &decoded, &reply);
+    }
+    op.len = 0;
+    kv_snapshot_encode(&store, &op);
+    struct kv_store back;
+    kv_store_init(&back);
+    require(kv_snapshot_decode(&back, op.data, op.len, error, sizeof error), "fuzz_kv_snapshot",
+            "state");
+    write_seed("fuzz_kv_snapshot", "state", op.data, op.len);
+    kv_store_free(&back);
+    kv_store_free(&store);
+    kv_argv_free(&decoded.argv);
+    kv_buf_free(&op);
+    kv_buf_free(&reply);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -516,5 +583,6 @@ int main(int argc, char **argv)
     log_seeds();
     admin_seeds();
     p2p_seeds();
+    kv_seeds();
     return 0;
 }

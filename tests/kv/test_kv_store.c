@@ -1,0 +1,300 @@
+/* spindle-kv's state machine (examples/kv/kv_store.h): commands applied as
+ * encoded operations, expiry by ordered ticks only, sessions that run a
+ * request once, digests and snapshots, and decoders that refuse bad bytes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kv_store.h"
+
+static struct kv_buf reply_text;
+static struct kv_op op;
+
+/* Applies the command given as NULL-terminated words at time_ms in
+ * session/request (0: none); returns its reply as a C string. */
+static const char *apply_at(struct kv_store *store, uint64_t time_ms, uint64_t session,
+                            uint64_t request, ...)
+{
+    struct kv_arg args[16];
+    size_t count = 0;
+    va_list words;
+    va_start(words, request);
+    for (const char *w = va_arg(words, const char *); w != NULL; w = va_arg(words, const char *)) {
+        args[count].ptr = w;
+        args[count].len = strlen(w);
+        count++;
+    }
+    va_end(words);
+    struct kv_buf encoded = {0};
+    kv_op_encode(&encoded, KV_OP_COMMAND, 1, time_ms, session, request, args, count);
+    reply_text.len = 0;
+    kv_store_apply(store, encoded.data, encoded.len, &op, &reply_text);
+    kv_buf_free(&encoded);
+    kv_buf_append(&reply_text, "", 1);
+    return reply_text.data;
+}
+
+#define APPLY(store, ...) apply_at((store), 1000, 0, 0, __VA_ARGS__, (const char *)NULL)
+
+static void tick(struct kv_store *store, uint64_t time_ms)
+{
+    struct kv_buf encoded = {0};
+    kv_op_encode(&encoded, KV_OP_TICK, 0, time_ms, 0, 0, NULL, 0);
+    reply_text.len = 0;
+    kv_store_apply(store, encoded.data, encoded.len, &op, &reply_text);
+    assert_int_equal(reply_text.len, 0);
+    kv_buf_free(&encoded);
+}
+
+static int setup(void **state)
+{
+    static struct kv_store store;
+    kv_store_init(&store);
+    *state = &store;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    kv_store_free(*state);
+    kv_buf_free(&reply_text);
+    kv_argv_free(&op.argv);
+    return 0;
+}
+
+static void test_set_get_del_and_options(void **state)
+{
+    struct kv_store *s = *state;
+    assert_string_equal(APPLY(s, "SET", "k", "v"), "+OK\r\n");
+    assert_string_equal(APPLY(s, "get", "k"), "$1\r\nv\r\n");
+    assert_string_equal(APPLY(s, "SET", "k", "w", "NX"), "$-1\r\n");
+    assert_string_equal(APPLY(s, "SET", "n", "w", "XX"), "$-1\r\n");
+    assert_string_equal(APPLY(s, "SET", "k", "w", "XX", "GET"), "$1\r\nv\r\n");
+    assert_string_equal(APPLY(s, "SET", "k", "w", "BOGUS"),
+                        "-ERR syntax error at SET option 'BOGUS'\r\n");
+    assert_string_equal(APPLY(s, "APPEND", "k", "xy"), ":3\r\n");
+    assert_string_equal(APPLY(s, "STRLEN", "k"), ":3\r\n");
+    assert_string_equal(APPLY(s, "MSET", "a", "1", "b", "2"), "+OK\r\n");
+    assert_string_equal(APPLY(s, "MGET", "a", "zz", "b"), "*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n2\r\n");
+    assert_string_equal(APPLY(s, "EXISTS", "a", "b", "zz"), ":2\r\n");
+    assert_string_equal(APPLY(s, "DBSIZE"), ":3\r\n");
+    assert_string_equal(APPLY(s, "DEL", "a", "zz"), ":1\r\n");
+    assert_string_equal(APPLY(s, "GET"), "-ERR wrong number of arguments for 'GET' command\r\n");
+    assert_string_equal(APPLY(s, "FLUSHALL"), "+OK\r\n");
+    assert_string_equal(APPLY(s, "DBSIZE"), ":0\r\n");
+}
+
+static void test_incr_checks_integers_and_overflow(void **state)
+{
+    struct kv_store *s = *state;
+    assert_string_equal(APPLY(s, "INCR", "c"), ":1\r\n");
+    assert_string_equal(APPLY(s, "INCRBY", "c", "41"), ":42\r\n");
+    assert_string_equal(APPLY(s, "DECRBY", "c", "2"), ":40\r\n");
+    assert_string_equal(APPLY(s, "DECR", "c"), ":39\r\n");
+    assert_string_equal(APPLY(s, "INCRBY", "c", "x1"),
+                        "-ERR value is not an integer or out of range\r\n");
+    assert_string_equal(APPLY(s, "SET", "c", "9223372036854775807"), "+OK\r\n");
+    assert_string_equal(APPLY(s, "INCR", "c"), "-ERR increment or decrement would overflow\r\n");
+    assert_string_equal(APPLY(s, "SET", "t", "007"), "+OK\r\n");
+    assert_string_equal(APPLY(s, "INCR", "t"), "-ERR value is not an integer or out of range\r\n");
+}
+
+static void test_cas_swaps_only_the_expected_value(void **state)
+{
+    struct kv_store *s = *state;
+    assert_string_equal(APPLY(s, "CAS", "k", "a", "b"), ":0\r\n");
+    APPLY(s, "SET", "k", "a");
+    assert_string_equal(APPLY(s, "CAS", "k", "x", "b"), ":0\r\n");
+    assert_string_equal(APPLY(s, "CAS", "k", "a", "b"), ":1\r\n");
+    assert_string_equal(APPLY(s, "GET", "k"), "$1\r\nb\r\n");
+}
+
+static void test_keys_expire_only_by_ordered_ticks(void **state)
+{
+    struct kv_store *s = *state;
+    /* Proposed at 1000 with PX 500: expires at 1500 of the ordered clock. */
+    assert_string_equal(apply_at(s, 1000, 0, 0, "SET", "e", "v", "PX", "500", NULL), "+OK\r\n");
+    assert_string_equal(apply_at(s, 1000, 0, 0, "SET", "f", "v", "EX", "1", NULL), "+OK\r\n");
+    assert_string_equal(APPLY(s, "SET", "e", "v", "PX", "0"),
+                        "-ERR invalid expire time in 'set' command: 0\r\n");
+    uint64_t before = kv_store_digest(s);
+    tick(s, 1499);
+    assert_string_equal(APPLY(s, "EXISTS", "e"), ":1\r\n");
+    assert_string_equal(APPLY(s, "PTTL", "e"), ":1\r\n");
+    assert_int_equal(kv_store_digest(s), before);
+    /* A write proposed later does not move the clock: only ticks do. */
+    apply_at(s, 99999, 0, 0, "SET", "x", "1", NULL);
+    assert_string_equal(APPLY(s, "EXISTS", "e"), ":1\r\n");
+    tick(s, 1500);
+    assert_string_equal(APPLY(s, "EXISTS", "e"), ":0\r\n");
+    assert_int_equal(kv_store_size(s), 2);
+    assert_string_equal(APPLY(s, "TTL", "f"), ":1\r\n");
+    tick(s, 1200); /* a late tick does not move the clock back */
+    assert_string_equal(APPLY(s, "EXISTS", "e"), ":0\r\n");
+    tick(s, 2000);
+    assert_int_equal(kv_store_size(s), 1);
+    assert_string_equal(APPLY(s, "TTL", "x"), ":-1\r\n");
+    assert_string_equal(APPLY(s, "TTL", "f"), ":-2\r\n");
+}
+
+static void test_session_request_runs_once(void **state)
+{
+    struct kv_store *s = *state;
+    assert_string_equal(apply_at(s, 1, 7, 1, "INCR", "c", NULL), ":1\r\n");
+    assert_string_equal(apply_at(s, 1, 7, 1, "INCR", "c", NULL), ":1\r\n");
+    assert_string_equal(apply_at(s, 1, 8, 1, "INCR", "c", NULL), ":2\r\n");
+    assert_string_equal(apply_at(s, 1, 7, 2, "INCR", "c", NULL), ":3\r\n");
+    assert_string_equal(APPLY(s, "GET", "c"), "$1\r\n3\r\n");
+    for (uint64_t r = 3; r < 3 + KV_SESSION_RESULTS; r++)
+        apply_at(s, 1, 7, r, "INCR", "d", NULL);
+    /* Request 2's result is forgotten: it must not run again. */
+    const char *old = apply_at(s, 1, 7, 2, "INCR", "c", NULL);
+    assert_non_null(strstr(old, "ERR request 2 of session 7 is older"));
+    assert_string_equal(APPLY(s, "GET", "c"), "$1\r\n3\r\n");
+}
+
+static void test_digest_ignores_history_and_sees_expiry(void **state)
+{
+    struct kv_store *s = *state;
+    struct kv_store other;
+    kv_store_init(&other);
+    for (int i = 0; i < 300; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        APPLY(s, "SET", key, "v");
+        snprintf(key, sizeof key, "k%d", 299 - i);
+        APPLY(&other, "SET", key, "v");
+    }
+    APPLY(&other, "SET", "tmp", "1");
+    APPLY(&other, "DEL", "tmp");
+    assert_int_equal(kv_store_digest(s), kv_store_digest(&other));
+    APPLY(s, "SET", "k1", "v", "EX", "100");
+    assert_int_not_equal(kv_store_digest(s), kv_store_digest(&other));
+    APPLY(&other, "SET", "k1", "v", "EX", "100");
+    assert_int_equal(kv_store_digest(s), kv_store_digest(&other));
+    kv_store_free(&other);
+}
+
+static void test_scan_returns_every_key_while_the_table_grows(void **state)
+{
+    struct kv_store *s = *state;
+    for (int i = 0; i < 50; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "a%d", i);
+        APPLY(s, "SET", key, "1");
+    }
+    bool seen[50] = {false};
+    char cursor[32] = "0";
+    int round = 0;
+    do {
+        const char *r = APPLY(s, "SCAN", cursor, "MATCH", "a*", "COUNT", "8");
+        const char *bulk = strchr(r + 4, '$');
+        size_t len = strtoul(bulk + 1, NULL, 10);
+        const char *value = strstr(bulk, "\r\n") + 2;
+        memcpy(cursor, value, len);
+        cursor[len] = '\0';
+        for (const char *p = value; (p = strstr(p, "\r\na")) != NULL; p += 3)
+            seen[strtol(p + 3, NULL, 10)] = true;
+        if (round++ == 1) /* the table doubles during the scan */
+            for (int i = 0; i < 200; i++) {
+                char key[16];
+                snprintf(key, sizeof key, "b%d", i);
+                APPLY(s, "SET", key, "1");
+            }
+    } while (strcmp(cursor, "0") != 0);
+    for (int i = 0; i < 50; i++)
+        assert_true(seen[i]);
+    assert_non_null(strstr(APPLY(s, "KEYS", "a4?"), "*10\r\n"));
+    assert_non_null(strstr(APPLY(s, "KEYS", "a[1-2]"), "*2\r\n"));
+}
+
+static void test_glob_patterns(void **state)
+{
+    assert_true(kv_glob_match("h?llo", 5, "hello", 5));
+    assert_true(kv_glob_match("h*o", 3, "heeello", 7));
+    assert_true(kv_glob_match("h[ae]llo", 8, "hallo", 5));
+    assert_false(kv_glob_match("h[^e]llo", 8, "hello", 5));
+    assert_true(kv_glob_match("h[a-b]llo", 9, "hbllo", 5));
+    assert_true(kv_glob_match("h\\*", 3, "h*", 2));
+    assert_false(kv_glob_match("h\\*", 3, "hx", 2));
+    assert_true(kv_glob_match("*", 1, "", 0));
+    assert_false(kv_glob_match("a*b", 3, "aXc", 3));
+}
+
+static void test_snapshot_round_trip_and_truncation(void **state)
+{
+    struct kv_store *s = *state;
+    APPLY(s, "SET", "a", "1");
+    apply_at(s, 1000, 0, 0, "SET", "b", "2", "PX", "50", NULL);
+    apply_at(s, 1, 9, 1, "INCR", "c", NULL);
+    tick(s, 1010);
+    struct kv_buf snap = {0};
+    kv_snapshot_encode(s, &snap);
+    struct kv_store copy;
+    kv_store_init(&copy);
+    char error[256];
+    assert_int_equal(kv_snapshot_decode(&copy, snap.data, snap.len, error, sizeof error), 0);
+    assert_int_equal(kv_store_digest(&copy), kv_store_digest(s));
+    assert_int_equal(copy.now_ms, 1010);
+    /* The session came along: request 1 does not run again. */
+    assert_string_equal(apply_at(&copy, 1, 9, 1, "INCR", "c", NULL), ":1\r\n");
+    for (size_t len = 0; len < snap.len; len++)
+        assert_int_equal(kv_snapshot_decode(&copy, snap.data, len, error, sizeof error), -1);
+    assert_int_equal(kv_store_size(&copy), 0);
+    snap.data[0] ^= 1;
+    assert_int_equal(kv_snapshot_decode(&copy, snap.data, snap.len, error, sizeof error), -1);
+    assert_non_null(strstr(error, "not a spindle-kv snapshot"));
+    kv_buf_free(&snap);
+    kv_store_free(&copy);
+}
+
+static void test_operation_decoder_refuses_bad_bytes(void **state)
+{
+    struct kv_store *s = *state;
+    struct kv_arg args[2] = {{"SET", 3}, {"k", 1}};
+    struct kv_buf encoded = {0};
+    kv_op_encode(&encoded, KV_OP_COMMAND, 5, 6, 7, 8, args, 2);
+    char error[256];
+    assert_int_equal(kv_op_decode(encoded.data, encoded.len, &op, error, sizeof error), 0);
+    assert_int_equal(op.counter, 5);
+    assert_int_equal(op.request_id, 8);
+    assert_int_equal(op.argv.count, 2);
+    for (size_t len = 0; len < encoded.len; len++)
+        assert_int_equal(kv_op_decode(encoded.data, len, &op, error, sizeof error), -1);
+    encoded.data[1] = 9;
+    assert_int_equal(kv_op_decode(encoded.data, encoded.len, &op, error, sizeof error), -1);
+    assert_string_equal(error, "unknown operation kind 9");
+    /* Applied, it is answered with an error and changes nothing. */
+    uint64_t digest = kv_store_digest(s);
+    reply_text.len = 0;
+    kv_store_apply(s, encoded.data, encoded.len, &op, &reply_text);
+    assert_memory_equal(reply_text.data, "-ERR undecodable operation", 26);
+    assert_int_equal(kv_store_digest(s), digest);
+    kv_buf_free(&encoded);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_set_get_del_and_options, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_incr_checks_integers_and_overflow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cas_swaps_only_the_expected_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keys_expire_only_by_ordered_ticks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_request_runs_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_digest_ignores_history_and_sees_expiry, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_scan_returns_every_key_while_the_table_grows, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_glob_patterns, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_round_trip_and_truncation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_operation_decoder_refuses_bad_bytes, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
