@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kv_server_impl.h"
+#include "kv_slot.h"
 
 #define TAG_CLIENT 5ull
 
@@ -144,6 +145,35 @@ void kv_client_accept(struct kv_server *server)
     }
 }
 
+/* "shardS:slots=a-b,members=i;j,started=n,state=ok|degraded": the shard's
+ * slot range and members in the current view, against those it started
+ * with. */
+static void shard_line(struct kv_server *server, uint32_t shard, struct kv_buf *text)
+{
+    char line[128];
+    uint32_t first =
+        (uint32_t)(((uint64_t)shard * KV_SLOTS + server->num_shards - 1) / server->num_shards);
+    uint32_t end = (uint32_t)(((uint64_t)(shard + 1) * KV_SLOTS + server->num_shards - 1) /
+                              server->num_shards);
+    int n = snprintf(line, sizeof line, "shard%u:slots=%u-%u,members=", shard, first, end - 1);
+    kv_buf_append(text, line, (size_t)n);
+    uint32_t now = 0, started = 0;
+    for (uint32_t r = 0; r < server->num_view_members; r++) {
+        if (kv_member_shard(server, server->view_members[r]) != shard)
+            continue;
+        n = snprintf(line, sizeof line, "%s%u", now > 0 ? ";" : "", server->view_members[r]);
+        kv_buf_append(text, line, (size_t)n);
+        now++;
+    }
+    for (uint32_t id = 0; id < server->first_members; id++)
+        started += kv_member_shard(server, id) == shard ? 1 : 0;
+    n = snprintf(line, sizeof line, ",started=%u,state=%s\r\n", started,
+                 now == 0        ? "down"
+                 : now < started ? "degraded"
+                                 : "ok");
+    kv_buf_append(text, line, (size_t)n);
+}
+
 static void info_section(struct kv_server *server, struct kv_buf *text)
 {
     char line[512];
@@ -161,17 +191,20 @@ static void info_section(struct kv_server *server, struct kv_buf *text)
         n = snprintf(line, sizeof line, "%s%u", i > 0 ? "," : "", server->view_members[i]);
         kv_buf_append(text, line, (size_t)n);
     }
-    bool degraded = server->num_view_members < server->first_members;
     n = snprintf(line, sizeof line,
-                 "\r\nleader:%s\r\nshards:1\r\nshard0:members=%u,replicas_started=%u,state=%s,"
-                 "delivered_seq=%" PRIu64 ",applied=%" PRIu64 "\r\n"
+                 "\r\nshards:%u\r\nshard:%u\r\nshard_scope:DBSIZE, KEYS, SCAN and FLUSHALL act on "
+                 "shard %u only\r\n",
+                 server->num_shards, server->my_shard, server->my_shard);
+    kv_buf_append(text, line, (size_t)n);
+    for (uint32_t s = 0; s < server->num_shards; s++)
+        shard_line(server, s, text);
+    n = snprintf(line, sizeof line,
+                 "delivered_seq:%" PRIu64 "\r\napplied:%" PRIu64 "\r\n"
                  "reads:%s\r\nops_proposed:%" PRIu64 "\r\nops_applied:%" PRIu64
                  "\r\nstale_reads_served:%" PRIu64 "\r\nstate_clock_ms:%" PRIu64 "\r\n\r\n",
-                 server->my_rank == 0 ? "yes" : "no", server->num_view_members,
-                 server->first_members, degraded ? "degraded" : "ok", server->delivered_seq,
-                 server->store.applied, server->options->stale_reads ? "stale" : "linearizable",
-                 server->ops_proposed, server->ops_applied, server->stale_reads,
-                 server->store.now_ms);
+                 server->delivered_seq, server->store.applied,
+                 server->options->stale_reads ? "stale" : "linearizable", server->ops_proposed,
+                 server->ops_applied, server->stale_reads, server->store.now_ms);
     kv_buf_append(text, line, (size_t)n);
     n = snprintf(line, sizeof line, "# Keyspace\r\ndb0:keys=%zu,expires=%zu\r\n",
                  kv_store_size(&server->store), server->store.num_expiring);
@@ -209,6 +242,36 @@ static void cmd_auth(struct kv_server *server, struct kv_conn *conn, const struc
     }
 }
 
+/* Whether this replica may run the command: its keys are in this
+ * replica's shard, or it has none. Otherwise the reply says where to go
+ * (-MOVED, to a member of the key's shard in the current view) or that the
+ * keys are in more than one shard (-CROSSSLOT); false then. */
+static bool route_here(struct kv_server *server, const struct kv_arg *args, size_t count,
+                       struct kv_buf *reply)
+{
+    if (server->num_shards <= 1)
+        return true;
+    uint32_t shard = 0, slot = 0;
+    enum kv_route route = kv_command_route(args, count, server->num_shards, &shard, &slot);
+    if (route == KV_ROUTE_NONE || (route == KV_ROUTE_SHARD && shard == server->my_shard))
+        return true;
+    if (route == KV_ROUTE_CROSS) {
+        kv_resp_error(reply, "CROSSSLOT Keys in request don't hash to the same shard");
+        return false;
+    }
+    for (uint32_t r = 0; r < server->num_view_members; r++) {
+        uint32_t id = server->view_members[r];
+        if (kv_member_shard(server, id) != shard)
+            continue;
+        const struct kv_endpoint *at = &server->options->endpoints[id];
+        kv_resp_errorf(reply, "MOVED %u %s:%u", slot, at->host, at->port);
+        return false;
+    }
+    kv_resp_errorf(reply, "CLUSTERDOWN shard %u of slot %u has no replica in view %" PRIu64, shard,
+                   slot, server->view_id);
+    return false;
+}
+
 /* SESSION session-id request-id command [args...]: the command runs once
  * per (session, request id), however often it is sent (docs/KV.md). */
 static void cmd_session(struct kv_server *server, struct kv_conn *conn, const struct kv_arg *args,
@@ -237,6 +300,8 @@ static void cmd_session(struct kv_server *server, struct kv_conn *conn, const st
         kv_store_read(&server->store, args + 3, count - 3, reply); /* its error */
         return;
     }
+    if (!route_here(server, args + 3, count - 3, reply))
+        return;
     kv_propose(server, conn, conn->tail++, ids[0], ids[1], args + 3, count - 3);
 }
 
@@ -282,6 +347,11 @@ static void run_command(struct kv_server *server, struct kv_conn *conn, const st
             return;
     } else {
         enum kv_command_class class = kv_command_class(name);
+        if (class != KV_CMD_UNKNOWN && !route_here(server, args, count, &reply)) {
+            reply_now(server, conn, &reply);
+            kv_buf_free(&reply);
+            return;
+        }
         if (class == KV_CMD_WRITE || (class == KV_CMD_READ && !conn->readonly)) {
             kv_propose(server, conn, conn->tail++, 0, 0, args, count);
             return;

@@ -38,6 +38,8 @@ static const char usage[] =
     "  --control-port C        with --local: group bootstrap ports C .. C+N-1\n"
     "                          (default P+10000)\n"
     "  --requirepass PASS      clients must AUTH with PASS\n"
+    "  --replicas R            replicas per shard: members i with the same (i / R) mod\n"
+    "                          (members / R) form a shard (default: one shard of all)\n"
     "  --stale-reads           reads answered from the local copy by default\n"
     "                          (default: linearizable, ordered through the group)\n"
     "  --tick-ms MS            period of the ordered expiry ticks (default 100)\n"
@@ -60,7 +62,15 @@ static int parse_unsigned(const char *text, const char *name, unsigned long min,
     return 0;
 }
 
-enum { OPT_CONTROL_PORT = 256, OPT_REQUIREPASS, OPT_STALE, OPT_TICK, OPT_FAILURE, OPT_PID_DIR };
+enum {
+    OPT_CONTROL_PORT = 256,
+    OPT_REQUIREPASS,
+    OPT_STALE,
+    OPT_TICK,
+    OPT_FAILURE,
+    OPT_PID_DIR,
+    OPT_REPLICAS
+};
 
 static int parse_args(int argc, char **argv, struct kv_args *a)
 {
@@ -76,6 +86,7 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
         {"tick-ms", required_argument, 0, OPT_TICK},
         {"failure-timeout-ms", required_argument, 0, OPT_FAILURE},
         {"pid-dir", required_argument, 0, OPT_PID_DIR},
+        {"replicas", required_argument, 0, OPT_REPLICAS},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -127,6 +138,10 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
         case OPT_PID_DIR:
             a->pid_dir = optarg;
             break;
+        case OPT_REPLICAS:
+            rc = parse_unsigned(optarg, "--replicas", 1, SPINDLE_MAX_MEMBERS, &v);
+            a->server.replicas = (uint32_t)v;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -152,6 +167,11 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
     if (a->local > 0 && a->server.port + a->local - 1 > 65535) {
         fprintf(stderr, "spindle-kv: --port %u with --local %u runs past port 65535\n",
                 a->server.port, a->local);
+        return -1;
+    }
+    if (a->local > 0 && a->server.replicas > a->local) {
+        fprintf(stderr, "spindle-kv: --replicas %u is more than the %u replicas of --local\n",
+                a->server.replicas, a->local);
         return -1;
     }
     if (a->local > 0 && a->control_port == 0)
@@ -185,6 +205,10 @@ static int run_replica(struct kv_args *a, unsigned id, const char *bootstrap, un
     o->group.bootstrap_kind = SPINDLE_BOOTSTRAP_TCP;
     if (a->failure_timeout_ms > 0)
         o->group.failure_timeout_ms = a->failure_timeout_ms;
+    for (unsigned i = 0; i < members; i++) {
+        snprintf(o->endpoints[i].host, sizeof o->endpoints[i].host, "127.0.0.1");
+        o->endpoints[i].port = a->server.port + i;
+    }
     o->port = a->server.port + id;
     if (a->pid_dir != NULL) {
         snprintf(pid_file, sizeof pid_file, "%s/replica-%u.pid", a->pid_dir, id);
@@ -253,6 +277,15 @@ static int run_configured(struct kv_args *a)
     }
     struct spindle_group_setup setup;
     rc = spindle_group_setup_from_config(config, (uint32_t)a->id, &setup);
+    /* Clients reach member i on its host at the same RESP port. */
+    for (uint32_t i = 0; i < config->num_members; i++) {
+        const struct spindle_config_member *member = &config->members[i];
+        if (member->id >= SPINDLE_MAX_MEMBERS)
+            continue;
+        snprintf(a->server.endpoints[member->id].host, sizeof a->server.endpoints[0].host, "%s",
+                 member->host != NULL ? member->host : "127.0.0.1");
+        a->server.endpoints[member->id].port = a->server.port;
+    }
     spindle_config_free(config);
     if (rc < 0) {
         fprintf(stderr, "spindle-kv: %s: %s\n", spindle_strerror(rc), spindle_errmsg());

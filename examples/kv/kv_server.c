@@ -38,7 +38,8 @@ static void drain_outbound(struct kv_server *server)
         uint32_t len;
         memcpy(&len, server->outbound.data + server->outbound_sent, sizeof len);
         void *slot;
-        int rc = spindle_reserve(server->group, 0, len, SPINDLE_RESERVE_NONBLOCK, &slot);
+        int rc =
+            spindle_reserve(server->group, server->my_shard, len, SPINDLE_RESERVE_NONBLOCK, &slot);
         if (rc == SPINDLE_EAGAIN)
             return; /* send_ready, or the next pass of the loop */
         if (rc < 0) {
@@ -47,7 +48,7 @@ static void drain_outbound(struct kv_server *server)
             return; /* the group stopped: the loop learns it from spindle_dispatch */
         }
         memcpy(slot, server->outbound.data + server->outbound_sent + sizeof len, len);
-        spindle_commit(server->group, 0);
+        spindle_commit(server->group, server->my_shard);
         server->outbound_sent += sizeof len + len;
     }
     server->outbound.len = 0;
@@ -105,11 +106,27 @@ void kv_propose(struct kv_server *server, struct kv_conn *conn, uint64_t slot, u
     queue_op(server, op);
 }
 
-/* The leader (rank 0) moves the state machine's clock while keys may
- * expire: every replica expires them at the same point of the stream. */
+uint32_t kv_member_shard(const struct kv_server *server, uint32_t member_id)
+{
+    if (server->num_shards <= 1)
+        return 0;
+    return (member_id / server->options->replicas) % server->num_shards;
+}
+
+/* The shard's leader, its lowest-ranked member in the view, moves the state
+ * machine's clock while keys may expire: every replica of the shard
+ * expires them at the same point of the stream. */
+static bool shard_leader(const struct kv_server *server)
+{
+    for (uint32_t r = 0; r < server->num_view_members; r++)
+        if (kv_member_shard(server, server->view_members[r]) == server->my_shard)
+            return server->view_members[r] == server->self;
+    return false;
+}
+
 static void send_tick(struct kv_server *server)
 {
-    if (server->my_rank != 0 || server->store.num_expiring == 0)
+    if (server->store.num_expiring == 0 || !shard_leader(server))
         return;
     struct kv_buf *op = &server->scratch;
     op->len = 0;
@@ -240,21 +257,51 @@ static int open_timers(struct kv_server *server)
     return timerfd_settime(server->timer_fd, 0, &period, NULL);
 }
 
+/* Each view's shards: every member of the view in its shard's subgroup, as
+ * a sender (a function of the view alone, as a layout must be). */
+static int layout_shards(void *ctx, const struct spindle_view_info *view, uint32_t num_subgroups,
+                         struct spindle_subgroup_layout *subgroups)
+{
+    const struct kv_server *server = ctx;
+    for (uint32_t s = 0; s < num_subgroups; s++) {
+        subgroups[s].num_members = 0;
+        subgroups[s].num_senders = 0;
+    }
+    for (uint32_t r = 0; r < view->num_members; r++) {
+        uint32_t s = kv_member_shard(server, view->members[r]);
+        if (s >= num_subgroups)
+            return SPINDLE_EINVAL;
+        subgroups[s].members[subgroups[s].num_members++] = r;
+        subgroups[s].senders[subgroups[s].num_senders++] = r;
+    }
+    return 0;
+}
+
 static int create_group(struct kv_server *server)
 {
     struct spindle_group_options *o = &server->options->group;
-    uint32_t all[SPINDLE_MAX_MEMBERS];
-    for (uint32_t i = 0; i < o->num_members; i++)
-        all[i] = i;
-    struct spindle_subgroup_config shard = {
-        .members = all,
-        .num_members = o->num_members,
-        .senders = all,
-        .num_senders = o->num_members,
-        .window_size = KV_WINDOW,
-        .max_payload = KV_MAX_OP_BYTES,
-        .mode = SPINDLE_MODE_ATOMIC,
-    };
+    uint32_t replicas = server->options->replicas;
+    server->num_shards =
+        replicas == 0 || replicas >= o->num_members ? 1 : o->num_members / replicas;
+    static uint32_t ids[SPINDLE_MAX_MEMBERS][SPINDLE_MAX_MEMBERS];
+    struct spindle_subgroup_config shards[SPINDLE_MAX_MEMBERS];
+    memset(shards, 0, sizeof shards);
+    for (uint32_t s = 0; s < server->num_shards; s++) {
+        shards[s] = (struct spindle_subgroup_config){
+            .members = ids[s],
+            .senders = ids[s],
+            .window_size = KV_WINDOW,
+            .max_payload = KV_MAX_OP_BYTES,
+            .mode = SPINDLE_MODE_ATOMIC,
+        };
+    }
+    for (uint32_t i = 0; i < o->num_members; i++) {
+        struct spindle_subgroup_config *shard = &shards[kv_member_shard(server, i)];
+        ids[kv_member_shard(server, i)][shard->num_members++] = i;
+        shard->num_senders = shard->num_members;
+    }
+    o->layout = layout_shards;
+    o->layout_ctx = server;
     o->dispatch = true;
     o->tolerate_failures = true;
     o->deliver = on_deliver;
@@ -266,7 +313,7 @@ static int create_group(struct kv_server *server)
     o->state_save = on_state_save;
     o->state_load = on_state_load;
     o->state_ctx = server;
-    int rc = spindle_group_create(o, &shard, 1, &server->group);
+    int rc = spindle_group_create(o, shards, server->num_shards, &server->group);
     if (rc < 0) {
         fprintf(stderr, "spindle-kv: replica %u: joining the group failed: %s: %s\n", o->self,
                 spindle_strerror(rc), spindle_errmsg());
@@ -278,6 +325,7 @@ static int create_group(struct kv_server *server)
     for (uint32_t i = 0; i < o->num_members; i++)
         server->view_members[i] = i;
     server->my_rank = server->self;
+    server->my_shard = kv_member_shard(server, server->self);
     server->group_fd = spindle_group_fd(server->group);
     return 0;
 }

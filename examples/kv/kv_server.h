@@ -6,6 +6,10 @@
  * listening socket, the client connections, the store, and the requests of
  * this replica's clients waiting for their operation to be delivered.
  *
+ * Shards: each shard is an atomic subgroup of some members (kv_slot.h maps
+ * keys to shards); a replica serves the keys of its own shard and answers
+ * -MOVED for the others and -CROSSSLOT for commands whose keys span shards.
+ *
  * Flow of a write (and of a read, unless stale reads are asked for): the
  * command becomes an operation (kv_store.h) carrying this replica's request
  * number, is multicast in the shard's atomic subgroup, is applied by every
@@ -29,6 +33,12 @@
 /* Ring slots per sender. */
 #define KV_WINDOW 256u
 
+/* Where clients reach a replica's RESP listener (for -MOVED replies). */
+struct kv_endpoint {
+    char host[64];
+    unsigned port;
+};
+
 struct kv_server_options {
     const char *bind;        /* address of the RESP listener; default 127.0.0.1 */
     unsigned port;           /* RESP port */
@@ -36,6 +46,10 @@ struct kv_server_options {
     bool stale_reads;        /* reads from the local copy by default */
     unsigned tick_ms;        /* period of the expiry ticks */
     const char *pid_file;    /* written once the replica serves; may be NULL */
+    /* Replicas per shard: member id i serves shard (i / replicas) mod
+     * (members / replicas). 0, or the member count: one shard of all. */
+    uint32_t replicas;
+    struct kv_endpoint endpoints[SPINDLE_MAX_MEMBERS]; /* by member id */
     /* Group options already holding bootstrap, self, num_members,
      * transport...; the server adds its upcalls and dispatch. */
     struct spindle_group_options group;

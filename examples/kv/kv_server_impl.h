@@ -69,6 +69,9 @@ struct kv_server {
     /* Operations that found the window full: u32 length + bytes each. */
     struct kv_buf outbound;
     size_t outbound_sent;
+    /* Shards: subgroup s is shard s. */
+    uint32_t num_shards;
+    uint32_t my_shard;
     /* The current view. */
     uint64_t view_id;
     uint32_t view_members[SPINDLE_MAX_MEMBERS];
@@ -82,6 +85,9 @@ struct kv_server {
 /* kv_server.c */
 /* Multicasts an operation of a client request (or fills its slot with an
  * error when it cannot be); slot is the connection's reply slot. */
+/* The shard of member id (ids 0..n-1 of the first view, and joiners). */
+uint32_t kv_member_shard(const struct kv_server *server, uint32_t member_id);
+
 void kv_propose(struct kv_server *server, struct kv_conn *conn, uint64_t slot, uint64_t session,
                 uint64_t request_id, const struct kv_arg *args, size_t count);
 

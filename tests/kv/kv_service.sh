@@ -4,7 +4,9 @@
 # (kv_redis_client.py): equal DEBUG DIGEST on every replica after a
 # workload with expiring keys; then one replica is killed with SIGKILL,
 # the others go on serving, and an INCR retried there under the same
-# SESSION request id is applied once. Last, AUTH with --requirepass.
+# SESSION request id is applied once. Then two shards of three replicas
+# (-MOVED, redis-cli -c, -CROSSSLOT, equal digests within each shard).
+# Last, AUTH with --requirepass.
 # Usage: kv_service.sh SPINDLE_KV KV_REDIS_CLIENT_PY
 set -u
 kv=${1:?usage: kv_service.sh SPINDLE_KV KV_REDIS_CLIENT_PY}
@@ -30,11 +32,11 @@ fail() {
     exit 1
 }
 
-# Free ports: three consecutive for RESP and three for the group bootstrap.
+# Free ports: six consecutive for RESP and six for the group bootstrap.
 ports=$("$python" - <<'PY'
 import random, socket
 def free(base):
-    for p in range(base, base + 3):
+    for p in range(base, base + 6):
         s = socket.socket()
         try:
             s.bind(("127.0.0.1", p))
@@ -44,7 +46,7 @@ def free(base):
             s.close()
     return True
 for _ in range(200):
-    base = random.randrange(20000, 29000, 3)
+    base = random.randrange(20000, 29000, 6)
     if free(base) and free(base + 10000):
         print(base, base + 10000)
         break
@@ -57,6 +59,14 @@ control=$2
 p0=$port
 p1=$((port + 1))
 p2=$((port + 2))
+
+# Stops the service; every replica must have exited cleanly (a sanitizer
+# report makes its exit status non-zero).
+stop_service() {
+    kill -TERM "$parent"
+    wait "$parent" || fail "a replica did not exit cleanly"
+    parent=""
+}
 
 # Waits (polling, up to 60 s) until every given port answers PONG.
 wait_serving() {
@@ -107,9 +117,43 @@ done
 d0=$(redis-cli -p "$p0" DEBUG DIGEST)
 d1=$(redis-cli -p "$p1" DEBUG DIGEST)
 [ -n "$d0" ] && [ "$d0" = "$d1" ] || fail "survivors' digests differ: $d0 $d1"
-kill -TERM "$parent"
-wait "$parent"
-parent=""
+stop_service
+
+# Two shards of three replicas (--local 6 --replicas 3): keys go by hash
+# slot; a replica of the other shard answers -MOVED, which redis-cli -c
+# follows; keys of two shards in one command are -CROSSSLOT.
+"$kv" --local 6 --replicas 3 --port "$port" --control-port "$control" \
+    >"$dir/log-shards" 2>&1 &
+parent=$!
+p3=$((port + 3))
+p4=$((port + 4))
+p5=$((port + 5))
+wait_serving "$p0" "$p1" "$p2" "$p3" "$p4" "$p5"
+# "foo" is slot 12182 (shard 1, replicas 3-5), "b" slot 3300 (shard 0).
+[ "$(redis-cli -p "$p0" GET foo)" = "MOVED 12182 127.0.0.1:$p3" ] || fail "MOVED for a key of shard 1: $(redis-cli -p "$p0" GET foo)"
+[ "$(redis-cli -c -p "$p0" SET foo bar)" = "OK" ] || fail "redis-cli -c following MOVED"
+[ "$(redis-cli -p "$p5" GET foo)" = "bar" ] || fail "GET at another replica of shard 1"
+[ "$(redis-cli -p "$p1" SET b 1)" = "OK" ] || fail "SET of a key of shard 0"
+redis-cli -p "$p0" MSET b 2 foo 3 2>&1 | grep -q "^CROSSSLOT" || fail "MSET across shards was not refused"
+[ "$(redis-cli -p "$p0" MSET b 2 '{b}x' 3)" = "OK" ] || fail "MSET within one hash tag"
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+    redis-cli -c -p "$((port + i % 6))" SET "k$i" "$i" EX 1000 >/dev/null || fail "SET k$i through redis-cli -c"
+done
+sum=0
+for p in "$p0" "$p3"; do
+    sum=$((sum + $(redis-cli -p "$p" DBSIZE)))
+done
+[ "$sum" -eq 15 ] || fail "the two shards hold $sum keys, want 15"
+redis-cli -p "$p4" INFO replication | grep -q "^shards:2" || fail "INFO shards"
+for shard in "$p0 $p1 $p2" "$p3 $p4 $p5"; do
+    set -- $shard
+    da=$(redis-cli -p "$1" DEBUG DIGEST)
+    for p in "$2" "$3"; do
+        [ "$(redis-cli -p "$p" DEBUG DIGEST)" = "$da" ] || fail "digests differ within the shard of port $1"
+    done
+done
+[ "$(redis-cli -p "$p0" DEBUG DIGEST)" != "$(redis-cli -p "$p3" DEBUG DIGEST)" ] || fail "the two shards hold the same map"
+stop_service
 
 # AUTH: a replica with --requirepass refuses commands until AUTH.
 "$kv" --local 1 --port "$p0" --control-port "$control" --requirepass sesame \
@@ -124,4 +168,5 @@ done
 redis-cli -p "$p0" GET k 2>&1 | grep -q "NOAUTH" || fail "GET without AUTH was not refused"
 redis-cli -p "$p0" --no-auth-warning -a wrong PING 2>&1 | grep -q "WRONGPASS" || fail "a wrong password was not refused"
 [ "$(redis-cli -p "$p0" --no-auth-warning -a sesame SET k v)" = "OK" ] || fail "SET after AUTH"
+stop_service
 echo "kv_service: digests agree ($d0), the retried INCR ran once, AUTH is enforced"
