@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@ struct kv_args {
     const char *config;
     long id;
     const char *pid_dir;
+    const char *log_dir;
     int failure_timeout_ms;
 };
 
@@ -45,6 +47,9 @@ static const char usage[] =
     "  --tick-ms MS            period of the ordered expiry ticks (default 100)\n"
     "  --failure-timeout-ms MS how long a silent replica may take to be removed\n"
     "                          (default 5000)\n"
+    "  --log-dir DIR           logged shards: writes are answered once on stable storage\n"
+    "                          at every replica of the shard; a restart of every replica\n"
+    "                          recovers from the logs (with --local: DIR/replica-<id>)\n"
     "  --pid-dir DIR           write DIR/replica-<id>.pid once each replica serves\n";
 
 static int parse_unsigned(const char *text, const char *name, unsigned long min, unsigned long max,
@@ -69,7 +74,8 @@ enum {
     OPT_TICK,
     OPT_FAILURE,
     OPT_PID_DIR,
-    OPT_REPLICAS
+    OPT_REPLICAS,
+    OPT_LOG_DIR
 };
 
 static int parse_args(int argc, char **argv, struct kv_args *a)
@@ -87,6 +93,7 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
         {"failure-timeout-ms", required_argument, 0, OPT_FAILURE},
         {"pid-dir", required_argument, 0, OPT_PID_DIR},
         {"replicas", required_argument, 0, OPT_REPLICAS},
+        {"log-dir", required_argument, 0, OPT_LOG_DIR},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -137,6 +144,9 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
             break;
         case OPT_PID_DIR:
             a->pid_dir = optarg;
+            break;
+        case OPT_LOG_DIR:
+            a->log_dir = optarg;
             break;
         case OPT_REPLICAS:
             rc = parse_unsigned(optarg, "--replicas", 1, SPINDLE_MAX_MEMBERS, &v);
@@ -214,12 +224,22 @@ static int run_replica(struct kv_args *a, unsigned id, const char *bootstrap, un
         snprintf(pid_file, sizeof pid_file, "%s/replica-%u.pid", a->pid_dir, id);
         o->pid_file = pid_file;
     }
+    char log_dir[4096];
+    if (a->log_dir != NULL) {
+        snprintf(log_dir, sizeof log_dir, "%s/replica-%u", a->log_dir, id);
+        o->log_dir = log_dir;
+    }
     return kv_server_run(o);
 }
 
 /* Forks the replicas and waits for them; SIGTERM and SIGINT are passed on. */
 static int run_local(struct kv_args *a)
 {
+    if (a->log_dir != NULL && mkdir(a->log_dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "spindle-kv: cannot create --log-dir %s: %s\n", a->log_dir,
+                strerror(errno));
+        return 1;
+    }
     char bootstrap[SPINDLE_MAX_MEMBERS * 24] = "";
     for (unsigned i = 0; i < a->local; i++)
         snprintf(bootstrap + strlen(bootstrap), sizeof bootstrap - strlen(bootstrap),
@@ -301,6 +321,7 @@ static int run_configured(struct kv_args *a)
         snprintf(pid_file, sizeof pid_file, "%s/replica-%ld.pid", a->pid_dir, a->id);
         a->server.pid_file = pid_file;
     }
+    a->server.log_dir = a->log_dir;
     rc = kv_server_run(&a->server);
     spindle_group_setup_free(&setup);
     return rc;

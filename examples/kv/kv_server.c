@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -17,11 +18,12 @@
 #include "kv_server_impl.h"
 
 /* epoll tags: the upper half of data.u64 says what the lower half is. */
-#define TAG_LISTEN 1ull
-#define TAG_GROUP  2ull
-#define TAG_TIMER  3ull
-#define TAG_SIGNAL 4ull
-#define TAG_CLIENT 5ull
+#define TAG_LISTEN  1ull
+#define TAG_GROUP   2ull
+#define TAG_TIMER   3ull
+#define TAG_SIGNAL  4ull
+#define TAG_CLIENT  5ull
+#define TAG_PERSIST 6ull
 
 static uint64_t realtime_ms(void)
 {
@@ -136,7 +138,8 @@ static void send_tick(struct kv_server *server)
 
 /* A delivered operation of this replica: its client's reply. Own messages
  * arrive in the order they were sent, so the request is at the front. */
-static void answer(struct kv_server *server, uint64_t counter, const struct kv_buf *reply)
+static void answer(struct kv_server *server, const struct spindle_message *m, uint64_t counter,
+                   const struct kv_buf *reply)
 {
     while (server->pending_count > 0) {
         struct kv_pending *p = &server->pending[server->pending_head];
@@ -147,6 +150,10 @@ static void answer(struct kv_server *server, uint64_t counter, const struct kv_b
         server->pending_count--;
         if (done.counter < counter)
             continue; /* cannot happen with FIFO delivery; nothing to answer */
+        if (server->options->log_dir != NULL) {
+            kv_hold_reply(server, m->view_id, m->seq, done.fd, done.conn_id, done.slot, reply);
+            return;
+        }
         struct kv_conn *conn = kv_client_find(server, done.fd, done.conn_id);
         if (conn != NULL) /* else the client went away */
             kv_client_reply(server, conn, done.slot, reply->data, reply->len);
@@ -164,8 +171,11 @@ static void on_deliver(void *ctx, const struct spindle_message *messages, size_t
         kv_store_apply(&server->store, m->data, m->length, &server->op, reply);
         server->ops_applied++;
         server->delivered_seq = m->seq + 1;
+        server->last_view = m->view_id;
+        server->last_seq = m->seq;
+        server->since_snapshot++;
         if (m->sender_id == server->self && server->op.kind == KV_OP_COMMAND)
-            answer(server, server->op.counter, reply);
+            answer(server, m, server->op.counter, reply);
     }
 }
 
@@ -300,6 +310,18 @@ static int create_group(struct kv_server *server)
         ids[kv_member_shard(server, i)][shard->num_members++] = i;
         shard->num_senders = shard->num_members;
     }
+    static uint32_t logged[SPINDLE_MAX_MEMBERS];
+    if (server->options->log_dir != NULL) {
+        for (uint32_t s = 0; s < server->num_shards; s++)
+            logged[s] = s;
+        o->log_dir = server->options->log_dir;
+        o->logged_subgroups = logged;
+        o->num_logged_subgroups = server->num_shards;
+        o->persisted = kv_on_persisted;
+        o->persisted_ctx = server;
+        o->replay = kv_on_replay;
+        o->replay_ctx = server;
+    }
     o->layout = layout_shards;
     o->layout_ctx = server;
     o->dispatch = true;
@@ -344,9 +366,14 @@ static int setup(struct kv_server *server)
 {
     server->listen_fd = server->timer_fd = server->signal_fd = server->group_fd = -1;
     server->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (server->epoll_fd < 0 || open_timers(server) != 0 || create_group(server) != 0 ||
-        open_listener(server) != 0)
+    server->persist_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (server->epoll_fd < 0 || server->persist_fd < 0 || open_timers(server) != 0 ||
+        create_group(server) != 0 || open_listener(server) != 0)
         return -1;
+    if (watch(server, server->persist_fd, TAG_PERSIST) != 0) {
+        fprintf(stderr, "spindle-kv: epoll_ctl: %s\n", strerror(errno));
+        return -1;
+    }
     if (watch(server, server->listen_fd, TAG_LISTEN) != 0 ||
         watch(server, server->group_fd, TAG_GROUP) != 0 ||
         watch(server, server->timer_fd, TAG_TIMER) != 0 ||
@@ -387,6 +414,9 @@ static bool handle(struct kv_server *server, const struct epoll_event *ev)
     }
     case TAG_SIGNAL:
         return false;
+    case TAG_PERSIST:
+        kv_release_persisted(server);
+        return true;
     default:
         kv_client_event(server, fd, ev->events);
         return true;
@@ -409,6 +439,9 @@ static int loop(struct kv_server *server)
             if (!handle(server, &events[i]))
                 return (events[i].data.u64 >> 32) == TAG_SIGNAL ? 0 : 1;
         drain_outbound(server);
+        if (server->held_count > 0)
+            kv_release_persisted(server);
+        kv_maybe_snapshot(server);
         kv_client_flush(server);
     }
 }
@@ -420,7 +453,11 @@ static void teardown(struct kv_server *server)
         epoll_ctl(server->epoll_fd, EPOLL_CTL_DEL, server->group_fd, NULL);
         spindle_group_destroy(server->group);
     }
-    int fds[] = {server->listen_fd, server->timer_fd, server->signal_fd, server->epoll_fd};
+    for (size_t i = 0; i < server->held_count; i++)
+        free(server->held[(server->held_head + i) % server->held_cap].reply);
+    free(server->held);
+    int fds[] = {server->listen_fd, server->timer_fd, server->signal_fd, server->epoll_fd,
+                 server->persist_fd};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
         if (fds[i] >= 0)
             close(fds[i]);

@@ -49,6 +49,11 @@ struct kv_server_options {
     /* Replicas per shard: member id i serves shard (i / replicas) mod
      * (members / replicas). 0, or the member count: one shard of all. */
     uint32_t replicas;
+    /* Logged shards (docs/LOGS.md): the log directory of this replica, or
+     * NULL. With one, a write is answered once it is on stable storage at
+     * every replica of its shard, and a restart of every replica recovers
+     * the store from the logs. */
+    const char *log_dir;
     struct kv_endpoint endpoints[SPINDLE_MAX_MEMBERS]; /* by member id */
     /* Group options already holding bootstrap, self, num_members,
      * transport...; the server adds its upcalls and dispatch. */

@@ -44,6 +44,17 @@ struct kv_pending {
     uint64_t slot;
 };
 
+/* A reply of a logged shard, waiting for its operation to be persistent
+ * at every replica of the shard. */
+struct kv_held {
+    uint64_t view_id, seq;
+    int fd;
+    uint64_t conn_id;
+    uint64_t slot;
+    char *reply;
+    size_t reply_len;
+};
+
 struct kv_server {
     struct kv_server_options *options;
     spindle_group_t *group;
@@ -80,6 +91,13 @@ struct kv_server {
     uint32_t my_rank;
     uint64_t delivered_seq; /* next seq after the last delivered message */
     uint64_t ops_proposed, ops_applied, stale_reads;
+    /* Logged shards. */
+    int persist_fd; /* eventfd the persisted upcall writes */
+    struct kv_held *held;
+    size_t held_head, held_count, held_cap;
+    uint64_t last_view, last_seq; /* the last delivered message */
+    uint64_t since_snapshot;      /* operations applied since the last snapshot */
+    uint64_t snapshots;
 };
 
 /* kv_server.c */
@@ -90,6 +108,17 @@ uint32_t kv_member_shard(const struct kv_server *server, uint32_t member_id);
 
 void kv_propose(struct kv_server *server, struct kv_conn *conn, uint64_t slot, uint64_t session,
                 uint64_t request_id, const struct kv_arg *args, size_t count);
+
+/* kv_durable.c */
+/* Keeps reply until its operation (view_id, seq) is persistent. */
+void kv_hold_reply(struct kv_server *server, uint64_t view_id, uint64_t seq, int fd,
+                   uint64_t conn_id, uint64_t slot, const struct kv_buf *reply);
+/* Answers the held replies that are persistent now. */
+void kv_release_persisted(struct kv_server *server);
+void kv_on_persisted(void *ctx, uint32_t subgroup, uint64_t view_id, uint64_t frontier);
+int kv_on_replay(void *ctx, const struct spindle_replayed *item);
+/* Snapshots the store into the log when enough was applied since. */
+void kv_maybe_snapshot(struct kv_server *server);
 
 /* kv_client.c */
 void kv_client_accept(struct kv_server *server);

@@ -155,6 +155,29 @@ done
 [ "$(redis-cli -p "$p0" DEBUG DIGEST)" != "$(redis-cli -p "$p3" DEBUG DIGEST)" ] || fail "the two shards hold the same map"
 stop_service
 
+# Logged shards: writes answered once persistent; after every replica
+# stopped, the same command restarts the service from the logs.
+start_logged() {
+    "$kv" --local 3 --port "$port" --control-port "$control" --log-dir "$dir/logs" \
+        >>"$dir/log-logged" 2>&1 &
+    parent=$!
+    wait_serving "$p0" "$p1" "$p2"
+}
+start_logged
+[ "$(redis-cli -p "$p0" SET durable yes)" = "OK" ] || fail "SET in a logged shard"
+[ "$(redis-cli -p "$p1" SESSION 5 1 INCR logged:n)" = "1" ] || fail "SESSION INCR in a logged shard"
+[ "$(redis-cli -p "$p2" SET lasting v EX 1000)" = "OK" ] || fail "SET EX in a logged shard"
+before=$(redis-cli -p "$p0" DEBUG DIGEST)
+stop_service
+start_logged
+[ "$(redis-cli -p "$p2" GET durable)" = "yes" ] || fail "a logged write lost in the restart"
+[ "$(redis-cli -p "$p0" SESSION 5 1 INCR logged:n)" = "1" ] || fail "a session's request ran again after the restart"
+[ "$(redis-cli -p "$p1" TTL lasting | awk '$1 > 900')" != "" ] || fail "expiry lost in the restart"
+for p in "$p0" "$p1" "$p2"; do
+    [ "$(redis-cli -p "$p" DEBUG DIGEST)" = "$before" ] || fail "digest at port $p after the restart differs"
+done
+stop_service
+
 # AUTH: a replica with --requirepass refuses commands until AUTH.
 "$kv" --local 1 --port "$p0" --control-port "$control" --requirepass sesame \
     >"$dir/log-auth" 2>&1 &
