@@ -198,6 +198,18 @@ static void info_section(struct kv_server *server, struct kv_buf *text)
     kv_buf_append(text, line, (size_t)n);
     for (uint32_t s = 0; s < server->num_shards; s++)
         shard_line(server, s, text);
+    uint64_t persisted_view = 0, persisted_local = 0, persisted_global = 0;
+    if (server->options->log_dir != NULL &&
+        spindle_group_persisted(server->group, server->my_shard, &persisted_view, &persisted_local,
+                                &persisted_global) == 0) {
+        n = snprintf(line, sizeof line,
+                     "logged:yes\r\npersisted_view:%" PRIu64 "\r\npersisted_local:%" PRIu64
+                     "\r\npersisted_global:%" PRIu64 "\r\nreplies_waiting_persistence:%zu\r\n",
+                     persisted_view, persisted_local, persisted_global, server->held_count);
+    } else {
+        n = snprintf(line, sizeof line, "logged:no\r\n");
+    }
+    kv_buf_append(text, line, (size_t)n);
     n = snprintf(line, sizeof line,
                  "delivered_seq:%" PRIu64 "\r\napplied:%" PRIu64 "\r\n"
                  "reads:%s\r\nops_proposed:%" PRIu64 "\r\nops_applied:%" PRIu64

@@ -4,6 +4,7 @@ expiry, and equal digests on every replica afterwards.
 
 Usage: kv_redis_client.py PORT [PORT...]   (one port per replica)
 Exits non-zero, saying what differed, when a check fails."""
+import socket
 import sys
 import time
 
@@ -73,6 +74,33 @@ def main():
     check("long-lived keys kept", last.exists(*["py:p%d" % i for i in range(100)]), 100)
     ttl = first.ttl("py:p0")
     check("ttl of a key with EX 1000 in range", 990 <= ttl <= 1000, True)
+    # Pipelined local and ordered commands: replies in request order.
+    pipe = last.pipeline(transaction=False)
+    pipe.incr("py:order")
+    pipe.ping()
+    pipe.get("py:order")
+    pipe.execute_command("ECHO", "e")
+    pipe.incr("py:order")
+    check("mixed pipeline", pipe.execute(), [1, True, b"1", b"e", 2])
+    # Stale reads on a READONLY connection, counted in INFO.
+    stale = redis.Redis(host="127.0.0.1", port=ports[-1], socket_timeout=30)
+    served = int(stale.info("replication")["stale_reads_served"])
+    check("readonly", stale.execute_command("READONLY"), True)
+    check("stale read of an acknowledged write", stale.get("py:order"), b"2")
+    check("stale reads counted",
+          int(stale.info("replication")["stale_reads_served"]), served + 1)
+    # A bulk length past the limit: a protocol error naming it, then close.
+    raw = socket.create_connection(("127.0.0.1", ports[0]), timeout=30)
+    raw.sendall(b"*1\r\n$99999999\r\n")
+    answer = b""
+    while True:
+        chunk = raw.recv(4096)
+        if not chunk:
+            break
+        answer += chunk
+    raw.close()
+    check("oversize bulk refused",
+          answer.startswith(b"-ERR Protocol error: invalid bulk length '99999999'"), True)
     digests = [c.execute_command("DEBUG", "DIGEST") for c in clients]
     check("digests of all replicas equal", len(set(digests)), 1)
     info = first.info("replication")

@@ -167,6 +167,7 @@ start_logged
 [ "$(redis-cli -p "$p0" SET durable yes)" = "OK" ] || fail "SET in a logged shard"
 [ "$(redis-cli -p "$p1" SESSION 5 1 INCR logged:n)" = "1" ] || fail "SESSION INCR in a logged shard"
 [ "$(redis-cli -p "$p2" SET lasting v EX 1000)" = "OK" ] || fail "SET EX in a logged shard"
+redis-cli -p "$p1" INFO replication | grep -q "^logged:yes" || fail "INFO does not say the shard is logged"
 before=$(redis-cli -p "$p0" DEBUG DIGEST)
 stop_service
 start_logged
