@@ -26,15 +26,21 @@ struct kv_args {
     long id;
     const char *pid_dir;
     const char *log_dir;
+    const char *join;   /* --join: a member's control address */
+    const char *listen; /* --listen: this joiner's own control address */
     int failure_timeout_ms;
 };
 
 static const char usage[] =
     "usage: spindle-kv --local N [--port P] [options]\n"
     "       spindle-kv --config FILE --id I [--port P] [options]\n"
+    "       spindle-kv --join HOST:PORT --listen HOST:PORT [--port P] [options]\n"
     "  --local N               start N replicas on this host (TCP bootstrap on loopback),\n"
     "                          serving RESP on ports P .. P+N-1\n"
     "  --config FILE --id I    run replica I of the group the INI file describes\n"
+    "  --join HOST:PORT        join a running one-shard service through a member's\n"
+    "                          control address (with --local: 127.0.0.1:C+i), taking its\n"
+    "                          state; --listen HOST:PORT is this replica's own\n"
     "  --port P                RESP port (default 6379)\n"
     "  --bind ADDR             RESP listener address (default 127.0.0.1)\n"
     "  --control-port C        with --local: group bootstrap ports C .. C+N-1\n"
@@ -75,7 +81,9 @@ enum {
     OPT_FAILURE,
     OPT_PID_DIR,
     OPT_REPLICAS,
-    OPT_LOG_DIR
+    OPT_LOG_DIR,
+    OPT_JOIN,
+    OPT_LISTEN
 };
 
 static int parse_args(int argc, char **argv, struct kv_args *a)
@@ -94,6 +102,8 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
         {"pid-dir", required_argument, 0, OPT_PID_DIR},
         {"replicas", required_argument, 0, OPT_REPLICAS},
         {"log-dir", required_argument, 0, OPT_LOG_DIR},
+        {"join", required_argument, 0, OPT_JOIN},
+        {"listen", required_argument, 0, OPT_LISTEN},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -145,6 +155,12 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
         case OPT_PID_DIR:
             a->pid_dir = optarg;
             break;
+        case OPT_JOIN:
+            a->join = optarg;
+            break;
+        case OPT_LISTEN:
+            a->listen = optarg;
+            break;
         case OPT_LOG_DIR:
             a->log_dir = optarg;
             break;
@@ -166,8 +182,15 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
         fprintf(stderr, "spindle-kv: unexpected argument '%s'\n%s", argv[optind], usage);
         return -1;
     }
-    if ((a->local > 0) == (a->config != NULL)) {
-        fprintf(stderr, "spindle-kv: give --local N, or --config FILE with --id I\n%s", usage);
+    if ((a->local > 0) + (a->config != NULL) + (a->join != NULL) != 1) {
+        fprintf(stderr,
+                "spindle-kv: give one of --local N, --config FILE with --id I, or --join\n%s",
+                usage);
+        return -1;
+    }
+    if (a->join != NULL && (a->listen == NULL || a->server.replicas > 0)) {
+        fprintf(stderr, "spindle-kv: --join needs --listen HOST:PORT (this replica's control "
+                        "address) and a service of one shard (no --replicas)\n");
         return -1;
     }
     if (a->config != NULL && a->id < 0) {
@@ -327,10 +350,33 @@ static int run_configured(struct kv_args *a)
     return rc;
 }
 
+/* A replica joining a running one-shard service: the group gives it its
+ * member id and the state of the member that admits it. */
+static int run_joiner(struct kv_args *a)
+{
+    struct kv_server_options *o = &a->server;
+    spindle_group_options_init(&o->group);
+    o->group.join = a->join;
+    o->group.bootstrap = a->listen;
+    o->group.bootstrap_kind = SPINDLE_BOOTSTRAP_TCP;
+    o->group.num_members = 1; /* ignored by a join; sizes the subgroup's config */
+    if (a->failure_timeout_ms > 0)
+        o->group.failure_timeout_ms = a->failure_timeout_ms;
+    o->log_dir = a->log_dir;
+    char pid_file[4096];
+    if (a->pid_dir != NULL) {
+        snprintf(pid_file, sizeof pid_file, "%s/joiner-%d.pid", a->pid_dir, (int)getpid());
+        o->pid_file = pid_file;
+    }
+    return kv_server_run(o);
+}
+
 int main(int argc, char **argv)
 {
     struct kv_args args;
     if (parse_args(argc, argv, &args) != 0)
         return 2;
+    if (args.join != NULL)
+        return run_joiner(&args);
     return args.local > 0 ? run_local(&args) : run_configured(&args);
 }

@@ -347,6 +347,11 @@ static int create_group(struct kv_server *server)
     for (uint32_t i = 0; i < o->num_members; i++)
         server->view_members[i] = i;
     server->my_rank = server->self;
+    if (o->join != NULL) {
+        /* The first dispatched view says who is in; count it as the start. */
+        server->first_members = (uint32_t)spindle_group_size(server->group);
+        server->num_view_members = 0;
+    }
     server->my_shard = kv_member_shard(server, server->self);
     server->group_fd = spindle_group_fd(server->group);
     return 0;

@@ -4,7 +4,8 @@
 # (kv_redis_client.py): equal DEBUG DIGEST on every replica after a
 # workload with expiring keys; then one replica is killed with SIGKILL,
 # the others go on serving, and an INCR retried there under the same
-# SESSION request id is applied once. Then two shards of three replicas
+# SESSION request id is applied once, and a new replica joins with the
+# state of the others. Then two shards of three replicas
 # (-MOVED, redis-cli -c, -CROSSSLOT, equal digests within each shard).
 # Last, AUTH with --requirepass.
 # Usage: kv_service.sh SPINDLE_KV KV_REDIS_CLIENT_PY
@@ -18,7 +19,12 @@ if ! command -v redis-cli >/dev/null 2>&1 || ! "$python" -c 'import redis' 2>/de
 fi
 dir=$(mktemp -d /tmp/spindle-kv-test-XXXXXX)
 parent=""
+joiner=""
 cleanup() {
+    if [ -n "$joiner" ]; then
+        kill -TERM "$joiner" 2>/dev/null
+        wait "$joiner" 2>/dev/null
+    fi
     if [ -n "$parent" ]; then
         kill -TERM "$parent" 2>/dev/null
         wait "$parent" 2>/dev/null
@@ -117,6 +123,20 @@ done
 d0=$(redis-cli -p "$p0" DEBUG DIGEST)
 d1=$(redis-cli -p "$p1" DEBUG DIGEST)
 [ -n "$d0" ] && [ "$d0" = "$d1" ] || fail "survivors' digests differ: $d0 $d1"
+# A new replica joins through replica 0 and is handed the state.
+p5=$((port + 5))
+"$kv" --join "127.0.0.1:$control" --listen "127.0.0.1:$((control + 5))" --port "$p5" \
+    >"$dir/log-joiner" 2>&1 &
+joiner=$!
+wait_serving "$p5"
+[ "$(redis-cli -p "$p5" DEBUG DIGEST)" = "$d0" ] || fail "the joiner's state differs from the others'"
+[ "$(redis-cli -p "$p5" SESSION 42 1 INCR once)" = "1" ] || fail "the joiner ran a session's request again"
+[ "$(redis-cli -p "$p5" SET joined yes)" = "OK" ] || fail "SET at the joiner"
+[ "$(redis-cli -p "$p1" GET joined)" = "yes" ] || fail "a write taken by the joiner not seen at replica 1"
+redis-cli -p "$p0" INFO replication | grep -q "state=ok" || fail "INFO after the join: $(redis-cli -p "$p0" INFO replication | grep shard0)"
+kill -TERM "$joiner"
+wait "$joiner" || fail "the joiner did not exit cleanly"
+joiner=""
 stop_service
 
 # Two shards of three replicas (--local 6 --replicas 3): keys go by hash
