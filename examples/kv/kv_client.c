@@ -218,9 +218,60 @@ static void info_section(struct kv_server *server, struct kv_buf *text)
                  server->options->stale_reads ? "stale" : "linearizable", server->ops_proposed,
                  server->ops_applied, server->stale_reads, server->store.now_ms);
     kv_buf_append(text, line, (size_t)n);
+    /* Cluster-aware clients (redis-py's RedisCluster) look for it before
+     * asking CLUSTER SLOTS. */
+    static const char cluster[] = "# Cluster\r\ncluster_enabled:1\r\n\r\n";
+    kv_buf_append(text, cluster, sizeof cluster - 1);
     n = snprintf(line, sizeof line, "# Keyspace\r\ndb0:keys=%zu,expires=%zu\r\n",
                  kv_store_size(&server->store), server->store.num_expiring);
     kv_buf_append(text, line, (size_t)n);
+}
+
+/* CLUSTER SLOTS: per shard, its slot range and its replicas in the current
+ * view (the first one listed is the shard's leader), so that cluster-aware
+ * clients find every key's shard; CLUSTER KEYSLOT key. */
+static void cmd_cluster(struct kv_server *server, const struct kv_arg *args, size_t count,
+                        struct kv_buf *reply)
+{
+    if (count == 3 && arg_is(&args[1], "KEYSLOT")) {
+        kv_resp_integer(reply, kv_key_slot(args[2].ptr, args[2].len));
+        return;
+    }
+    if (count != 2 || !arg_is(&args[1], "SLOTS")) {
+        kv_resp_error(reply, "ERR CLUSTER subcommand not supported (SLOTS and KEYSLOT are)");
+        return;
+    }
+    uint32_t live = 0;
+    for (uint32_t s = 0; s < server->num_shards; s++)
+        for (uint32_t r = 0; r < server->num_view_members; r++)
+            if (kv_member_shard(server, server->view_members[r]) == s) {
+                live++;
+                break;
+            }
+    kv_resp_array(reply, live);
+    for (uint32_t s = 0; s < server->num_shards; s++) {
+        uint32_t replicas = 0;
+        for (uint32_t r = 0; r < server->num_view_members; r++)
+            replicas += kv_member_shard(server, server->view_members[r]) == s ? 1 : 0;
+        if (replicas == 0)
+            continue;
+        uint64_t shards = server->num_shards;
+        kv_resp_array(reply, 2 + replicas);
+        kv_resp_integer(reply, (int64_t)((s * (uint64_t)KV_SLOTS + shards - 1) / shards));
+        kv_resp_integer(reply, (int64_t)(((s + 1) * (uint64_t)KV_SLOTS + shards - 1) / shards) - 1);
+        for (uint32_t r = 0; r < server->num_view_members; r++) {
+            uint32_t id = server->view_members[r];
+            if (kv_member_shard(server, id) != s)
+                continue;
+            const struct kv_endpoint *at = &server->options->endpoints[id];
+            char node[32];
+            int n = snprintf(node, sizeof node, "spindle-kv-member-%u", id);
+            kv_resp_array(reply, 3);
+            kv_resp_bulk(reply, at->host, strlen(at->host));
+            kv_resp_integer(reply, at->port);
+            kv_resp_bulk(reply, node, (size_t)n);
+        }
+    }
 }
 
 static void cmd_info(struct kv_server *server, struct kv_buf *reply)
@@ -337,11 +388,15 @@ static void run_command(struct kv_server *server, struct kv_conn *conn, const st
             kv_resp_simple(&reply, "PONG");
     } else if (arg_is(name, "ECHO") && count == 2) {
         kv_resp_bulk(&reply, args[1].ptr, args[1].len);
+    } else if (arg_is(name, "CLUSTER") && count > 1) {
+        cmd_cluster(server, args, count, &reply);
     } else if (arg_is(name, "INFO")) {
         cmd_info(server, &reply);
     } else if (arg_is(name, "READONLY") || arg_is(name, "READWRITE")) {
         conn->readonly = arg_is(name, "READONLY");
         kv_resp_simple(&reply, "OK");
+    } else if (arg_is(name, "COMMAND") && count == 1) {
+        kv_command_table(&reply); /* where cluster-aware clients find the keys */
     } else if (arg_is(name, "COMMAND") ||
                (arg_is(name, "CONFIG") && count > 1 && arg_is(&args[1], "GET"))) {
         kv_resp_array(&reply, 0); /* clients ask at start; nothing to tell them */

@@ -1,4 +1,5 @@
 /* The commands of the state machine (kv_store.h, kv_map.h). */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +7,7 @@
 #include <strings.h>
 
 #include "kv_map.h"
+#include "kv_slot.h"
 
 /* Largest value INCR and APPEND may build (bytes). */
 #define KV_MAX_VALUE (512u << 20)
@@ -423,6 +425,30 @@ static const struct command commands[] = {
     {"CAS", 4, KV_CMD_WRITE, cmd_cas},       {"TTL", 2, KV_CMD_READ, cmd_ttl},
     {"PTTL", 2, KV_CMD_READ, cmd_pttl},      {"DEBUG", -2, KV_CMD_READ, cmd_debug},
 };
+
+void kv_command_table(struct kv_buf *reply)
+{
+    size_t count = sizeof commands / sizeof commands[0];
+    kv_resp_array(reply, count);
+    for (size_t i = 0; i < count; i++) {
+        const struct command *c = &commands[i];
+        char name[16];
+        size_t len = strlen(c->name);
+        for (size_t k = 0; k <= len; k++)
+            name[k] = (char)tolower((unsigned char)c->name[k]);
+        struct kv_arg arg = {c->name, len};
+        unsigned first = 0, step = 0;
+        bool keys = kv_command_key_spec(&arg, &first, &step);
+        kv_resp_array(reply, 6);
+        kv_resp_bulk(reply, name, len);
+        kv_resp_integer(reply, c->arity);
+        kv_resp_array(reply, 1);
+        kv_resp_simple(reply, c->class == KV_CMD_WRITE ? "write" : "readonly");
+        kv_resp_integer(reply, keys ? first : 0);
+        kv_resp_integer(reply, !keys ? 0 : step == 0 ? (int64_t)first : -1);
+        kv_resp_integer(reply, !keys ? 0 : step == 0 ? 1 : step);
+    }
+}
 
 static const struct command *lookup(const struct kv_arg *name)
 {

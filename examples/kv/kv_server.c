@@ -32,37 +32,9 @@ static uint64_t realtime_ms(void)
     return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
 }
 
-/* Sends what waits in server->outbound, in order, until the window is
- * full. */
-static void drain_outbound(struct kv_server *server)
-{
-    while (server->outbound_sent < server->outbound.len) {
-        uint32_t len;
-        memcpy(&len, server->outbound.data + server->outbound_sent, sizeof len);
-        void *slot;
-        int rc =
-            spindle_reserve(server->group, server->my_shard, len, SPINDLE_RESERVE_NONBLOCK, &slot);
-        if (rc == SPINDLE_EAGAIN)
-            return; /* send_ready, or the next pass of the loop */
-        if (rc < 0) {
-            fprintf(stderr, "spindle-kv: replica %u: multicast failed: %s: %s\n", server->self,
-                    spindle_strerror(rc), spindle_errmsg());
-            return; /* the group stopped: the loop learns it from spindle_dispatch */
-        }
-        memcpy(slot, server->outbound.data + server->outbound_sent + sizeof len, len);
-        spindle_commit(server->group, server->my_shard);
-        server->outbound_sent += sizeof len + len;
-    }
-    server->outbound.len = 0;
-    server->outbound_sent = 0;
-}
-
 static void queue_op(struct kv_server *server, const struct kv_buf *op)
 {
-    uint32_t len = (uint32_t)op->len;
-    kv_buf_append(&server->outbound, &len, sizeof len);
-    kv_buf_append(&server->outbound, op->data, op->len);
-    drain_outbound(server);
+    kv_sender_queue(server, op);
 }
 
 static void push_pending(struct kv_server *server, const struct kv_pending *pending)
@@ -194,7 +166,7 @@ static void on_view(void *ctx, const struct spindle_view_info *view)
 
 static void on_send_ready(void *ctx, uint32_t subgroup)
 {
-    drain_outbound(ctx);
+    kv_sender_wake(ctx);
 }
 
 static int on_state_save(void *ctx, void **data, size_t *length)
@@ -373,7 +345,7 @@ static int setup(struct kv_server *server)
     server->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     server->persist_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (server->epoll_fd < 0 || server->persist_fd < 0 || open_timers(server) != 0 ||
-        create_group(server) != 0 || open_listener(server) != 0)
+        create_group(server) != 0 || kv_sender_start(server) != 0 || open_listener(server) != 0)
         return -1;
     if (watch(server, server->persist_fd, TAG_PERSIST) != 0) {
         fprintf(stderr, "spindle-kv: epoll_ctl: %s\n", strerror(errno));
@@ -432,10 +404,7 @@ static int loop(struct kv_server *server)
 {
     struct epoll_event events[64];
     for (;;) {
-        /* With operations waiting for the window, look again soon even if
-         * no send_ready comes (the window may free up during a view change). */
-        int timeout = server->outbound.len > 0 ? 10 : -1;
-        int n = epoll_wait(server->epoll_fd, events, 64, timeout);
+        int n = epoll_wait(server->epoll_fd, events, 64, -1);
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "spindle-kv: epoll_wait: %s\n", strerror(errno));
             return 1;
@@ -443,7 +412,6 @@ static int loop(struct kv_server *server)
         for (int i = 0; i < n; i++)
             if (!handle(server, &events[i]))
                 return (events[i].data.u64 >> 32) == TAG_SIGNAL ? 0 : 1;
-        drain_outbound(server);
         if (server->held_count > 0)
             kv_release_persisted(server);
         kv_maybe_snapshot(server);
@@ -454,6 +422,7 @@ static int loop(struct kv_server *server)
 static void teardown(struct kv_server *server)
 {
     kv_client_close_all(server);
+    kv_sender_stop(server);
     if (server->group != NULL) {
         epoll_ctl(server->epoll_fd, EPOLL_CTL_DEL, server->group_fd, NULL);
         spindle_group_destroy(server->group);

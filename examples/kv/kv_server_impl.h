@@ -6,6 +6,8 @@
 #ifndef KV_SERVER_IMPL_H
 #define KV_SERVER_IMPL_H
 
+#include <pthread.h>
+
 #include "kv_resp.h"
 #include "kv_server.h"
 #include "kv_store.h"
@@ -77,9 +79,15 @@ struct kv_server {
     struct kv_pending *pending;
     size_t pending_head, pending_count, pending_cap;
     uint64_t next_counter;
-    /* Operations that found the window full: u32 length + bytes each. */
+    /* Operations for the sender thread (kv_sender.c), u32 length + bytes
+     * each, and what it shares with the loop, under send_lock. */
+    pthread_t sender;
+    pthread_mutex_t send_lock;
+    pthread_cond_t send_wake;
     struct kv_buf outbound;
-    size_t outbound_sent;
+    bool send_stopping;
+    bool send_ready_seen;
+    bool send_initialized, sender_running; /* the loop's own */
     /* Shards: subgroup s is shard s. */
     uint32_t num_shards;
     uint32_t my_shard;
@@ -119,6 +127,15 @@ void kv_on_persisted(void *ctx, uint32_t subgroup, uint64_t view_id, uint64_t fr
 int kv_on_replay(void *ctx, const struct spindle_replayed *item);
 /* Snapshots the store into the log when enough was applied since. */
 void kv_maybe_snapshot(struct kv_server *server);
+
+/* kv_sender.c */
+int kv_sender_start(struct kv_server *server);
+/* Queues an encoded operation for the sender thread. */
+void kv_sender_queue(struct kv_server *server, const struct kv_buf *op);
+/* send_ready: the window has room again. */
+void kv_sender_wake(struct kv_server *server);
+/* Stops the sender (before the group is destroyed). */
+void kv_sender_stop(struct kv_server *server);
 
 /* kv_client.c */
 void kv_client_accept(struct kv_server *server);

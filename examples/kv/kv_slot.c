@@ -45,15 +45,30 @@ static const struct key_spec key_specs[] = {
     {"PTTL", 1, 0},   {"DEL", 1, 1},    {"EXISTS", 1, 1}, {"MGET", 1, 1}, {"MSET", 1, 2},
 };
 
+static const struct key_spec *find_spec(const struct kv_arg *name)
+{
+    for (size_t i = 0; i < sizeof key_specs / sizeof key_specs[0]; i++) {
+        if (name->len == strlen(key_specs[i].name) &&
+            strncasecmp(name->ptr, key_specs[i].name, name->len) == 0)
+            return &key_specs[i];
+    }
+    return NULL;
+}
+
+bool kv_command_key_spec(const struct kv_arg *name, unsigned *first, unsigned *step)
+{
+    const struct key_spec *spec = find_spec(name);
+    if (spec == NULL)
+        return false;
+    *first = spec->first;
+    *step = spec->step;
+    return true;
+}
+
 enum kv_route kv_command_route(const struct kv_arg *args, size_t count, uint32_t num_shards,
                                uint32_t *shard, uint32_t *slot)
 {
-    const struct key_spec *spec = NULL;
-    for (size_t i = 0; i < sizeof key_specs / sizeof key_specs[0] && count > 0; i++) {
-        if (args[0].len == strlen(key_specs[i].name) &&
-            strncasecmp(args[0].ptr, key_specs[i].name, args[0].len) == 0)
-            spec = &key_specs[i];
-    }
+    const struct key_spec *spec = count > 0 ? find_spec(&args[0]) : NULL;
     if (spec == NULL || count <= spec->first)
         return KV_ROUTE_NONE;
     *slot = kv_key_slot(args[spec->first].ptr, args[spec->first].len);

@@ -10,6 +10,7 @@
 #ifndef KV_SLOT_H
 #define KV_SLOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,10 @@ enum kv_route {
     KV_ROUTE_SHARD = 1, /* every key in one shard: *shard, *slot (the first key's) */
     KV_ROUTE_CROSS = 2, /* keys in more than one shard */
 };
+/* The keys of the command named name: true with the index of its first key
+ * and the step between keys (0: one key only); false when it has none. */
+bool kv_command_key_spec(const struct kv_arg *name, unsigned *first, unsigned *step);
+
 /* Routes the command args[0..count) (its name first) among num_shards. */
 enum kv_route kv_command_route(const struct kv_arg *args, size_t count, uint32_t num_shards,
                                uint32_t *shard, uint32_t *slot);

@@ -94,6 +94,10 @@ enum kv_command_class {
 };
 enum kv_command_class kv_command_class(const struct kv_arg *name);
 
+/* COMMAND's reply: per command of the state machine, as Redis gives it, its
+ * name, arity, flags and key positions (first, last, step). */
+void kv_command_table(struct kv_buf *reply);
+
 /* Runs a read command on the local copy (stale read); reply appended. */
 void kv_store_read(struct kv_store *store, const struct kv_arg *args, size_t count,
                    struct kv_buf *reply);

@@ -9,9 +9,11 @@
 # (-MOVED, redis-cli -c, -CROSSSLOT, equal digests within each shard).
 # Last, AUTH with --requirepass.
 # Usage: kv_service.sh SPINDLE_KV KV_REDIS_CLIENT_PY
+# (kv_cluster_client.py is taken from beside KV_REDIS_CLIENT_PY)
 set -u
 kv=${1:?usage: kv_service.sh SPINDLE_KV KV_REDIS_CLIENT_PY}
 client_py=${2:?usage: kv_service.sh SPINDLE_KV KV_REDIS_CLIENT_PY}
+cluster_py=$(dirname "$client_py")/kv_cluster_client.py
 python=/usr/bin/python3 # Debian's, with python3-redis (not a pyenv shim)
 if ! command -v redis-cli >/dev/null 2>&1 || ! "$python" -c 'import redis' 2>/dev/null; then
     echo "kv_service: redis-cli or python3-redis missing (sh scripts/install-deps.sh)" >&2
@@ -141,7 +143,8 @@ stop_service
 
 # Two shards of three replicas (--local 6 --replicas 3): keys go by hash
 # slot; a replica of the other shard answers -MOVED, which redis-cli -c
-# follows; keys of two shards in one command are -CROSSSLOT.
+# follows; keys of two shards in one command are -CROSSSLOT; redis-py's
+# RedisCluster finds the shards through CLUSTER SLOTS and COMMAND.
 "$kv" --local 6 --replicas 3 --port "$port" --control-port "$control" \
     >"$dir/log-shards" 2>&1 &
 parent=$!
@@ -173,6 +176,7 @@ for shard in "$p0 $p1 $p2" "$p3 $p4 $p5"; do
     done
 done
 [ "$(redis-cli -p "$p0" DEBUG DIGEST)" != "$(redis-cli -p "$p3" DEBUG DIGEST)" ] || fail "the two shards hold the same map"
+"$python" "$cluster_py" "$p2" || fail "redis-py's RedisCluster"
 stop_service
 
 # Logged shards: writes answered once persistent; after every replica

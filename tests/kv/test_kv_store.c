@@ -280,6 +280,18 @@ static void test_operation_decoder_refuses_bad_bytes(void **state)
     kv_buf_free(&encoded);
 }
 
+static void test_command_table_names_key_positions(void **state)
+{
+    struct kv_buf table = {0};
+    kv_command_table(&table);
+    kv_buf_append(&table, "", 1);
+    assert_non_null(strstr(table.data, "$3\r\nget\r\n:2\r\n*1\r\n+readonly\r\n:1\r\n:1\r\n:1\r\n"));
+    assert_non_null(strstr(table.data, "$4\r\nmset\r\n:-3\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:2\r\n"));
+    assert_non_null(
+        strstr(table.data, "$6\r\ndbsize\r\n:1\r\n*1\r\n+readonly\r\n:0\r\n:0\r\n:0\r\n"));
+    kv_buf_free(&table);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +307,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_glob_patterns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_round_trip_and_truncation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_operation_decoder_refuses_bad_bytes, setup, teardown),
+        cmocka_unit_test(test_command_table_names_key_positions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
