@@ -90,7 +90,7 @@ wait_serving() {
 }
 
 "$kv" --local 3 --port "$port" --control-port "$control" --pid-dir "$dir" \
-    --failure-timeout-ms 3000 >"$dir/log" 2>&1 &
+    --failure-timeout-ms 10000 >"$dir/log" 2>&1 &
 parent=$!
 wait_serving "$p0" "$p1" "$p2"
 
