@@ -1,0 +1,21 @@
+# spindle_dds (examples/dds): the configuration and sample codecs, and
+# real participants forked on shm. Only when the examples are built.
+if(TARGET spindle_dds)
+  function(spindle_add_dds_test name)
+    spindle_add_test(${name} ${ARGN})
+    target_link_libraries(${name} PRIVATE spindle_dds)
+  endfunction()
+  # The INI loader's refusals name what is wrong; the layout rule.
+  spindle_add_dds_test(test_dds_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_config.c
+                       TIMEOUT 30 LABELS dds)
+  # Sample header and history state: round trips, every refusal.
+  spindle_add_dds_test(test_dds_sample SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_sample.c
+                       TIMEOUT 30 LABELS dds wire)
+  # Atomic, unordered, a late volatile subscriber, writer and subscriber
+  # killed mid-stream (forked participants).
+  foreach(scenario atomic unordered volatile killed)
+    spindle_add_dds_test(test_dds_groups_${scenario}
+                         SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_groups.c
+                         TIMEOUT 120 LABELS dds ARGS "*${scenario}*")
+  endforeach()
+endif()
