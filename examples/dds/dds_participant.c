@@ -4,9 +4,11 @@
  * layout rule of dds_layout.c; the delivery, state transfer and replay
  * upcalls that feed histories and readers.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "dds_impl.h"
 
@@ -227,8 +229,11 @@ static void fill_options(spindle_dds_participant_t *p, const struct create_plan 
     if (plan->num_logged > 0) {
         if (o->log_dir != NULL)
             snprintf(p->log_dir, sizeof p->log_dir, "%s", o->log_dir);
-        else
+        else { /* the root may be new; libspindle creates the member's own */
+            if (mkdir(c->log_dir, 0700) != 0 && errno != EEXIST)
+                dds_error_record("log_dir %s: %s", c->log_dir, strerror(errno));
             snprintf(p->log_dir, sizeof p->log_dir, "%s/%s", c->log_dir, p->self->name);
+        }
         g->log_dir = p->log_dir;
         g->logged_subgroups = plan->logged;
         g->num_logged_subgroups = plan->num_logged;

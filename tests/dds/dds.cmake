@@ -19,3 +19,10 @@ if(TARGET spindle_dds)
                          TIMEOUT 120 LABELS dds ARGS "*${scenario}*")
   endforeach()
 endif()
+if(TARGET spindle-dds-perf)
+  # The benchmark's JSON line, tiny runs of every QoS (the figures are
+  # scripts/dds-compare.sh's, not CI's).
+  add_test(NAME dds_perf_smoke
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/dds_perf_smoke.sh $<TARGET_FILE:spindle-dds-perf>)
+  set_tests_properties(dds_perf_smoke PROPERTIES LABELS "dds;tools" TIMEOUT 60)
+endif()
