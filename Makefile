@@ -2,6 +2,7 @@
 # as root), configures and builds. Everything lands in build/.
 #
 #   make demo    a 3-member local group multicasting over shared memory
+#   make dds-demo  a DDS-style publisher and subscriber (examples/dds, docs/DDS.md)
 #   make test    the whole test suite through ctest
 #   make asan    the suite under AddressSanitizer + UBSan (build-asan/)
 #   make tsan    the suite under ThreadSanitizer (build-tsan/)
@@ -37,7 +38,7 @@ FUZZ_JOBS    ?= $(JOBS)
 DEB_OUT      ?= build-deb
 DEB_BUILD_OPTIONS ?= nocheck
 
-.PHONY: all deps configure build demo test asan tsan bench install check models fuzz abi deb \
+.PHONY: all deps configure build demo dds-demo test asan tsan bench install check models fuzz abi deb \
 	deb-check clean
 
 all: build
@@ -55,6 +56,9 @@ build: configure
 
 demo: build
 	@sh scripts/demo.sh $(BUILD)
+
+dds-demo: build
+	@sh scripts/dds-demo.sh $(BUILD)
 
 test: build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)

@@ -12,17 +12,15 @@
 int dds_layout_topics(const struct spindle_dds_config *config, const char *const *names,
                       uint32_t num_members, struct spindle_subgroup_layout *layouts)
 {
-    uint32_t ids[SPINDLE_MAX_MEMBERS];
+    uint64_t roles[SPINDLE_MAX_MEMBERS]; /* bit of the participant id, 0: unknown */
     if (num_members == 0 || num_members > SPINDLE_MAX_MEMBERS)
         return dds_error(SPINDLE_EINVAL, "a view of %u members", num_members);
     for (uint32_t rank = 0; rank < num_members; rank++) {
+        /* A member the file does not name (another application's joiner)
+         * takes part in no topic: refusing here would stop every member. */
         const struct spindle_dds_participant_config *p =
             spindle_dds_config_participant(config, names[rank]);
-        if (p == NULL)
-            return dds_error(SPINDLE_EINVAL,
-                             "member \"%s\" (rank %u) is no participant of the configuration",
-                             names[rank], rank);
-        ids[rank] = p->id;
+        roles[rank] = p != NULL ? 1ull << p->id : 0;
     }
     for (uint32_t t = 0; t < config->num_topics; t++) {
         const struct spindle_dds_topic_config *topic = &config->topics[t];
@@ -31,7 +29,7 @@ int dds_layout_topics(const struct spindle_dds_config *config, const char *const
         out->num_members = 0;
         out->num_senders = 0;
         for (uint32_t rank = 0; rank < num_members; rank++) {
-            uint64_t bit = 1ull << ids[rank];
+            uint64_t bit = roles[rank];
             bool publishes = (topic->publishers & bit) != 0;
             bool subscribes = (topic->subscribers & bit) != 0;
             if (publishes || subscribes || (rank == 0 && leader_needed))
