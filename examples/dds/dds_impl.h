@@ -91,6 +91,7 @@ struct spindle_dds_participant {
     const struct spindle_dds_config *config;
     const struct spindle_dds_participant_config *self;
     spindle_group_t *group;
+    struct spindle_dds_participant_options options; /* as given (strings: the caller's) */
     struct dds_topic topics[SPINDLE_DDS_MAX_TOPICS];
     uint32_t view_size; /* atomic */
     char log_dir[512];
@@ -115,18 +116,22 @@ struct spindle_dds_reader {
     int event_fd;
 };
 
+/* The group of an enabled participant; NULL, with the error recorded,
+ * before spindle_dds_participant_enable. */
+spindle_group_t *dds_participant_group(spindle_dds_participant_t *participant);
+
 /* Hands one sample (a whole ring payload, its header decoded) to a reader:
  * listener, then queue. Called with the topic's lock held. */
 void dds_reader_deliver(struct spindle_dds_reader *reader,
                         const struct spindle_dds_sample_info *info, const uint8_t *payload);
 
-/* The layout rule (docs/DDS.md "Discovery"): members are the view's
+/* The layout rule (docs/DDS.md "Model"): members are the view's
  * members that publish or subscribe the topic, senders its publishers,
  * in rank order; the leader (rank 0) is added to volatile and logged
  * topics (it hands joiners their history) and to a topic no member of
  * the view uses (a subgroup is never empty). names[rank] are the members'
- * names. 0, or SPINDLE_EINVAL naming a member unknown to the
- * configuration. */
+ * names; a name the configuration lacks takes part in no topic. 0, or
+ * SPINDLE_EINVAL for a view of 0 or more than SPINDLE_MAX_MEMBERS. */
 int dds_layout_topics(const struct spindle_dds_config *config, const char *const *names,
                       uint32_t num_members, struct spindle_subgroup_layout *layouts);
 

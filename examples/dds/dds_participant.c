@@ -94,10 +94,12 @@ static int load_sample(void *ctx, uint32_t topic_id, const uint8_t *payload, siz
     struct dds_topic *topic = &p->topics[topic_id];
     if (!topic->keeps_history)
         return 0;
+    /* Into the history, and to a reader created before the participant
+     * was enabled: the history first, then the live stream. */
     pthread_mutex_lock(&topic->lock);
-    int rc = dds_fifo_push(&topic->history, payload, size, true);
+    deliver_one(topic, payload, size, true);
     pthread_mutex_unlock(&topic->lock);
-    return rc;
+    return 0;
 }
 
 static int on_state_load(void *ctx, const void *data, size_t length)
@@ -252,19 +254,51 @@ static int join_group(spindle_dds_participant_t *p, struct create_plan *plan,
         g->join = o->join;
         return spindle_group_create(g, plan->subgroups, p->config->num_topics, &p->group);
     }
-    int rc = dds_error(SPINDLE_EINVAL, "no other participant to join");
+    int rc = SPINDLE_EINVAL;
+    bool tried = false;
     for (uint32_t i = 0; i < p->config->num_participants; i++) {
         const struct spindle_dds_participant_config *q = &p->config->participants[i];
         if (q == p->self)
             continue;
         snprintf(address, sizeof address, "%s:%u", q->host, q->port);
         g->join = address;
+        tried = true;
         rc = spindle_group_create(g, plan->subgroups, p->config->num_topics, &p->group);
         if (rc == 0)
             return 0;
         rc = dds_error(rc, "joining through %s (participant %s): %s", address, q->name,
                        spindle_errmsg());
     }
+    if (!tried)
+        dds_error_record("participant %s: no other participant to join through", p->self->name);
+    return rc;
+}
+
+/* Joins (or founds) the group: the participant's membership begins. */
+static int enable(spindle_dds_participant_t *p)
+{
+    const struct spindle_dds_config *config = p->config;
+    struct create_plan *plan = calloc(1, sizeof *plan);
+    if (plan == NULL)
+        return dds_error(SPINDLE_ENOMEM, "no memory for participant %s", p->self->name);
+    int rc = plan_group(config, p->self, plan);
+    if (rc == 0) {
+        struct spindle_group_options g;
+        fill_options(p, plan, &p->options, &g);
+        if (p->self->founder) {
+            g.self = plan->founder_index;
+            g.num_members = plan->num_founders;
+            g.bootstrap = plan->bootstrap;
+            g.bootstrap_kind = SPINDLE_BOOTSTRAP_TCP;
+            __atomic_store_n(&p->view_size, plan->num_founders, __ATOMIC_RELEASE);
+            rc = spindle_group_create(&g, plan->subgroups, config->num_topics, &p->group);
+            if (rc < 0)
+                rc = dds_error(rc, "participant %s: %s", p->self->name, spindle_errmsg());
+        } else {
+            rc = join_group(p, plan, &p->options, &g);
+        }
+    }
+    free(plan);
     return rc;
 }
 
@@ -280,37 +314,15 @@ int spindle_dds_participant_create(const struct spindle_dds_config *config, cons
     if (self == NULL)
         return dds_error(SPINDLE_EINVAL, "participant \"%s\" is not in the configuration",
                          name != NULL ? name : "(null)");
-    if (options == NULL)
-        options = &none;
-    struct create_plan *plan = calloc(1, sizeof *plan);
     spindle_dds_participant_t *p = calloc(1, sizeof *p);
-    if (plan == NULL || p == NULL) {
-        free(plan);
-        free(p);
+    if (p == NULL)
         return dds_error(SPINDLE_ENOMEM, "no memory for participant %s", name);
-    }
     p->config = config;
     p->self = self;
+    p->options = options != NULL ? *options : none;
     int rc = init_topics(p);
-    if (rc == 0)
-        rc = plan_group(config, self, plan);
-    if (rc == 0) {
-        struct spindle_group_options g;
-        fill_options(p, plan, options, &g);
-        if (self->founder) {
-            g.self = plan->founder_index;
-            g.num_members = plan->num_founders;
-            g.bootstrap = plan->bootstrap;
-            g.bootstrap_kind = SPINDLE_BOOTSTRAP_TCP;
-            __atomic_store_n(&p->view_size, plan->num_founders, __ATOMIC_RELEASE);
-            rc = spindle_group_create(&g, plan->subgroups, config->num_topics, &p->group);
-            if (rc < 0)
-                rc = dds_error(rc, "participant %s: %s", name, spindle_errmsg());
-        } else {
-            rc = join_group(p, plan, options, &g);
-        }
-    }
-    free(plan);
+    if (rc == 0 && !p->options.disabled)
+        rc = enable(p);
     if (rc < 0) {
         free_topics(p);
         free(p);
@@ -320,10 +332,31 @@ int spindle_dds_participant_create(const struct spindle_dds_config *config, cons
     return 0;
 }
 
+int spindle_dds_participant_enable(spindle_dds_participant_t *participant)
+{
+    if (participant == NULL)
+        return dds_error(SPINDLE_EINVAL, "NULL participant");
+    if (participant->group != NULL)
+        return dds_error(SPINDLE_EINVAL, "participant %s is enabled already",
+                         participant->self->name);
+    return enable(participant);
+}
+
+/* The group of an enabled participant, or NULL with the error recorded. */
+spindle_group_t *dds_participant_group(spindle_dds_participant_t *participant)
+{
+    if (participant->group == NULL)
+        dds_error_record("participant %s is not enabled yet (spindle_dds_participant_enable)",
+                         participant->self->name);
+    return participant->group;
+}
+
 int spindle_dds_participant_shutdown(spindle_dds_participant_t *participant, int timeout_ms)
 {
     if (participant == NULL)
         return dds_error(SPINDLE_EINVAL, "NULL participant");
+    if (dds_participant_group(participant) == NULL)
+        return SPINDLE_EINVAL;
     int rc = spindle_group_shutdown(participant->group, timeout_ms);
     return rc < 0 ? dds_error(rc, "shutdown: %s", spindle_errmsg()) : 0;
 }
@@ -332,7 +365,7 @@ void spindle_dds_participant_destroy(spindle_dds_participant_t *participant)
 {
     if (participant == NULL)
         return;
-    if (spindle_group_status(participant->group) == 0)
+    if (participant->group != NULL && spindle_group_status(participant->group) == 0)
         (void)spindle_group_leave(participant->group, 10000); /* others go on */
     spindle_group_destroy(participant->group);
     for (uint32_t t = 0; t < participant->config->num_topics; t++) {

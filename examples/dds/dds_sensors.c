@@ -108,8 +108,11 @@ static int subscriber(const struct spindle_dds_config *config, const char *name)
     struct tally t = {0};
     pthread_mutex_init(&t.lock, NULL);
     pthread_cond_init(&t.cond, NULL);
+    /* Readers before the membership, so that the archive's reader gets
+     * the temperature history whole, then every later reading. */
+    struct spindle_dds_participant_options po = {.disabled = true};
     spindle_dds_participant_t *p;
-    if (spindle_dds_participant_create(config, name, NULL, &p) != 0)
+    if (spindle_dds_participant_create(config, name, &po, &p) != 0)
         return fail(name, "create");
     bool display = strcmp(name, "display") == 0;
     uint64_t want[TOPICS] = {READINGS, display ? READINGS : 0, READINGS / 10};
@@ -121,6 +124,8 @@ static int subscriber(const struct spindle_dds_config *config, const char *name)
         if (spindle_dds_reader_create(p, topic_names[topic], &options, &reader) != 0)
             return fail(name, "reader");
     }
+    if (spindle_dds_participant_enable(p) != 0)
+        return fail(name, "enable");
     if (display && spindle_barrier(spindle_dds_participant_group(p), 30000) != 0)
         return fail(name, "barrier");
     struct timespec deadline;

@@ -11,12 +11,12 @@ if(TARGET spindle_dds)
   # Sample header and history state: round trips, every refusal.
   spindle_add_dds_test(test_dds_sample SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_sample.c
                        TIMEOUT 30 LABELS dds wire)
-  # Atomic, unordered, a late volatile subscriber, writer and subscriber
-  # killed mid-stream (forked participants).
-  foreach(scenario atomic unordered volatile killed)
+  # Atomic, unordered, a late volatile and a late logged subscriber, a
+  # writer and a subscriber killed mid-stream (forked participants).
+  foreach(scenario atomic unordered volatile logged killed)
     spindle_add_dds_test(test_dds_groups_${scenario}
                          SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_groups.c
-                         TIMEOUT 120 LABELS dds ARGS "*${scenario}*")
+                         TIMEOUT 120 LABELS dds ARGS "*${scenario}*" $<TARGET_FILE:spindle-log>)
   endforeach()
 endif()
 if(TARGET spindle-dds-perf)

@@ -20,12 +20,15 @@
  *    none (virtual synchrony).
  *  - VOLATILE: atomic, and every subscriber (and the view's leader) keeps
  *    the last history_depth samples in memory; a subscriber that joins
- *    later receives that history, then the live stream, with no gap and no
- *    duplicate. The history lives only in the members' memory: when every
- *    member that holds it fails, it is gone.
- *  - LOGGED: volatile, and every member of the topic appends each sample
- *    to its log (libspindle's logged delivery) before delivering it; a
- *    member that restarts with its log replays it.
+ *    later receives that history, then the live stream, with no gap and
+ *    no duplicate (create its readers before enabling it:
+ *    options.disabled). The history lives only in the members' memory:
+ *    when every member that holds it fails, it is gone.
+ *  - LOGGED: atomic with a history, and every member of the topic
+ *    appends each sample to its log (libspindle's logged delivery) before
+ *    delivering it; a member that joins with a log directory, new or its
+ *    own, is sent what its log lacks and replays the log to readers
+ *    created before enabling.
  *
  * Threads: listeners run on the library's delivery thread (keep them short;
  * copy what must outlive the call). One thread at a time may hold a loan
@@ -145,19 +148,32 @@ struct spindle_dds_participant_options {
      * configuration's log_dir followed by /<participant name>. */
     const char *log_dir;
     int bootstrap_timeout_ms; /* default 30000 */
+    /* Create without joining (DDS's autoenable_created_entities false):
+     * create the readers first, then spindle_dds_participant_enable, so
+     * that a reader of a volatile or logged topic receives the history
+     * whole and every later sample. A reader created after the participant
+     * is enabled gets what the topic's history holds by then (its last
+     * history_depth samples), and of other topics only what follows. */
+    bool disabled;
 };
 
 /*
- * Creates the participant named name of config: founders start the group
- * together (collective over the founders), the others join the running
- * group, receiving the history of their volatile and logged topics. The
- * configuration must stay valid until the participant is destroyed.
- * options may be NULL. 0 and *out, or SPINDLE_EINVAL naming what was
- * wrong (unknown name, ...), or the group's error.
+ * Creates the participant named name of config and, unless
+ * options->disabled, enables it: founders start the group together
+ * (collective over the founders), the others join the running group,
+ * receiving the history of their volatile and logged topics. The
+ * configuration, and the strings options points to, must stay valid until
+ * the participant is destroyed. options may be NULL. 0 and *out, or
+ * SPINDLE_EINVAL naming what was wrong (unknown name, ...), or the
+ * group's error.
  */
 int spindle_dds_participant_create(const struct spindle_dds_config *config, const char *name,
                                    const struct spindle_dds_participant_options *options,
                                    spindle_dds_participant_t **out);
+/* Enables a participant created disabled (see above). 0, SPINDLE_EINVAL
+ * when it is enabled already, or the group's error (the participant may
+ * then be enabled again, or destroyed). */
+int spindle_dds_participant_enable(spindle_dds_participant_t *participant);
 /* Collective: every participant of the current view calls it at the end
  * of a run (spindle_group_shutdown: what each wrote is delivered
  * everywhere first). The participant must still be destroyed. */
@@ -167,7 +183,8 @@ int spindle_dds_participant_shutdown(spindle_dds_participant_t *participant, int
 void spindle_dds_participant_destroy(spindle_dds_participant_t *participant);
 /* This participant's configuration id. */
 uint32_t spindle_dds_participant_id(const spindle_dds_participant_t *participant);
-/* The libspindle group under it (statistics, flush, barrier). */
+/* The libspindle group under it (statistics, flush, barrier); NULL until
+ * the participant is enabled. */
 spindle_group_t *spindle_dds_participant_group(spindle_dds_participant_t *participant);
 /* Number of members of the current view. */
 uint32_t spindle_dds_participant_view_size(spindle_dds_participant_t *participant);
