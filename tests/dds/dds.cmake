@@ -12,8 +12,9 @@ if(TARGET spindle_dds)
   spindle_add_dds_test(test_dds_sample SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_sample.c
                        TIMEOUT 30 LABELS dds wire)
   # Atomic, unordered, a late volatile and a late logged subscriber, a
-  # writer and a subscriber killed mid-stream (forked participants).
-  foreach(scenario atomic unordered volatile logged killed)
+  # writer and a subscriber killed mid-stream, a subscriber that leaves
+  # (forked participants).
+  foreach(scenario atomic unordered volatile logged killed left)
     spindle_add_dds_test(test_dds_groups_${scenario}
                          SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_groups.c
                          TIMEOUT 120 LABELS dds ARGS "*${scenario}*" $<TARGET_FILE:spindle-log>)

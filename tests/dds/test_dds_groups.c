@@ -15,6 +15,8 @@
  * - A subscriber and a writer killed with SIGKILL mid-stream: the other
  *   writer and subscribers go on, and the subscribers agree on what they
  *   received.
+ * - A subscriber that leaves mid-stream (destroys its participant): the
+ *   writer and the other subscribers go on and agree.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -381,6 +383,78 @@ static void test_killed_writer_and_subscriber_the_others_go_on_and_agree(void **
     assert_int_equal(reports[2].hash, reports[3].hash);
 }
 
+/* Leave: writer 0, subscribers 1, 2, 3; subscriber 3 destroys its
+ * participant (a graceful leave) once it has a third of the samples. */
+static int leave_role(uint32_t id, const struct spindle_dds_config *config, int report_fd,
+                      int signal_fd, void *arg)
+{
+    (void)arg;
+    (void)signal_fd;
+    char name[16];
+    snprintf(name, sizeof name, "p%u", id);
+    struct spindle_dds_participant_options po = {.disabled = true};
+    spindle_dds_participant_t *p;
+    DDS_CHECK(spindle_dds_participant_create(config, name, &po, &p) == 0, "create %s", name);
+    struct dds_sink sink;
+    dds_sink_init(&sink);
+    spindle_dds_writer_t *writer = NULL;
+    if (id == 0) {
+        DDS_CHECK(spindle_dds_writer_create(p, "l", &writer) == 0, "writer");
+    } else {
+        struct spindle_dds_reader_options ro = {.listener = dds_sink_listener,
+                                                .listener_ctx = &sink};
+        spindle_dds_reader_t *reader;
+        DDS_CHECK(spindle_dds_reader_create(p, "l", &ro, &reader) == 0, "reader");
+    }
+    DDS_CHECK(spindle_dds_participant_enable(p) == 0, "enable");
+    DDS_CHECK(spindle_barrier(spindle_dds_participant_group(p), 30000) == 0, "barrier");
+    if (id == 3) {
+        DDS_CHECK(dds_sink_wait(&sink, 0, SAMPLES / 3), "a third");
+        spindle_dds_participant_destroy(p); /* leaves; the others go on */
+        struct dds_report report = dds_sink_get(&sink);
+        dds_send_report(report_fd, &report);
+        return 0;
+    }
+    if (writer != NULL)
+        write_samples(writer, id, 1, SAMPLES);
+    else
+        DDS_CHECK(dds_sink_wait(&sink, 0, SAMPLES), "every sample");
+    DDS_CHECK(dds_wait_view(p, 3), "the view without the leaver");
+    DDS_CHECK(spindle_dds_participant_shutdown(p, 30000) == 0, "shutdown");
+    spindle_dds_participant_destroy(p);
+    struct dds_report report = dds_sink_get(&sink);
+    dds_send_report(report_fd, &report);
+    return 0;
+}
+
+static void test_left_subscriber_the_others_go_on_and_agree(void **state)
+{
+    (void)state;
+    char text[4096];
+    dds_config_head(text, sizeof text, 4, NULL);
+    size_t at = strlen(text);
+    snprintf(text + at, sizeof text - at,
+             "[topic.0]\nname = l\nqos = atomic\npublishers = 0\nsubscribers = 1,2,3\n"
+             "max_sample_size = 64\nwindow = 32\n");
+    struct spindle_dds_config *config;
+    assert_int_equal(spindle_dds_config_parse(text, strlen(text), "test.ini", &config), 0);
+    struct dds_forked forked[4];
+    for (uint32_t i = 0; i < 4; i++)
+        dds_fork(&forked[i], i, config, leave_role, NULL);
+    struct dds_report reports[4];
+    bool ok = true;
+    for (uint32_t i = 0; i < 4; i++)
+        ok &= dds_collect(&forked[i], &reports[i]);
+    free(config);
+    assert_true(ok);
+    assert_true(reports[3].received >= SAMPLES / 3);
+    for (uint32_t sub = 1; sub < 3; sub++) {
+        assert_int_equal(reports[sub].received, SAMPLES);
+        assert_int_equal(reports[sub].out_of_order, 0);
+    }
+    assert_int_equal(reports[1].hash, reports[2].hash);
+}
+
 /* argv[1], when given, runs only the tests it matches (one ctest each);
  * argv[2], spindle-log's path, lets the logged test read the logs. */
 int main(int argc, char **argv)
@@ -395,6 +469,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_late_volatile_subscriber_gets_history_then_live),
         cmocka_unit_test(test_late_logged_subscriber_gets_log_then_live),
         cmocka_unit_test(test_killed_writer_and_subscriber_the_others_go_on_and_agree),
+        cmocka_unit_test(test_left_subscriber_the_others_go_on_and_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -220,7 +220,9 @@ int64_t spindle_dds_writer_write(spindle_dds_writer_t *writer, size_t length);
 int64_t spindle_dds_write(spindle_dds_writer_t *writer, const void *data, size_t length);
 
 /* Listener: runs on the library's delivery thread for each sample, data
- * valid only during the call. */
+ * valid only during the call, with the topic's lock held: it may take
+ * from queues, but must not create or destroy readers or call into the
+ * group (an upcall's rules, include/spindle/group.h). */
 typedef void (*spindle_dds_listener_fn)(void *ctx, const struct spindle_dds_sample_info *info,
                                         const void *data);
 
