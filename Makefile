@@ -4,6 +4,8 @@
 #   make demo    a 3-member local group multicasting over shared memory
 #   make kv-demo three spindle-kv replicas (RESP on 6400-6402) and a short
 #                redis-cli session against them (docs/KV.md)
+#   make dds-demo a DDS-style publisher and subscriber (examples/dds,
+#                docs/DDS.md)
 #   make test    the whole test suite through ctest
 #   make asan    the suite under AddressSanitizer + UBSan (build-asan/)
 #   make tsan    the suite under ThreadSanitizer (build-tsan/)
@@ -39,7 +41,7 @@ FUZZ_JOBS    ?= $(JOBS)
 DEB_OUT      ?= build-deb
 DEB_BUILD_OPTIONS ?= nocheck
 
-.PHONY: all deps configure build demo kv-demo test asan tsan bench install check models fuzz abi deb \
+.PHONY: all deps configure build demo dds-demo kv-demo test asan tsan bench install check models fuzz abi deb \
 	deb-check clean
 
 all: build
@@ -57,6 +59,9 @@ build: configure
 
 demo: build
 	@sh scripts/demo.sh $(BUILD)
+
+dds-demo: build
+	@sh scripts/dds-demo.sh $(BUILD)
 
 kv-demo: build
 	@sh scripts/kv-demo.sh $(BUILD)

@@ -7,7 +7,7 @@
  * decoder, or this program fails and with it the build: a seed the decoder
  * refuses would start the fuzzer in the wrong place.
  *
- * Usage: fuzz_seeds OUT_DIR EXAMPLE_INI
+ * Usage: fuzz_seeds OUT_DIR EXAMPLE_INI DDS_EXAMPLE_INI
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../../examples/dds/dds_impl.h"
 #include "control/ctl_wire.h"
 #include "fuzz_common.h"
 #include "fuzz_ctl_keys.h"
@@ -561,10 +562,63 @@ static void kv_seeds(void)
     kv_buf_free(&reply);
 }
 
+/* spindle_dds: a sample header, a history state of two topics, topic
+ * configurations (the sensor example's among them). */
+static void dds_seeds(const char *example)
+{
+    uint8_t sample[SPINDLE_DDS_SAMPLE_HEADER + 5] = {0};
+    struct spindle_dds_sample_info info = {
+        .topic = 2, .writer = 1, .seq = 7, .source_timestamp_ns = 123456789, .length = 5};
+    dds_sample_header_encode(sample, &info);
+    write_seed("fuzz_dds_sample", "sample", sample, sizeof sample);
+    struct dds_fifo a, b;
+    if (dds_fifo_init(&a, 4) != 0 || dds_fifo_init(&b, 4) != 0)
+        exit(1);
+    for (uint64_t seq = 1; seq <= 3; seq++) {
+        info.topic = 0;
+        info.seq = seq;
+        dds_sample_header_encode(sample, &info);
+        if (dds_fifo_push(&a, sample, sizeof sample, false) != 0)
+            exit(1);
+    }
+    info.topic = 3;
+    dds_sample_header_encode(sample, &info);
+    if (dds_fifo_push(&b, sample, sizeof sample, false) != 0)
+        exit(1);
+    struct dds_fifo *fifos[4] = {&a, NULL, NULL, &b};
+    uint8_t *state;
+    size_t state_len;
+    if (dds_history_encode(fifos, 4, &state, &state_len) != 0)
+        exit(1);
+    write_seed("fuzz_dds_history", "two-topics", state, state_len);
+    free(state);
+    dds_fifo_free(&a);
+    dds_fifo_free(&b);
+    static const char *const texts[][2] = {
+        {"minimal", "[participant.0]\nport = 1\n[topic.0]\npublishers = 0\n"},
+        {"every-key", "[dds]\ngroup = g\nfounders = 0\nlog_dir = /tmp/l\nkey_file = /k\n"
+                      "failure_timeout_ms = 10\n[participant.0]\nname = a\nhost = h\nport = 9\n"
+                      "[participant.1]\nport = 10\n[topic.0]\nname = t\nqos = logged\n"
+                      "publishers = 0\nsubscribers = 0, 1\nmax_sample_size = 10240\n"
+                      "history_depth = 4\nwindow = 16\n"},
+        {"refused", "[topic.0]\nqos = durable\n"},
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        write_seed("fuzz_dds_config", texts[i][0], texts[i][1], strlen(texts[i][1]));
+    FILE *file = fopen(example, "rb");
+    if (file == NULL) {
+        fprintf(stderr, "fuzz_seeds: cannot open %s: %s\n", example, strerror(errno));
+        exit(1);
+    }
+    size_t len = fread(buf, 1, sizeof buf, file);
+    fclose(file);
+    write_seed("fuzz_dds_config", "sensors.ini", buf, len);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: fuzz_seeds OUT_DIR EXAMPLE_INI\n");
+    if (argc != 4) {
+        fprintf(stderr, "usage: fuzz_seeds OUT_DIR EXAMPLE_INI DDS_EXAMPLE_INI\n");
         return 2;
     }
     out_dir = argv[1];
@@ -584,5 +638,6 @@ int main(int argc, char **argv)
     admin_seeds();
     p2p_seeds();
     kv_seeds();
+    dds_seeds(argv[3]);
     return 0;
 }

@@ -1,0 +1,262 @@
+/*
+ * The bytes spindle_dds puts on the wire and hands joiners: the sample
+ * header at the start of every ring payload, and the history state. Both
+ * decoders read bytes another process wrote, so every field is checked
+ * before use (tests/fuzz/fuzz_dds_sample.c, fuzz_dds_history.c).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dds_impl.h"
+
+static __thread char dds_message[512];
+
+void dds_error_record(const char *format, ...)
+{
+    /* Formatted aside first: a message may wrap the previous one. */
+    char text[sizeof dds_message];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    memcpy(dds_message, text, sizeof text);
+}
+
+const char *spindle_dds_errmsg(void)
+{
+    return dds_message;
+}
+
+static void put16(uint8_t *out, uint16_t value)
+{
+    out[0] = (uint8_t)value;
+    out[1] = (uint8_t)(value >> 8);
+}
+
+static void put32(uint8_t *out, uint32_t value)
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = (uint8_t)(value >> (8 * i));
+}
+
+static void put64(uint8_t *out, uint64_t value)
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)(value >> (8 * i));
+}
+
+static uint16_t get16(const uint8_t *in)
+{
+    return (uint16_t)(in[0] | (in[1] << 8));
+}
+
+static uint32_t get32(const uint8_t *in)
+{
+    uint32_t value = 0;
+    for (int i = 3; i >= 0; i--)
+        value = (value << 8) | in[i];
+    return value;
+}
+
+static uint64_t get64(const uint8_t *in)
+{
+    uint64_t value = 0;
+    for (int i = 7; i >= 0; i--)
+        value = (value << 8) | in[i];
+    return value;
+}
+
+void dds_sample_header_encode(uint8_t *out, const struct spindle_dds_sample_info *info)
+{
+    put32(out, DDS_SAMPLE_MAGIC);
+    put16(out + 4, DDS_SAMPLE_VERSION);
+    put16(out + 6, (uint16_t)info->topic);
+    put32(out + 8, info->writer);
+    put32(out + 12, info->length);
+    put64(out + 16, info->seq);
+    put64(out + 24, info->source_timestamp_ns);
+}
+
+int dds_sample_header_decode(const uint8_t *bytes, size_t size,
+                             struct spindle_dds_sample_info *info)
+{
+    if (bytes == NULL || size < SPINDLE_DDS_SAMPLE_HEADER)
+        return dds_error(SPINDLE_EPROTO, "sample of %zu bytes is shorter than its %u-byte header",
+                         size, SPINDLE_DDS_SAMPLE_HEADER);
+    uint32_t magic = get32(bytes);
+    if (magic != DDS_SAMPLE_MAGIC)
+        return dds_error(SPINDLE_EPROTO, "sample header: magic 0x%08x is not 0x%08x", magic,
+                         DDS_SAMPLE_MAGIC);
+    uint16_t version = get16(bytes + 4);
+    if (version != DDS_SAMPLE_VERSION)
+        return dds_error(SPINDLE_EPROTO, "sample header: version %u is not %u", version,
+                         DDS_SAMPLE_VERSION);
+    struct spindle_dds_sample_info out = {
+        .topic = get16(bytes + 6),
+        .writer = get32(bytes + 8),
+        .length = get32(bytes + 12),
+        .seq = get64(bytes + 16),
+        .source_timestamp_ns = get64(bytes + 24),
+    };
+    if (out.topic >= SPINDLE_DDS_MAX_TOPICS)
+        return dds_error(SPINDLE_EPROTO, "sample header: topic %u is not below %u", out.topic,
+                         SPINDLE_DDS_MAX_TOPICS);
+    if (out.writer >= SPINDLE_DDS_MAX_PARTICIPANTS)
+        return dds_error(SPINDLE_EPROTO, "sample header: writer %u is not below %u", out.writer,
+                         SPINDLE_DDS_MAX_PARTICIPANTS);
+    if (out.length > size - SPINDLE_DDS_SAMPLE_HEADER)
+        return dds_error(SPINDLE_EPROTO, "sample header: length %u exceeds the %zu bytes after it",
+                         out.length, size - SPINDLE_DDS_SAMPLE_HEADER);
+    if (out.seq == 0)
+        return dds_error(SPINDLE_EPROTO, "sample header: sequence number 0 (they start at 1)");
+    *info = out;
+    return 0;
+}
+
+int dds_history_decode(const uint8_t *bytes, size_t size, uint32_t num_topics, dds_history_fn fn,
+                       void *ctx)
+{
+    if (bytes == NULL || size < 8)
+        return dds_error(SPINDLE_EPROTO, "history state of %zu bytes is shorter than its header",
+                         size);
+    if (get32(bytes) != DDS_HISTORY_MAGIC)
+        return dds_error(SPINDLE_EPROTO, "history state: magic 0x%08x is not 0x%08x", get32(bytes),
+                         DDS_HISTORY_MAGIC);
+    uint32_t topics = get32(bytes + 4);
+    if (topics > num_topics)
+        return dds_error(SPINDLE_EPROTO, "history state: %u topics, the configuration has %u",
+                         topics, num_topics);
+    size_t at = 8;
+    for (uint32_t t = 0; t < topics; t++) {
+        if (size - at < 8)
+            return dds_error(SPINDLE_EPROTO, "history state: topic entry %u cut short at byte %zu",
+                             t, at);
+        uint32_t topic = get32(bytes + at), count = get32(bytes + at + 4);
+        at += 8;
+        if (topic >= num_topics)
+            return dds_error(SPINDLE_EPROTO, "history state: topic %u is not below %u", topic,
+                             num_topics);
+        if (count > SPINDLE_DDS_MAX_HISTORY)
+            return dds_error(SPINDLE_EPROTO, "history state: topic %u holds %u samples, over %u",
+                             topic, count, SPINDLE_DDS_MAX_HISTORY);
+        for (uint32_t i = 0; i < count; i++) {
+            if (size - at < 4)
+                return dds_error(SPINDLE_EPROTO,
+                                 "history state: topic %u sample %u cut short at byte %zu", topic,
+                                 i, at);
+            uint32_t sample_size = get32(bytes + at);
+            at += 4;
+            if (sample_size > size - at)
+                return dds_error(SPINDLE_EPROTO,
+                                 "history state: topic %u sample %u of %u bytes overruns the %zu "
+                                 "left",
+                                 topic, i, sample_size, size - at);
+            struct spindle_dds_sample_info info;
+            int rc = dds_sample_header_decode(bytes + at, sample_size, &info);
+            if (rc == 0 && info.topic != topic)
+                rc = dds_error(SPINDLE_EPROTO,
+                               "history state: a sample of topic %u in the history of topic %u",
+                               info.topic, topic);
+            if (rc == 0)
+                rc = fn(ctx, topic, bytes + at, sample_size);
+            if (rc < 0)
+                return rc;
+            at += sample_size;
+        }
+    }
+    if (at != size)
+        return dds_error(SPINDLE_EPROTO, "history state: %zu bytes after its last topic",
+                         size - at);
+    return 0;
+}
+
+int dds_fifo_init(struct dds_fifo *fifo, uint32_t capacity)
+{
+    memset(fifo, 0, sizeof *fifo);
+    fifo->items = calloc(capacity > 0 ? capacity : 1, sizeof *fifo->items);
+    if (fifo->items == NULL)
+        return dds_error(SPINDLE_ENOMEM, "no memory for a queue of %u samples", capacity);
+    fifo->capacity = capacity;
+    return 0;
+}
+
+void dds_fifo_free(struct dds_fifo *fifo)
+{
+    while (fifo->count > 0)
+        dds_fifo_pop(fifo);
+    free(fifo->items);
+    fifo->items = NULL;
+}
+
+int dds_fifo_push(struct dds_fifo *fifo, const uint8_t *bytes, size_t size, bool from_history)
+{
+    if (fifo->capacity == 0)
+        return 0;
+    uint8_t *copy = malloc(size > 0 ? size : 1);
+    if (copy == NULL)
+        return dds_error(SPINDLE_ENOMEM, "no memory for a sample of %zu bytes", size);
+    memcpy(copy, bytes, size);
+    if (fifo->count == fifo->capacity) {
+        dds_fifo_pop(fifo);
+        fifo->dropped++;
+    }
+    struct dds_kept *slot = &fifo->items[(fifo->start + fifo->count) % fifo->capacity];
+    slot->bytes = copy;
+    slot->size = (uint32_t)size;
+    slot->from_history = from_history;
+    fifo->count++;
+    return 0;
+}
+
+const struct dds_kept *dds_fifo_at(const struct dds_fifo *fifo, uint32_t i)
+{
+    return &fifo->items[(fifo->start + i) % fifo->capacity];
+}
+
+void dds_fifo_pop(struct dds_fifo *fifo)
+{
+    struct dds_kept *slot = &fifo->items[fifo->start];
+    free(slot->bytes);
+    slot->bytes = NULL;
+    fifo->start = (fifo->start + 1) % fifo->capacity;
+    fifo->count--;
+}
+
+int dds_history_encode(struct dds_fifo *const *fifos, uint32_t num_topics, uint8_t **out,
+                       size_t *size)
+{
+    size_t total = 8;
+    uint32_t topics = 0;
+    for (uint32_t t = 0; t < num_topics; t++) {
+        if (fifos[t] == NULL)
+            continue;
+        topics++;
+        total += 8;
+        for (uint32_t i = 0; i < fifos[t]->count; i++)
+            total += 4 + dds_fifo_at(fifos[t], i)->size;
+    }
+    uint8_t *bytes = malloc(total);
+    if (bytes == NULL)
+        return dds_error(SPINDLE_ENOMEM, "no memory for a history state of %zu bytes", total);
+    put32(bytes, DDS_HISTORY_MAGIC);
+    put32(bytes + 4, topics);
+    size_t at = 8;
+    for (uint32_t t = 0; t < num_topics; t++) {
+        if (fifos[t] == NULL)
+            continue;
+        put32(bytes + at, t);
+        put32(bytes + at + 4, fifos[t]->count);
+        at += 8;
+        for (uint32_t i = 0; i < fifos[t]->count; i++) {
+            const struct dds_kept *kept = dds_fifo_at(fifos[t], i);
+            put32(bytes + at, kept->size);
+            memcpy(bytes + at + 4, kept->bytes, kept->size);
+            at += 4 + kept->size;
+        }
+    }
+    *out = bytes;
+    *size = total;
+    return 0;
+}

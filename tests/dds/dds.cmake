@@ -1,0 +1,29 @@
+# spindle_dds (examples/dds): the configuration and sample codecs, and
+# real participants forked on shm. Only when the examples are built.
+if(TARGET spindle_dds)
+  function(spindle_add_dds_test name)
+    spindle_add_test(${name} ${ARGN})
+    target_link_libraries(${name} PRIVATE spindle_dds)
+  endfunction()
+  # The INI loader's refusals name what is wrong; the layout rule.
+  spindle_add_dds_test(test_dds_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_config.c
+                       TIMEOUT 30 LABELS dds)
+  # Sample header and history state: round trips, every refusal.
+  spindle_add_dds_test(test_dds_sample SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_sample.c
+                       TIMEOUT 30 LABELS dds wire)
+  # Atomic, unordered, a late volatile and a late logged subscriber, a
+  # writer and a subscriber killed mid-stream, a subscriber that leaves
+  # (forked participants).
+  foreach(scenario atomic unordered volatile logged killed left)
+    spindle_add_dds_test(test_dds_groups_${scenario}
+                         SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_groups.c
+                         TIMEOUT 120 LABELS dds ARGS "*${scenario}*" $<TARGET_FILE:spindle-log>)
+  endforeach()
+endif()
+if(TARGET spindle-dds-perf)
+  # The benchmark's JSON line, tiny runs of every QoS (the figures are
+  # scripts/dds-compare.sh's, not CI's).
+  add_test(NAME dds_perf_smoke
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/dds_perf_smoke.sh $<TARGET_FILE:spindle-dds-perf>)
+  set_tests_properties(dds_perf_smoke PROPERTIES LABELS "dds;tools" TIMEOUT 60)
+endif()
