@@ -20,3 +20,24 @@ if(TARGET spindle-kv)
   set_tests_properties(kv_service_redis_clients_and_failover PROPERTIES LABELS "kv" TIMEOUT 120
                        SKIP_RETURN_CODE 77)
 endif()
+# Linearizability (kv_linearizability.py, a Wing & Gong search per key): the
+# checker on hand-made histories; a concurrent history across a SIGKILL and a
+# join, which must linearize; and one with --stale-reads, in which the
+# checker must find a violation.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME kv_linearizability_checker_judges_handmade_histories
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/kv_linearizability.py selftest)
+  set_tests_properties(kv_linearizability_checker_judges_handmade_histories PROPERTIES
+                       LABELS "kv" TIMEOUT 30)
+  if(TARGET spindle-kv)
+    add_test(NAME kv_linearizable_across_kill_and_join
+             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/kv_history.py
+                     $<TARGET_FILE:spindle-kv> --ops 1500)
+    add_test(NAME kv_linearizability_checker_finds_stale_reads
+             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/kv_history.py
+                     $<TARGET_FILE:spindle-kv> --ops 2000 --stale-reads)
+    set_tests_properties(kv_linearizable_across_kill_and_join
+                         kv_linearizability_checker_finds_stale_reads PROPERTIES
+                         LABELS "kv" TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endif()
+endif()

@@ -1,0 +1,136 @@
+#!/bin/sh
+# Logged spindle-kv against a three-member etcd cluster, both on this host
+# on loopback, under the same write workload (scripts/kv-writeload.py:
+# random keys of 100,000, 16-byte values, CONNECTIONS connections spread
+# over the three servers, one request outstanding on each). etcd answers a
+# put once a majority has it in its fsynced log; spindle-kv with --log-dir
+# answers a SET once every replica has it on stable storage. Installs
+# etcd-server (Debian 12's) when etcd is missing. Prints writes/s of each
+# and the ratio, for RUNS runs and their medians (docs/KV.md).
+# Usage: sh scripts/kv-etcd-compare.sh [BUILD_DIR] [REQUESTS] [RUNS]
+#   (defaults: build, 20000, 3); CONNECTIONS (environment, default 64) and
+#   PROCS (generator processes, default 2)
+set -eu
+BUILD=${1:-build}
+REQUESTS=${2:-20000}
+RUNS=${3:-3}
+CONNECTIONS=${CONNECTIONS:-64}
+PROCS=${PROCS:-2}
+KV="$BUILD/examples/kv/spindle-kv"
+LOAD="$(dirname "$0")/kv-writeload.py"
+python=/usr/bin/python3
+[ -x "$KV" ] || { echo "kv-etcd-compare: $KV not found; build first" >&2; exit 2; }
+if ! command -v etcd >/dev/null 2>&1; then
+    echo "kv-etcd-compare: installing etcd-server" >&2
+    apt-get install -y etcd-server >/dev/null ||
+        { echo "kv-etcd-compare: apt-get install etcd-server failed" >&2; exit 2; }
+fi
+command -v redis-cli >/dev/null 2>&1 ||
+    { echo "kv-etcd-compare: redis-cli not found (apt-get install redis-tools)" >&2; exit 2; }
+
+dir=$(mktemp -d /tmp/spindle-kv-etcd-XXXXXX)
+pids=""
+stop() {
+    for p in $pids; do
+        kill -TERM "$p" 2>/dev/null || true
+    done
+    for p in $pids; do
+        wait "$p" 2>/dev/null || true
+    done
+    pids=""
+}
+trap 'stop; rm -rf "$dir"' EXIT
+
+# Free loopback ports as tests/kv/kv_service.sh picks them: six
+# consecutive at P (etcd clients and peers, spindle-kv RESP) and six at
+# P+10000 (spindle-kv's bootstrap).
+ports=$("$python" - <<'PY'
+import random, socket
+def free(base):
+    for p in range(base, base + 6):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+for _ in range(200):
+    base = random.randrange(20000, 29000, 6)
+    if free(base) and free(base + 10000):
+        print(base, base + 10000)
+        break
+PY
+)
+[ -n "$ports" ] || { echo "kv-etcd-compare: no free ports" >&2; exit 1; }
+set -- $ports
+base=$1
+control=$2
+
+wait_until() { # what, command...
+    what=$1
+    shift
+    n=0
+    until "$@" >/dev/null 2>&1; do
+        n=$((n + 1))
+        [ "$n" -lt 600 ] || { echo "kv-etcd-compare: timed out waiting for $what" >&2; exit 1; }
+        sleep 0.1
+    done
+}
+
+start_etcd() {
+    cluster=""
+    for i in 0 1 2; do
+        cluster="${cluster:+$cluster,}m$i=http://127.0.0.1:$((base + 3 + i))"
+    done
+    for i in 0 1 2; do
+        client=$((base + i))
+        peer=$((base + 3 + i))
+        etcd --name "m$i" --data-dir "$dir/etcd/m$i" \
+            --listen-client-urls "http://127.0.0.1:$client" \
+            --advertise-client-urls "http://127.0.0.1:$client" \
+            --listen-peer-urls "http://127.0.0.1:$peer" \
+            --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+            --initial-cluster "$cluster" --initial-cluster-state new \
+            --initial-cluster-token spindle-kv-compare >"$dir/etcd-m$i.log" 2>&1 &
+        pids="$pids $!"
+    done
+    endpoints="127.0.0.1:$base,127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2))"
+    wait_until "a healthy etcd cluster" env ETCDCTL_API=3 etcdctl --endpoints "$endpoints" \
+        endpoint health
+}
+
+start_kv() {
+    "$KV" --local 3 --port "$base" --control-port "$control" --log-dir "$dir/kv" \
+        >"$dir/kv.log" 2>&1 &
+    pids="$!"
+    for i in 0 1 2; do
+        wait_until "spindle-kv on port $((base + i))" sh -c \
+            "[ \"\$(redis-cli -p $((base + i)) PING)\" = PONG ]"
+    done
+}
+
+servers="127.0.0.1:$base 127.0.0.1:$((base + 1)) 127.0.0.1:$((base + 2))"
+results="$dir/results"
+run=1
+while [ "$run" -le "$RUNS" ]; do
+    rm -rf "$dir/etcd" "$dir/kv"
+    start_etcd
+    etcd_rate=$("$python" "$LOAD" etcd "$REQUESTS" "$CONNECTIONS" "$PROCS" $servers | awk '{ print $2 }')
+    stop
+    start_kv
+    kv_rate=$("$python" "$LOAD" resp "$REQUESTS" "$CONNECTIONS" "$PROCS" $servers | awk '{ print $2 }')
+    stop
+    echo "$run $etcd_rate $kv_rate" >>"$results"
+    echo "run $run: etcd $etcd_rate writes/s, logged spindle-kv $kv_rate writes/s" \
+        "(load average $(cut -d' ' -f1-3 /proc/loadavg))"
+    run=$((run + 1))
+done
+echo "$REQUESTS writes per run, $CONNECTIONS connections, $PROCS generator processes;" \
+    "3 etcd members vs 3 logged spindle-kv replicas"
+sort -n -k2 "$results" | awk '{ e[NR] = $2 } END { m = e[int((NR + 1) / 2)]; print m }' >"$dir/etcd.med"
+sort -n -k3 "$results" | awk '{ k[NR] = $3 } END { m = k[int((NR + 1) / 2)]; print m }' >"$dir/kv.med"
+awk -v e="$(cat "$dir/etcd.med")" -v k="$(cat "$dir/kv.med")" 'BEGIN {
+    printf "median: etcd %.0f writes/s, logged spindle-kv %.0f writes/s, ratio %.1fx\n",
+           e, k, (e > 0 ? k / e : 0) }'
