@@ -91,8 +91,4 @@ awk '
                        (bs > 0 ? s / bs : 0), (bg > 0 ? g / bg : 0)
             }
     }' "$results"
-if command -v etcd >/dev/null 2>&1; then
-    echo "etcd found, but the etcd comparison is not written yet"
-else
-    echo "etcd: not installed here; no etcd comparison in this run"
-fi
+echo "(etcd: sh scripts/kv-etcd-compare.sh $BUILD)"

@@ -8,13 +8,13 @@
 # etcd-server (Debian 12's) when etcd is missing. Prints writes/s of each
 # and the ratio, for RUNS runs and their medians (docs/KV.md).
 # Usage: sh scripts/kv-etcd-compare.sh [BUILD_DIR] [REQUESTS] [RUNS]
-#   (defaults: build, 20000, 3); CONNECTIONS (environment, default 64) and
+#   (defaults: build, 40000, 3); CONNECTIONS (environment, default 256) and
 #   PROCS (generator processes, default 2)
 set -eu
 BUILD=${1:-build}
-REQUESTS=${2:-20000}
+REQUESTS=${2:-40000}
 RUNS=${3:-3}
-CONNECTIONS=${CONNECTIONS:-64}
+CONNECTIONS=${CONNECTIONS:-256}
 PROCS=${PROCS:-2}
 KV="$BUILD/examples/kv/spindle-kv"
 LOAD="$(dirname "$0")/kv-writeload.py"
@@ -123,7 +123,8 @@ while [ "$run" -le "$RUNS" ]; do
     kv_rate=$("$python" "$LOAD" resp "$REQUESTS" "$CONNECTIONS" "$PROCS" $servers | awk '{ print $2 }')
     stop
     echo "$run $etcd_rate $kv_rate" >>"$results"
-    echo "run $run: etcd $etcd_rate writes/s, logged spindle-kv $kv_rate writes/s" \
+    echo "run $run: etcd $etcd_rate writes/s, logged spindle-kv $kv_rate writes/s," \
+        "ratio $(awk -v e="$etcd_rate" -v k="$kv_rate" 'BEGIN { printf "%.1f", k / e }')x" \
         "(load average $(cut -d' ' -f1-3 /proc/loadavg))"
     run=$((run + 1))
 done
