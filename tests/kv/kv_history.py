@@ -137,6 +137,7 @@ class Recorder:
         self.done = 0
         self.stop = threading.Event()
         self.errors = []
+        self.error_replies = []
 
     def add_port(self, port):
         with self.lock:
@@ -178,8 +179,11 @@ class Recorder:
                 complete = time.monotonic_ns()
             except Refused:
                 continue
-            except Broken:
+            except Broken as e:
                 result, complete = None, None
+                if str(e).startswith("error reply"):
+                    with self.lock:
+                        self.error_replies.append(str(e))
             if kind == lin.READ and complete is not None and result is not None:
                 last_read[key] = result
             if kind == lin.WRITE and complete is not None and result != "OK":
@@ -324,8 +328,11 @@ def main():
     verdicts = lin.check_history(ops)
     seconds = time.monotonic() - started
     undecided = [v for v in verdicts if v.undecided]
-    summary = ("%d operations (%d with unknown outcome) by %d clients on %d keys, checked in "
-               "%.1f s" % (len(ops), unknown, a.clients, a.keys, seconds))
+    summary = ("%d operations (%d with unknown outcome, %d of them error replies%s) by %d "
+               "clients on %d keys, checked in %.1f s" % (
+                   len(ops), unknown, len(rec.error_replies),
+                   ": " + rec.error_replies[0] if rec.error_replies else "", a.clients, a.keys,
+                   seconds))
     if undecided:
         lin.report(undecided)
         fail("the checker could not decide: " + summary)
