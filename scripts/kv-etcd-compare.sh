@@ -64,6 +64,7 @@ for _ in range(200):
 PY
 )
 [ -n "$ports" ] || { echo "kv-etcd-compare: no free ports" >&2; exit 1; }
+# shellcheck disable=SC2086 # two numbers, split on purpose
 set -- $ports
 base=$1
 control=$2
@@ -117,10 +118,16 @@ run=1
 while [ "$run" -le "$RUNS" ]; do
     rm -rf "$dir/etcd" "$dir/kv"
     start_etcd
-    etcd_rate=$("$python" "$LOAD" etcd "$REQUESTS" "$CONNECTIONS" "$PROCS" $servers | awk '{ print $2 }')
+    # shellcheck disable=SC2086 # $servers: one argument per server
+    out=$("$python" "$LOAD" etcd "$REQUESTS" "$CONNECTIONS" "$PROCS" $servers) ||
+        { echo "kv-etcd-compare: the load generator failed against etcd" >&2; exit 1; }
+    etcd_rate=$(echo "$out" | awk '{ print $2 }')
     stop
     start_kv
-    kv_rate=$("$python" "$LOAD" resp "$REQUESTS" "$CONNECTIONS" "$PROCS" $servers | awk '{ print $2 }')
+    # shellcheck disable=SC2086
+    out=$("$python" "$LOAD" resp "$REQUESTS" "$CONNECTIONS" "$PROCS" $servers) ||
+        { echo "kv-etcd-compare: the load generator failed against spindle-kv" >&2; exit 1; }
+    kv_rate=$(echo "$out" | awk '{ print $2 }')
     stop
     echo "$run $etcd_rate $kv_rate" >>"$results"
     echo "run $run: etcd $etcd_rate writes/s, logged spindle-kv $kv_rate writes/s," \
