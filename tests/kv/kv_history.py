@@ -22,6 +22,7 @@ not), 1 saying what was wrong otherwise, 77 when no ports are free."""
 import argparse
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -251,6 +252,14 @@ def replication_info(port):
 
 
 def main():
+    work = tempfile.mkdtemp(prefix="spindle-kv-lin-")
+    try:
+        return record_and_check(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def record_and_check(work):
     ap = argparse.ArgumentParser()
     ap.add_argument("kv")
     ap.add_argument("--ops", type=int, default=1500)
@@ -261,7 +270,6 @@ def main():
     a = ap.parse_args()
 
     port, control = free_ports(6)
-    work = tempfile.mkdtemp(prefix="spindle-kv-lin-")
     log = open(os.path.join(work, "log"), "w")
     cmd = [a.kv, "--local", "3", "--port", str(port), "--control-port", str(control),
            "--pid-dir", work, "--failure-timeout-ms", "10000"]
@@ -317,7 +325,10 @@ def main():
                 fail("the joiner exited with status %d" % joiner.returncode)
         service.terminate()
         if service.wait() != 0:
-            fail("spindle-kv exited with status %d (see %s/log)" % (service.returncode, work))
+            log.close()
+            with open(os.path.join(work, "log")) as f:
+                sys.stderr.write(f.read()[-4000:])
+            fail("spindle-kv exited with status %d (its log above)" % service.returncode)
         log.close()
 
     ops = rec.history
@@ -347,7 +358,6 @@ def main():
             lin.report(verdicts)
             fail("not linearizable: " + summary)
         print("kv_history: linearizable across a SIGKILL and a join: " + summary)
-    subprocess.run(["rm", "-rf", work])
     return 0
 
 
