@@ -17,8 +17,7 @@ if(TARGET spindle-kv)
   add_test(NAME kv_service_redis_clients_and_failover
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kv_service.sh $<TARGET_FILE:spindle-kv>
                    ${CMAKE_CURRENT_LIST_DIR}/kv_redis_client.py)
-  set_tests_properties(kv_service_redis_clients_and_failover PROPERTIES LABELS "kv" TIMEOUT 120
-                       SKIP_RETURN_CODE 77)
+  set_tests_properties(kv_service_redis_clients_and_failover PROPERTIES LABELS "kv" TIMEOUT 120)
 endif()
 # Linearizability (kv_linearizability.py, a Wing & Gong search per key): the
 # checker on hand-made histories; a concurrent history across a SIGKILL and a
@@ -38,6 +37,6 @@ if(EXISTS /usr/bin/python3)
                      $<TARGET_FILE:spindle-kv> --ops 2000 --stale-reads)
     set_tests_properties(kv_linearizable_across_kill_and_join
                          kv_linearizability_checker_finds_stale_reads PROPERTIES
-                         LABELS "kv" TIMEOUT 120 SKIP_RETURN_CODE 77)
+                         LABELS "kv" TIMEOUT 120)
   endif()
 endif()

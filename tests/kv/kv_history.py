@@ -18,7 +18,7 @@ Usage: kv_history.py SPINDLE_KV [options]
                     finds a violation; fail if none is found
   --history FILE    also write the history as JSON
 Exits 0 when the history is linearizable (with --stale-reads: when it is
-not), 1 saying what was wrong otherwise, 77 when no ports are free."""
+not), 1 saying what was wrong otherwise (also when no ports are free)."""
 import argparse
 import os
 import random
@@ -60,7 +60,7 @@ def free_ports(count):
         if free(base) and free(base + 10000):
             return base, base + 10000
     print("kv_history: no free ports", file=sys.stderr)
-    sys.exit(77)
+    sys.exit(1)
 
 
 class Broken(Exception):

@@ -17,7 +17,7 @@ cluster_py=$(dirname "$client_py")/kv_cluster_client.py
 python=/usr/bin/python3 # Debian's, with python3-redis (not a pyenv shim)
 if ! command -v redis-cli >/dev/null 2>&1 || ! "$python" -c 'import redis' 2>/dev/null; then
     echo "kv_service: redis-cli or python3-redis missing (sh scripts/install-deps.sh)" >&2
-    exit 77
+    exit 1
 fi
 dir=$(mktemp -d /tmp/spindle-kv-test-XXXXXX)
 parent=""
