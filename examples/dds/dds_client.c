@@ -207,7 +207,7 @@ static int dial(const char *address, int64_t deadline, int timeout_ms)
      * go on for the timeout fails, as a failed member. */
     (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     struct timeval send_timeout = {.tv_sec = timeout_ms / 1000,
-                                   .tv_usec = (timeout_ms % 1000) * 1000};
+                                   .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
     return fd;
 }
@@ -412,7 +412,7 @@ int64_t spindle_dds_client_publish(spindle_dds_client_t *client, const char *top
     struct dds_client_frame frame = {
         .type = DDS_CLIENT_PUBLISH, .data = data, .length = (uint32_t)length};
     snprintf(frame.name, sizeof frame.name, "%s", topic);
-    struct dds_client_frame reply;
+    struct dds_client_frame reply = {0};
     int rc = request(client, &frame, DDS_CLIENT_PUBLISHED, &reply);
     if (connection_error(rc)) {
         char was[ADDRESS_MAX + 64];
@@ -484,9 +484,9 @@ int spindle_dds_client_receive(spindle_dds_client_t *client, void *buffer, size_
             return hand_out(client, &frame, buffer, capacity, info);
         if (rc == 0 && frame.type == DDS_CLIENT_ERROR)
             continue; /* the member says why it closes: the read after it fails over */
-        if (rc == 0)
-            rc = dds_error(SPINDLE_EPROTO, "member %s sent an unexpected frame (type %u)",
-                           client->members[client->current], frame.type);
+        if (rc == 0)  /* a member's bug: its stream cannot be trusted further */
+            dds_error_record("member %s sent an unexpected frame (type %u)",
+                             client->members[client->current], frame.type);
         rc = fail_over(client);
         if (rc < 0)
             return rc;

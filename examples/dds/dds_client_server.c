@@ -89,7 +89,7 @@ static void send_error(struct connection *c, int code, const char *text)
     size_t length = strnlen(text, DDS_CLIENT_TEXT);
     char printable[DDS_CLIENT_TEXT];
     for (size_t i = 0; i < length; i++)
-        printable[i] = text[i] >= ' ' && text[i] <= '~' ? text[i] : '?';
+        printable[i] = (char)(text[i] >= ' ' && text[i] <= '~' ? text[i] : '?');
     if (length == 0)
         printable[length++] = '?';
     frame.data = (const uint8_t *)printable;
