@@ -31,7 +31,6 @@ struct connection {
     pthread_mutex_t lock; /* the output */
     uint8_t *out;
     size_t out_sent, out_len, out_cap;
-    uint64_t dropped; /* samples that found the output full */
 };
 
 struct dds_client_server {
@@ -45,6 +44,8 @@ struct dds_client_server {
     bool keyed;
     uint8_t key[DDS_CLIENT_KEY];
     bool stop; /* atomic */
+    /* Statistics, atomic: the relay and the listener thread count. */
+    uint64_t accepted, refused, dropped;
 };
 
 static void wake(int fd)
@@ -55,15 +56,13 @@ static void wake(int fd)
 }
 
 /* Appends a frame to the output (connection's lock held). A droppable
- * frame (a sample) is dropped and counted when the output is at its
- * limit; a reply always goes (a connection that cannot grow is broken). */
+ * frame (a sample) is dropped (false: the caller counts it) when the
+ * output is at its limit; a reply always goes (a connection that cannot grow is broken). */
 static bool out_append(struct connection *c, const struct dds_client_frame *frame, bool droppable)
 {
     size_t bound = 4u + 128u + frame->length;
-    if (droppable && c->out_len - c->out_sent + bound > DDS_CLIENT_OUT_LIMIT) {
-        c->dropped++;
+    if (droppable && c->out_len - c->out_sent + bound > DDS_CLIENT_OUT_LIMIT)
         return false;
-    }
     if (c->out_sent > 0 && c->out_len + bound > c->out_cap) {
         memmove(c->out, c->out + c->out_sent, c->out_len - c->out_sent);
         c->out_len -= c->out_sent;
@@ -179,8 +178,10 @@ static void accept_one(struct dds_client_server *server)
                  server->participant->self->name, DDS_CLIENT_MAX_CONNECTIONS);
         (void)fatal(c, SPINDLE_EAGAIN, text);
         connection_free(c);
+        __atomic_fetch_add(&server->refused, 1, __ATOMIC_RELAXED);
         return;
     }
+    __atomic_fetch_add(&server->accepted, 1, __ATOMIC_RELAXED);
     (void)dds_client_random(c->nonce_m, sizeof c->nonce_m);
     struct dds_client_frame welcome = {
         .type = DDS_CLIENT_WELCOME, .flags = server->keyed ? 1 : 0, .nonce = c->nonce_m};
@@ -266,7 +267,8 @@ static int on_subscribe(struct dds_client_server *server, struct connection *c,
             continue;
         info.from_history = true;
         struct dds_client_frame sample = sample_frame(&info, kept->bytes);
-        out_append(c, &sample, true);
+        if (!out_append(c, &sample, true))
+            __atomic_fetch_add(&server->dropped, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&c->lock);
     __atomic_fetch_or(&c->subscribed, 1ull << config->id, __ATOMIC_RELEASE);
@@ -392,8 +394,12 @@ static void serve_connections(struct dds_client_server *server, const struct pol
     for (uint32_t i = count; i-- > 0;) {
         struct connection *c = server->conns[i];
         bool ok = true;
-        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR))
-            ok = read_input(server, c) == 0;
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+            int rc = read_input(server, c);
+            ok = rc == 0;
+            if (rc < 0 && rc != SPINDLE_ESHUTDOWN && rc != SPINDLE_EIO) /* not a plain close */
+                __atomic_fetch_add(&server->refused, 1, __ATOMIC_RELAXED);
+        }
         ok = flush_out(c) && ok;
         if (!ok)
             drop_connection(server, i);
@@ -522,11 +528,23 @@ void dds_client_server_relay(struct dds_client_server *server,
         if ((__atomic_load_n(&c->subscribed, __ATOMIC_ACQUIRE) & bit) == 0)
             continue;
         pthread_mutex_lock(&c->lock);
-        out_append(c, &frame, true);
+        if (!out_append(c, &frame, true))
+            __atomic_fetch_add(&server->dropped, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&c->lock);
         any = true;
     }
     pthread_mutex_unlock(&server->lock);
     if (any)
         wake(server->wake_fd);
+}
+
+void dds_client_server_stats(struct dds_client_server *server,
+                             struct spindle_dds_client_stats *stats)
+{
+    pthread_mutex_lock(&server->lock);
+    stats->connections = server->num_conns;
+    pthread_mutex_unlock(&server->lock);
+    stats->accepted = __atomic_load_n(&server->accepted, __ATOMIC_RELAXED);
+    stats->refused = __atomic_load_n(&server->refused, __ATOMIC_RELAXED);
+    stats->dropped_samples = __atomic_load_n(&server->dropped, __ATOMIC_RELAXED);
 }

@@ -37,4 +37,8 @@ void dds_client_server_stop(struct dds_client_server *server);
 void dds_client_server_relay(struct dds_client_server *server,
                              const struct spindle_dds_sample_info *info, const uint8_t *payload);
 
+/* The listener's counters (spindle_dds_participant_client_stats). */
+void dds_client_server_stats(struct dds_client_server *server,
+                             struct spindle_dds_client_stats *stats);
+
 #endif

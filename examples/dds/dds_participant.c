@@ -419,3 +419,16 @@ uint32_t spindle_dds_participant_view_size(spindle_dds_participant_t *participan
 {
     return __atomic_load_n(&participant->view_size, __ATOMIC_ACQUIRE);
 }
+
+int spindle_dds_participant_client_stats(spindle_dds_participant_t *participant,
+                                         struct spindle_dds_client_stats *stats)
+{
+    if (participant == NULL || stats == NULL)
+        return dds_error(SPINDLE_EINVAL, "NULL participant or stats");
+    struct dds_client_server *clients = __atomic_load_n(&participant->clients, __ATOMIC_ACQUIRE);
+    if (clients == NULL)
+        return dds_error(SPINDLE_EINVAL, "participant %s has no client listener (client_port)",
+                         participant->self->name);
+    dds_client_server_stats(clients, stats);
+    return 0;
+}

@@ -13,11 +13,14 @@
  *   was confirmed with, as participant 1's and then participant 2's.
  * - Key: a group with a key refuses a client without it and one with
  *   another key, each with an error that says so, and serves one with it.
- * - Malformed: a bad frame length, a frame before the HELLO, a bad magic
- *   and a truncated frame each get an ERROR naming what was wrong, and the
- *   member still serves a good client afterwards.
+ * - Malformed: a bad frame length, a frame before the HELLO, a bad magic,
+ *   a bad name and an unknown type each get an ERROR naming what was
+ *   wrong, and the member still serves a good client afterwards.
+ * - Slow: a client that does not read loses samples, which the member
+ *   counts; it sees exactly that many missing from the sequence numbers.
  */
 #include <fcntl.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,8 +74,15 @@ static int member_role(uint32_t id, const struct spindle_dds_config *config, int
     DDS_CHECK(dds_wait_view(p, m->members), "the survivors' view");
     if (m->members > 1)
         DDS_CHECK(spindle_dds_participant_shutdown(p, 30000) == 0, "shutdown");
-    spindle_dds_participant_destroy(p);
+    /* The listener's counters, in the report's fields: received = samples
+     * dropped for slow clients, from_history = connections refused. */
     struct dds_report report = {0};
+    struct spindle_dds_client_stats stats;
+    if (spindle_dds_participant_client_stats(p, &stats) == 0) {
+        report.received = stats.dropped_samples;
+        report.from_history = stats.refused;
+    }
+    spindle_dds_participant_destroy(p);
     dds_send_report(report_fd, &report);
     return 0;
 }
@@ -160,17 +170,17 @@ static void fork_members(struct dds_forked *forked, uint32_t n,
     }
 }
 
-/* Lets the members stop and checks they exited well; skip: killed. */
+/* Lets the members stop and checks they exited well; skip: killed.
+ * reports[i]: member i's (member_role). */
 static void end_members(struct dds_forked *forked, uint32_t n, const struct member_arg *arg,
-                        int skip)
+                        int skip, struct dds_report *reports)
 {
     close(arg->done_write_fd);
     bool ok = true;
     for (uint32_t i = 0; i < n; i++) {
         if ((int)i == skip)
             continue;
-        struct dds_report report;
-        ok &= dds_collect(&forked[i], &report);
+        ok &= dds_collect(&forked[i], &reports[i]);
     }
     assert_true(ok);
 }
@@ -243,7 +253,8 @@ static void test_client_fails_over_to_another_member(void **state)
     assert_int_equal(spindle_dds_client_last_seq(client, 0, 0), PHASE_ONE + PHASE_TWO);
     assert_int_equal(spindle_dds_client_last_seq(client, 1, 2), ECHOES);
     spindle_dds_client_close(client);
-    end_members(forked, 3, &arg, 1);
+    struct dds_report reports[3];
+    end_members(forked, 3, &arg, 1, reports);
     free(config);
 }
 
@@ -316,7 +327,9 @@ static void test_client_without_the_group_key_is_refused(void **state)
     assert_int_equal(spindle_dds_client_connect(&o, &client), 0);
     check_round_trip(client);
     spindle_dds_client_close(client);
-    end_members(forked, 1, &arg, -1);
+    struct dds_report report;
+    end_members(forked, 1, &arg, -1, &report);
+    assert_int_equal(report.from_history, 1); /* the other key's client */
     free(config);
     unlink(key);
     unlink(other);
@@ -391,7 +404,129 @@ static void test_malformed_client_bytes_do_not_hurt_the_member(void **state)
     assert_int_equal(spindle_dds_client_connect(&o, &client), 0);
     check_round_trip(client);
     spindle_dds_client_close(client);
-    end_members(forked, 1, &arg, -1);
+    struct dds_report report;
+    end_members(forked, 1, &arg, -1, &report);
+    assert_int_equal(report.from_history, 5); /* every malformed connection but the half frame */
+    free(config);
+}
+
+#define BIG_SAMPLE  60000
+#define BIG_SAMPLES 600 /* 36 MB: beyond the listener's 8 MiB and the sockets' buffers */
+
+/* Reads one frame from fd into in (4 + DDS_CLIENT_MAX_FRAME bytes), waiting
+ * up to timeout_ms for its first byte: 1 and *frame, 0 on timeout. */
+static int raw_read_frame(int fd, uint8_t *in, struct dds_client_frame *frame, int timeout_ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    if (poll(&pfd, 1, timeout_ms) == 0)
+        return 0;
+    size_t want = 4, got = 0;
+    while (got < want) {
+        ssize_t n = recv(fd, in + got, want - got, 0);
+        assert_true(n > 0);
+        got += (size_t)n;
+        if (got == 4 && want == 4)
+            want = 4 + dds_client_frame_length(in);
+    }
+    assert_true(want > 4);
+    assert_int_equal(dds_client_frame_decode(in + 4, want - 4, frame), 0);
+    return 1;
+}
+
+static void raw_send(int fd, const struct dds_client_frame *frame)
+{
+    uint8_t out[256];
+    size_t n = dds_client_frame_encode(out, sizeof out, frame);
+    assert_true(n > 0);
+    assert_int_equal(send(fd, out, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/* A subscriber of "big" whose receive buffer is small and fixed (no
+ * autotuning): its member's output is what must hold the samples. */
+static int raw_subscriber(uint16_t port, uint8_t *in)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 16384;
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+    struct sockaddr_in sin = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+    struct dds_client_frame frame;
+    assert_int_equal(raw_read_frame(fd, in, &frame, DEADLINE_MS), 1);
+    assert_int_equal(frame.type, DDS_CLIENT_WELCOME);
+    uint8_t nonce[DDS_CLIENT_NONCE] = {0}, proof[DDS_CLIENT_PROOF] = {0};
+    raw_send(fd,
+             &(struct dds_client_frame){.type = DDS_CLIENT_HELLO, .nonce = nonce, .proof = proof});
+    assert_int_equal(raw_read_frame(fd, in, &frame, DEADLINE_MS), 1);
+    assert_int_equal(frame.type, DDS_CLIENT_READY);
+    raw_send(fd, &(struct dds_client_frame){.type = DDS_CLIENT_SUBSCRIBE, .name = "big"});
+    assert_int_equal(raw_read_frame(fd, in, &frame, DEADLINE_MS), 1);
+    assert_int_equal(frame.type, DDS_CLIENT_SUBSCRIBED);
+    return fd;
+}
+
+/* A client that does not read while another publishes: the member drops
+ * the samples its output cannot take and counts them, exactly what the
+ * slow client then sees missing, and goes on. */
+static void test_slow_client_loses_samples_the_member_counts(void **state)
+{
+    (void)state;
+    char text[4096];
+    dds_config_head(text, sizeof text, 1, NULL);
+    size_t at = strlen(text);
+    uint16_t port = test_free_port();
+    snprintf(text + at, sizeof text - at,
+             "[participant.0]\nclient_port = %u\n"
+             "[topic.0]\nname = big\nqos = atomic\npublishers = 0\nsubscribers = 0\n"
+             "max_sample_size = %u\nwindow = 8\n",
+             port, BIG_SAMPLE);
+    struct spindle_dds_config *config;
+    assert_int_equal(spindle_dds_config_parse(text, strlen(text), "test.ini", &config), 0);
+    struct member_arg arg = {.members = 1};
+    struct dds_forked forked[1];
+    fork_members(forked, 1, config, &arg);
+    uint8_t *in = malloc(4 + DDS_CLIENT_MAX_FRAME);
+    assert_non_null(in);
+    int slow = raw_subscriber(port, in);
+    char address[32];
+    snprintf(address, sizeof address, "127.0.0.1:%u", port);
+    const char *members[1] = {address};
+    struct spindle_dds_client_options o = {.members = members, .num_members = 1};
+    spindle_dds_client_t *publisher;
+    assert_int_equal(spindle_dds_client_connect(&o, &publisher), 0);
+    static uint8_t sample[BIG_SAMPLE];
+    uint64_t published = 0;
+    for (; published < BIG_SAMPLES; published++)
+        assert_int_equal(spindle_dds_client_publish(publisher, "big", sample, sizeof sample, NULL),
+                         (int64_t)published + 1);
+    /* The slow client reads now; a marker follows each quiet second, until
+     * one gets through the drained output. */
+    uint64_t received = 0, missed = 0, last = 0;
+    time_t start = time(NULL);
+    while (last <= BIG_SAMPLES) {
+        if (time(NULL) - start > DEADLINE_MS / 1000)
+            fail_msg("after %d s: %llu received, last seq %llu", DEADLINE_MS / 1000,
+                     (unsigned long long)received, (unsigned long long)last);
+        struct dds_client_frame frame;
+        if (raw_read_frame(slow, in, &frame, 1000) == 0) {
+            assert_int_equal(spindle_dds_client_publish(publisher, "big", sample, 8, NULL),
+                             (int64_t)++published);
+            continue;
+        }
+        assert_int_equal(frame.type, DDS_CLIENT_SAMPLE);
+        assert_true(frame.seq > last);
+        missed += frame.seq - last - 1;
+        last = frame.seq;
+        received++;
+    }
+    assert_int_equal(received + missed, last);
+    assert_true(missed > 0);
+    close(slow);
+    free(in);
+    spindle_dds_client_close(publisher);
+    struct dds_report report;
+    end_members(forked, 1, &arg, -1, &report);
+    assert_int_equal(report.received, missed); /* the member counted what it dropped */
     free(config);
 }
 
@@ -404,6 +539,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_client_fails_over_to_another_member),
         cmocka_unit_test(test_client_without_the_group_key_is_refused),
         cmocka_unit_test(test_malformed_client_bytes_do_not_hurt_the_member),
+        cmocka_unit_test(test_slow_client_loses_samples_the_member_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

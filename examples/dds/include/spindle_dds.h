@@ -191,6 +191,18 @@ spindle_group_t *spindle_dds_participant_group(spindle_dds_participant_t *partic
 /* Number of members of the current view. */
 uint32_t spindle_dds_participant_view_size(spindle_dds_participant_t *participant);
 
+/* A participant's client listener ([participant.N] client_port). */
+struct spindle_dds_client_stats {
+    uint32_t connections;     /* open now */
+    uint64_t accepted;        /* connections accepted so far */
+    uint64_t refused;         /* closed for a bad frame, a missing key or a full listener */
+    uint64_t dropped_samples; /* samples a client's full output could not take */
+};
+/* Fills *stats. 0, or SPINDLE_EINVAL when the participant has no listener
+ * (no client_port, or not enabled). */
+int spindle_dds_participant_client_stats(spindle_dds_participant_t *participant,
+                                         struct spindle_dds_client_stats *stats);
+
 /* What a reader learns of each sample. */
 struct spindle_dds_sample_info {
     uint32_t topic;               /* topic number */
