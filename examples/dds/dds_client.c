@@ -107,19 +107,23 @@ static int write_all(int fd, const uint8_t *bytes, size_t size)
     return 0;
 }
 
-/* Reads one frame into client->in and decodes it. 0, SPINDLE_ETIMEDOUT,
+/* Waits until the deadline for a frame to begin, then reads it whole into
+ * client->in (within the client's timeout: a frame once begun is never
+ * left half read) and decodes it. 0, SPINDLE_ETIMEDOUT (nothing began),
  * SPINDLE_EPEERFAILED or SPINDLE_EPROTO (the connection is then unusable). */
 static int read_frame(spindle_dds_client_t *client, struct dds_client_frame *frame,
                       int64_t deadline)
 {
-    int rc = read_exact(client->fd, client->in, 4, deadline);
-    if (rc < 0)
-        return rc;
-    uint32_t length = dds_client_frame_length(client->in);
-    if (length == 0)
+    if (wait_fd(client->fd, POLLIN, deadline) == 0)
+        return SPINDLE_ETIMEDOUT;
+    int64_t frame_deadline = deadline_after(client->timeout_ms);
+    int rc = read_exact(client->fd, client->in, 4, frame_deadline);
+    uint32_t length = rc == 0 ? dds_client_frame_length(client->in) : 0;
+    if (rc == 0 && length == 0)
         return dds_error(SPINDLE_EPROTO, "member %s sent a frame length out of 1..%u",
                          client->members[client->current], DDS_CLIENT_MAX_FRAME);
-    rc = read_exact(client->fd, client->in + 4, length, deadline);
+    if (rc == 0)
+        rc = read_exact(client->fd, client->in + 4, length, frame_deadline);
     if (rc == SPINDLE_ETIMEDOUT) /* mid-frame: the stream cannot be resumed */
         return dds_error(SPINDLE_EPEERFAILED, "member %s stalled in the middle of a frame",
                          client->members[client->current]);
@@ -509,4 +513,11 @@ uint64_t spindle_dds_client_last_seq(const spindle_dds_client_t *client, uint32_
     if (client == NULL || topic >= SPINDLE_DDS_MAX_TOPICS || writer >= SPINDLE_DDS_MAX_PARTICIPANTS)
         return 0;
     return client->last_seq[topic][writer];
+}
+
+int spindle_dds_client_fd(const spindle_dds_client_t *client)
+{
+    if (client == NULL || client->fd < 0)
+        return dds_error(SPINDLE_EINVAL, "the client has no connection");
+    return client->fd;
 }

@@ -345,13 +345,18 @@ int64_t spindle_dds_client_publish(spindle_dds_client_t *client, const char *top
 /*
  * Takes the next sample, waiting up to timeout_ms (< 0: no limit): its
  * length (up to capacity bytes copied; the rest is dropped), or
- * SPINDLE_EAGAIN on timeout. A member's failure is handled inside (the
- * next member, subscriptions again); SPINDLE_EUNREACH when no member is
- * left, SPINDLE_EPROTO when a member sent malformed bytes (then the next
- * one is used on the next call).
+ * SPINDLE_EAGAIN on timeout (0: only what has arrived). A member's failure,
+ * or malformed bytes from it, is handled inside (the next member,
+ * subscriptions again); SPINDLE_EUNREACH (SPINDLE_EAUTH: a refused key)
+ * when no member answers.
  */
 int spindle_dds_client_receive(spindle_dds_client_t *client, void *buffer, size_t capacity,
                                struct spindle_dds_client_sample_info *info, int timeout_ms);
+/* The connection's descriptor, for poll (POLLIN): call receive with
+ * timeout 0 until SPINDLE_EAGAIN before waiting on it (samples that came
+ * with replies wait in the client), and ask again after each call, since a
+ * failover changes it. SPINDLE_EINVAL when no member is connected. */
+int spindle_dds_client_fd(const spindle_dds_client_t *client);
 /* The participant id of the member in use. */
 uint32_t spindle_dds_client_member(const spindle_dds_client_t *client);
 /* Failovers so far (connections to another member after a failure). */
