@@ -146,6 +146,13 @@ static int participant_key(struct parse_state *state, const char *section, uint3
         if (!parse_number(value, 65535, &number) || number == 0)
             return refuse(state, section, key, value, "must be 1..65535");
         p->port = (uint16_t)number;
+    } else if (strcmp(key, "client_port") == 0) {
+        if (!parse_number(value, 65535, &number) || number == 0)
+            return refuse(state, section, key, value, "must be 1..65535");
+        p->client_port = (uint16_t)number;
+    } else if (strcmp(key, "client_bind") == 0) {
+        if (!copy_name(p->client_bind, sizeof p->client_bind, value))
+            return refuse(state, section, key, value, "must be a numeric address");
     } else {
         return refuse(state, section, key, value, "unknown key");
     }
@@ -292,8 +299,11 @@ static void set_defaults(struct spindle_dds_config *c)
     memset(c, 0, sizeof *c);
     snprintf(c->group_name, sizeof c->group_name, "dds");
     c->failure_timeout_ms = 2000;
-    for (uint32_t i = 0; i < SPINDLE_DDS_MAX_PARTICIPANTS; i++)
+    for (uint32_t i = 0; i < SPINDLE_DDS_MAX_PARTICIPANTS; i++) {
         snprintf(c->participants[i].host, sizeof c->participants[i].host, "127.0.0.1");
+        snprintf(c->participants[i].client_bind, sizeof c->participants[i].client_bind,
+                 "127.0.0.1");
+    }
     for (uint32_t i = 0; i < SPINDLE_DDS_MAX_TOPICS; i++) {
         c->topics[i].qos = SPINDLE_DDS_ATOMIC;
         c->topics[i].max_sample_size = 1024;

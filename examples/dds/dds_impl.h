@@ -95,6 +95,9 @@ struct spindle_dds_participant {
     struct dds_topic topics[SPINDLE_DDS_MAX_TOPICS];
     uint32_t view_size; /* atomic */
     char log_dir[512];
+    /* The external clients' listener (client_port); atomic: the delivery
+     * thread relays to it. */
+    struct dds_client_server *clients;
 };
 
 struct spindle_dds_writer {

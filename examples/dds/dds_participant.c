@@ -10,11 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dds_client_server.h"
 #include "dds_impl.h"
 
-static void deliver_one(struct dds_topic *topic, const uint8_t *payload, size_t size,
-                        bool from_history)
+static void deliver_one(spindle_dds_participant_t *p, struct dds_topic *topic,
+                        const uint8_t *payload, size_t size, bool from_history)
 {
+    struct dds_client_server *clients = __atomic_load_n(&p->clients, __ATOMIC_ACQUIRE);
     struct spindle_dds_sample_info info;
     if (dds_sample_header_decode(payload, size, &info) != 0 || info.topic != topic->config->id) {
         topic->bad_samples++; /* a peer's bad bytes are skipped, never trusted */
@@ -26,6 +28,8 @@ static void deliver_one(struct dds_topic *topic, const uint8_t *payload, size_t 
                             from_history);
     if (topic->reader != NULL)
         dds_reader_deliver(topic->reader, &info, payload);
+    if (clients != NULL)
+        dds_client_server_relay(clients, &info, payload);
 }
 
 static void on_deliver(void *ctx, const struct spindle_message *messages, size_t count)
@@ -43,7 +47,7 @@ static void on_deliver(void *ctx, const struct spindle_message *messages, size_t
             pthread_mutex_lock(&topic->lock);
             locked = topic;
         }
-        deliver_one(topic, m->data, m->length, false);
+        deliver_one(p, topic, m->data, m->length, false);
     }
     if (locked != NULL)
         pthread_mutex_unlock(&locked->lock);
@@ -97,7 +101,7 @@ static int load_sample(void *ctx, uint32_t topic_id, const uint8_t *payload, siz
     /* Into the history, and to a reader created before the participant
      * was enabled: the history first, then the live stream. */
     pthread_mutex_lock(&topic->lock);
-    deliver_one(topic, payload, size, true);
+    deliver_one(p, topic, payload, size, true);
     pthread_mutex_unlock(&topic->lock);
     return 0;
 }
@@ -118,7 +122,7 @@ static int on_replay(void *ctx, const struct spindle_replayed *item)
         return 0;
     struct dds_topic *topic = &p->topics[item->subgroup];
     pthread_mutex_lock(&topic->lock);
-    deliver_one(topic, item->data, item->length, true);
+    deliver_one(p, topic, item->data, item->length, true);
     pthread_mutex_unlock(&topic->lock);
     return 0;
 }
@@ -299,7 +303,31 @@ static int enable(spindle_dds_participant_t *p)
         }
     }
     free(plan);
+    if (rc == 0 && p->self->client_port != 0) {
+        struct dds_client_server *clients = NULL;
+        rc = dds_client_server_start(p, &clients);
+        __atomic_store_n(&p->clients, clients, __ATOMIC_RELEASE);
+        if (rc < 0) { /* a participant without its listener is not what was configured */
+            (void)spindle_group_leave(p->group, 10000);
+            spindle_group_destroy(p->group);
+            p->group = NULL;
+        }
+    }
     return rc;
+}
+
+/* No relay runs once every topic's lock has been taken after the
+ * listener was unhooked (relays run under the topic's lock). */
+static void stop_clients(spindle_dds_participant_t *p)
+{
+    struct dds_client_server *clients = __atomic_exchange_n(&p->clients, NULL, __ATOMIC_ACQ_REL);
+    if (clients == NULL)
+        return;
+    for (uint32_t t = 0; t < p->config->num_topics; t++) {
+        pthread_mutex_lock(&p->topics[t].lock);
+        pthread_mutex_unlock(&p->topics[t].lock);
+    }
+    dds_client_server_stop(clients);
 }
 
 int spindle_dds_participant_create(const struct spindle_dds_config *config, const char *name,
@@ -365,6 +393,7 @@ void spindle_dds_participant_destroy(spindle_dds_participant_t *participant)
 {
     if (participant == NULL)
         return;
+    stop_clients(participant);
     if (participant->group != NULL && spindle_group_status(participant->group) == 0)
         (void)spindle_group_leave(participant->group, 10000); /* others go on */
     spindle_group_destroy(participant->group);
@@ -389,4 +418,17 @@ spindle_group_t *spindle_dds_participant_group(spindle_dds_participant_t *partic
 uint32_t spindle_dds_participant_view_size(spindle_dds_participant_t *participant)
 {
     return __atomic_load_n(&participant->view_size, __ATOMIC_ACQUIRE);
+}
+
+int spindle_dds_participant_client_stats(spindle_dds_participant_t *participant,
+                                         struct spindle_dds_client_stats *stats)
+{
+    if (participant == NULL || stats == NULL)
+        return dds_error(SPINDLE_EINVAL, "NULL participant or stats");
+    struct dds_client_server *clients = __atomic_load_n(&participant->clients, __ATOMIC_ACQUIRE);
+    if (clients == NULL)
+        return dds_error(SPINDLE_EINVAL, "participant %s has no client listener (client_port)",
+                         participant->self->name);
+    dds_client_server_stats(clients, stats);
+    return 0;
 }

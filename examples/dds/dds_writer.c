@@ -23,16 +23,25 @@ int spindle_dds_writer_create(spindle_dds_participant_t *participant, const char
         return dds_error(SPINDLE_EINVAL, "participant %s does not publish topic %s",
                          participant->self->name, config->name);
     struct dds_topic *topic = &participant->topics[config->id];
-    if (topic->writer != NULL)
-        return dds_error(SPINDLE_EINVAL, "participant %s already has a writer of topic %s",
-                         participant->self->name, config->name);
     spindle_dds_writer_t *writer = calloc(1, sizeof *writer);
     if (writer == NULL)
         return dds_error(SPINDLE_ENOMEM, "no memory for a writer of %s", config->name);
     writer->participant = participant;
     writer->topic = topic;
     writer->next_seq = 1;
-    topic->writer = writer;
+    /* Under the topic's lock: the client listener opens writers too. */
+    pthread_mutex_lock(&topic->lock);
+    bool taken = topic->writer != NULL;
+    if (!taken)
+        topic->writer = writer;
+    pthread_mutex_unlock(&topic->lock);
+    if (taken) {
+        free(writer);
+        return dds_error(SPINDLE_EINVAL,
+                         "participant %s already has a writer of topic %s (its application's, "
+                         "or the client listener's for relayed publishes)",
+                         participant->self->name, config->name);
+    }
     *out = writer;
     return 0;
 }
@@ -43,7 +52,9 @@ void spindle_dds_writer_destroy(spindle_dds_writer_t *writer)
         return;
     if (writer->loan != NULL) /* an open loan goes out as an empty sample */
         (void)spindle_dds_writer_write(writer, 0);
+    pthread_mutex_lock(&writer->topic->lock);
     writer->topic->writer = NULL;
+    pthread_mutex_unlock(&writer->topic->lock);
     free(writer);
 }
 

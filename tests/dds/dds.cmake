@@ -19,6 +19,14 @@ if(TARGET spindle_dds)
                          SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_groups.c
                          TIMEOUT 120 LABELS dds ARGS "*${scenario}*" $<TARGET_FILE:spindle-log>)
   endforeach()
+  # External clients (the test process): failover after a member's
+  # SIGKILL, the group key, malformed client bytes, a slow client (forked
+  # members).
+  foreach(scenario fails_over key malformed slow)
+    spindle_add_dds_test(test_dds_clients_${scenario}
+                         SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_clients.c
+                         TIMEOUT 30 LABELS dds ARGS "*${scenario}*")
+  endforeach()
 endif()
 if(TARGET spindle-dds-perf)
   # The benchmark's JSON line, tiny runs of every QoS (the figures are

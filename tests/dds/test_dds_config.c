@@ -25,6 +25,7 @@ static const char full[] = "[dds]\n"
                            "failure_timeout_ms = 1500\n"
                            "[participant.0]\nname = station\nport = 18000\n"
                            "[participant.1]\nname = display\nhost = 127.0.0.2\nport = 18001\n"
+                           "client_port = 18101\nclient_bind = 0.0.0.0\n"
                            "[participant.2]\nport = 18002\n"
                            "[topic.0]\nname = temperature\nqos = logged\npublishers = 0\n"
                            "subscribers = 1,2\nmax_sample_size = 10240\nhistory_depth = 7\n"
@@ -52,6 +53,12 @@ static void test_full_file_reads_back(void **state)
     assert_string_equal(c->participants[1].host, "127.0.0.2");
     assert_string_equal(c->participants[2].name, "participant-2");
     assert_string_equal(c->participants[2].host, "127.0.0.1");
+    /* The client listener: off unless client_port, on loopback unless
+     * client_bind. */
+    assert_int_equal(c->participants[0].client_port, 0);
+    assert_int_equal(c->participants[1].client_port, 18101);
+    assert_string_equal(c->participants[1].client_bind, "0.0.0.0");
+    assert_string_equal(c->participants[2].client_bind, "127.0.0.1");
     assert_true(c->participants[0].founder);
     assert_true(c->participants[1].founder);
     assert_false(c->participants[2].founder);
@@ -104,6 +111,8 @@ static void test_refusals_name_what_is_wrong(void **state)
     refused(ONE_PARTICIPANT ONE_TOPIC "[sensor]\nx = 1\n", "unknown section");
     refused(ONE_PARTICIPANT ONE_TOPIC "[participant.0]\nport = 70000\n", "port = 70000");
     refused(ONE_PARTICIPANT ONE_TOPIC "[participant.0]\nname = a b\n", "name = a b");
+    refused(ONE_PARTICIPANT ONE_TOPIC "[participant.0]\nclient_port = 0\n", "client_port = 0");
+    refused(ONE_PARTICIPANT ONE_TOPIC "[participant.0]\nclient_bind = \n", "client_bind");
     refused(ONE_PARTICIPANT ONE_TOPIC "[dds]\nfounders = \n", "founders");
     refused(ONE_PARTICIPANT ONE_TOPIC "[dds]\nfounders = 3\n", "founders");
     refused(ONE_PARTICIPANT ONE_TOPIC "this is not ini\n", "bad.ini:");

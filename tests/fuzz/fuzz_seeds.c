@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../../examples/dds/dds_client_wire.h"
 #include "../../examples/dds/dds_impl.h"
 #include "control/ctl_wire.h"
 #include "fuzz_common.h"
@@ -615,6 +616,48 @@ static void dds_seeds(const char *example)
     write_seed("fuzz_dds_config", "sensors.ini", buf, len);
 }
 
+/* spindle_dds's external client protocol: one frame of each type,
+ * without its length field, each checked by the decoder. */
+static void dds_client_seeds(void)
+{
+    static const uint8_t nonce[DDS_CLIENT_NONCE] = {1, 2, 3};
+    static const uint8_t proof[DDS_CLIENT_PROOF] = {4, 5, 6};
+    static const uint8_t bytes[] = "reading";
+    static const char text[] = "SUBSCRIBE: topic \"x\" is not in the configuration";
+    struct dds_client_frame frames[] = {
+        {.type = DDS_CLIENT_WELCOME, .flags = 1, .nonce = nonce},
+        {.type = DDS_CLIENT_HELLO, .nonce = nonce, .proof = proof},
+        {.type = DDS_CLIENT_READY, .id = 2, .proof = proof},
+        {.type = DDS_CLIENT_SUBSCRIBE, .flags = DDS_CLIENT_FLAG_HISTORY, .name = "temperature"},
+        {.type = DDS_CLIENT_SUBSCRIBED, .topic = 3, .qos = 2, .name = "temperature"},
+        {.type = DDS_CLIENT_PUBLISH, .name = "alarms", .data = bytes, .length = sizeof bytes},
+        {.type = DDS_CLIENT_PUBLISHED, .topic = 1, .id = 4, .seq = 9},
+        {.type = DDS_CLIENT_SAMPLE,
+         .topic = 3,
+         .flags = DDS_CLIENT_FLAG_HISTORY,
+         .id = 1,
+         .seq = 12,
+         .time_ns = 1234567890,
+         .data = bytes,
+         .length = sizeof bytes},
+        {.type = DDS_CLIENT_ERROR,
+         .code = SPINDLE_ENOENT,
+         .data = (const uint8_t *)text,
+         .length = sizeof text - 1},
+    };
+    static const char *const names[] = {"welcome", "hello",     "ready",  "subscribe", "subscribed",
+                                        "publish", "published", "sample", "error"};
+    for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
+        size_t n = dds_client_frame_encode(buf, sizeof buf, &frames[i]);
+        struct dds_client_frame decoded;
+        if (n == 0 || dds_client_frame_decode(buf + 4, n - 4, &decoded) != 0) {
+            fprintf(stderr, "fuzz_seeds: client frame %s: %s\n", names[i], spindle_dds_errmsg());
+            exit(1);
+        }
+        write_seed("fuzz_dds_client_frame", names[i], buf + 4, n - 4);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4) {
@@ -639,5 +682,6 @@ int main(int argc, char **argv)
     p2p_seeds();
     kv_seeds();
     dds_seeds(argv[3]);
+    dds_client_seeds();
     return 0;
 }

@@ -77,11 +77,13 @@ const char *spindle_dds_qos_name(enum spindle_dds_qos qos);
 int spindle_dds_qos_parse(const char *text, enum spindle_dds_qos *out);
 
 struct spindle_dds_participant_config {
-    uint32_t id;                     /* [participant.N]: 0..SPINDLE_DDS_MAX_PARTICIPANTS-1 */
-    char name[SPINDLE_DDS_NAME_MAX]; /* persistent member name; default "participant-N" */
-    char host[SPINDLE_DDS_NAME_MAX]; /* default "127.0.0.1" */
-    uint16_t port;                   /* required: its bootstrap and join address */
-    bool founder;                    /* starts the group (else it joins a running one) */
+    uint32_t id;                            /* [participant.N]: 0..SPINDLE_DDS_MAX_PARTICIPANTS-1 */
+    char name[SPINDLE_DDS_NAME_MAX];        /* persistent member name; default "participant-N" */
+    char host[SPINDLE_DDS_NAME_MAX];        /* default "127.0.0.1" */
+    uint16_t port;                          /* required: its bootstrap and join address */
+    bool founder;                           /* starts the group (else it joins a running one) */
+    uint16_t client_port;                   /* external clients' listener; 0: none */
+    char client_bind[SPINDLE_DDS_NAME_MAX]; /* its address, default "127.0.0.1" */
 };
 
 struct spindle_dds_topic_config {
@@ -111,7 +113,7 @@ struct spindle_dds_config {
  *
  *   [dds]            group, founders (participant ids; default all),
  *                    log_dir, key_file, failure_timeout_ms
- *   [participant.N]  name, host, port
+ *   [participant.N]  name, host, port, client_port, client_bind
  *   [topic.N]        name, qos, publishers, subscribers (participant ids),
  *                    max_sample_size, history_depth, window
  *
@@ -189,6 +191,18 @@ spindle_group_t *spindle_dds_participant_group(spindle_dds_participant_t *partic
 /* Number of members of the current view. */
 uint32_t spindle_dds_participant_view_size(spindle_dds_participant_t *participant);
 
+/* A participant's client listener ([participant.N] client_port). */
+struct spindle_dds_client_stats {
+    uint32_t connections;     /* open now */
+    uint64_t accepted;        /* connections accepted so far */
+    uint64_t refused;         /* closed for a bad frame, a missing key or a full listener */
+    uint64_t dropped_samples; /* samples a client's full output could not take */
+};
+/* Fills *stats. 0, or SPINDLE_EINVAL when the participant has no listener
+ * (no client_port, or not enabled). */
+int spindle_dds_participant_client_stats(spindle_dds_participant_t *participant,
+                                         struct spindle_dds_client_stats *stats);
+
 /* What a reader learns of each sample. */
 struct spindle_dds_sample_info {
     uint32_t topic;               /* topic number */
@@ -258,6 +272,98 @@ int spindle_dds_reader_fd(spindle_dds_reader_t *reader);
 int spindle_dds_reader_wait(spindle_dds_reader_t *reader, int timeout_ms);
 /* Samples dropped from a full queue. */
 uint64_t spindle_dds_reader_lost(spindle_dds_reader_t *reader);
+
+/*
+ * External clients (docs/DDS.md "External clients"): a process that is not
+ * a group member publishes and subscribes through a participant that has
+ * a client listener ([participant.N] client_port), over TCP. When that
+ * member fails, the client connects to the next member of its list and
+ * subscribes again. Samples keep their writer and per-writer sequence
+ * number end to end, so the client tells what it missed (a gap) and what
+ * it received twice (a duplicate, e.g. from a history replayed after a
+ * failover). One thread at a time may use a client.
+ */
+typedef struct spindle_dds_client spindle_dds_client_t;
+
+/* Most members a client may list. */
+#define SPINDLE_DDS_CLIENT_MAX_MEMBERS 16u
+
+struct spindle_dds_client_options {
+    /* "host:port" of members' client listeners, tried in this order, and
+     * after a failure from the next one on. */
+    const char *const *members;
+    uint32_t num_members;
+    /* The group key (docs/SECURITY.md) when the group has one; NULL: none. */
+    const char *key_file;
+    int timeout_ms;       /* connecting, and each reply; default 10000 */
+    uint32_t queue_depth; /* samples held while a reply is awaited; default 65536 */
+};
+
+/* What a client learns of each sample. */
+struct spindle_dds_client_sample_info {
+    struct spindle_dds_sample_info sample; /* topic, writer, seq, time, length, from_history */
+    uint32_t member;                       /* the participant that relayed it */
+    /* seq is at or below the last one received of this writer on this
+     * topic: received before (after a failover, or a history replay). */
+    bool duplicate;
+    /* Samples of this writer skipped before this one: seq - last - 1 when
+     * seq is above last + 1 (0 for the writer's first sample seen). */
+    uint64_t missed;
+};
+
+/*
+ * Connects to the first member of options->members that answers and
+ * proves the group key when key_file is given (and the member's group
+ * has one). 0 and *out, or SPINDLE_EINVAL (options), SPINDLE_EAUTH (a
+ * member refused the key, or the client has none and the group one),
+ * SPINDLE_EUNREACH naming the members tried, SPINDLE_ENOMEM.
+ */
+int spindle_dds_client_connect(const struct spindle_dds_client_options *options,
+                               spindle_dds_client_t **out);
+/* Closes the connection. Safe on NULL. */
+void spindle_dds_client_close(spindle_dds_client_t *client);
+/*
+ * Subscribes to topic through the member (which must publish or subscribe
+ * it). With history, a volatile or logged topic's history as the member
+ * holds it comes first (from_history), then the live stream. The client
+ * subscribes again, with the same flag, to each member it fails over to.
+ * 0, or the member's refusal (SPINDLE_ENOENT unknown topic, SPINDLE_EPERM
+ * a member outside the topic) with its text, or a connection error.
+ */
+int spindle_dds_client_subscribe(spindle_dds_client_t *client, const char *topic, bool history);
+/*
+ * Publishes length bytes on topic through the member's writer of it (the
+ * member must publish the topic; its application must not hold a writer of
+ * it). Returns the sample's sequence number (> 0) and, in *writer (may be
+ * NULL), the relaying participant's id: the (writer, seq) subscribers see.
+ * SPINDLE_EPEERFAILED when the member failed before confirming: the
+ * sample may or may not have been written, and the client is connected to
+ * another member (publish again, and a subscriber may get both copies).
+ */
+int64_t spindle_dds_client_publish(spindle_dds_client_t *client, const char *topic,
+                                   const void *data, size_t length, uint32_t *writer);
+/*
+ * Takes the next sample, waiting up to timeout_ms (< 0: no limit): its
+ * length (up to capacity bytes copied; the rest is dropped), or
+ * SPINDLE_EAGAIN on timeout (0: only what has arrived). A member's failure,
+ * or malformed bytes from it, is handled inside (the next member,
+ * subscriptions again); SPINDLE_EUNREACH (SPINDLE_EAUTH: a refused key)
+ * when no member answers.
+ */
+int spindle_dds_client_receive(spindle_dds_client_t *client, void *buffer, size_t capacity,
+                               struct spindle_dds_client_sample_info *info, int timeout_ms);
+/* The connection's descriptor, for poll (POLLIN): call receive with
+ * timeout 0 until SPINDLE_EAGAIN before waiting on it (samples that came
+ * with replies wait in the client), and ask again after each call, since a
+ * failover changes it. SPINDLE_EINVAL when no member is connected. */
+int spindle_dds_client_fd(const spindle_dds_client_t *client);
+/* The participant id of the member in use. */
+uint32_t spindle_dds_client_member(const spindle_dds_client_t *client);
+/* Failovers so far (connections to another member after a failure). */
+uint64_t spindle_dds_client_failovers(const spindle_dds_client_t *client);
+/* The last sequence number received of writer on topic (0: none). */
+uint64_t spindle_dds_client_last_seq(const spindle_dds_client_t *client, uint32_t topic,
+                                     uint32_t writer);
 
 #ifdef __cplusplus
 }
