@@ -12,46 +12,13 @@
 
 #include "dds_client_wire.h"
 #include "dds_impl.h"
+#include "dds_le.h"
 
 #define PROOF_LABEL "spindle-dds-client"
 
-static void put16(uint8_t *out, uint16_t value)
-{
-    out[0] = (uint8_t)value;
-    out[1] = (uint8_t)(value >> 8);
-}
-
-static void put32(uint8_t *out, uint32_t value)
-{
-    for (int i = 0; i < 4; i++)
-        out[i] = (uint8_t)(value >> (8 * i));
-}
-
-static void put64(uint8_t *out, uint64_t value)
-{
-    for (int i = 0; i < 8; i++)
-        out[i] = (uint8_t)(value >> (8 * i));
-}
-
-static uint16_t get16(const uint8_t *in)
-{
-    return (uint16_t)(in[0] | (in[1] << 8));
-}
-
-static uint32_t get32(const uint8_t *in)
-{
-    return (uint32_t)in[0] | ((uint32_t)in[1] << 8) | ((uint32_t)in[2] << 16) |
-           ((uint32_t)in[3] << 24);
-}
-
-static uint64_t get64(const uint8_t *in)
-{
-    return (uint64_t)get32(in) | ((uint64_t)get32(in + 4) << 32);
-}
-
 uint32_t dds_client_frame_length(const uint8_t *prefix)
 {
-    uint32_t length = get32(prefix);
+    uint32_t length = dds_get32(prefix);
     return length >= 1 && length <= DDS_CLIENT_MAX_FRAME ? length : 0;
 }
 
@@ -79,7 +46,7 @@ static uint64_t take_number(struct cursor *c, size_t n)
     const uint8_t *at = take(c, n);
     if (at == NULL)
         return 0;
-    return n == 1 ? at[0] : n == 2 ? get16(at) : n == 4 ? get32(at) : get64(at);
+    return n == 1 ? at[0] : n == 2 ? dds_get16(at) : n == 4 ? dds_get32(at) : dds_get64(at);
 }
 
 static const char *type_name(uint8_t type)
@@ -260,8 +227,8 @@ static uint8_t *encode_body(uint8_t *at, const struct dds_client_frame *f)
     switch (f->type) {
     case DDS_CLIENT_WELCOME:
     case DDS_CLIENT_HELLO:
-        put32(at, DDS_CLIENT_MAGIC);
-        put16(at + 4, DDS_CLIENT_VERSION);
+        dds_put32(at, DDS_CLIENT_MAGIC);
+        dds_put16(at + 4, DDS_CLIENT_VERSION);
         at += 6;
         if (f->type == DDS_CLIENT_WELCOME)
             *at++ = f->flags;
@@ -273,39 +240,39 @@ static uint8_t *encode_body(uint8_t *at, const struct dds_client_frame *f)
         }
         return at;
     case DDS_CLIENT_READY:
-        put32(at, f->id);
+        dds_put32(at, f->id);
         memcpy(at + 4, f->proof, DDS_CLIENT_PROOF);
         return at + 4 + DDS_CLIENT_PROOF;
     case DDS_CLIENT_SUBSCRIBE:
         *at++ = f->flags;
         return put_name(at, f->name);
     case DDS_CLIENT_SUBSCRIBED:
-        put16(at, f->topic);
+        dds_put16(at, f->topic);
         at[2] = f->qos;
         return put_name(at + 3, f->name);
     case DDS_CLIENT_PUBLISH:
         at = put_name(at, f->name);
-        put32(at, f->length);
+        dds_put32(at, f->length);
         at += 4;
         break;
     case DDS_CLIENT_PUBLISHED:
     case DDS_CLIENT_SAMPLE:
-        put16(at, f->topic);
+        dds_put16(at, f->topic);
         at += 2;
         if (f->type == DDS_CLIENT_SAMPLE)
             *at++ = f->flags;
-        put32(at, f->id);
-        put64(at + 4, f->seq);
+        dds_put32(at, f->id);
+        dds_put64(at + 4, f->seq);
         at += 12;
         if (f->type == DDS_CLIENT_PUBLISHED)
             return at;
-        put64(at, f->time_ns);
-        put32(at + 8, f->length);
+        dds_put64(at, f->time_ns);
+        dds_put32(at + 8, f->length);
         at += 12;
         break;
     case DDS_CLIENT_ERROR:
-        put16(at, (uint16_t)-f->code);
-        put16(at + 2, (uint16_t)f->length);
+        dds_put16(at, (uint16_t)-f->code);
+        dds_put16(at + 2, (uint16_t)f->length);
         at += 4;
         break;
     default:
@@ -321,7 +288,7 @@ size_t dds_client_frame_encode(uint8_t *out, size_t capacity, const struct dds_c
     size_t body = body_size(frame);
     if (body == 0 || body > DDS_CLIENT_MAX_FRAME || 4 + body > capacity)
         return 0;
-    put32(out, (uint32_t)body);
+    dds_put32(out, (uint32_t)body);
     out[4] = frame->type;
     uint8_t *end = encode_body(out + 5, frame);
     return (size_t)(end - out);

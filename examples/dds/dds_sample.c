@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dds_impl.h"
+#include "dds_le.h"
 
 static __thread char dds_message[512];
 
@@ -29,54 +30,15 @@ const char *spindle_dds_errmsg(void)
     return dds_message;
 }
 
-static void put16(uint8_t *out, uint16_t value)
-{
-    out[0] = (uint8_t)value;
-    out[1] = (uint8_t)(value >> 8);
-}
-
-static void put32(uint8_t *out, uint32_t value)
-{
-    for (int i = 0; i < 4; i++)
-        out[i] = (uint8_t)(value >> (8 * i));
-}
-
-static void put64(uint8_t *out, uint64_t value)
-{
-    for (int i = 0; i < 8; i++)
-        out[i] = (uint8_t)(value >> (8 * i));
-}
-
-static uint16_t get16(const uint8_t *in)
-{
-    return (uint16_t)(in[0] | (in[1] << 8));
-}
-
-static uint32_t get32(const uint8_t *in)
-{
-    uint32_t value = 0;
-    for (int i = 3; i >= 0; i--)
-        value = (value << 8) | in[i];
-    return value;
-}
-
-static uint64_t get64(const uint8_t *in)
-{
-    uint64_t value = 0;
-    for (int i = 7; i >= 0; i--)
-        value = (value << 8) | in[i];
-    return value;
-}
-
 void dds_sample_header_encode(uint8_t *out, const struct spindle_dds_sample_info *info)
 {
-    put32(out, DDS_SAMPLE_MAGIC);
-    put16(out + 4, DDS_SAMPLE_VERSION);
-    put16(out + 6, (uint16_t)info->topic);
-    put32(out + 8, info->writer);
-    put32(out + 12, info->length);
-    put64(out + 16, info->seq);
-    put64(out + 24, info->source_timestamp_ns);
+    dds_put32(out, DDS_SAMPLE_MAGIC);
+    dds_put16(out + 4, DDS_SAMPLE_VERSION);
+    dds_put16(out + 6, (uint16_t)info->topic);
+    dds_put32(out + 8, info->writer);
+    dds_put32(out + 12, info->length);
+    dds_put64(out + 16, info->seq);
+    dds_put64(out + 24, info->source_timestamp_ns);
 }
 
 int dds_sample_header_decode(const uint8_t *bytes, size_t size,
@@ -85,20 +47,20 @@ int dds_sample_header_decode(const uint8_t *bytes, size_t size,
     if (bytes == NULL || size < SPINDLE_DDS_SAMPLE_HEADER)
         return dds_error(SPINDLE_EPROTO, "sample of %zu bytes is shorter than its %u-byte header",
                          size, SPINDLE_DDS_SAMPLE_HEADER);
-    uint32_t magic = get32(bytes);
+    uint32_t magic = dds_get32(bytes);
     if (magic != DDS_SAMPLE_MAGIC)
         return dds_error(SPINDLE_EPROTO, "sample header: magic 0x%08x is not 0x%08x", magic,
                          DDS_SAMPLE_MAGIC);
-    uint16_t version = get16(bytes + 4);
+    uint16_t version = dds_get16(bytes + 4);
     if (version != DDS_SAMPLE_VERSION)
         return dds_error(SPINDLE_EPROTO, "sample header: version %u is not %u", version,
                          DDS_SAMPLE_VERSION);
     struct spindle_dds_sample_info out = {
-        .topic = get16(bytes + 6),
-        .writer = get32(bytes + 8),
-        .length = get32(bytes + 12),
-        .seq = get64(bytes + 16),
-        .source_timestamp_ns = get64(bytes + 24),
+        .topic = dds_get16(bytes + 6),
+        .writer = dds_get32(bytes + 8),
+        .length = dds_get32(bytes + 12),
+        .seq = dds_get64(bytes + 16),
+        .source_timestamp_ns = dds_get64(bytes + 24),
     };
     if (out.topic >= SPINDLE_DDS_MAX_TOPICS)
         return dds_error(SPINDLE_EPROTO, "sample header: topic %u is not below %u", out.topic,
@@ -121,10 +83,10 @@ int dds_history_decode(const uint8_t *bytes, size_t size, uint32_t num_topics, d
     if (bytes == NULL || size < 8)
         return dds_error(SPINDLE_EPROTO, "history state of %zu bytes is shorter than its header",
                          size);
-    if (get32(bytes) != DDS_HISTORY_MAGIC)
-        return dds_error(SPINDLE_EPROTO, "history state: magic 0x%08x is not 0x%08x", get32(bytes),
-                         DDS_HISTORY_MAGIC);
-    uint32_t topics = get32(bytes + 4);
+    if (dds_get32(bytes) != DDS_HISTORY_MAGIC)
+        return dds_error(SPINDLE_EPROTO, "history state: magic 0x%08x is not 0x%08x",
+                         dds_get32(bytes), DDS_HISTORY_MAGIC);
+    uint32_t topics = dds_get32(bytes + 4);
     if (topics > num_topics)
         return dds_error(SPINDLE_EPROTO, "history state: %u topics, the configuration has %u",
                          topics, num_topics);
@@ -133,7 +95,7 @@ int dds_history_decode(const uint8_t *bytes, size_t size, uint32_t num_topics, d
         if (size - at < 8)
             return dds_error(SPINDLE_EPROTO, "history state: topic entry %u cut short at byte %zu",
                              t, at);
-        uint32_t topic = get32(bytes + at), count = get32(bytes + at + 4);
+        uint32_t topic = dds_get32(bytes + at), count = dds_get32(bytes + at + 4);
         at += 8;
         if (topic >= num_topics)
             return dds_error(SPINDLE_EPROTO, "history state: topic %u is not below %u", topic,
@@ -146,7 +108,7 @@ int dds_history_decode(const uint8_t *bytes, size_t size, uint32_t num_topics, d
                 return dds_error(SPINDLE_EPROTO,
                                  "history state: topic %u sample %u cut short at byte %zu", topic,
                                  i, at);
-            uint32_t sample_size = get32(bytes + at);
+            uint32_t sample_size = dds_get32(bytes + at);
             at += 4;
             if (sample_size > size - at)
                 return dds_error(SPINDLE_EPROTO,
@@ -240,18 +202,18 @@ int dds_history_encode(struct dds_fifo *const *fifos, uint32_t num_topics, uint8
     uint8_t *bytes = malloc(total);
     if (bytes == NULL)
         return dds_error(SPINDLE_ENOMEM, "no memory for a history state of %zu bytes", total);
-    put32(bytes, DDS_HISTORY_MAGIC);
-    put32(bytes + 4, topics);
+    dds_put32(bytes, DDS_HISTORY_MAGIC);
+    dds_put32(bytes + 4, topics);
     size_t at = 8;
     for (uint32_t t = 0; t < num_topics; t++) {
         if (fifos[t] == NULL)
             continue;
-        put32(bytes + at, t);
-        put32(bytes + at + 4, fifos[t]->count);
+        dds_put32(bytes + at, t);
+        dds_put32(bytes + at + 4, fifos[t]->count);
         at += 8;
         for (uint32_t i = 0; i < fifos[t]->count; i++) {
             const struct dds_kept *kept = dds_fifo_at(fifos[t], i);
-            put32(bytes + at, kept->size);
+            dds_put32(bytes + at, kept->size);
             memcpy(bytes + at + 4, kept->bytes, kept->size);
             at += 4 + kept->size;
         }
