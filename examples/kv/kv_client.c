@@ -146,8 +146,8 @@ void kv_client_accept(struct kv_server *server)
 }
 
 /* "shardS:slots=a-b,members=i;j,started=n,state=ok|degraded": the shard's
- * slot range and members in the current view, against those it started
- * with. */
+ * slot range and members in the current view, against the most it has had
+ * in the views this replica saw. */
 static void shard_line(struct kv_server *server, uint32_t shard, struct kv_buf *text)
 {
     char line[128];
@@ -157,7 +157,7 @@ static void shard_line(struct kv_server *server, uint32_t shard, struct kv_buf *
                               server->num_shards);
     int n = snprintf(line, sizeof line, "shard%u:slots=%u-%u,members=", shard, first, end - 1);
     kv_buf_append(text, line, (size_t)n);
-    uint32_t now = 0, started = 0;
+    uint32_t now = 0, started = server->most_replicas[shard];
     for (uint32_t r = 0; r < server->num_view_members; r++) {
         if (kv_member_shard(server, server->view_members[r]) != shard)
             continue;
@@ -165,8 +165,6 @@ static void shard_line(struct kv_server *server, uint32_t shard, struct kv_buf *
         kv_buf_append(text, line, (size_t)n);
         now++;
     }
-    for (uint32_t id = 0; id < server->first_members; id++)
-        started += kv_member_shard(server, id) == shard ? 1 : 0;
     n = snprintf(line, sizeof line, ",started=%u,state=%s\r\n", started,
                  now == 0        ? "down"
                  : now < started ? "degraded"
@@ -193,8 +191,9 @@ static void info_section(struct kv_server *server, struct kv_buf *text)
     }
     n = snprintf(line, sizeof line,
                  "\r\nshards:%u\r\nshard:%u\r\nshard_scope:DBSIZE, KEYS, SCAN and FLUSHALL act on "
-                 "shard %u only\r\n",
-                 server->num_shards, server->my_shard, server->my_shard);
+                 "shard %u only\r\nshard_state:%s\r\n",
+                 server->num_shards, server->my_shard, server->my_shard,
+                 server->sync.phase == KV_SYNCED ? "synced" : "loading");
     kv_buf_append(text, line, (size_t)n);
     for (uint32_t s = 0; s < server->num_shards; s++)
         shard_line(server, s, text);
@@ -222,6 +221,9 @@ static void info_section(struct kv_server *server, struct kv_buf *text)
      * asking CLUSTER SLOTS. */
     static const char cluster[] = "# Cluster\r\ncluster_enabled:1\r\n\r\n";
     kv_buf_append(text, cluster, sizeof cluster - 1);
+    n = snprintf(line, sizeof line, "# Persistence\r\nloading:%d\r\n\r\n",
+                 server->sync.phase == KV_SYNCED ? 0 : 1);
+    kv_buf_append(text, line, (size_t)n);
     n = snprintf(line, sizeof line, "# Keyspace\r\ndb0:keys=%zu,expires=%zu\r\n",
                  kv_store_size(&server->store), server->store.num_expiring);
     kv_buf_append(text, line, (size_t)n);
@@ -263,7 +265,7 @@ static void cmd_cluster(struct kv_server *server, const struct kv_arg *args, siz
             uint32_t id = server->view_members[r];
             if (kv_member_shard(server, id) != s)
                 continue;
-            const struct kv_endpoint *at = &server->options->endpoints[id];
+            const struct kv_endpoint *at = &server->endpoint_of[id];
             char node[32];
             int n = snprintf(node, sizeof node, "spindle-kv-member-%u", id);
             kv_resp_array(reply, 3);
@@ -326,7 +328,7 @@ static bool route_here(struct kv_server *server, const struct kv_arg *args, size
         uint32_t id = server->view_members[r];
         if (kv_member_shard(server, id) != shard)
             continue;
-        const struct kv_endpoint *at = &server->options->endpoints[id];
+        const struct kv_endpoint *at = &server->endpoint_of[id];
         kv_resp_errorf(reply, "MOVED %u %s:%u", slot, at->host, at->port);
         return false;
     }
@@ -408,6 +410,10 @@ static void run_command(struct kv_server *server, struct kv_conn *conn, const st
             kv_resp_simple(&reply, "OK");
         else
             kv_resp_error(&reply, "ERR DB index is out of range (spindle-kv has database 0)");
+    } else if (server->sync.phase != KV_SYNCED &&
+               (arg_is(name, "SESSION") || kv_command_class(name) != KV_CMD_UNKNOWN)) {
+        kv_resp_errorf(&reply, "LOADING spindle-kv is loading shard %u's state from member %u",
+                       server->my_shard, server->sync.donor);
     } else if (arg_is(name, "SESSION")) {
         cmd_session(server, conn, args, count, &reply);
         if (reply.len == 0)

@@ -28,6 +28,7 @@ struct kv_args {
     const char *log_dir;
     const char *join;   /* --join: a member's control address */
     const char *listen; /* --listen: this joiner's own control address */
+    bool shard_given;
     int failure_timeout_ms;
 };
 
@@ -38,9 +39,11 @@ static const char usage[] =
     "  --local N               start N replicas on this host (TCP bootstrap on loopback),\n"
     "                          serving RESP on ports P .. P+N-1\n"
     "  --config FILE --id I    run replica I of the group the INI file describes\n"
-    "  --join HOST:PORT        join a running one-shard service through a member's\n"
-    "                          control address (with --local: 127.0.0.1:C+i), taking its\n"
-    "                          state; --listen HOST:PORT is this replica's own\n"
+    "  --join HOST:PORT        join a running service through a member's control address\n"
+    "                          (with --local: 127.0.0.1:C+i), taking the state of its\n"
+    "                          shard; --listen HOST:PORT is this replica's own\n"
+    "  --shards S --shard K    with --join: the service has S shards (default 1) and\n"
+    "                          this replica serves shard K (default 0)\n"
     "  --port P                RESP port (default 6379)\n"
     "  --bind ADDR             RESP listener address (default 127.0.0.1)\n"
     "  --control-port C        with --local: group bootstrap ports C .. C+N-1\n"
@@ -83,7 +86,9 @@ enum {
     OPT_REPLICAS,
     OPT_LOG_DIR,
     OPT_JOIN,
-    OPT_LISTEN
+    OPT_LISTEN,
+    OPT_SHARDS,
+    OPT_SHARD
 };
 
 static int parse_args(int argc, char **argv, struct kv_args *a)
@@ -104,6 +109,8 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
         {"log-dir", required_argument, 0, OPT_LOG_DIR},
         {"join", required_argument, 0, OPT_JOIN},
         {"listen", required_argument, 0, OPT_LISTEN},
+        {"shards", required_argument, 0, OPT_SHARDS},
+        {"shard", required_argument, 0, OPT_SHARD},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -161,6 +168,15 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
         case OPT_LISTEN:
             a->listen = optarg;
             break;
+        case OPT_SHARDS:
+            rc = parse_unsigned(optarg, "--shards", 1, SPINDLE_MAX_MEMBERS, &v);
+            a->server.num_shards = (uint32_t)v;
+            break;
+        case OPT_SHARD:
+            rc = parse_unsigned(optarg, "--shard", 0, SPINDLE_MAX_MEMBERS - 1, &v);
+            a->server.shard = (uint32_t)v;
+            a->shard_given = true;
+            break;
         case OPT_LOG_DIR:
             a->log_dir = optarg;
             break;
@@ -190,7 +206,23 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
     }
     if (a->join != NULL && (a->listen == NULL || a->server.replicas > 0)) {
         fprintf(stderr, "spindle-kv: --join needs --listen HOST:PORT (this replica's control "
-                        "address) and a service of one shard (no --replicas)\n");
+                        "address); the joiner's shard is --shards S --shard K, not --replicas\n");
+        return -1;
+    }
+    if ((a->server.num_shards > 0 || a->shard_given) && a->join == NULL) {
+        fprintf(stderr, "spindle-kv: --shards and --shard are for a joiner (--join); the first "
+                        "replicas take theirs from --replicas\n");
+        return -1;
+    }
+    uint32_t shards = a->server.num_shards > 0 ? a->server.num_shards : 1;
+    if (a->join != NULL && a->server.shard >= shards) {
+        fprintf(stderr, "spindle-kv: --shard %u is not below --shards %u\n", a->server.shard,
+                shards);
+        return -1;
+    }
+    if (a->join != NULL && shards > 1 && a->log_dir != NULL) {
+        fprintf(stderr, "spindle-kv: --join with --log-dir is for a service of one shard (a "
+                        "logged joiner takes its log from the group's leader, of one shard)\n");
         return -1;
     }
     if (a->config != NULL && a->id < 0) {

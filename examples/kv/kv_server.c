@@ -24,6 +24,7 @@
 #define TAG_SIGNAL  4ull
 #define TAG_CLIENT  5ull
 #define TAG_PERSIST 6ull
+#define TAG_SYNC    7ull
 
 static uint64_t realtime_ms(void)
 {
@@ -82,8 +83,16 @@ void kv_propose(struct kv_server *server, struct kv_conn *conn, uint64_t slot, u
 
 uint32_t kv_member_shard(const struct kv_server *server, uint32_t member_id)
 {
-    if (server->num_shards <= 1)
+    if (server->num_shards <= 1 || member_id >= SPINDLE_MAX_MEMBERS)
         return 0;
+    return server->shard_of[member_id];
+}
+
+/* The shard of member id of the first view: (id / replicas) mod shards. */
+static uint32_t first_view_shard(const struct kv_server *server, uint32_t member_id)
+{
+    if (server->num_shards <= 1 || server->options->replicas == 0)
+        return 0; /* one shard, or a joiner, whose group sizes its subgroups */
     return (member_id / server->options->replicas) % server->num_shards;
 }
 
@@ -100,7 +109,7 @@ static bool shard_leader(const struct kv_server *server)
 
 static void send_tick(struct kv_server *server)
 {
-    if (server->store.num_expiring == 0 || !shard_leader(server))
+    if (server->store.num_expiring == 0 || server->sync.phase != KV_SYNCED || !shard_leader(server))
         return;
     struct kv_buf *op = &server->scratch;
     op->len = 0;
@@ -139,15 +148,22 @@ static void on_deliver(void *ctx, const struct spindle_message *messages, size_t
     struct kv_buf *reply = &server->scratch;
     for (size_t i = 0; i < count; i++) {
         const struct spindle_message *m = &messages[i];
-        reply->len = 0;
-        kv_store_apply(&server->store, m->data, m->length, &server->op, reply);
-        server->ops_applied++;
         server->delivered_seq = m->seq + 1;
         server->last_view = m->view_id;
         server->last_seq = m->seq;
+        if (server->sync.phase != KV_SYNCED) {
+            kv_sync_deliver(server, m); /* a joiner still taking its shard's state */
+            continue;
+        }
+        reply->len = 0;
+        kv_store_apply(&server->store, m->data, m->length, &server->op, reply);
+        server->ops_applied++;
         server->since_snapshot++;
         if (m->sender_id == server->self && server->op.kind == KV_OP_COMMAND)
             answer(server, m, server->op.counter, reply);
+        else if (server->op.kind == KV_OP_SYNC && server->op.request_id == server->self &&
+                 m->sender_id != server->self)
+            kv_sync_donate(server, m->sender_id, server->op.counter);
     }
 }
 
@@ -159,6 +175,26 @@ static void on_view(void *ctx, const struct spindle_view_info *view)
     memcpy(server->view_members, view->members, view->num_members * sizeof *view->members);
     server->my_rank = view->my_rank;
     server->delivered_seq = 0; /* sequence numbers start again in each view */
+    /* Shards and addresses by member name (kv_transfer.h); a name that
+     * does not parse cannot be in a view: the layout refuses it. */
+    uint32_t replicas[SPINDLE_MAX_MEMBERS] = {0};
+    for (uint32_t r = 0; r < view->num_members && view->identities != NULL; r++) {
+        uint32_t id = view->members[r], shard;
+        char host[KV_HOST_MAX + 1];
+        unsigned port;
+        if (id >= SPINDLE_MAX_MEMBERS ||
+            !kv_member_name_parse(view->identities[r].name, server->num_shards, &shard, host,
+                                  &port))
+            continue;
+        server->shard_of[id] = shard;
+        snprintf(server->endpoint_of[id].host, sizeof server->endpoint_of[id].host, "%s", host);
+        server->endpoint_of[id].port = port;
+        replicas[shard]++;
+    }
+    for (uint32_t s = 0; s < server->num_shards; s++)
+        if (replicas[s] > server->most_replicas[s])
+            server->most_replicas[s] = replicas[s];
+    kv_sync_view(server);
     fprintf(stderr, "spindle-kv: replica %u: view %llu, %u members (%u joined, %u left)\n",
             server->self, (unsigned long long)view->view_id, view->num_members, view->num_joined,
             view->num_left);
@@ -169,10 +205,13 @@ static void on_send_ready(void *ctx, uint32_t subgroup)
     kv_sender_wake(ctx);
 }
 
+/* The state of this replica's shard, for a joiner: if the joiner is of
+ * another shard, it takes its shard's from a replica of it (kv_sync.c). */
 static int on_state_save(void *ctx, void **data, size_t *length)
 {
     struct kv_server *server = ctx;
     struct kv_buf state = {0};
+    kv_state_header_encode(&state, server->my_shard);
     kv_snapshot_encode(&server->store, &state);
     *data = state.data;
     *length = state.len;
@@ -183,10 +222,19 @@ static int on_state_load(void *ctx, const void *data, size_t length)
 {
     struct kv_server *server = ctx;
     char error[256];
-    if (kv_snapshot_decode(&server->store, data, length, error, sizeof error) != 0) {
+    uint32_t shard;
+    if (kv_state_header_decode(data, length, &shard, error, sizeof error) != 0) {
         fprintf(stderr, "spindle-kv: refusing the state sent to this joiner: %s\n", error);
         return SPINDLE_EPROTO;
     }
+    if (shard != server->my_shard)
+        return 0; /* another shard's: this joiner takes its own from a replica of it */
+    if (kv_snapshot_decode(&server->store, (const char *)data + KV_STATE_HEADER,
+                           length - KV_STATE_HEADER, error, sizeof error) != 0) {
+        fprintf(stderr, "spindle-kv: refusing the state sent to this joiner: %s\n", error);
+        return SPINDLE_EPROTO;
+    }
+    server->sync.phase = KV_SYNCED;
     return 0;
 }
 
@@ -239,19 +287,25 @@ static int open_timers(struct kv_server *server)
     return timerfd_settime(server->timer_fd, 0, &period, NULL);
 }
 
-/* Each view's shards: every member of the view in its shard's subgroup, as
- * a sender (a function of the view alone, as a layout must be). */
+/* Each view's shards: every member of the view in the subgroup of the
+ * shard its name gives, as a sender (a function of the view alone, as a
+ * layout must be). A member whose name is not a spindle-kv replica's is
+ * refused. */
 static int layout_shards(void *ctx, const struct spindle_view_info *view, uint32_t num_subgroups,
                          struct spindle_subgroup_layout *subgroups)
 {
-    const struct kv_server *server = ctx;
+    (void)ctx;
     for (uint32_t s = 0; s < num_subgroups; s++) {
         subgroups[s].num_members = 0;
         subgroups[s].num_senders = 0;
     }
+    if (view->identities == NULL)
+        return SPINDLE_EINVAL;
     for (uint32_t r = 0; r < view->num_members; r++) {
-        uint32_t s = kv_member_shard(server, view->members[r]);
-        if (s >= num_subgroups)
+        uint32_t s;
+        char host[KV_HOST_MAX + 1];
+        unsigned port;
+        if (!kv_member_name_parse(view->identities[r].name, num_subgroups, &s, host, &port))
             return SPINDLE_EINVAL;
         subgroups[s].members[subgroups[s].num_members++] = r;
         subgroups[s].senders[subgroups[s].num_senders++] = r;
@@ -265,6 +319,34 @@ static int create_group(struct kv_server *server)
     uint32_t replicas = server->options->replicas;
     server->num_shards =
         replicas == 0 || replicas >= o->num_members ? 1 : o->num_members / replicas;
+    bool joining = o->join != NULL;
+    if (joining) {
+        server->num_shards = server->options->num_shards > 0 ? server->options->num_shards : 1;
+        server->my_shard = server->options->shard;
+    } else {
+        for (uint32_t i = 0; i < o->num_members; i++) {
+            server->shard_of[i] = first_view_shard(server, i);
+            server->endpoint_of[i] = server->options->endpoints[i];
+            server->most_replicas[server->shard_of[i]]++;
+        }
+        server->my_shard = first_view_shard(server, o->self);
+    }
+    /* A joiner of a sharded service takes its shard's state at its first
+     * view (kv_sync.c), unless the state_load of the group's leader is
+     * already of its shard. */
+    server->sync.phase = joining && server->num_shards > 1 ? KV_SYNC_WAIT : KV_SYNCED;
+    char *name = server->member_name;
+    const char *host = joining
+                           ? (server->options->bind != NULL ? server->options->bind : "127.0.0.1")
+                           : server->options->endpoints[o->self].host;
+    if (!kv_member_name_format(name, sizeof server->member_name, server->my_shard, host,
+                               joining ? server->options->port
+                                       : server->options->endpoints[o->self].port)) {
+        fprintf(stderr, "spindle-kv: the address %s:%u does not fit a member name\n", host,
+                server->options->port);
+        return -1;
+    }
+    o->member_name = name;
     static uint32_t ids[SPINDLE_MAX_MEMBERS][SPINDLE_MAX_MEMBERS];
     struct spindle_subgroup_config shards[SPINDLE_MAX_MEMBERS];
     memset(shards, 0, sizeof shards);
@@ -278,8 +360,8 @@ static int create_group(struct kv_server *server)
         };
     }
     for (uint32_t i = 0; i < o->num_members; i++) {
-        struct spindle_subgroup_config *shard = &shards[kv_member_shard(server, i)];
-        ids[kv_member_shard(server, i)][shard->num_members++] = i;
+        struct spindle_subgroup_config *shard = &shards[first_view_shard(server, i)];
+        ids[first_view_shard(server, i)][shard->num_members++] = i;
         shard->num_senders = shard->num_members;
     }
     static uint32_t logged[SPINDLE_MAX_MEMBERS];
@@ -307,6 +389,8 @@ static int create_group(struct kv_server *server)
     o->state_save = on_state_save;
     o->state_load = on_state_load;
     o->state_ctx = server;
+    o->p2p_deliver = kv_sync_on_query;
+    o->p2p_ctx = server;
     int rc = spindle_group_create(o, shards, server->num_shards, &server->group);
     if (rc < 0) {
         fprintf(stderr, "spindle-kv: replica %u: joining the group failed: %s: %s\n", o->self,
@@ -314,17 +398,14 @@ static int create_group(struct kv_server *server)
         return -1;
     }
     server->self = (uint32_t)spindle_group_self(server->group);
-    server->first_members = o->num_members;
     server->num_view_members = o->num_members;
     for (uint32_t i = 0; i < o->num_members; i++)
         server->view_members[i] = i;
     server->my_rank = server->self;
     if (o->join != NULL) {
-        /* The first dispatched view says who is in; count it as the start. */
-        server->first_members = (uint32_t)spindle_group_size(server->group);
+        /* The first dispatched view says who is in. */
         server->num_view_members = 0;
     }
-    server->my_shard = kv_member_shard(server, server->self);
     server->group_fd = spindle_group_fd(server->group);
     return 0;
 }
@@ -344,10 +425,13 @@ static int setup(struct kv_server *server)
     server->listen_fd = server->timer_fd = server->signal_fd = server->group_fd = -1;
     server->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     server->persist_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    server->sync.done_fd = -1;
     if (server->epoll_fd < 0 || server->persist_fd < 0 || open_timers(server) != 0 ||
-        create_group(server) != 0 || kv_sender_start(server) != 0 || open_listener(server) != 0)
+        kv_sync_init(server) != 0 || create_group(server) != 0 || kv_sender_start(server) != 0 ||
+        open_listener(server) != 0)
         return -1;
-    if (watch(server, server->persist_fd, TAG_PERSIST) != 0) {
+    if (watch(server, server->persist_fd, TAG_PERSIST) != 0 ||
+        watch(server, server->sync.done_fd, TAG_SYNC) != 0) {
         fprintf(stderr, "spindle-kv: epoll_ctl: %s\n", strerror(errno));
         return -1;
     }
@@ -394,6 +478,9 @@ static bool handle(struct kv_server *server, const struct epoll_event *ev)
     case TAG_PERSIST:
         kv_release_persisted(server);
         return true;
+    case TAG_SYNC:
+        kv_sync_fetched(server);
+        return true;
     default:
         kv_client_event(server, fd, ev->events);
         return true;
@@ -423,6 +510,7 @@ static void teardown(struct kv_server *server)
 {
     kv_client_close_all(server);
     kv_sender_stop(server);
+    kv_sync_stop(server); /* its thread queries through the group */
     if (server->group != NULL) {
         epoll_ctl(server->epoll_fd, EPOLL_CTL_DEL, server->group_fd, NULL);
         spindle_group_destroy(server->group);

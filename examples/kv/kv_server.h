@@ -49,12 +49,19 @@ struct kv_server_options {
     /* Replicas per shard: member id i serves shard (i / replicas) mod
      * (members / replicas). 0, or the member count: one shard of all. */
     uint32_t replicas;
+    /* A joiner (group.join set): the service's shard count and the shard
+     * it serves (below num_shards); num_shards 0 means 1. */
+    uint32_t num_shards;
+    uint32_t shard;
     /* Logged shards (docs/LOGS.md): the log directory of this replica, or
      * NULL. With one, a write is answered once it is on stable storage at
      * every replica of its shard, and a restart of every replica recovers
      * the store from the logs. */
     const char *log_dir;
-    struct kv_endpoint endpoints[SPINDLE_MAX_MEMBERS]; /* by member id */
+    /* RESP addresses of the first view's members, by member id; a joiner's
+     * is its bind address (127.0.0.1 by default) and port. Replicas learn
+     * each other's from their member names. */
+    struct kv_endpoint endpoints[SPINDLE_MAX_MEMBERS];
     /* Group options already holding bootstrap, self, num_members,
      * transport...; the server adds its upcalls and dispatch. */
     struct spindle_group_options group;

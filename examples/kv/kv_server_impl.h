@@ -11,6 +11,7 @@
 #include "kv_resp.h"
 #include "kv_server.h"
 #include "kv_store.h"
+#include "kv_transfer.h"
 
 /* Replies a connection may wait for at once (pipelined requests). */
 #define KV_PIPELINE 128u
@@ -57,6 +58,46 @@ struct kv_held {
     size_t reply_len;
 };
 
+/* A joiner's shard state transfer (kv_sync.c). */
+enum kv_sync_phase {
+    KV_SYNCED = 0,     /* the store is the shard's */
+    KV_SYNC_WAIT = 1,  /* waiting for a view with a replica of the shard to ask */
+    KV_SYNC_MARK = 2,  /* the mark is multicast; deliveries before it are in the state */
+    KV_SYNC_FETCH = 3, /* fetching the state; deliveries after the mark are held */
+};
+
+/* A state this replica hands to a joiner, by the joiner's member id. */
+struct kv_donation {
+    bool active;
+    uint64_t token;
+    struct kv_buf state;
+};
+
+struct kv_sync {
+    enum kv_sync_phase phase;
+    uint64_t token;    /* of the current attempt */
+    uint64_t attempts; /* made; picks the next replica to ask */
+    uint32_t donor;
+    struct kv_buf held; /* operations delivered after the mark: u32 length + bytes each */
+    int done_fd;        /* eventfd the fetch thread writes */
+    /* The fetch thread, and what it shares with the loop under lock. */
+    pthread_t thread;
+    bool thread_running, lock_initialized;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stopping;
+    bool job;           /* a fetch to start */
+    uint64_t job_token; /* of the job */
+    uint32_t job_donor;
+    bool result_ready;
+    uint64_t result_token;
+    int result_rc;        /* 0, KV_REPLY_NOT_HERE + 1, or a negative SPINDLE_E* code */
+    struct kv_buf result; /* the state fetched */
+    char result_error[256];
+    /* Donor side. */
+    struct kv_donation donations[SPINDLE_MAX_MEMBERS];
+};
+
 struct kv_server {
     struct kv_server_options *options;
     spindle_group_t *group;
@@ -95,7 +136,6 @@ struct kv_server {
     uint64_t view_id;
     uint32_t view_members[SPINDLE_MAX_MEMBERS];
     uint32_t num_view_members;
-    uint32_t first_members;
     uint32_t my_rank;
     uint64_t delivered_seq; /* next seq after the last delivered message */
     uint64_t ops_proposed, ops_applied, stale_reads;
@@ -106,6 +146,13 @@ struct kv_server {
     uint64_t last_view, last_seq; /* the last delivered message */
     uint64_t since_snapshot;      /* operations applied since the last snapshot */
     uint64_t snapshots;
+    /* Each member's shard and RESP address, from the names of the current
+     * view (kv_transfer.h), and the most replicas each shard has had. */
+    uint32_t shard_of[SPINDLE_MAX_MEMBERS];
+    struct kv_endpoint endpoint_of[SPINDLE_MAX_MEMBERS];
+    uint32_t most_replicas[SPINDLE_MAX_MEMBERS];
+    char member_name[SPINDLE_MEMBER_NAME_MAX];
+    struct kv_sync sync;
 };
 
 /* kv_server.c */
@@ -116,6 +163,23 @@ uint32_t kv_member_shard(const struct kv_server *server, uint32_t member_id);
 
 void kv_propose(struct kv_server *server, struct kv_conn *conn, uint64_t slot, uint64_t session,
                 uint64_t request_id, const struct kv_arg *args, size_t count);
+
+/* kv_sync.c */
+/* Before the group: the fetch thread and its eventfd. */
+int kv_sync_init(struct kv_server *server);
+/* A view was installed: donations end, and a joiner still without its
+ * shard's state asks again in the new view. */
+void kv_sync_view(struct kv_server *server);
+/* A delivery while this replica has no state yet. */
+void kv_sync_deliver(struct kv_server *server, const struct spindle_message *m);
+/* A delivered mark naming this replica as the donor: keeps the state. */
+void kv_sync_donate(struct kv_server *server, uint32_t joiner, uint64_t token);
+/* p2p_deliver: a joiner's query for a chunk of its state. */
+void kv_sync_on_query(void *ctx, const struct spindle_p2p_message *message);
+/* The fetch thread finished (done_fd readable). */
+void kv_sync_fetched(struct kv_server *server);
+/* After the group stopped dispatching: ends the thread. */
+void kv_sync_stop(struct kv_server *server);
 
 /* kv_durable.c */
 /* Keeps reply until its operation (view_id, seq) is persistent. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv_le.h"
 #include "kv_map.h"
 
 #define KV_SNAPSHOT_MAGIC  0x3153564bu /* "KVS1" */
@@ -214,32 +215,6 @@ size_t kv_store_size(const struct kv_store *store)
 
 /* --- operations ------------------------------------------------------ */
 
-static void put_u32(struct kv_buf *out, uint32_t v)
-{
-    unsigned char b[4];
-    for (int i = 0; i < 4; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-    kv_buf_append(out, b, 4);
-}
-
-static void put_u64(struct kv_buf *out, uint64_t v)
-{
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-    kv_buf_append(out, b, 8);
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
-}
-
 void kv_op_encode(struct kv_buf *out, uint8_t kind, uint64_t counter, uint64_t time_ms,
                   uint64_t session, uint64_t request_id, const struct kv_arg *args, size_t count)
 {
@@ -249,13 +224,13 @@ void kv_op_encode(struct kv_buf *out, uint8_t kind, uint64_t counter, uint64_t t
     kv_buf_reserve(out, total);
     unsigned char head[4] = {KV_OP_VERSION, kind, 0, 0};
     kv_buf_append(out, head, 4);
-    put_u32(out, (uint32_t)count);
-    put_u64(out, counter);
-    put_u64(out, time_ms);
-    put_u64(out, session);
-    put_u64(out, request_id);
+    kv_put_u32(out, (uint32_t)count);
+    kv_put_u64(out, counter);
+    kv_put_u64(out, time_ms);
+    kv_put_u64(out, session);
+    kv_put_u64(out, request_id);
     for (size_t i = 0; i < count; i++) {
-        put_u32(out, (uint32_t)args[i].len);
+        kv_put_u32(out, (uint32_t)args[i].len);
         kv_buf_append(out, args[i].ptr, args[i].len);
     }
 }
@@ -274,18 +249,18 @@ int kv_op_decode(const void *data, size_t len, struct kv_op *op, char *error, si
                      KV_OP_HEADER);
     if (bytes[0] != KV_OP_VERSION)
         return FAILF("operation version %u (this replica knows %u)", bytes[0], KV_OP_VERSION);
-    if (bytes[1] != KV_OP_COMMAND && bytes[1] != KV_OP_TICK)
+    if (bytes[1] != KV_OP_COMMAND && bytes[1] != KV_OP_TICK && bytes[1] != KV_OP_SYNC)
         return FAILF("unknown operation kind %u", bytes[1]);
     if (bytes[2] != 0 || bytes[3] != 0)
         return FAILF("operation reserved bytes %02x%02x are not zero", bytes[2], bytes[3]);
-    uint32_t count = get_u32(bytes + 4);
+    uint32_t count = kv_get_u32(bytes + 4);
     if (count > (len - KV_OP_HEADER) / 4)
         return FAILF("operation claims %" PRIu32 " arguments in %zu bytes", count, len);
     size_t at = KV_OP_HEADER;
     for (uint32_t i = 0; i < count; i++) {
         if (len - at < 4)
             return FAILF("argument %" PRIu32 " length past the end", i);
-        uint32_t arg_len = get_u32(bytes + at);
+        uint32_t arg_len = kv_get_u32(bytes + at);
         at += 4;
         if (arg_len > len - at)
             return FAILF("argument %" PRIu32 " of %" PRIu32 " bytes past the end (%zu left)", i,
@@ -296,10 +271,10 @@ int kv_op_decode(const void *data, size_t len, struct kv_op *op, char *error, si
     if (at != len)
         return FAILF("%zu bytes after the last argument", len - at);
     op->kind = bytes[1];
-    op->counter = get_u64(bytes + 8);
-    op->time_ms = get_u64(bytes + 16);
-    op->session = get_u64(bytes + 24);
-    op->request_id = get_u64(bytes + 32);
+    op->counter = kv_get_u64(bytes + 8);
+    op->time_ms = kv_get_u64(bytes + 16);
+    op->session = kv_get_u64(bytes + 24);
+    op->request_id = kv_get_u64(bytes + 32);
     return 0;
 }
 
@@ -405,6 +380,8 @@ void kv_store_apply(struct kv_store *store, const void *data, size_t len, struct
         kv_map_expire(store);
         return;
     }
+    if (op->kind == KV_OP_SYNC)
+        return;
     if (op->argv.count == 0) {
         kv_resp_error(reply, "ERR empty command");
         return;
@@ -460,29 +437,29 @@ uint64_t kv_store_digest(const struct kv_store *store)
 
 void kv_snapshot_encode(const struct kv_store *store, struct kv_buf *out)
 {
-    put_u32(out, KV_SNAPSHOT_MAGIC);
-    put_u64(out, store->now_ms);
-    put_u64(out, store->applied);
-    put_u64(out, store->num_keys);
+    kv_put_u32(out, KV_SNAPSHOT_MAGIC);
+    kv_put_u64(out, store->now_ms);
+    kv_put_u64(out, store->applied);
+    kv_put_u64(out, store->num_keys);
     for (size_t b = 0; b < store->num_buckets; b++) {
         for (const struct kv_entry *e = store->buckets[b]; e != NULL; e = e->next) {
-            put_u32(out, (uint32_t)e->key_len);
+            kv_put_u32(out, (uint32_t)e->key_len);
             kv_buf_append(out, e->key, e->key_len);
-            put_u32(out, (uint32_t)e->value_len);
+            kv_put_u32(out, (uint32_t)e->value_len);
             kv_buf_append(out, e->value, e->value_len);
-            put_u64(out, e->expire_ms);
+            kv_put_u64(out, e->expire_ms);
         }
     }
-    put_u32(out, (uint32_t)store->num_sessions);
+    kv_put_u32(out, (uint32_t)store->num_sessions);
     for (size_t i = 0; i < store->num_sessions; i++) {
         const struct kv_session *s = &store->sessions[i];
-        put_u64(out, s->id);
-        put_u64(out, s->last_used);
-        put_u32(out, s->num_results);
-        put_u32(out, s->next_result);
+        kv_put_u64(out, s->id);
+        kv_put_u64(out, s->last_used);
+        kv_put_u32(out, s->num_results);
+        kv_put_u32(out, s->next_result);
         for (uint32_t r = 0; r < s->num_results; r++) {
-            put_u64(out, s->results[r].request_id);
-            put_u32(out, (uint32_t)s->results[r].reply_len);
+            kv_put_u64(out, s->results[r].request_id);
+            kv_put_u32(out, (uint32_t)s->results[r].reply_len);
             kv_buf_append(out, s->results[r].reply, s->results[r].reply_len);
         }
     }
@@ -498,7 +475,7 @@ static bool read_u32(struct reader *r, uint32_t *v)
 {
     if (r->len - r->at < 4)
         return false;
-    *v = get_u32(r->data + r->at);
+    *v = kv_get_u32(r->data + r->at);
     r->at += 4;
     return true;
 }
@@ -507,7 +484,7 @@ static bool read_u64(struct reader *r, uint64_t *v)
 {
     if (r->len - r->at < 8)
         return false;
-    *v = get_u64(r->data + r->at);
+    *v = kv_get_u64(r->data + r->at);
     r->at += 8;
     return true;
 }

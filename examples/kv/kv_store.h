@@ -34,6 +34,11 @@
 enum kv_op_kind {
     KV_OP_COMMAND = 1, /* a client command (argv), optionally in a session */
     KV_OP_TICK = 2,    /* advances the clock to time_ms; expired keys go */
+    /* A joiner marks the point of the stream its shard's state is taken
+     * at (docs/KV.md "Joining a shard"): counter is the joiner's token,
+     * request_id the member id of the replica asked for the state. Changes
+     * nothing in the store. */
+    KV_OP_SYNC = 3,
 };
 
 /* Bytes of an encoded operation before its arguments. */

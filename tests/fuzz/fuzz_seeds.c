@@ -23,6 +23,7 @@
 #include "group/admin.h"
 #include "kv_resp.h"
 #include "kv_store.h"
+#include "kv_transfer.h"
 #include "log/log_catchup.h"
 #include "log/log_format.h"
 #include "log/log_snapshot.h"
@@ -563,6 +564,41 @@ static void kv_seeds(void)
     kv_buf_free(&reply);
 }
 
+/* spindle-kv's state transfer: a query, a reply's chunk (after the offset
+ * asked for), a state's header and a member name, each after the byte
+ * that picks its decoder in fuzz_kv_transfer. */
+static void kv_transfer_seeds(void)
+{
+    struct kv_buf seed = {0};
+    char error[256];
+    const uint8_t pick[4] = {0, 1, 2, 3};
+    kv_buf_append(&seed, &pick[0], 1);
+    kv_query_encode(&seed, &(struct kv_query){0x0006000000000001ull, 4072});
+    struct kv_query query;
+    require(kv_query_decode(seed.data + 1, seed.len - 1, &query, error, sizeof error),
+            "fuzz_kv_transfer", "query");
+    write_seed("fuzz_kv_transfer", "query", seed.data, seed.len);
+    seed.len = 0;
+    uint64_t offset = 4;
+    kv_buf_append(&seed, &pick[1], 1);
+    kv_buf_append(&seed, &offset, sizeof offset);
+    kv_reply_encode(&seed, &(struct kv_reply){KV_REPLY_CHUNK, 10, 4, "456789", 6});
+    struct kv_reply reply;
+    require(kv_reply_decode(seed.data + 9, seed.len - 9, offset, &reply, error, sizeof error),
+            "fuzz_kv_transfer", "reply");
+    write_seed("fuzz_kv_transfer", "reply", seed.data, seed.len);
+    seed.len = 0;
+    kv_buf_append(&seed, &pick[2], 1);
+    kv_state_header_encode(&seed, 1);
+    write_seed("fuzz_kv_transfer", "state-header", seed.data, seed.len);
+    seed.len = 0;
+    kv_buf_append(&seed, &pick[3], 1);
+    static const char name[] = "shard1@127.0.0.1:6403";
+    kv_buf_append(&seed, name, sizeof name - 1);
+    write_seed("fuzz_kv_transfer", "member-name", seed.data, seed.len);
+    kv_buf_free(&seed);
+}
+
 /* spindle_dds: a sample header, a history state of two topics, topic
  * configurations (the sensor example's among them). */
 static void dds_seeds(const char *example)
@@ -681,6 +717,7 @@ int main(int argc, char **argv)
     admin_seeds();
     p2p_seeds();
     kv_seeds();
+    kv_transfer_seeds();
     dds_seeds(argv[3]);
     dds_client_seeds();
     return 0;

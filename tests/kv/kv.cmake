@@ -3,7 +3,7 @@
 # redis-cli and python3-redis when spindle-kv is built.
 set(KV_DIR ${CMAKE_SOURCE_DIR}/examples/kv)
 set(KV_SM_SOURCES ${KV_DIR}/kv_resp.c ${KV_DIR}/kv_store.c ${KV_DIR}/kv_commands.c
-                  ${KV_DIR}/kv_slot.c)
+                  ${KV_DIR}/kv_slot.c ${KV_DIR}/kv_transfer.c)
 spindle_add_test(test_kv_resp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kv_resp.c ${KV_SM_SOURCES}
   TIMEOUT 30 LABELS kv)
 target_include_directories(test_kv_resp PRIVATE ${KV_DIR})
@@ -13,6 +13,9 @@ target_include_directories(test_kv_store PRIVATE ${KV_DIR})
 spindle_add_test(test_kv_slot SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kv_slot.c ${KV_SM_SOURCES}
   TIMEOUT 30 LABELS kv)
 target_include_directories(test_kv_slot PRIVATE ${KV_DIR})
+spindle_add_test(test_kv_transfer SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kv_transfer.c
+  ${KV_SM_SOURCES} TIMEOUT 30 LABELS kv)
+target_include_directories(test_kv_transfer PRIVATE ${KV_DIR})
 if(TARGET spindle-kv)
   add_test(NAME kv_service_redis_clients_and_failover
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kv_service.sh $<TARGET_FILE:spindle-kv>

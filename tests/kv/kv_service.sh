@@ -6,7 +6,9 @@
 # the others go on serving, and an INCR retried there under the same
 # SESSION request id is applied once, and a new replica joins with the
 # state of the others. Then two shards of three replicas
-# (-MOVED, redis-cli -c, -CROSSSLOT, equal digests within each shard).
+# (-MOVED, redis-cli -c, -CROSSSLOT, equal digests within each shard), and
+# a replica joining each shard while writes go on, the one of shard 1
+# taking its state from a replica of shard 1 (the leader serves shard 0).
 # Last, AUTH with --requirepass.
 # Usage: kv_service.sh SPINDLE_KV KV_REDIS_CLIENT_PY
 # (kv_cluster_client.py is taken from beside KV_REDIS_CLIENT_PY)
@@ -22,11 +24,12 @@ fi
 dir=$(mktemp -d /tmp/spindle-kv-test-XXXXXX)
 parent=""
 joiner=""
+joiner0=""
 cleanup() {
-    if [ -n "$joiner" ]; then
-        kill -TERM "$joiner" 2>/dev/null
-        wait "$joiner" 2>/dev/null
-    fi
+    for j in $joiner $joiner0; do
+        kill -TERM "$j" 2>/dev/null
+        wait "$j" 2>/dev/null
+    done
     if [ -n "$parent" ]; then
         kill -TERM "$parent" 2>/dev/null
         wait "$parent" 2>/dev/null
@@ -40,11 +43,11 @@ fail() {
     exit 1
 }
 
-# Free ports: six consecutive for RESP and six for the group bootstrap.
+# Free ports: eight consecutive for RESP and eight for the group bootstrap.
 ports=$("$python" - <<'PY'
 import random, socket
 def free(base):
-    for p in range(base, base + 6):
+    for p in range(base, base + 8):
         s = socket.socket()
         try:
             s.bind(("127.0.0.1", p))
@@ -54,7 +57,7 @@ def free(base):
             s.close()
     return True
 for _ in range(200):
-    base = random.randrange(20000, 29000, 6)
+    base = random.randrange(20000, 29000, 8)
     if free(base) and free(base + 10000):
         print(base, base + 10000)
         break
@@ -145,7 +148,7 @@ stop_service
 # slot; a replica of the other shard answers -MOVED, which redis-cli -c
 # follows; keys of two shards in one command are -CROSSSLOT; redis-py's
 # RedisCluster finds the shards through CLUSTER SLOTS and COMMAND.
-"$kv" --local 6 --replicas 3 --port "$port" --control-port "$control" \
+"$kv" --local 6 --replicas 3 --port "$port" --control-port "$control" --pid-dir "$dir" \
     >"$dir/log-shards" 2>&1 &
 parent=$!
 p3=$((port + 3))
@@ -176,6 +179,92 @@ for shard in "$p0 $p1 $p2" "$p3 $p4 $p5"; do
     done
 done
 [ "$(redis-cli -p "$p0" DEBUG DIGEST)" != "$(redis-cli -p "$p3" DEBUG DIGEST)" ] || fail "the two shards hold the same map"
+# A replica joins shard 1 through member 0, which serves shard 0: it takes
+# shard 1's state from a replica of shard 1, while writes to both shards
+# go on; another joins shard 0 and takes the state of the group's leader.
+p6=$((port + 6))
+p7=$((port + 7))
+i=0
+while [ "$i" -lt 400 ]; do
+    i=$((i + 1))
+    echo "SET w$i $i"
+done >"$dir/writes"
+redis-cli -c -p "$p4" <"$dir/writes" >"$dir/writes.out" 2>&1 &
+writer=$!
+"$kv" --join "127.0.0.1:$control" --listen "127.0.0.1:$((control + 6))" --port "$p6" \
+    --shards 2 --shard 1 >"$dir/log-join1" 2>&1 &
+joiner=$!
+"$kv" --join "127.0.0.1:$((control + 1))" --listen "127.0.0.1:$((control + 7))" --port "$p7" \
+    --shards 2 --shard 0 >"$dir/log-join0" 2>&1 &
+joiner0=$!
+for p in "$p6" "$p7"; do
+    n=0
+    until redis-cli -p "$p" INFO 2>/dev/null | grep -q "^loading:0"; do
+        n=$((n + 1))
+        [ "$n" -lt 600 ] || fail "the joiner on port $p never took its shard's state"
+        kill -0 "$joiner" 2>/dev/null && kill -0 "$joiner0" 2>/dev/null || fail "a joiner exited"
+        sleep 0.1
+    done
+done
+wait "$writer" || fail "redis-cli -c writing during the joins"
+[ "$(grep -c '^OK$' "$dir/writes.out")" -eq 400 ] || fail "writes during the joins: $(sort "$dir/writes.out" | uniq -c | sort -rn | head -3)"
+grep -q "took shard 1's state" "$dir/log-join1" || fail "the joiner of shard 1 did not take the state from its shard"
+[ "$(redis-cli -p "$p6" SET foo joined)" = "OK" ] || fail "SET at the joiner of shard 1"
+[ "$(redis-cli -p "$p3" GET foo)" = "joined" ] || fail "a write taken by the joiner of shard 1 not seen in shard 1"
+[ "$(redis-cli -p "$p6" GET b)" = "MOVED 3300 127.0.0.1:$p0" ] || fail "MOVED from the joiner: $(redis-cli -p "$p6" GET b)"
+redis-cli -p "$p0" CLUSTER SLOTS | grep -qx "$p6" || fail "CLUSTER SLOTS does not list the joiner of shard 1"
+for shard in "$p0 $p1 $p2 $p7" "$p3 $p4 $p5 $p6"; do
+    set -- $shard
+    da=$(redis-cli -p "$1" DEBUG DIGEST)
+    for p in "$2" "$3" "$4"; do
+        [ "$(redis-cli -p "$p" DEBUG DIGEST)" = "$da" ] || fail "digests differ within the shard of port $1 after the joins"
+    done
+done
+[ "$(( $(redis-cli -p "$p7" DBSIZE) + $(redis-cli -p "$p6" DBSIZE) ))" -eq 415 ] || fail "the joiners hold $(redis-cli -p "$p7" DBSIZE) + $(redis-cli -p "$p6" DBSIZE) keys, want 415"
+for j in "$joiner" "$joiner0"; do
+    kill -TERM "$j"
+    wait "$j" || fail "a joiner did not exit cleanly"
+done
+joiner=""
+joiner0=""
+# The replica a joiner asks for the state (shard 1's lowest-ranked, member
+# 3) is killed once the joiner is admitted, most likely while it hands a
+# state of 20,000 keys over: the joiner asks another replica of the shard
+# and ends with the survivors' digest.
+"$python" - "$p4" <<'PY' || fail "loading 20,000 keys into shard 1"
+import sys, redis
+r = redis.Redis(port=int(sys.argv[1]))
+pipe = r.pipeline(transaction=False)
+for i in range(20000):
+    pipe.set("{foo}big%d" % i, "x" * 100)
+assert all(pipe.execute())
+PY
+"$kv" --join "127.0.0.1:$((control + 1))" --listen "127.0.0.1:$((control + 6))" --port "$p6" \
+    --shards 2 --shard 1 >"$dir/log-join2" 2>&1 &
+joiner=$!
+n=0
+until grep -q "view" "$dir/log-join2"; do
+    n=$((n + 1))
+    [ "$n" -lt 6000 ] || fail "the third joiner was never admitted"
+    kill -0 "$joiner" 2>/dev/null || fail "the third joiner exited"
+    sleep 0.01
+done
+kill -KILL "$(cat "$dir/replica-3.pid")" || fail "killing replica 3"
+n=0
+until redis-cli -p "$p6" INFO 2>/dev/null | grep -q "^loading:0"; do
+    n=$((n + 1))
+    [ "$n" -lt 600 ] || fail "the third joiner never took shard 1's state"
+    kill -0 "$joiner" 2>/dev/null || fail "the third joiner exited"
+    sleep 0.1
+done
+d4=$(redis-cli -p "$p4" DEBUG DIGEST)
+for p in "$p5" "$p6"; do
+    [ "$(redis-cli -p "$p" DEBUG DIGEST)" = "$d4" ] || fail "digest at port $p differs after the donor's death"
+done
+[ "$(redis-cli -p "$p6" DBSIZE)" -eq "$(redis-cli -p "$p4" DBSIZE)" ] || fail "DBSIZE at the third joiner"
+kill -TERM "$joiner"
+wait "$joiner" || fail "the third joiner did not exit cleanly"
+joiner=""
 "$python" "$cluster_py" "$p2" || fail "redis-py's RedisCluster"
 stop_service
 
