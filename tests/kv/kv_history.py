@@ -43,8 +43,9 @@ def fail(message):
 
 
 def free_ports(count):
-    """count consecutive free loopback ports P.., and count more at P+10000
-    (as kv_service.sh picks them)."""
+    """count consecutive free loopback ports P.., and count more at P+6000
+    (as kv_service.sh picks them): both below 32768, where Linux's
+    ephemeral ports start, so no outgoing connection takes one meanwhile."""
     def free(base):
         for p in range(base, base + count):
             s = socket.socket()
@@ -56,9 +57,9 @@ def free_ports(count):
                 s.close()
         return True
     for _ in range(200):
-        base = random.randrange(20000, 29000, count)
-        if free(base) and free(base + 10000):
-            return base, base + 10000
+        base = random.randrange(20000, 26000 - count, count)
+        if free(base) and free(base + 6000):
+            return base, base + 6000
     print("kv_history: no free ports", file=sys.stderr)
     sys.exit(1)
 
