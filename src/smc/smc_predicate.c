@@ -220,26 +220,42 @@ static void push_ring(struct smc_group *group, struct smc_subgroup *sub, uint64_
     sst_push_side(group->table, local, length, sub->peers, remote, sub->num_peers);
 }
 
-/* Pushes ring slots [first, first + count) (no wrap) up to the end of the
- * last message's data. */
+/* Unused bytes of ring slots that one write may carry across rather than
+ * starting another. Spindle's send batching covers a run of ready slots
+ * with one write per peer; when the messages are much smaller than the
+ * slots (max_payload sized for the largest), such a write would be mostly
+ * the slots' unused tails: past this gap the run is split into several
+ * writes, which still go to the peer in one post, behind one doorbell
+ * (sst_unlock_and_post). Messages that fill their slots give one write,
+ * as before. */
+#define SMC_PUSH_GAP 1024u
+
+/* Pushes ring slots [first, first + count) (no wrap), each up to the end
+ * of its message's data. */
 static void push_slots(struct smc_group *group, struct smc_subgroup *sub, uint64_t first,
                        uint32_t count)
 {
     uint32_t window = sub->layout.window_size;
     uint32_t start = (uint32_t)(first % window);
-    uint32_t last = start + count - 1;
-    uint64_t last_offset = (uint64_t)last * sub->slot_size;
     const uint8_t *ring = smc_ring(group, sub, (uint32_t)sub->my_sender_rank);
-    uint64_t header =
-        __atomic_load_n((const uint64_t *)(const void *)(ring + last_offset), __ATOMIC_ACQUIRE);
-    uint32_t last_length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
-    uint64_t end = last_offset + SMC_HEADER_SIZE + ((last_length + 7u) & ~7u);
-    uint64_t begin = (uint64_t)start * sub->slot_size;
+    uint64_t begin = (uint64_t)start * sub->slot_size, end = begin;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t offset = (uint64_t)(start + i) * sub->slot_size;
+        uint64_t header =
+            __atomic_load_n((const uint64_t *)(const void *)(ring + offset), __ATOMIC_ACQUIRE);
+        uint32_t length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
+        if (offset - end > SMC_PUSH_GAP) {
+            push_ring(group, sub, begin, (uint32_t)(end - begin));
+            begin = offset;
+        }
+        end = offset + SMC_HEADER_SIZE + ((length + 7u) & ~7u);
+    }
     push_ring(group, sub, begin, (uint32_t)(end - begin));
 }
 
-/* Send step (Spindle 3.2): every ready contiguous slot in one write per peer
- * (two when the ring wraps), then the counter; baseline: one message. */
+/* Send step (Spindle 3.2): every ready contiguous slot in one post per peer
+ * (one write, or a few when the messages leave long unused tails, two
+ * runs when the ring wraps), then the counter; baseline: one message. */
 static void send_step(struct smc_group *group, struct smc_subgroup *sub)
 {
     uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
