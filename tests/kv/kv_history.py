@@ -1,6 +1,10 @@
 """Records a concurrent history of reads, writes, INCRs and CASes from many
 clients against spindle-kv, while replica 2 of `--local 3` is killed with
 SIGKILL and a new replica joins, then checks it with kv_linearizability.py.
+With --shards, the service is two shards of three replicas (--local 6
+--replicas 3), the keys are shard 1's, replica 5 is killed, and the joiner
+of shard 1 is admitted by member 0 (of shard 0), so it takes shard 1's
+state from a replica of shard 1 (docs/KV.md "Joining a shard").
 
 Every client is a thread with its own connections (a small RESP client:
 what is timed is one request and its reply). It sends each operation to a
@@ -13,6 +17,7 @@ Usage: kv_history.py SPINDLE_KV [options]
   --ops N           operations before the kill, and again after the join
   --clients N       concurrent clients (default 12)
   --keys N          keys (default 6)
+  --shards          two shards; the history is shard 1's (see above)
   --stale-reads     run the service with --stale-reads and no failover, in
                     batches of N operations (at most 20), until the checker
                     finds a violation; fail if none is found
@@ -130,9 +135,9 @@ class Conn:
 
 
 class Recorder:
-    def __init__(self, ports, keys):
+    def __init__(self, ports, keys, prefix="lin"):
         self.ports = list(ports)
-        self.keys = ["lin:%d" % i for i in range(keys)]
+        self.keys = ["%s:%d" % (prefix, i) for i in range(keys)]
         self.lock = threading.Lock()
         self.history = []
         self.per_port = {}
@@ -237,10 +242,18 @@ def serving(port):
         return False
 
 
-def replication_info(port):
+def loaded(port):
+    """The replica serves and holds its shard's state (INFO: loading:0)."""
+    try:
+        return "loading:0" in replication_info(port, b"INFO")
+    except OSError:
+        return False
+
+
+def replication_info(port, command=b"INFO replication"):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
-        s.sendall(b"INFO replication\r\n")
+        s.sendall(command + b"\r\n")
         data = b""
         while True:
             data += s.recv(65536)
@@ -267,22 +280,27 @@ def record_and_check(work):
     ap.add_argument("--clients", type=int, default=12)
     ap.add_argument("--keys", type=int, default=6)
     ap.add_argument("--stale-reads", action="store_true")
+    ap.add_argument("--shards", action="store_true")
     ap.add_argument("--history")
     a = ap.parse_args()
 
-    port, control = free_ports(6)
+    port, control = free_ports(8)
     log = open(os.path.join(work, "log"), "w")
-    cmd = [a.kv, "--local", "3", "--port", str(port), "--control-port", str(control),
-           "--pid-dir", work, "--failure-timeout-ms", "10000"]
+    cmd = [a.kv, "--local", "6" if a.shards else "3", "--port", str(port), "--control-port",
+           str(control), "--pid-dir", work, "--failure-timeout-ms", "10000"]
+    if a.shards:
+        cmd += ["--replicas", "3"]
     if a.stale_reads:
         cmd.append("--stale-reads")
     service = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     joiner = None
-    ports = [port, port + 1, port + 2]
+    # Shard 1 is replicas 3-5; "{foo}" puts every key in slot 12182, of shard 1.
+    first = port + 3 if a.shards else port
+    ports = [first, first + 1, first + 2]
     try:
-        for p in ports:
+        for p in range(port, ports[-1] + 1):
             wait_for("port %d to serve" % p, lambda p=p: serving(p), 60, service)
-        rec = Recorder(ports, a.keys)
+        rec = Recorder(ports, a.keys, "{foo}lin" if a.shards else "lin")
         if a.stale_reads:
             # Whether a stale read is caught in a batch depends on timing:
             # batches go on, each adding to one history (every operation
@@ -298,19 +316,27 @@ def record_and_check(work):
         else:
             rec.start(a.clients, 0)
             wait_for("%d operations" % a.ops, lambda: rec.completed() >= a.ops, 300, service)
-            # Replica 2 dies in the middle of the workload ...
-            with open(os.path.join(work, "replica-2.pid")) as f:
+            # The last replica of the shard dies in the middle of the workload ...
+            victim = 5 if a.shards else 2
+            with open(os.path.join(work, "replica-%d.pid" % victim)) as f:
                 os.kill(int(f.read()), signal.SIGKILL)
-            rec.remove_port(port + 2)
+            rec.remove_port(port + victim)
             wait_for("the survivors to report the lost replica",
-                     lambda: "state=degraded" in replication_info(port), 120, service)
-            # ... and a new one joins while it goes on.
-            joined = port + 5
-            joiner = subprocess.Popen(
-                [a.kv, "--join", "127.0.0.1:%d" % control, "--listen",
-                 "127.0.0.1:%d" % (control + 5), "--port", str(joined)],
-                stdout=log, stderr=subprocess.STDOUT)
-            wait_for("the joiner to serve", lambda: serving(joined), 120, joiner)
+                     lambda: "state=degraded" in replication_info(first), 120, service)
+            # ... and a new one joins while it goes on, through member 0.
+            joined = port + 6 if a.shards else port + 5
+            join = [a.kv, "--join", "127.0.0.1:%d" % control, "--listen",
+                    "127.0.0.1:%d" % (control + joined - port), "--port", str(joined)]
+            if a.shards:
+                join += ["--shards", "2", "--shard", "1"]
+            joiner = subprocess.Popen(join, stdout=log, stderr=subprocess.STDOUT)
+            wait_for("the joiner to serve with its shard's state", lambda: loaded(joined), 120,
+                     joiner)
+            if a.shards:
+                log.flush()
+                with open(os.path.join(work, "log")) as f:
+                    if "took shard 1's state" not in f.read():
+                        fail("the joiner of shard 1 did not take the state from its shard")
             rec.add_port(joined)
             before = rec.completed()
             wait_for("%d more operations, some at the joiner" % a.ops,
