@@ -401,6 +401,105 @@ static void cmd_pttl(struct cmd_ctx *ctx)
     ttl_reply(ctx, true);
 }
 
+/* The expiry time of a relative amount given to a command (seconds or
+ * milliseconds after the proposer's clock), or false with Redis's error
+ * when it does not fit. */
+static bool expiry_after(struct cmd_ctx *ctx, const struct kv_arg *arg, bool seconds,
+                         const char *command, int64_t *amount, uint64_t *expire_ms)
+{
+    if (!arg_i64(arg, amount)) {
+        reply_not_integer(ctx);
+        return false;
+    }
+    if ((seconds && (*amount > INT64_MAX / 1000 / 2 || *amount < INT64_MIN / 1000 / 2)) ||
+        *amount > INT64_MAX / 2 || *amount < INT64_MIN / 2) {
+        kv_resp_errorf(ctx->reply, "ERR invalid expire time in '%s' command", command);
+        return false;
+    }
+    int64_t delta = *amount * (seconds ? 1000 : 1);
+    *expire_ms = delta > 0 ? ctx->time_ms + (uint64_t)delta : 0;
+    return true;
+}
+
+/* EXPIRE key seconds, PEXPIRE key milliseconds: 1 when the key exists (a
+ * time not in the future deletes it, as in Redis), else 0. */
+static void expire_command(struct cmd_ctx *ctx, bool seconds, const char *command)
+{
+    int64_t amount;
+    uint64_t expire_ms;
+    if (!expiry_after(ctx, &ctx->args[2], seconds, command, &amount, &expire_ms))
+        return;
+    const struct kv_arg *key = &ctx->args[1];
+    struct kv_entry *e = kv_map_find(ctx->store, key->ptr, key->len);
+    if (e == NULL) {
+        kv_resp_integer(ctx->reply, 0);
+        return;
+    }
+    if (amount <= 0)
+        kv_map_delete(ctx->store, key->ptr, key->len);
+    else
+        kv_map_set_expiry(ctx->store, e, expire_ms);
+    kv_resp_integer(ctx->reply, 1);
+}
+
+static void cmd_expire(struct cmd_ctx *ctx)
+{
+    expire_command(ctx, true, "expire");
+}
+
+static void cmd_pexpire(struct cmd_ctx *ctx)
+{
+    expire_command(ctx, false, "pexpire");
+}
+
+/* PERSIST key: 1 when the key had an expiry time and has none now. */
+static void cmd_persist(struct cmd_ctx *ctx)
+{
+    struct kv_entry *e = kv_map_find(ctx->store, ctx->args[1].ptr, ctx->args[1].len);
+    bool had = e != NULL && e->expire_ms != 0;
+    if (had)
+        kv_map_set_expiry(ctx->store, e, 0);
+    kv_resp_integer(ctx->reply, had ? 1 : 0);
+}
+
+/* SETEX key seconds value, PSETEX key milliseconds value. */
+static void setex_command(struct cmd_ctx *ctx, bool seconds, const char *command)
+{
+    int64_t amount;
+    uint64_t expire_ms;
+    if (!expiry_after(ctx, &ctx->args[2], seconds, command, &amount, &expire_ms))
+        return;
+    if (amount <= 0) {
+        kv_resp_errorf(ctx->reply, "ERR invalid expire time in '%s' command", command);
+        return;
+    }
+    const struct kv_arg *key = &ctx->args[1], *value = &ctx->args[3];
+    kv_map_set(ctx->store, key->ptr, key->len, value->ptr, value->len, expire_ms);
+    kv_resp_simple(ctx->reply, "OK");
+}
+
+static void cmd_setex(struct cmd_ctx *ctx)
+{
+    setex_command(ctx, true, "setex");
+}
+
+static void cmd_psetex(struct cmd_ctx *ctx)
+{
+    setex_command(ctx, false, "psetex");
+}
+
+/* SETNX key value: 1 when the key was set (it did not exist). */
+static void cmd_setnx(struct cmd_ctx *ctx)
+{
+    const struct kv_arg *key = &ctx->args[1], *value = &ctx->args[2];
+    if (kv_map_find(ctx->store, key->ptr, key->len) != NULL) {
+        kv_resp_integer(ctx->reply, 0);
+        return;
+    }
+    kv_map_set(ctx->store, key->ptr, key->len, value->ptr, value->len, 0);
+    kv_resp_integer(ctx->reply, 1);
+}
+
 static void cmd_debug(struct cmd_ctx *ctx)
 {
     if (!arg_is(&ctx->args[1], "DIGEST") || ctx->count != 2) {
@@ -414,16 +513,19 @@ static void cmd_debug(struct cmd_ctx *ctx)
 }
 
 static const struct command commands[] = {
-    {"GET", 2, KV_CMD_READ, cmd_get},        {"SET", -3, KV_CMD_WRITE, cmd_set},
-    {"DEL", -2, KV_CMD_WRITE, cmd_del},      {"EXISTS", -2, KV_CMD_READ, cmd_exists},
-    {"INCR", 2, KV_CMD_WRITE, cmd_incr},     {"DECR", 2, KV_CMD_WRITE, cmd_decr},
-    {"INCRBY", 3, KV_CMD_WRITE, cmd_incrby}, {"DECRBY", 3, KV_CMD_WRITE, cmd_decrby},
-    {"MGET", -2, KV_CMD_READ, cmd_mget},     {"MSET", -3, KV_CMD_WRITE, cmd_mset},
-    {"APPEND", 3, KV_CMD_WRITE, cmd_append}, {"STRLEN", 2, KV_CMD_READ, cmd_strlen},
-    {"DBSIZE", 1, KV_CMD_READ, cmd_dbsize},  {"KEYS", 2, KV_CMD_READ, cmd_keys},
-    {"SCAN", -2, KV_CMD_READ, cmd_scan},     {"FLUSHALL", -1, KV_CMD_WRITE, cmd_flushall},
-    {"CAS", 4, KV_CMD_WRITE, cmd_cas},       {"TTL", 2, KV_CMD_READ, cmd_ttl},
-    {"PTTL", 2, KV_CMD_READ, cmd_pttl},      {"DEBUG", -2, KV_CMD_READ, cmd_debug},
+    {"GET", 2, KV_CMD_READ, cmd_get},          {"SET", -3, KV_CMD_WRITE, cmd_set},
+    {"DEL", -2, KV_CMD_WRITE, cmd_del},        {"EXISTS", -2, KV_CMD_READ, cmd_exists},
+    {"INCR", 2, KV_CMD_WRITE, cmd_incr},       {"DECR", 2, KV_CMD_WRITE, cmd_decr},
+    {"INCRBY", 3, KV_CMD_WRITE, cmd_incrby},   {"DECRBY", 3, KV_CMD_WRITE, cmd_decrby},
+    {"MGET", -2, KV_CMD_READ, cmd_mget},       {"MSET", -3, KV_CMD_WRITE, cmd_mset},
+    {"APPEND", 3, KV_CMD_WRITE, cmd_append},   {"STRLEN", 2, KV_CMD_READ, cmd_strlen},
+    {"DBSIZE", 1, KV_CMD_READ, cmd_dbsize},    {"KEYS", 2, KV_CMD_READ, cmd_keys},
+    {"SCAN", -2, KV_CMD_READ, cmd_scan},       {"FLUSHALL", -1, KV_CMD_WRITE, cmd_flushall},
+    {"CAS", 4, KV_CMD_WRITE, cmd_cas},         {"TTL", 2, KV_CMD_READ, cmd_ttl},
+    {"PTTL", 2, KV_CMD_READ, cmd_pttl},        {"DEBUG", -2, KV_CMD_READ, cmd_debug},
+    {"EXPIRE", 3, KV_CMD_WRITE, cmd_expire},   {"PEXPIRE", 3, KV_CMD_WRITE, cmd_pexpire},
+    {"PERSIST", 2, KV_CMD_WRITE, cmd_persist}, {"SETEX", 4, KV_CMD_WRITE, cmd_setex},
+    {"PSETEX", 4, KV_CMD_WRITE, cmd_psetex},   {"SETNX", 3, KV_CMD_WRITE, cmd_setnx},
 };
 
 void kv_command_table(struct kv_buf *reply)

@@ -40,9 +40,11 @@ struct key_spec {
 
 /* The commands with keys (kv_commands.c has the others). */
 static const struct key_spec key_specs[] = {
-    {"GET", 1, 0},    {"SET", 1, 0},    {"INCR", 1, 0},   {"DECR", 1, 0}, {"INCRBY", 1, 0},
-    {"DECRBY", 1, 0}, {"APPEND", 1, 0}, {"STRLEN", 1, 0}, {"CAS", 1, 0},  {"TTL", 1, 0},
-    {"PTTL", 1, 0},   {"DEL", 1, 1},    {"EXISTS", 1, 1}, {"MGET", 1, 1}, {"MSET", 1, 2},
+    {"GET", 1, 0},    {"SET", 1, 0},     {"INCR", 1, 0},    {"DECR", 1, 0},  {"INCRBY", 1, 0},
+    {"DECRBY", 1, 0}, {"APPEND", 1, 0},  {"STRLEN", 1, 0},  {"CAS", 1, 0},   {"TTL", 1, 0},
+    {"PTTL", 1, 0},   {"DEL", 1, 1},     {"EXISTS", 1, 1},  {"MGET", 1, 1},  {"MSET", 1, 2},
+    {"EXPIRE", 1, 0}, {"PEXPIRE", 1, 0}, {"PERSIST", 1, 0}, {"SETEX", 1, 0}, {"PSETEX", 1, 0},
+    {"SETNX", 1, 0},
 };
 
 static const struct key_spec *find_spec(const struct kv_arg *name)

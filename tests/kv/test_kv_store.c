@@ -144,6 +144,44 @@ static void test_keys_expire_only_by_ordered_ticks(void **state)
     assert_string_equal(APPLY(s, "TTL", "f"), ":-2\r\n");
 }
 
+static void test_expire_persist_setex_and_setnx_use_the_ordered_clock(void **state)
+{
+    struct kv_store *s = *state;
+    APPLY(s, "SET", "k", "v");
+    assert_string_equal(APPLY(s, "EXPIRE", "none", "10"), ":0\r\n");
+    /* Proposed at 1000: expires at 1000 + 2000 of the ordered clock. */
+    assert_string_equal(apply_at(s, 1000, 0, 0, "EXPIRE", "k", "2", NULL), ":1\r\n");
+    assert_int_equal(s->num_expiring, 1);
+    tick(s, 2999);
+    assert_string_equal(APPLY(s, "EXISTS", "k"), ":1\r\n");
+    assert_string_equal(APPLY(s, "PERSIST", "k"), ":1\r\n");
+    assert_string_equal(APPLY(s, "PERSIST", "k"), ":0\r\n");
+    assert_int_equal(s->num_expiring, 0);
+    tick(s, 3000);
+    assert_string_equal(APPLY(s, "EXISTS", "k"), ":1\r\n");
+    assert_string_equal(apply_at(s, 3000, 0, 0, "PEXPIRE", "k", "5", NULL), ":1\r\n");
+    tick(s, 3005);
+    assert_string_equal(APPLY(s, "EXISTS", "k"), ":0\r\n");
+    /* A time not in the future deletes the key, as in Redis. */
+    APPLY(s, "SET", "gone", "v");
+    assert_string_equal(APPLY(s, "EXPIRE", "gone", "-1"), ":1\r\n");
+    assert_string_equal(APPLY(s, "EXISTS", "gone"), ":0\r\n");
+    assert_string_equal(APPLY(s, "EXPIRE", "k", "x"),
+                        "-ERR value is not an integer or out of range\r\n");
+    assert_string_equal(APPLY(s, "EXPIRE", "k", "9223372036854775807"),
+                        "-ERR invalid expire time in 'expire' command\r\n");
+    assert_string_equal(apply_at(s, 4000, 0, 0, "PSETEX", "p", "100", "v", NULL), "+OK\r\n");
+    assert_string_equal(APPLY(s, "SETEX", "p", "0", "v"),
+                        "-ERR invalid expire time in 'setex' command\r\n");
+    tick(s, 4099);
+    assert_string_equal(APPLY(s, "GET", "p"), "$1\r\nv\r\n");
+    tick(s, 4100);
+    assert_string_equal(APPLY(s, "GET", "p"), "$-1\r\n");
+    assert_string_equal(APPLY(s, "SETNX", "n", "1"), ":1\r\n");
+    assert_string_equal(APPLY(s, "SETNX", "n", "2"), ":0\r\n");
+    assert_string_equal(APPLY(s, "GET", "n"), "$1\r\n1\r\n");
+}
+
 static void test_session_request_runs_once(void **state)
 {
     struct kv_store *s = *state;
@@ -299,6 +337,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_incr_checks_integers_and_overflow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cas_swaps_only_the_expected_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys_expire_only_by_ordered_ticks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expire_persist_setex_and_setnx_use_the_ordered_clock,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_request_runs_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_digest_ignores_history_and_sees_expiry, setup,
                                         teardown),
