@@ -205,14 +205,21 @@ static void on_send_ready(void *ctx, uint32_t subgroup)
     kv_sender_wake(ctx);
 }
 
-/* The state of this replica's shard, for a joiner: if the joiner is of
- * another shard, it takes its shard's from a replica of it (kv_sync.c). */
+/* A joiner's state. With one shard, the store; with several, the leader
+ * (which admits joiners) does not know the joiner's shard here: it sends a
+ * header that names no shard, and the joiner takes its shard's state from
+ * a replica of that shard (kv_sync.c), so a joiner is sent its own shard's
+ * state only. */
 static int on_state_save(void *ctx, void **data, size_t *length)
 {
     struct kv_server *server = ctx;
     struct kv_buf state = {0};
-    kv_state_header_encode(&state, server->my_shard);
-    kv_snapshot_encode(&server->store, &state);
+    if (server->num_shards > 1) {
+        kv_state_header_encode(&state, KV_NO_SHARD);
+    } else {
+        kv_state_header_encode(&state, server->my_shard);
+        kv_snapshot_encode(&server->store, &state);
+    }
     *data = state.data;
     *length = state.len;
     return 0;
@@ -228,7 +235,7 @@ static int on_state_load(void *ctx, const void *data, size_t length)
         return SPINDLE_EPROTO;
     }
     if (shard != server->my_shard)
-        return 0; /* another shard's: this joiner takes its own from a replica of it */
+        return 0; /* no shard's: this joiner takes its own from a replica of it */
     if (kv_snapshot_decode(&server->store, (const char *)data + KV_STATE_HEADER,
                            length - KV_STATE_HEADER, error, sizeof error) != 0) {
         fprintf(stderr, "spindle-kv: refusing the state sent to this joiner: %s\n", error);
@@ -332,8 +339,7 @@ static int create_group(struct kv_server *server)
         server->my_shard = first_view_shard(server, o->self);
     }
     /* A joiner of a sharded service takes its shard's state at its first
-     * view (kv_sync.c), unless the state_load of the group's leader is
-     * already of its shard. */
+     * view (kv_sync.c). */
     server->sync.phase = joining && server->num_shards > 1 ? KV_SYNC_WAIT : KV_SYNCED;
     char *name = server->member_name;
     const char *host = joining

@@ -1,8 +1,8 @@
 /*
  * A joiner's shard state transfer (kv_server_impl.h, docs/KV.md "Joining a
- * shard"). The group hands a joiner the state of the view's leader, which
- * serves one shard; a joiner of another shard takes its shard's state from
- * a replica of that shard instead:
+ * shard"). The group's state transfer comes from the view's leader, which
+ * serves one shard and does not know the joiner's; in a service of several
+ * shards a joiner takes its shard's state from a replica of that shard:
  *
  * 1. The joiner multicasts a mark (KV_OP_SYNC) in its shard, naming a
  *    replica of the shard (the donor) and a token. Deliveries before the

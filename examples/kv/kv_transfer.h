@@ -7,8 +7,8 @@
  * it, and -MOVED and CLUSTER SLOTS name replicas by it, so a joiner serves
  * the shard it asked for and is found by clients.
  *
- * A joiner whose shard the view's leader does not serve takes the shard's
- * state from a replica of the shard over point-to-point queries: each
+ * A joiner of a service of several shards takes its shard's state from a
+ * replica of the shard over point-to-point queries: each
  * query asks for the bytes of one state (named by the joiner's token) from
  * an offset on, and each reply carries the next chunk. The state a member
  * hands over (state_save, or a donor's chunks) starts with a header naming
@@ -63,6 +63,10 @@ void kv_reply_encode(struct kv_buf *out, const struct kv_reply *reply);
  * the state ends at offset. 0, or -1 with a message. */
 int kv_reply_decode(const void *data, size_t len, uint64_t offset, struct kv_reply *reply,
                     char *error, size_t error_size);
+
+/* The shard of a state_save of a service of several shards: no store
+ * follows (the joiner takes its shard's from a replica of it). */
+#define KV_NO_SHARD UINT32_MAX
 
 /* The header of a handed-over state: appended to out. */
 void kv_state_header_encode(struct kv_buf *out, uint32_t shard);

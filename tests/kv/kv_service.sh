@@ -7,8 +7,9 @@
 # SESSION request id is applied once, and a new replica joins with the
 # state of the others. Then two shards of three replicas
 # (-MOVED, redis-cli -c, -CROSSSLOT, equal digests within each shard), and
-# a replica joining each shard while writes go on, the one of shard 1
-# taking its state from a replica of shard 1 (the leader serves shard 0).
+# a replica joining each shard while writes go on, each taking its
+# shard's state from a replica of that shard (the leader serves shard 0),
+# also when that replica dies during the transfer.
 # Last, AUTH with --requirepass.
 # Usage: kv_service.sh SPINDLE_KV KV_REDIS_CLIENT_PY
 # (kv_cluster_client.py is taken from beside KV_REDIS_CLIENT_PY)
@@ -181,9 +182,9 @@ for shard in "$p0 $p1 $p2" "$p3 $p4 $p5"; do
     done
 done
 [ "$(redis-cli -p "$p0" DEBUG DIGEST)" != "$(redis-cli -p "$p3" DEBUG DIGEST)" ] || fail "the two shards hold the same map"
-# A replica joins shard 1 through member 0, which serves shard 0: it takes
-# shard 1's state from a replica of shard 1, while writes to both shards
-# go on; another joins shard 0 and takes the state of the group's leader.
+# A replica joins shard 1 through member 0, which serves shard 0, and
+# another joins shard 0, while writes to both shards go on: each takes its
+# shard's state from a replica of that shard.
 p6=$((port + 6))
 p7=$((port + 7))
 i=0
@@ -211,6 +212,7 @@ done
 wait "$writer" || fail "redis-cli -c writing during the joins"
 [ "$(grep -c '^OK$' "$dir/writes.out")" -eq 400 ] || fail "writes during the joins: $(sort "$dir/writes.out" | uniq -c | sort -rn | head -3)"
 grep -q "took shard 1's state" "$dir/log-join1" || fail "the joiner of shard 1 did not take the state from its shard"
+grep -q "took shard 0's state" "$dir/log-join0" || fail "the joiner of shard 0 did not take the state from its shard"
 [ "$(redis-cli -p "$p6" SET foo joined)" = "OK" ] || fail "SET at the joiner of shard 1"
 [ "$(redis-cli -p "$p3" GET foo)" = "joined" ] || fail "a write taken by the joiner of shard 1 not seen in shard 1"
 [ "$(redis-cli -p "$p6" GET b)" = "MOVED 3300 127.0.0.1:$p0" ] || fail "MOVED from the joiner: $(redis-cli -p "$p6" GET b)"
