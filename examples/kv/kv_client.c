@@ -229,9 +229,61 @@ static void info_section(struct kv_server *server, struct kv_buf *text)
     kv_buf_append(text, line, (size_t)n);
 }
 
+/* A member's node id in CLUSTER NODES: 40 hex digits from its member
+ * name (its shard and address), the same at every replica and across
+ * restarts. */
+static void node_id(uint32_t shard, const struct kv_endpoint *at, char id[41])
+{
+    char name[sizeof at->host + 32];
+    snprintf(name, sizeof name, "shard%" PRIu32 "@%s:%u", shard, at->host, at->port);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = name; *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    uint64_t g = (h ^ 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+    snprintf(id, 41, "%016" PRIx64 "%016" PRIx64 "%08" PRIx32, h, g, (uint32_t)(g >> 17));
+}
+
+/* CLUSTER NODES: a line per replica of the current view, in Redis
+ * Cluster's form, the lowest-ranked replica of each shard as its master
+ * (it holds the shard's slots) and the others as its replicas; every one
+ * serves reads and writes alike. For redis-cli --cluster and
+ * redis-benchmark --cluster. */
+static void cluster_nodes(struct kv_server *server, struct kv_buf *reply)
+{
+    struct kv_buf text = {0};
+    char master_of[SPINDLE_MAX_MEMBERS][41];
+    bool has_master[SPINDLE_MAX_MEMBERS] = {false};
+    for (uint32_t r = 0; r < server->num_view_members; r++) {
+        uint32_t id = server->view_members[r], shard = kv_member_shard(server, id);
+        char line[512], me[41];
+        const struct kv_endpoint *at = &server->endpoint_of[id];
+        node_id(shard, at, me);
+        bool master = !has_master[shard];
+        if (master) {
+            memcpy(master_of[shard], me, sizeof me);
+            has_master[shard] = true;
+        }
+        int n =
+            snprintf(line, sizeof line, "%s %s:%u@0 %s%s %s 0 0 %" PRIu64 " connected", me,
+                     at->host, at->port, id == server->self ? "myself," : "",
+                     master ? "master" : "slave", master ? "-" : master_of[shard], server->view_id);
+        kv_buf_append(&text, line, (size_t)n);
+        if (master) {
+            uint64_t shards = server->num_shards;
+            n = snprintf(line, sizeof line, " %" PRIu64 "-%" PRIu64,
+                         (shard * (uint64_t)KV_SLOTS + shards - 1) / shards,
+                         ((shard + 1) * (uint64_t)KV_SLOTS + shards - 1) / shards - 1);
+            kv_buf_append(&text, line, (size_t)n);
+        }
+        kv_buf_append(&text, "\n", 1);
+    }
+    kv_resp_bulk(reply, text.data, text.len);
+    kv_buf_free(&text);
+}
+
 /* CLUSTER SLOTS: per shard, its slot range and its replicas in the current
  * view (the first one listed is the shard's leader), so that cluster-aware
- * clients find every key's shard; CLUSTER KEYSLOT key. */
+ * clients find every key's shard; CLUSTER KEYSLOT key; CLUSTER NODES. */
 static void cmd_cluster(struct kv_server *server, const struct kv_arg *args, size_t count,
                         struct kv_buf *reply)
 {
@@ -239,8 +291,12 @@ static void cmd_cluster(struct kv_server *server, const struct kv_arg *args, siz
         kv_resp_integer(reply, kv_key_slot(args[2].ptr, args[2].len));
         return;
     }
+    if (count == 2 && arg_is(&args[1], "NODES")) {
+        cluster_nodes(server, reply);
+        return;
+    }
     if (count != 2 || !arg_is(&args[1], "SLOTS")) {
-        kv_resp_error(reply, "ERR CLUSTER subcommand not supported (SLOTS and KEYSLOT are)");
+        kv_resp_error(reply, "ERR CLUSTER subcommand not supported (SLOTS, NODES and KEYSLOT are)");
         return;
     }
     uint32_t live = 0;

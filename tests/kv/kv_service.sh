@@ -174,6 +174,12 @@ for p in "$p0" "$p3"; do
 done
 [ "$sum" -eq 15 ] || fail "the two shards hold $sum keys, want 15"
 redis-cli -p "$p4" INFO replication | grep -q "^shards:2" || fail "INFO shards"
+# CLUSTER NODES: each shard's lowest-ranked replica as its master, holding
+# its slots; redis-cli --cluster reads it and finds every slot covered.
+[ "$(redis-cli -p "$p1" CLUSTER NODES | grep -c ' master - .* connected ')" -eq 2 ] || fail "CLUSTER NODES: $(redis-cli -p "$p1" CLUSTER NODES)"
+redis-cli -p "$p1" CLUSTER NODES | grep -q "127.0.0.1:$p3@0 master - .* 8192-16383$" || fail "CLUSTER NODES does not give shard 1's slots to replica 3"
+redis-cli --cluster check "127.0.0.1:$p2" >"$dir/cluster-check" 2>&1 || fail "redis-cli --cluster check: $(cat "$dir/cluster-check")"
+grep -q "All 16384 slots covered" "$dir/cluster-check" || fail "redis-cli --cluster check: $(cat "$dir/cluster-check")"
 for shard in "$p0 $p1 $p2" "$p3 $p4 $p5"; do
     set -- $shard
     da=$(redis-cli -p "$1" DEBUG DIGEST)
