@@ -60,7 +60,6 @@ void kv_store_init(struct kv_store *store)
 
 static void free_entry(struct kv_entry *entry)
 {
-    free(entry->key);
     free(entry->value);
     free(entry);
 }
@@ -148,10 +147,13 @@ struct kv_entry *kv_map_set(struct kv_store *store, const char *key, size_t key_
     struct kv_entry **slot = find_slot(store, key, key_len, hash);
     struct kv_entry *entry = *slot;
     if (entry == NULL) {
-        entry = xmalloc(sizeof *entry);
+        /* The key in the same block: a lookup reads one block less. */
+        entry = xmalloc(sizeof *entry + key_len);
         memset(entry, 0, sizeof *entry);
         entry->hash = hash;
-        entry->key = copy_bytes(key, key_len);
+        entry->key = (char *)(entry + 1);
+        if (key_len > 0)
+            memcpy(entry->key, key, key_len);
         entry->key_len = key_len;
         *slot = entry;
         store->num_keys++;
