@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dds_client_seal.h"
 #include "dds_client_wire.h"
 #include "dds_impl.h"
 
@@ -38,8 +39,11 @@ struct spindle_dds_client {
     int fd; /* -1 between members */
     uint32_t member_id;
     uint64_t failovers;
-    uint8_t *in;           /* one frame, its length field first */
-    struct dds_fifo queue; /* SAMPLE frames' bytes after the length field */
+    struct dds_client_seal seal; /* keyed after a keyed handshake, until disconnect */
+    uint8_t *in;                 /* one frame, its length field first */
+    uint8_t *body;               /* the frame read last: its type and body, opened */
+    size_t body_size;
+    struct dds_fifo queue; /* SAMPLE frames: type and body, opened */
     struct subscription subs[SPINDLE_DDS_MAX_TOPICS];
     uint32_t num_subs;
     uint64_t last_seq[SPINDLE_DDS_MAX_TOPICS][SPINDLE_DDS_MAX_PARTICIPANTS];
@@ -109,8 +113,10 @@ static int write_all(int fd, const uint8_t *bytes, size_t size)
 
 /* Waits until the deadline for a frame to begin, then reads it whole into
  * client->in (within the client's timeout: a frame once begun is never
- * left half read) and decodes it. 0, SPINDLE_ETIMEDOUT (nothing began),
- * SPINDLE_EPEERFAILED or SPINDLE_EPROTO (the connection is then unusable). */
+ * left half read), opens it (client->body) and decodes it. 0,
+ * SPINDLE_ETIMEDOUT (nothing began), SPINDLE_EPEERFAILED or SPINDLE_EPROTO
+ * (a frame malformed, or refused by the seal: the connection is then
+ * unusable). */
 static int read_frame(spindle_dds_client_t *client, struct dds_client_frame *frame,
                       int64_t deadline)
 {
@@ -129,12 +135,19 @@ static int read_frame(spindle_dds_client_t *client, struct dds_client_frame *fra
                          client->members[client->current]);
     if (rc < 0)
         return rc;
-    return dds_client_frame_decode(client->in + 4, length, frame);
+    rc = dds_client_frame_open(&client->seal, client->in + 4, length, &client->body,
+                               &client->body_size);
+    if (rc < 0) { /* the seal's refusal, with the member it came from */
+        char why[256];
+        snprintf(why, sizeof why, "%s", spindle_dds_errmsg());
+        return dds_error(rc, "member %s: %s", client->members[client->current], why);
+    }
+    return dds_client_frame_decode(client->body, client->body_size, frame);
 }
 
 static int send_frame(spindle_dds_client_t *client, const struct dds_client_frame *frame)
 {
-    size_t n = dds_client_frame_encode(client->in, 4u + DDS_CLIENT_MAX_FRAME, frame);
+    size_t n = dds_client_frame_seal(&client->seal, client->in, 4u + DDS_CLIENT_MAX_FRAME, frame);
     if (n == 0)
         return dds_error(SPINDLE_EMSGSIZE, "a frame above %u bytes", DDS_CLIENT_MAX_FRAME);
     return write_all(client->fd, client->in, n);
@@ -169,8 +182,7 @@ static int request(spindle_dds_client_t *client, const struct dds_client_frame *
         if (reply->type != DDS_CLIENT_SAMPLE)
             return dds_error(SPINDLE_EPROTO, "member %s sent an unexpected frame (type %u)",
                              client->members[client->current], reply->type);
-        uint32_t length = dds_client_frame_length(client->in);
-        if (dds_fifo_push(&client->queue, client->in + 4, length, false) < 0)
+        if (dds_fifo_push(&client->queue, client->body, client->body_size, false) < 0)
             client->queue.dropped++;
     }
     return rc;
@@ -256,6 +268,8 @@ static int handshake(spindle_dds_client_t *client, int64_t deadline)
         rc = dds_error(SPINDLE_EAUTH, "member %s does not prove the group key", address);
     if (rc == 0)
         client->member_id = frame.id;
+    if (rc == 0 && client->keyed) /* every frame from here on is sealed */
+        dds_client_seal_derive(&client->seal, client->key, 'C', nonce_m, nonce_c);
     return rc == SPINDLE_ETIMEDOUT
                ? dds_error(rc, "member %s: no handshake in %d ms", address, client->timeout_ms)
                : rc;
@@ -275,6 +289,7 @@ static void disconnect(spindle_dds_client_t *client)
     if (client->fd >= 0)
         close(client->fd);
     client->fd = -1;
+    dds_client_seal_clear(&client->seal); /* the next handshake is plain */
 }
 
 /* Connects to the members in turn from client->current on, each once,

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "dds_client_seal.h"
 #include "dds_client_server.h"
 #include "dds_client_wire.h"
 
@@ -25,6 +26,9 @@ struct connection {
     bool ready; /* the handshake passed */
     bool broken;
     uint8_t nonce_m[DDS_CLIENT_NONCE];
+    /* Keyed after the HELLO when the group has a key: its sending half
+     * under lock (with the output), its receiving half the listener's. */
+    struct dds_client_seal seal;
     uint8_t *in;
     size_t in_len, in_cap;
     uint64_t subscribed;  /* bit per topic; atomic, set under the topic's lock */
@@ -55,12 +59,14 @@ static void wake(int fd)
     (void)n; /* a counter at its limit is readable already */
 }
 
-/* Appends a frame to the output (connection's lock held). A droppable
- * frame (a sample) is dropped (false: the caller counts it) when the
- * output is at its limit; a reply always goes (a connection that cannot grow is broken). */
+/* Appends a frame, sealed when the connection is keyed, to the output
+ * (connection's lock held): the output's order is the order of the
+ * frames' counters. A droppable frame (a sample) is dropped (false: the
+ * caller counts it) when the output's sealed bytes are at their limit; a
+ * reply always goes (a connection that cannot grow is broken). */
 static bool out_append(struct connection *c, const struct dds_client_frame *frame, bool droppable)
 {
-    size_t bound = 4u + 128u + frame->length;
+    size_t bound = 4u + DDS_CLIENT_FRAME_MARGIN + frame->length;
     if (droppable && c->out_len - c->out_sent + bound > DDS_CLIENT_OUT_LIMIT)
         return false;
     if (c->out_sent > 0 && c->out_len + bound > c->out_cap) {
@@ -78,7 +84,8 @@ static bool out_append(struct connection *c, const struct dds_client_frame *fram
         c->out = grown;
         c->out_cap = cap;
     }
-    c->out_len += dds_client_frame_encode(c->out + c->out_len, c->out_cap - c->out_len, frame);
+    c->out_len +=
+        dds_client_frame_seal(&c->seal, c->out + c->out_len, c->out_cap - c->out_len, frame);
     return true;
 }
 
@@ -133,6 +140,7 @@ static bool out_pending(struct connection *c)
 static void connection_free(struct connection *c)
 {
     close(c->fd);
+    dds_client_seal_clear(&c->seal);
     pthread_mutex_destroy(&c->lock);
     free(c->in);
     free(c->out);
@@ -210,7 +218,9 @@ static int on_hello(struct dds_client_server *server, struct connection *c,
     struct dds_client_frame ready = {
         .type = DDS_CLIENT_READY, .id = server->participant->self->id, .proof = proof};
     pthread_mutex_lock(&c->lock);
-    out_append(c, &ready, false);
+    out_append(c, &ready, false); /* the handshake's last plain frame */
+    if (server->keyed)
+        dds_client_seal_derive(&c->seal, server->key, 'M', c->nonce_m, frame->nonce);
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
@@ -350,8 +360,12 @@ static int serve_input(struct dds_client_server *server, struct connection *c)
         if (c->in_len - at < 4u + length)
             break;
         struct dds_client_frame frame;
-        rc = dds_client_frame_decode(c->in + at + 4, length, &frame);
-        if (rc < 0)
+        uint8_t *body;
+        size_t body_size;
+        rc = dds_client_frame_open(&c->seal, c->in + at + 4, length, &body, &body_size);
+        if (rc == 0)
+            rc = dds_client_frame_decode(body, body_size, &frame);
+        if (rc != 0)
             return fatal(c, rc, spindle_dds_errmsg());
         rc = on_frame(server, c, &frame);
         at += 4u + length;

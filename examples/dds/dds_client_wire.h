@@ -25,9 +25,13 @@
 #define DDS_CLIENT_PROOF   32u /* HMAC-SHA512-256 */
 #define DDS_CLIENT_KEY     32u /* a group key file's bytes (docs/SECURITY.md) */
 #define DDS_CLIENT_TEXT    1024u
+/* A frame's bytes on the wire, its length field, its fields and its seal
+ * (dds_client_seal.h) included, are at most 4 + DDS_CLIENT_FRAME_MARGIN +
+ * its data. */
+#define DDS_CLIENT_FRAME_MARGIN 128u
 /* The largest frame after its length field: a sample of the largest size
- * with its fields. */
-#define DDS_CLIENT_MAX_FRAME (SPINDLE_DDS_MAX_SAMPLE + 128u)
+ * with its fields, sealed or not. */
+#define DDS_CLIENT_MAX_FRAME (SPINDLE_DDS_MAX_SAMPLE + DDS_CLIENT_FRAME_MARGIN)
 /* Bytes before a SAMPLE frame's data: length, type, topic, flags, writer,
  * seq, time, data length. */
 #define DDS_CLIENT_SAMPLE_OVERHEAD (4u + 1u + 2u + 1u + 4u + 8u + 8u + 4u)

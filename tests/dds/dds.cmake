@@ -19,10 +19,15 @@ if(TARGET spindle_dds)
                          SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_groups.c
                          TIMEOUT 120 LABELS dds ARGS "*${scenario}*" $<TARGET_FILE:spindle-log>)
   endforeach()
+  # Sealed client frames with a key: both ways, and every way a frame
+  # can be replayed, reordered or altered refused by name.
+  spindle_add_dds_test(test_dds_client_seal SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_client_seal.c
+                       TIMEOUT 30 LABELS dds wire)
   # External clients (the test process): failover after a member's
-  # SIGKILL, the group key, malformed client bytes, a slow client (forked
-  # members).
-  foreach(scenario fails_over key malformed slow)
+  # SIGKILL, the group key, malformed client bytes, a slow client, sealed
+  # frames altered, replayed or reordered, a slow client with a key (the
+  # output's bound over sealed frames) (forked members).
+  foreach(scenario fails_over key malformed slow sealed lags)
     spindle_add_dds_test(test_dds_clients_${scenario}
                          SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_clients.c
                          TIMEOUT 30 LABELS dds ARGS "*${scenario}*")

@@ -16,8 +16,12 @@
  * - Malformed: a bad frame length, a frame before the HELLO, a bad magic,
  *   a bad name and an unknown type each get an ERROR naming what was
  *   wrong, and the member still serves a good client afterwards.
- * - Slow: a client that does not read loses samples, which the member
- *   counts; it sees exactly that many missing from the sequence numbers.
+ * - Slow, and lags (the same with a key, so sealed frames): a client that
+ *   does not read loses samples, which the member counts; it sees exactly
+ *   that many missing from the sequence numbers.
+ * - Sealed: with a key, frames after the handshake are sealed both ways;
+ *   one altered on the wire, replayed or reordered is refused with an
+ *   ERROR naming which and counted, and the member goes on.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -30,7 +34,7 @@
 
 #include <cmocka.h>
 
-#include "../../examples/dds/dds_client_wire.h"
+#include "dds_client_raw.h"
 #include "dds_forked.h"
 
 #define PHASE_ONE   400
@@ -285,6 +289,25 @@ static void write_key(const char *path)
     close(fd);
 }
 
+/* A fresh key file in a directory of its own. */
+struct temp_key {
+    char dir[32], file[64];
+};
+
+static void temp_key_make(struct temp_key *k)
+{
+    snprintf(k->dir, sizeof k->dir, "/tmp/spindle-dds-key-XXXXXX");
+    assert_non_null(mkdtemp(k->dir));
+    snprintf(k->file, sizeof k->file, "%s/key", k->dir);
+    write_key(k->file);
+}
+
+static void temp_key_remove(const struct temp_key *k)
+{
+    unlink(k->file);
+    rmdir(k->dir);
+}
+
 /* Publishes one sample and receives it back through the member. */
 static void check_round_trip(spindle_dds_client_t *client)
 {
@@ -344,35 +367,31 @@ static void test_client_without_the_group_key_is_refused(void **state)
     rmdir(dir);
 }
 
-/* Connects, reads the WELCOME, sends bytes; the member's ERROR text. */
-static void expect_refusal(uint16_t port, const uint8_t *bytes, size_t size, const char *want)
+/* A client (with key_file, or none) of the one member at port. */
+static spindle_dds_client_t *connect_one(uint16_t port, const char *key_file)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sin = {
-        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof sin), 0);
-    struct timeval timeout = {.tv_sec = 30};
-    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout), 0);
-    uint8_t in[2048];
-    size_t got = 0;
-    assert_int_equal(send(fd, bytes, size, MSG_NOSIGNAL), (ssize_t)size);
-    for (ssize_t n; (n = recv(fd, in + got, sizeof in - got, 0)) > 0;)
-        got += (size_t)n;
-    close(fd);
-    /* WELCOME, then the ERROR, then the end of the stream. */
-    assert_true(got > 4);
-    uint32_t first = dds_client_frame_length(in);
-    assert_true(first > 0 && 4 + first + 4 <= got);
-    struct dds_client_frame frame;
-    uint32_t second = dds_client_frame_length(in + 4 + first);
-    assert_int_equal(4 + first + 4 + second, got);
-    assert_int_equal(dds_client_frame_decode(in + 8 + first, second, &frame), 0);
-    assert_int_equal(frame.type, DDS_CLIENT_ERROR);
-    char text[DDS_CLIENT_TEXT + 1];
-    memcpy(text, frame.data, frame.length);
-    text[frame.length] = '\0';
-    if (strstr(text, want) == NULL)
-        fail_msg("member's error \"%s\" lacks \"%s\"", text, want);
+    char address[32];
+    snprintf(address, sizeof address, "127.0.0.1:%u", port);
+    const char *members[1] = {address};
+    struct spindle_dds_client_options o = {
+        .members = members, .num_members = 1, .key_file = key_file};
+    spindle_dds_client_t *client;
+    if (spindle_dds_client_connect(&o, &client) != 0)
+        fail_msg("connect to %s: %s", address, spindle_dds_errmsg());
+    return client;
+}
+
+/* A client (with key_file, or none) of the one member at port makes a
+ * round trip; then the member stops: the connections it refused. */
+static uint64_t serve_and_end(uint16_t port, const char *key_file, struct dds_forked *forked,
+                              const struct member_arg *arg)
+{
+    spindle_dds_client_t *client = connect_one(port, key_file);
+    check_round_trip(client);
+    spindle_dds_client_close(client);
+    struct dds_report report;
+    end_members(forked, 1, arg, -1, &report);
+    return report.from_history;
 }
 
 static void test_malformed_client_bytes_do_not_hurt_the_member(void **state)
@@ -396,98 +415,54 @@ static void test_malformed_client_bytes_do_not_hurt_the_member(void **state)
     const uint8_t unknown[] = {1, 0, 0, 0, 77};
     expect_refusal(port, unknown, sizeof unknown, "unknown frame type 77");
     /* Half a frame, then the client goes away. */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sin = {
-        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+    int fd = raw_connect(port, 0);
     const uint8_t half[] = {200, 0, 0, 0, DDS_CLIENT_PUBLISH, 1, 'i'};
     assert_int_equal(send(fd, half, sizeof half, MSG_NOSIGNAL), (ssize_t)sizeof half);
     close(fd);
 
-    char address[32];
-    snprintf(address, sizeof address, "127.0.0.1:%u", port);
-    const char *members[1] = {address};
-    struct spindle_dds_client_options o = {.members = members, .num_members = 1};
-    spindle_dds_client_t *client;
-    assert_int_equal(spindle_dds_client_connect(&o, &client), 0);
-    check_round_trip(client);
-    spindle_dds_client_close(client);
-    struct dds_report report;
-    end_members(forked, 1, &arg, -1, &report);
-    assert_int_equal(report.from_history, 5); /* every malformed connection but the half frame */
+    /* every malformed connection but the half frame */
+    assert_int_equal(serve_and_end(port, NULL, forked, &arg), 5);
     free(config);
 }
 
 #define BIG_SAMPLE  60000
 #define BIG_SAMPLES 600 /* 36 MB: beyond the listener's 8 MiB and the sockets' buffers */
 
-/* Reads one frame from fd into in (4 + DDS_CLIENT_MAX_FRAME bytes), waiting
- * up to timeout_ms for its first byte: 1 and *frame, 0 on timeout. */
-static int raw_read_frame(int fd, uint8_t *in, struct dds_client_frame *frame, int timeout_ms)
+/* A subscriber of "big" (with key, or none) whose receive buffer is small
+ * and fixed: its member's output is what must hold the samples. */
+static int raw_subscriber(uint16_t port, const uint8_t *key, uint8_t *in,
+                          struct dds_client_seal *seal)
 {
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    if (poll(&pfd, 1, timeout_ms) == 0)
-        return 0;
-    size_t want = 4, got = 0;
-    while (got < want) {
-        ssize_t n = recv(fd, in + got, want - got, 0);
-        assert_true(n > 0);
-        got += (size_t)n;
-        if (got == 4 && want == 4)
-            want = 4 + dds_client_frame_length(in);
-    }
-    assert_true(want > 4);
-    assert_int_equal(dds_client_frame_decode(in + 4, want - 4, frame), 0);
-    return 1;
-}
-
-static void raw_send(int fd, const struct dds_client_frame *frame)
-{
+    int fd = raw_connect(port, 16384);
+    raw_handshake(fd, key, in, seal);
     uint8_t out[256];
-    size_t n = dds_client_frame_encode(out, sizeof out, frame);
-    assert_true(n > 0);
-    assert_int_equal(send(fd, out, n, MSG_NOSIGNAL), (ssize_t)n);
-}
-
-/* A subscriber of "big" whose receive buffer is small and fixed (no
- * autotuning): its member's output is what must hold the samples. */
-static int raw_subscriber(uint16_t port, uint8_t *in)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int small = 16384;
-    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
-    struct sockaddr_in sin = {
-        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+    raw_send_sealed(fd, seal,
+                    &(struct dds_client_frame){.type = DDS_CLIENT_SUBSCRIBE, .name = "big"}, out);
     struct dds_client_frame frame;
-    assert_int_equal(raw_read_frame(fd, in, &frame, DEADLINE_MS), 1);
-    assert_int_equal(frame.type, DDS_CLIENT_WELCOME);
-    uint8_t nonce[DDS_CLIENT_NONCE] = {0}, proof[DDS_CLIENT_PROOF] = {0};
-    raw_send(fd,
-             &(struct dds_client_frame){.type = DDS_CLIENT_HELLO, .nonce = nonce, .proof = proof});
-    assert_int_equal(raw_read_frame(fd, in, &frame, DEADLINE_MS), 1);
-    assert_int_equal(frame.type, DDS_CLIENT_READY);
-    raw_send(fd, &(struct dds_client_frame){.type = DDS_CLIENT_SUBSCRIBE, .name = "big"});
-    assert_int_equal(raw_read_frame(fd, in, &frame, DEADLINE_MS), 1);
+    assert_int_equal(raw_read_sealed(fd, in, seal, &frame, DEADLINE_MS), 1);
     assert_int_equal(frame.type, DDS_CLIENT_SUBSCRIBED);
     return fd;
 }
 
 /* A client that does not read while another publishes: the member drops
  * the samples its output cannot take and counts them, exactly what the
- * slow client then sees missing, and goes on. */
-static void test_slow_client_loses_samples_the_member_counts(void **state)
+ * slow client then sees missing, and goes on. With key_file, the output's
+ * bound holds for sealed frames. */
+static void slow_client_scenario(const char *key_file)
 {
-    (void)state;
+    uint8_t key[DDS_CLIENT_KEY];
+    if (key_file != NULL)
+        assert_int_equal(dds_client_key_load(key_file, key), 0);
     char text[4096];
     dds_config_head(text, sizeof text, 1, NULL);
     size_t at = strlen(text);
     uint16_t port = test_free_port();
     snprintf(text + at, sizeof text - at,
-             "[participant.0]\nclient_port = %u\n"
+             "[participant.0]\nclient_port = %u\n%s%s\n"
              "[topic.0]\nname = big\nqos = atomic\npublishers = 0\nsubscribers = 0\n"
              "max_sample_size = %u\nwindow = 8\n",
-             port, BIG_SAMPLE);
+             port, key_file != NULL ? "[dds]\nkey_file = " : "", key_file != NULL ? key_file : "",
+             BIG_SAMPLE);
     struct spindle_dds_config *config;
     assert_int_equal(spindle_dds_config_parse(text, strlen(text), "test.ini", &config), 0);
     struct member_arg arg = {.members = 1};
@@ -495,13 +470,9 @@ static void test_slow_client_loses_samples_the_member_counts(void **state)
     fork_members(forked, 1, config, &arg);
     uint8_t *in = malloc(4 + DDS_CLIENT_MAX_FRAME);
     assert_non_null(in);
-    int slow = raw_subscriber(port, in);
-    char address[32];
-    snprintf(address, sizeof address, "127.0.0.1:%u", port);
-    const char *members[1] = {address};
-    struct spindle_dds_client_options o = {.members = members, .num_members = 1};
-    spindle_dds_client_t *publisher;
-    assert_int_equal(spindle_dds_client_connect(&o, &publisher), 0);
+    struct dds_client_seal seal;
+    int slow = raw_subscriber(port, key_file != NULL ? key : NULL, in, &seal);
+    spindle_dds_client_t *publisher = connect_one(port, key_file);
     static uint8_t sample[BIG_SAMPLE];
     uint64_t published = 0;
     for (; published < BIG_SAMPLES; published++)
@@ -516,7 +487,7 @@ static void test_slow_client_loses_samples_the_member_counts(void **state)
             fail_msg("after %d s: %llu received, last seq %llu", DEADLINE_MS / 1000,
                      (unsigned long long)received, (unsigned long long)last);
         struct dds_client_frame frame;
-        if (raw_read_frame(slow, in, &frame, 1000) == 0) {
+        if (raw_read_sealed(slow, in, &seal, &frame, 1000) == 0) {
             assert_int_equal(spindle_dds_client_publish(publisher, "big", sample, 8, NULL),
                              (int64_t)++published);
             continue;
@@ -538,6 +509,81 @@ static void test_slow_client_loses_samples_the_member_counts(void **state)
     free(config);
 }
 
+static void test_slow_client_loses_samples_the_member_counts(void **state)
+{
+    (void)state;
+    slow_client_scenario(NULL);
+}
+
+static void test_keyed_client_that_lags_loses_samples_the_member_counts(void **state)
+{
+    (void)state;
+    struct temp_key k;
+    temp_key_make(&k);
+    slow_client_scenario(k.file);
+    temp_key_remove(&k);
+}
+
+/* With a key every frame after READY is sealed: the member opens the
+ * client's and seals its own; a frame altered on the wire, replayed or
+ * reordered gets a sealed ERROR naming which, the connection is closed and
+ * counted as refused, and the member goes on. */
+static void test_sealed_frames_altered_or_replayed_are_refused(void **state)
+{
+    (void)state;
+    struct temp_key k;
+    temp_key_make(&k);
+    uint8_t key[DDS_CLIENT_KEY];
+    assert_int_equal(dds_client_key_load(k.file, key), 0);
+    uint16_t port;
+    struct spindle_dds_config *config = single_member(k.file, &port);
+    struct member_arg arg = {.members = 1};
+    struct dds_forked forked[1];
+    fork_members(forked, 1, config, &arg);
+    uint8_t in[4 + 2048], out[256];
+    struct dds_client_frame frame;
+    const struct dds_client_frame subscribe = {.type = DDS_CLIENT_SUBSCRIBE, .name = "in"};
+    const uint8_t reading[] = "a reading";
+    const struct dds_client_frame publish = {
+        .type = DDS_CLIENT_PUBLISH, .name = "in", .data = reading, .length = sizeof reading};
+
+    /* Both ways through the seal, then a flipped byte. */
+    struct dds_client_seal seal;
+    int fd = raw_keyed_client(port, key, in, &seal);
+    raw_send_sealed(fd, &seal, &subscribe, out);
+    assert_int_equal(raw_read_sealed(fd, in, &seal, &frame, DEADLINE_MS), 1);
+    assert_int_equal(frame.type, DDS_CLIENT_SUBSCRIBED);
+    size_t n = dds_client_frame_seal(&seal, out, sizeof out, &publish);
+    assert_true(n > 0);
+    assert_null(memmem(out, n, reading, sizeof reading)); /* not in the clear */
+    out[n - 20] ^= 1;
+    assert_int_equal(send(fd, out, n, MSG_NOSIGNAL), (ssize_t)n);
+    expect_sealed_refusal(fd, in, &seal, "sealed frame (counter 1, 1 due) failed authentication");
+
+    /* A frame sent twice. */
+    fd = raw_keyed_client(port, key, in, &seal);
+    n = raw_send_sealed(fd, &seal, &publish, out);
+    assert_int_equal(raw_read_sealed(fd, in, &seal, &frame, DEADLINE_MS), 1);
+    assert_int_equal(frame.type, DDS_CLIENT_PUBLISHED);
+    assert_int_equal(send(fd, out, n, MSG_NOSIGNAL), (ssize_t)n);
+    expect_sealed_refusal(fd, in, &seal,
+                          "sealed frame 0 arrived again after frame 0 was opened (replayed)");
+
+    /* Two frames swapped. */
+    fd = raw_keyed_client(port, key, in, &seal);
+    uint8_t first[256];
+    size_t n1 = dds_client_frame_seal(&seal, first, sizeof first, &subscribe);
+    n = dds_client_frame_seal(&seal, out, sizeof out, &publish);
+    assert_true(n1 > 0 && n > 0);
+    assert_int_equal(send(fd, out, n, MSG_NOSIGNAL), (ssize_t)n);
+    expect_sealed_refusal(fd, in, &seal, "sealed frame 1 arrived where frame 0 was due");
+
+    /* The member serves a keyed client after all of it. */
+    assert_int_equal(serve_and_end(port, k.file, forked, &arg), 3);
+    free(config);
+    temp_key_remove(&k);
+}
+
 /* argv[1], when given, runs only the tests it matches (one ctest each). */
 int main(int argc, char **argv)
 {
@@ -548,6 +594,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_client_without_the_group_key_is_refused),
         cmocka_unit_test(test_malformed_client_bytes_do_not_hurt_the_member),
         cmocka_unit_test(test_slow_client_loses_samples_the_member_counts),
+        cmocka_unit_test(test_sealed_frames_altered_or_replayed_are_refused),
+        cmocka_unit_test(test_keyed_client_that_lags_loses_samples_the_member_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

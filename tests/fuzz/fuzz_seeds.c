@@ -20,6 +20,7 @@
 #include "control/ctl_wire.h"
 #include "fuzz_common.h"
 #include "fuzz_ctl_keys.h"
+#include "fuzz_dds_seal_keys.h"
 #include "group/admin.h"
 #include "kv_resp.h"
 #include "kv_store.h"
@@ -654,6 +655,39 @@ static void dds_seeds(const char *example)
 
 /* spindle_dds's external client protocol: one frame of each type,
  * without its length field, each checked by the decoder. */
+/* fuzz_dds_client_sealed: every frame sealed in turn (a stream the target
+ * opens whole, checked here on a copy: frames open in place), the first
+ * frame sent twice, the first two swapped. */
+static void dds_client_sealed_seeds(const struct dds_client_frame *frames, size_t count)
+{
+    static uint8_t stream[4096], pair[512];
+    struct dds_client_seal client, member;
+    fuzz_dds_seals(&client, &member);
+    size_t at = 0, first = 0, second = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t n = dds_client_frame_seal(&client, stream + at, sizeof stream - at, &frames[i]);
+        uint8_t *body;
+        size_t body_size;
+        if (n > 0 && n <= sizeof pair)
+            memcpy(pair, stream + at, n);
+        if (n == 0 || n > sizeof pair ||
+            dds_client_frame_open(&member, pair + 4, n - 4, &body, &body_size) != 0) {
+            fprintf(stderr, "fuzz_seeds: sealed client frame %zu: %s\n", i, spindle_dds_errmsg());
+            exit(1);
+        }
+        first = i == 0 ? n : first;
+        second = i == 1 ? n : second;
+        at += n;
+    }
+    write_seed("fuzz_dds_client_sealed", "stream", stream, at);
+    memcpy(pair, stream, first);
+    memcpy(pair + first, stream, first);
+    write_seed("fuzz_dds_client_sealed", "replayed", pair, 2 * first);
+    memcpy(pair, stream + first, second);
+    memcpy(pair + second, stream, first);
+    write_seed("fuzz_dds_client_sealed", "swapped", pair, first + second);
+}
+
 static void dds_client_seeds(void)
 {
     static const uint8_t nonce[DDS_CLIENT_NONCE] = {1, 2, 3};
@@ -692,6 +726,7 @@ static void dds_client_seeds(void)
         }
         write_seed("fuzz_dds_client_frame", names[i], buf + 4, n - 4);
     }
+    dds_client_sealed_seeds(frames, sizeof frames / sizeof frames[0]);
 }
 
 int main(int argc, char **argv)

@@ -195,7 +195,9 @@ uint32_t spindle_dds_participant_view_size(spindle_dds_participant_t *participan
 struct spindle_dds_client_stats {
     uint32_t connections;     /* open now */
     uint64_t accepted;        /* connections accepted so far */
-    uint64_t refused;         /* closed for a bad frame, a missing key or a full listener */
+    uint64_t refused;         /* closed for a bad frame (malformed, or with a key one that
+                                 does not open: altered, replayed, reordered), a missing
+                                 key or a full listener */
     uint64_t dropped_samples; /* samples a client's full output could not take */
 };
 /* Fills *stats. 0, or SPINDLE_EINVAL when the participant has no listener
