@@ -14,7 +14,7 @@ struct kv_entry {
     struct kv_entry *next;
     uint64_t hash;
     uint64_t expire_ms; /* 0: never */
-    char *key; /* the bytes after the entry, in the same allocation */
+    char *key;          /* the bytes after the entry, in the same allocation */
     size_t key_len;
     char *value;
     size_t value_len;
