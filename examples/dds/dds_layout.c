@@ -25,7 +25,9 @@ int dds_layout_topics(const struct spindle_dds_config *config, const char *const
     for (uint32_t t = 0; t < config->num_topics; t++) {
         const struct spindle_dds_topic_config *topic = &config->topics[t];
         struct spindle_subgroup_layout *out = &layouts[t];
-        bool leader_needed = topic->qos == SPINDLE_DDS_VOLATILE || topic->qos == SPINDLE_DDS_LOGGED;
+        /* A joiner's log catch-up comes from the leader's log; a volatile
+         * topic's history comes from its own members (dds_history.c). */
+        bool leader_needed = topic->qos == SPINDLE_DDS_LOGGED;
         out->num_members = 0;
         out->num_senders = 0;
         for (uint32_t rank = 0; rank < num_members; rank++) {

@@ -1,20 +1,22 @@
 /*
  * Participants: one libspindle group per process's membership, one
  * subgroup per topic (subgroup index = topic number), placed by the
- * layout rule of dds_layout.c; the delivery, state transfer and replay
- * upcalls that feed histories and readers.
+ * layout rule of dds_layout.c; the delivery, view and replay upcalls
+ * that feed histories and readers (a volatile topic's history for a
+ * joiner: dds_history.c).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "dds_client_server.h"
 #include "dds_impl.h"
 
-static void deliver_one(spindle_dds_participant_t *p, struct dds_topic *topic,
-                        const uint8_t *payload, size_t size, bool from_history)
+void dds_deliver_one(spindle_dds_participant_t *p, struct dds_topic *topic, const uint8_t *payload,
+                     size_t size, bool from_history)
 {
     struct dds_client_server *clients = __atomic_load_n(&p->clients, __ATOMIC_ACQUIRE);
     struct spindle_dds_sample_info info;
@@ -47,7 +49,8 @@ static void on_deliver(void *ctx, const struct spindle_message *messages, size_t
             pthread_mutex_lock(&topic->lock);
             locked = topic;
         }
-        deliver_one(p, topic, m->data, m->length, false);
+        if (dds_history_on_deliver(topic, m)) /* false: kept while the topic loads */
+            dds_deliver_one(p, topic, m->data, m->length, false);
     }
     if (locked != NULL)
         pthread_mutex_unlock(&locked->lock);
@@ -57,6 +60,12 @@ static void on_view(void *ctx, const struct spindle_view_info *view)
 {
     spindle_dds_participant_t *p = ctx;
     __atomic_store_n(&p->view_size, view->num_members, __ATOMIC_RELEASE);
+    dds_history_on_view(p, view);
+}
+
+static void on_p2p(void *ctx, const struct spindle_p2p_message *message)
+{
+    dds_history_on_query(ctx, message);
 }
 
 static int on_layout(void *ctx, const struct spindle_view_info *view, uint32_t num_subgroups,
@@ -71,48 +80,6 @@ static int on_layout(void *ctx, const struct spindle_view_info *view, uint32_t n
     return dds_layout_topics(p->config, names, view->num_members, subgroups);
 }
 
-/* Volatile and logged topics' histories, as the joiner's first view
- * starts (include/spindle/view.h, state transfer). */
-static int on_state_save(void *ctx, void **data, size_t *length)
-{
-    spindle_dds_participant_t *p = ctx;
-    struct dds_fifo *fifos[SPINDLE_DDS_MAX_TOPICS] = {NULL};
-    uint32_t n = p->config->num_topics;
-    for (uint32_t t = 0; t < n; t++)
-        if (p->topics[t].keeps_history) {
-            pthread_mutex_lock(&p->topics[t].lock);
-            fifos[t] = &p->topics[t].history;
-        }
-    uint8_t *bytes = NULL;
-    int rc = dds_history_encode(fifos, n, &bytes, length);
-    for (uint32_t t = 0; t < n; t++)
-        if (fifos[t] != NULL)
-            pthread_mutex_unlock(&p->topics[t].lock);
-    *data = bytes;
-    return rc;
-}
-
-static int load_sample(void *ctx, uint32_t topic_id, const uint8_t *payload, size_t size)
-{
-    spindle_dds_participant_t *p = ctx;
-    struct dds_topic *topic = &p->topics[topic_id];
-    if (!topic->keeps_history)
-        return 0;
-    /* Into the history, and to a reader created before the participant
-     * was enabled: the history first, then the live stream. */
-    pthread_mutex_lock(&topic->lock);
-    deliver_one(p, topic, payload, size, true);
-    pthread_mutex_unlock(&topic->lock);
-    return 0;
-}
-
-static int on_state_load(void *ctx, const void *data, size_t length)
-{
-    spindle_dds_participant_t *p = ctx;
-    int rc = dds_history_decode(data, length, p->config->num_topics, load_sample, p);
-    return rc == SPINDLE_EPROTO ? SPINDLE_EINVAL : rc;
-}
-
 /* A restart with its log (docs/LOGS.md): logged samples refill the
  * history their readers will get. */
 static int on_replay(void *ctx, const struct spindle_replayed *item)
@@ -122,7 +89,7 @@ static int on_replay(void *ctx, const struct spindle_replayed *item)
         return 0;
     struct dds_topic *topic = &p->topics[item->subgroup];
     pthread_mutex_lock(&topic->lock);
-    deliver_one(p, topic, item->data, item->length, true);
+    dds_deliver_one(p, topic, item->data, item->length, true);
     pthread_mutex_unlock(&topic->lock);
     return 0;
 }
@@ -198,9 +165,27 @@ static void free_topics(spindle_dds_participant_t *p)
     for (uint32_t t = 0; t < p->config->num_topics; t++) {
         if (p->topics[t].config == NULL)
             continue;
+        dds_history_free(&p->topics[t]);
         dds_fifo_free(&p->topics[t].history);
         pthread_mutex_destroy(&p->topics[t].lock);
     }
+}
+
+/* The fetcher's lock and condition (it waits on CLOCK_MONOTONIC). */
+static void init_fetcher(spindle_dds_participant_t *p)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->fetch_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&p->fetch_lock, NULL);
+}
+
+static void free_fetcher(spindle_dds_participant_t *p)
+{
+    pthread_cond_destroy(&p->fetch_cond);
+    pthread_mutex_destroy(&p->fetch_lock);
 }
 
 static void fill_options(spindle_dds_participant_t *p, const struct create_plan *plan,
@@ -224,9 +209,10 @@ static void fill_options(spindle_dds_participant_t *p, const struct create_plan 
     g->view_ctx = p;
     g->layout = on_layout;
     g->layout_ctx = p;
-    g->state_save = on_state_save;
-    g->state_load = on_state_load;
-    g->state_ctx = p;
+    /* No state transfer: a volatile topic's history comes from its own
+     * members (dds_history.c), a logged topic's from the log. */
+    g->p2p_deliver = on_p2p;
+    g->p2p_ctx = p;
     g->replay = on_replay;
     g->replay_ctx = p;
     g->admin_dir = "off";
@@ -299,19 +285,25 @@ static int enable(spindle_dds_participant_t *p)
             if (rc < 0)
                 rc = dds_error(rc, "participant %s: %s", p->self->name, spindle_errmsg());
         } else {
+            dds_history_mark_joiner(p); /* before its first delivery */
             rc = join_group(p, plan, &p->options, &g);
         }
     }
     free(plan);
+    if (rc < 0)
+        return rc;
+    rc = dds_history_start(p);
     if (rc == 0 && p->self->client_port != 0) {
         struct dds_client_server *clients = NULL;
         rc = dds_client_server_start(p, &clients);
         __atomic_store_n(&p->clients, clients, __ATOMIC_RELEASE);
-        if (rc < 0) { /* a participant without its listener is not what was configured */
-            (void)spindle_group_leave(p->group, 10000);
-            spindle_group_destroy(p->group);
-            p->group = NULL;
-        }
+    }
+    if (rc < 0) { /* a participant without its fetcher or listener is not what was configured */
+        dds_history_stop(p);
+        (void)spindle_group_leave(p->group, 10000);
+        spindle_group_destroy(p->group);
+        p->group = NULL;
+        __atomic_store_n(&p->group_live, NULL, __ATOMIC_RELEASE);
     }
     return rc;
 }
@@ -348,11 +340,13 @@ int spindle_dds_participant_create(const struct spindle_dds_config *config, cons
     p->config = config;
     p->self = self;
     p->options = options != NULL ? *options : none;
+    init_fetcher(p);
     int rc = init_topics(p);
     if (rc == 0 && !p->options.disabled)
         rc = enable(p);
     if (rc < 0) {
         free_topics(p);
+        free_fetcher(p);
         free(p);
         return rc;
     }
@@ -394,6 +388,7 @@ void spindle_dds_participant_destroy(spindle_dds_participant_t *participant)
     if (participant == NULL)
         return;
     stop_clients(participant);
+    dds_history_stop(participant); /* it asks through the group */
     if (participant->group != NULL && spindle_group_status(participant->group) == 0)
         (void)spindle_group_leave(participant->group, 10000); /* others go on */
     spindle_group_destroy(participant->group);
@@ -402,6 +397,7 @@ void spindle_dds_participant_destroy(spindle_dds_participant_t *participant)
         spindle_dds_writer_destroy(participant->topics[t].writer);
     }
     free_topics(participant);
+    free_fetcher(participant);
     free(participant);
 }
 

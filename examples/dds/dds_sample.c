@@ -1,8 +1,9 @@
 /*
  * The bytes spindle_dds puts on the wire and hands joiners: the sample
- * header at the start of every ring payload, and the history state. Both
- * decoders read bytes another process wrote, so every field is checked
- * before use (tests/fuzz/fuzz_dds_sample.c, fuzz_dds_history.c).
+ * header at the start of every ring payload, the history state, and the
+ * history queries and replies. Every decoder reads bytes another process
+ * wrote, so every field is checked before use (tests/fuzz/
+ * fuzz_dds_sample.c, fuzz_dds_history.c, fuzz_dds_history_query.c).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -220,5 +221,112 @@ int dds_history_encode(struct dds_fifo *const *fifos, uint32_t num_topics, uint8
     }
     *out = bytes;
     *size = total;
+    return 0;
+}
+
+void dds_history_query_encode(uint8_t *out, const struct dds_history_query *query)
+{
+    dds_put32(out, DDS_HQUERY_MAGIC);
+    dds_put32(out + 4, query->topic);
+    dds_put64(out + 8, query->view_id);
+    dds_put64(out + 16, query->offset);
+}
+
+int dds_history_query_decode(const uint8_t *bytes, size_t size, uint32_t num_topics,
+                             struct dds_history_query *query)
+{
+    if (bytes == NULL || size != DDS_HQUERY_SIZE)
+        return dds_error(SPINDLE_EPROTO, "history query of %zu bytes is not %u", size,
+                         DDS_HQUERY_SIZE);
+    if (dds_get32(bytes) != DDS_HQUERY_MAGIC)
+        return dds_error(SPINDLE_EPROTO, "history query: magic 0x%08x is not 0x%08x",
+                         dds_get32(bytes), DDS_HQUERY_MAGIC);
+    struct dds_history_query out = {
+        .topic = dds_get32(bytes + 4),
+        .view_id = dds_get64(bytes + 8),
+        .offset = dds_get64(bytes + 16),
+    };
+    if (out.topic >= num_topics)
+        return dds_error(SPINDLE_EPROTO, "history query: topic %u is not below %u", out.topic,
+                         num_topics);
+    if (out.offset >= DDS_HISTORY_MAX_BYTES)
+        return dds_error(SPINDLE_EPROTO, "history query: offset %llu is not below %llu",
+                         (unsigned long long)out.offset, (unsigned long long)DDS_HISTORY_MAX_BYTES);
+    *query = out;
+    return 0;
+}
+
+size_t dds_history_reply_encode(uint8_t *out, const struct dds_history_reply *reply)
+{
+    dds_put32(out, DDS_HREPLY_MAGIC);
+    dds_put32(out + 4, reply->status);
+    dds_put32(out + 8, reply->topic);
+    dds_put32(out + 12, reply->chunk_length);
+    dds_put64(out + 16, reply->view_id);
+    dds_put64(out + 24, reply->total);
+    dds_put64(out + 32, reply->offset);
+    if (reply->chunk_length > 0)
+        memcpy(out + DDS_HREPLY_HEADER, reply->chunk, reply->chunk_length);
+    return DDS_HREPLY_HEADER + (size_t)reply->chunk_length;
+}
+
+/* What a reply of each status may carry: a chunk inside the history only
+ * with DDS_HREPLY_OK, nothing else otherwise. */
+static int check_reply_fields(const struct dds_history_reply *r)
+{
+    if (r->status != DDS_HREPLY_OK) {
+        if (r->chunk_length != 0 || r->total != 0 || r->offset != 0)
+            return dds_error(SPINDLE_EPROTO,
+                             "history reply: status %u carries %u bytes, total %llu, offset %llu",
+                             r->status, r->chunk_length, (unsigned long long)r->total,
+                             (unsigned long long)r->offset);
+        return 0;
+    }
+    if (r->total < DDS_HISTORY_MIN_BYTES || r->total > DDS_HISTORY_MAX_BYTES)
+        return dds_error(SPINDLE_EPROTO, "history reply: total %llu is outside %u..%llu",
+                         (unsigned long long)r->total, DDS_HISTORY_MIN_BYTES,
+                         (unsigned long long)DDS_HISTORY_MAX_BYTES);
+    if (r->offset >= r->total)
+        return dds_error(SPINDLE_EPROTO, "history reply: offset %llu is not below total %llu",
+                         (unsigned long long)r->offset, (unsigned long long)r->total);
+    if (r->chunk_length == 0 || r->chunk_length > r->total - r->offset)
+        return dds_error(SPINDLE_EPROTO,
+                         "history reply: chunk of %u bytes at offset %llu of %llu (1..%llu)",
+                         r->chunk_length, (unsigned long long)r->offset,
+                         (unsigned long long)r->total, (unsigned long long)(r->total - r->offset));
+    return 0;
+}
+
+int dds_history_reply_decode(const uint8_t *bytes, size_t size, uint32_t num_topics,
+                             struct dds_history_reply *reply)
+{
+    if (bytes == NULL || size < DDS_HREPLY_HEADER || size > SPINDLE_P2P_MAX_PAYLOAD)
+        return dds_error(SPINDLE_EPROTO, "history reply of %zu bytes is outside %u..%u", size,
+                         DDS_HREPLY_HEADER, SPINDLE_P2P_MAX_PAYLOAD);
+    if (dds_get32(bytes) != DDS_HREPLY_MAGIC)
+        return dds_error(SPINDLE_EPROTO, "history reply: magic 0x%08x is not 0x%08x",
+                         dds_get32(bytes), DDS_HREPLY_MAGIC);
+    struct dds_history_reply out = {
+        .status = dds_get32(bytes + 4),
+        .topic = dds_get32(bytes + 8),
+        .chunk_length = dds_get32(bytes + 12),
+        .view_id = dds_get64(bytes + 16),
+        .total = dds_get64(bytes + 24),
+        .offset = dds_get64(bytes + 32),
+        .chunk = bytes + DDS_HREPLY_HEADER,
+    };
+    if (out.status > DDS_HREPLY_INCOMPLETE)
+        return dds_error(SPINDLE_EPROTO, "history reply: status %u is not 0..%u", out.status,
+                         DDS_HREPLY_INCOMPLETE);
+    if (out.topic >= num_topics)
+        return dds_error(SPINDLE_EPROTO, "history reply: topic %u is not below %u", out.topic,
+                         num_topics);
+    if (out.chunk_length != size - DDS_HREPLY_HEADER)
+        return dds_error(SPINDLE_EPROTO, "history reply: chunk length %u, %zu bytes follow",
+                         out.chunk_length, size - DDS_HREPLY_HEADER);
+    int rc = check_reply_fields(&out);
+    if (rc < 0)
+        return rc;
+    *reply = out;
     return 0;
 }

@@ -12,9 +12,10 @@ if(TARGET spindle_dds)
   spindle_add_dds_test(test_dds_sample SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_sample.c
                        TIMEOUT 30 LABELS dds wire)
   # Atomic, unordered, a late volatile and a late logged subscriber, a
+  # late volatile subscriber when every participant has a log directory, a
   # writer and a subscriber killed mid-stream, a subscriber that leaves
   # (forked participants).
-  foreach(scenario atomic unordered volatile logged killed left)
+  foreach(scenario atomic unordered volatile logged log_dirs killed left)
     spindle_add_dds_test(test_dds_groups_${scenario}
                          SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_groups.c
                          TIMEOUT 120 LABELS dds ARGS "*${scenario}*" $<TARGET_FILE:spindle-log>)
@@ -23,6 +24,10 @@ if(TARGET spindle_dds)
   # can be replayed, reordered or altered refused by name.
   spindle_add_dds_test(test_dds_client_seal SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_client_seal.c
                        TIMEOUT 30 LABELS dds wire)
+  # A volatile topic's history reaches a late subscriber after the leader,
+  # which took no part in the topic, was killed (forked participants).
+  spindle_add_dds_test(test_dds_history SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dds_history.c
+                       TIMEOUT 120 LABELS dds)
   # External clients (the test process): failover after a member's
   # SIGKILL, the group key, malformed client bytes, a slow client, sealed
   # frames altered, replayed or reordered, a slow client with a key (the

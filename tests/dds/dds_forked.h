@@ -22,7 +22,7 @@
 #include "test_ports.h"
 
 #define DDS_MAX_FORKED 6
-#define DDS_WRITERS    2 /* participants 0 and 1 may write */
+#define DDS_WRITERS    3 /* participants 0, 1 and 2 may write */
 
 /* A failed check in a participant: say what, and exit with 1. */
 #define DDS_CHECK(cond, ...)                                                                       \
@@ -42,7 +42,7 @@ struct dds_report {
     uint64_t per_writer[DDS_WRITERS];
     uint64_t out_of_order; /* a writer's seq not one past its previous */
     uint64_t from_history;
-    uint64_t first_seq;          /* of writer 0 */
+    uint64_t first_seq;          /* of the first sample received */
     uint64_t history_after_live; /* a history sample after a live one */
 };
 
@@ -83,13 +83,13 @@ static inline void dds_sink_listener(void *ctx, const struct spindle_dds_sample_
         r->hash = dds_mix(r->hash, bytes[i]);
     if (info->writer < DDS_WRITERS) {
         uint64_t *last = &sink->last_seq[info->writer];
-        if (info->writer == 0 && r->per_writer[0] == 0)
-            r->first_seq = info->seq;
         if (*last != 0 && info->seq != *last + 1)
             r->out_of_order++;
         *last = info->seq;
         r->per_writer[info->writer]++;
     }
+    if (r->received == 0)
+        r->first_seq = info->seq;
     if (info->from_history) {
         r->from_history++;
         if (sink->saw_live)
@@ -195,9 +195,46 @@ static inline bool dds_collect(struct dds_forked *f, struct dds_report *report)
     return got == (ssize_t)sizeof *report;
 }
 
+/* The sample writer w writes as its seq-th: a length and bytes of both. */
+static inline size_t dds_sample_fill(uint8_t *out, uint32_t writer, uint64_t seq)
+{
+    size_t length = 16 + (size_t)(seq % 48);
+    for (size_t i = 0; i < length; i++)
+        out[i] = (uint8_t)(writer * 31u + seq * 7u + i);
+    return length;
+}
+
+static inline void dds_write_samples(spindle_dds_writer_t *writer, uint32_t id, uint64_t from,
+                                     uint64_t to)
+{
+    for (uint64_t seq = from; seq <= to; seq++) {
+        void *slot;
+        DDS_CHECK(spindle_dds_writer_loan(writer, 64, false, &slot) == 0, "loan %llu",
+                  (unsigned long long)seq);
+        size_t length = dds_sample_fill(slot, id, seq);
+        int64_t written = spindle_dds_writer_write(writer, length);
+        DDS_CHECK(written == (int64_t)seq, "write %llu returned %lld", (unsigned long long)seq,
+                  (long long)written);
+    }
+}
+
 static inline void dds_send_report(int fd, const struct dds_report *report)
 {
     DDS_CHECK(write(fd, report, sizeof *report) == (ssize_t)sizeof *report, "report");
+}
+
+/* A role's end: once the participant's view has `members`, the group
+ * shuts down together, the participant is destroyed and the sink's report
+ * is sent. Returns the role's exit status (0). */
+static inline int dds_role_finish(spindle_dds_participant_t *p, uint32_t members,
+                                  struct dds_sink *sink, int report_fd)
+{
+    DDS_CHECK(dds_wait_view(p, members), "a view of %u members", members);
+    DDS_CHECK(spindle_dds_participant_shutdown(p, 30000) == 0, "shutdown");
+    spindle_dds_participant_destroy(p);
+    struct dds_report report = dds_sink_get(sink);
+    dds_send_report(report_fd, &report);
+    return 0;
 }
 
 #endif

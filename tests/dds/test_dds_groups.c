@@ -8,7 +8,8 @@
  *   writer's order.
  * - A subscriber that joins a volatile topic late receives the history
  *   (the last history_depth samples), then the live stream, without a gap
- *   or a duplicate; of a logged topic, every earlier sample through its
+ *   or a duplicate, also when a logged topic gives every participant a
+ *   log directory; of a logged topic, every earlier sample through its
  *   log's catch-up, then the live stream, once every sample is on every
  *   member's disk, and every member's log holds every sample in order
  *   (spindle-log).
@@ -29,28 +30,6 @@
 #define SAMPLES   1500
 #define HISTORY   40
 #define PHASE_ONE 300
-
-/* The sample writer w writes as its seq-th: a length and bytes of both. */
-static size_t sample_fill(uint8_t *out, uint32_t writer, uint64_t seq)
-{
-    size_t length = 16 + (size_t)(seq % 48);
-    for (size_t i = 0; i < length; i++)
-        out[i] = (uint8_t)(writer * 31u + seq * 7u + i);
-    return length;
-}
-
-static void write_samples(spindle_dds_writer_t *writer, uint32_t id, uint64_t from, uint64_t to)
-{
-    for (uint64_t seq = from; seq <= to; seq++) {
-        void *slot;
-        DDS_CHECK(spindle_dds_writer_loan(writer, 64, false, &slot) == 0, "loan %llu",
-                  (unsigned long long)seq);
-        size_t length = sample_fill(slot, id, seq);
-        int64_t written = spindle_dds_writer_write(writer, length);
-        DDS_CHECK(written == (int64_t)seq, "write %llu returned %lld", (unsigned long long)seq,
-                  (long long)written);
-    }
-}
 
 struct scenario {
     const char *topic;
@@ -83,7 +62,7 @@ static int founder_role(uint32_t id, const struct spindle_dds_config *config, in
     /* Every reader exists before anything is written. */
     DDS_CHECK(spindle_barrier(spindle_dds_participant_group(p), 30000) == 0, "barrier");
     if (writer != NULL)
-        write_samples(writer, id, 1, s->samples);
+        dds_write_samples(writer, id, 1, s->samples);
     for (uint32_t w = 0; reader != NULL && w < s->writers; w++)
         DDS_CHECK(dds_sink_wait(&sink, w, s->samples), "samples of writer %u", w);
     DDS_CHECK(spindle_dds_participant_shutdown(p, 30000) == 0, "shutdown");
@@ -172,9 +151,9 @@ static int late_role(uint32_t id, const struct spindle_dds_config *config, int r
     if (id < 2) /* the founders: both ready before the first sample */
         DDS_CHECK(spindle_barrier(spindle_dds_participant_group(p), 30000) == 0, "barrier");
     if (id == 0) {
-        write_samples(writer, 0, 1, PHASE_ONE);
+        dds_write_samples(writer, 0, 1, PHASE_ONE);
         DDS_CHECK(dds_wait_view(p, 3), "the joiner's view");
-        write_samples(writer, 0, PHASE_ONE + 1, SAMPLES);
+        dds_write_samples(writer, 0, PHASE_ONE + 1, SAMPLES);
         if (logged)
             DDS_CHECK(spindle_flush_persistent(spindle_dds_participant_group(p), 0, 30000) == 0,
                       "every sample on every member's disk");
@@ -187,12 +166,7 @@ static int late_role(uint32_t id, const struct spindle_dds_config *config, int r
         DDS_CHECK(dds_sink_wait(&sink, 0, id == 1 ? SAMPLES : SAMPLES - PHASE_ONE + history),
                   "every sample");
     }
-    DDS_CHECK(dds_wait_view(p, 3), "three members");
-    DDS_CHECK(spindle_dds_participant_shutdown(p, 30000) == 0, "shutdown");
-    spindle_dds_participant_destroy(p);
-    struct dds_report report = dds_sink_get(&sink);
-    dds_send_report(report_fd, &report);
-    return 0;
+    return dds_role_finish(p, 3, &sink, report_fd);
 }
 
 /* spindle-log, for the logged test (argv[2]); NULL: its log checks are
@@ -232,9 +206,12 @@ static void check_logs(const char *logs)
         fail_msg("spindle-log compare: %s", out);
 }
 
-/* The late joiner's run for a QoS (volatile or logged); reports[3]. */
+/* The late joiner's run for a QoS of topic v (volatile or logged;
+ * "log_dirs": volatile, beside a logged topic no one writes, which gives
+ * every participant a log directory); reports[3]. */
 static void run_late(const char *qos, struct dds_report *reports)
 {
+    bool log_dirs = strcmp(qos, "log_dirs") == 0;
     char text[4096];
     char logs[] = "/tmp/spindle-dds-logs-XXXXXX";
     assert_non_null(mkdtemp(logs));
@@ -243,8 +220,10 @@ static void run_late(const char *qos, struct dds_report *reports)
     snprintf(text + at, sizeof text - at,
              "[dds]\nlog_dir = %s\n"
              "[topic.0]\nname = v\nqos = %s\npublishers = 0\nsubscribers = 1,2\n"
-             "max_sample_size = 64\nwindow = 32\nhistory_depth = %u\n",
-             logs, qos, HISTORY);
+             "max_sample_size = 64\nwindow = 32\nhistory_depth = %u\n%s",
+             logs, log_dirs ? "volatile" : qos, HISTORY,
+             log_dirs ? "[topic.1]\nname = g\nqos = logged\npublishers = 0\nsubscribers = 1\n"
+                      : "");
     struct spindle_dds_config *config;
     assert_int_equal(spindle_dds_config_parse(text, strlen(text), "test.ini", &config), 0);
     struct dds_forked forked[3];
@@ -299,6 +278,17 @@ static void test_late_logged_subscriber_gets_log_then_live(void **state)
     check_late(reports, PHASE_ONE);
 }
 
+/* With a logged topic in the file, every participant has a log directory
+ * and joins through libspindle's log catch-up, which hands no state: the
+ * volatile topic's history comes from its members all the same. */
+static void test_log_dirs_everywhere_late_subscriber_still_gets_memory_history(void **state)
+{
+    (void)state;
+    struct dds_report reports[3];
+    run_late("log_dirs", reports);
+    check_late(reports, HISTORY);
+}
+
 /* Kill: writers 0 and 1, subscribers 2, 3, 4; the parent kills 1 and 4
  * once subscriber 2 has a third of writer 0's samples. */
 static int kill_role(uint32_t id, const struct spindle_dds_config *config, int report_fd,
@@ -324,7 +314,7 @@ static int kill_role(uint32_t id, const struct spindle_dds_config *config, int r
     if (writer != NULL) {
         /* Writer 1 writes until it is killed (its last sample is never
          * reached: the parent kills it first). */
-        write_samples(writer, id, 1, id == 0 ? SAMPLES : 1000000);
+        dds_write_samples(writer, id, 1, id == 0 ? SAMPLES : 1000000);
     } else {
         if (id == 2) {
             DDS_CHECK(dds_sink_wait(&sink, 0, SAMPLES / 3), "a third");
@@ -333,12 +323,7 @@ static int kill_role(uint32_t id, const struct spindle_dds_config *config, int r
         DDS_CHECK(dds_sink_wait(&sink, 0, SAMPLES), "writer 0's samples");
     }
     /* Writer 1's samples are final once its removal is installed. */
-    DDS_CHECK(dds_wait_view(p, 3), "the view of the survivors");
-    DDS_CHECK(spindle_dds_participant_shutdown(p, 30000) == 0, "shutdown");
-    spindle_dds_participant_destroy(p);
-    struct dds_report report = dds_sink_get(&sink);
-    dds_send_report(report_fd, &report);
-    return 0;
+    return dds_role_finish(p, 3, &sink, report_fd);
 }
 
 static void test_killed_writer_and_subscriber_the_others_go_on_and_agree(void **state)
@@ -416,15 +401,10 @@ static int leave_role(uint32_t id, const struct spindle_dds_config *config, int 
         return 0;
     }
     if (writer != NULL)
-        write_samples(writer, id, 1, SAMPLES);
+        dds_write_samples(writer, id, 1, SAMPLES);
     else
         DDS_CHECK(dds_sink_wait(&sink, 0, SAMPLES), "every sample");
-    DDS_CHECK(dds_wait_view(p, 3), "the view without the leaver");
-    DDS_CHECK(spindle_dds_participant_shutdown(p, 30000) == 0, "shutdown");
-    spindle_dds_participant_destroy(p);
-    struct dds_report report = dds_sink_get(&sink);
-    dds_send_report(report_fd, &report);
-    return 0;
+    return dds_role_finish(p, 3, &sink, report_fd);
 }
 
 static void test_left_subscriber_the_others_go_on_and_agree(void **state)
@@ -468,6 +448,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unordered_subscribers_receive_each_writer_in_order),
         cmocka_unit_test(test_late_volatile_subscriber_gets_history_then_live),
         cmocka_unit_test(test_late_logged_subscriber_gets_log_then_live),
+        cmocka_unit_test(test_log_dirs_everywhere_late_subscriber_still_gets_memory_history),
         cmocka_unit_test(test_killed_writer_and_subscriber_the_others_go_on_and_agree),
         cmocka_unit_test(test_left_subscriber_the_others_go_on_and_agree),
     };

@@ -1,7 +1,8 @@
 /*
  * The bytes spindle_dds exchanges: the sample header round-trips and each
  * bad field is refused by name; the history state round-trips through the
- * fifo and each malformed state is refused; the fifo drops its oldest.
+ * fifo and each malformed state is refused; the fifo drops its oldest;
+ * history queries and replies round-trip and each bad field is refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -139,12 +140,81 @@ static void test_history_round_trips_keeping_the_newest(void **state)
     dds_fifo_free(&c);
 }
 
+/* A decoder's refusal: SPINDLE_EPROTO, its message naming words. */
+static void query_refused(const uint8_t *bytes, size_t size, const char *words)
+{
+    struct dds_history_query query;
+    assert_int_equal(dds_history_query_decode(bytes, size, 4, &query), SPINDLE_EPROTO);
+    if (strstr(spindle_dds_errmsg(), words) == NULL)
+        fail_msg("\"%s\" lacks \"%s\"", spindle_dds_errmsg(), words);
+}
+
+static void reply_refused(const uint8_t *bytes, size_t size, const char *words)
+{
+    struct dds_history_reply reply;
+    assert_int_equal(dds_history_reply_decode(bytes, size, 4, &reply), SPINDLE_EPROTO);
+    if (strstr(spindle_dds_errmsg(), words) == NULL)
+        fail_msg("\"%s\" lacks \"%s\"", spindle_dds_errmsg(), words);
+}
+
+static void test_history_queries_round_trip_and_refuse_bad_fields(void **state)
+{
+    (void)state;
+    uint8_t bytes[SPINDLE_P2P_MAX_PAYLOAD];
+    struct dds_history_query query = {.topic = 3, .view_id = 9, .offset = 4056}, back;
+    dds_history_query_encode(bytes, &query);
+    assert_int_equal(dds_history_query_decode(bytes, DDS_HQUERY_SIZE, 4, &back), 0);
+    assert_int_equal(back.topic, 3);
+    assert_int_equal(back.view_id, 9);
+    assert_int_equal(back.offset, 4056);
+    query_refused(bytes, DDS_HQUERY_SIZE - 1, "23 bytes is not 24");
+    assert_int_equal(dds_history_query_decode(bytes, DDS_HQUERY_SIZE, 3, &back), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_dds_errmsg(), "topic 3 is not below 3"));
+    bytes[0] ^= 1;
+    query_refused(bytes, DDS_HQUERY_SIZE, "magic");
+
+    uint8_t chunk[100];
+    memset(chunk, 7, sizeof chunk);
+    struct dds_history_reply reply = {.status = DDS_HREPLY_OK,
+                                      .topic = 2,
+                                      .view_id = 9,
+                                      .total = 300,
+                                      .offset = 200,
+                                      .chunk = chunk,
+                                      .chunk_length = 100};
+    size_t length = dds_history_reply_encode(bytes, &reply);
+    assert_int_equal(length, DDS_HREPLY_HEADER + 100);
+    struct dds_history_reply got;
+    assert_int_equal(dds_history_reply_decode(bytes, length, 4, &got), 0);
+    assert_int_equal(got.total, 300);
+    assert_int_equal(got.offset, 200);
+    assert_int_equal(got.chunk_length, 100);
+    assert_memory_equal(got.chunk, chunk, 100);
+    reply_refused(bytes, length - 1, "chunk length 100, 99 bytes follow");
+    reply.total = 250; /* the chunk overruns the total */
+    length = dds_history_reply_encode(bytes, &reply);
+    reply_refused(bytes, length, "chunk of 100 bytes at offset 200 of 250");
+    reply.total = 300;
+    reply.status = DDS_HREPLY_OTHER_VIEW; /* carries nothing but its status */
+    length = dds_history_reply_encode(bytes, &reply);
+    reply_refused(bytes, length, "status 1 carries 100 bytes");
+    reply = (struct dds_history_reply){.status = 3, .topic = 2};
+    length = dds_history_reply_encode(bytes, &reply);
+    reply_refused(bytes, length, "status 3");
+    reply = (struct dds_history_reply){.status = DDS_HREPLY_INCOMPLETE, .topic = 2, .view_id = 9};
+    length = dds_history_reply_encode(bytes, &reply);
+    assert_int_equal(dds_history_reply_decode(bytes, length, 4, &got), 0);
+    assert_int_equal(got.status, DDS_HREPLY_INCOMPLETE);
+    reply_refused(bytes, DDS_HREPLY_HEADER - 1, "39 bytes");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_round_trips),
         cmocka_unit_test(test_header_refusals_name_the_field),
         cmocka_unit_test(test_history_round_trips_keeping_the_newest),
+        cmocka_unit_test(test_history_queries_round_trip_and_refuse_bad_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -600,6 +600,35 @@ static void kv_transfer_seeds(void)
     kv_buf_free(&seed);
 }
 
+/* spindle_dds's history queries: a query, a reply with a chunk of a
+ * state, and one of each other status; each checked by its decoder. */
+static void dds_history_query_seeds(const uint8_t *state, size_t state_len)
+{
+    uint8_t message[SPINDLE_P2P_MAX_PAYLOAD];
+    struct dds_history_query query = {.topic = 3, .view_id = 5, .offset = 0};
+    struct dds_history_query query_back;
+    dds_history_query_encode(message, &query);
+    require(dds_history_query_decode(message, DDS_HQUERY_SIZE, 4, &query_back),
+            "fuzz_dds_history_query", "query");
+    write_seed("fuzz_dds_history_query", "query", message, DDS_HQUERY_SIZE);
+    static const uint32_t statuses[] = {DDS_HREPLY_OK, DDS_HREPLY_OTHER_VIEW,
+                                        DDS_HREPLY_INCOMPLETE};
+    static const char *const names[] = {"reply-ok", "reply-other-view", "reply-incomplete"};
+    for (size_t i = 0; i < 3; i++) {
+        struct dds_history_reply reply = {.status = statuses[i], .topic = 3, .view_id = 5};
+        if (statuses[i] == DDS_HREPLY_OK) {
+            reply.total = state_len;
+            reply.chunk = state;
+            reply.chunk_length = (uint32_t)state_len;
+        }
+        struct dds_history_reply reply_back;
+        size_t length = dds_history_reply_encode(message, &reply);
+        require(dds_history_reply_decode(message, length, 4, &reply_back), "fuzz_dds_history_query",
+                names[i]);
+        write_seed("fuzz_dds_history_query", names[i], message, length);
+    }
+}
+
 /* spindle_dds: a sample header, a history state of two topics, topic
  * configurations (the sensor example's among them). */
 static void dds_seeds(const char *example)
@@ -629,6 +658,7 @@ static void dds_seeds(const char *example)
     if (dds_history_encode(fifos, 4, &state, &state_len) != 0)
         exit(1);
     write_seed("fuzz_dds_history", "two-topics", state, state_len);
+    dds_history_query_seeds(state, state_len);
     free(state);
     dds_fifo_free(&a);
     dds_fifo_free(&b);

@@ -18,12 +18,12 @@
  *  - ATOMIC: every subscriber delivers the same samples in the same order;
  *    a failed writer's last samples are delivered by every survivor or by
  *    none (virtual synchrony).
- *  - VOLATILE: atomic, and every subscriber (and the view's leader) keeps
- *    the last history_depth samples in memory; a subscriber that joins
- *    later receives that history, then the live stream, with no gap and
- *    no duplicate (create its readers before enabling it:
+ *  - VOLATILE: atomic, and every publisher and subscriber keeps the last
+ *    history_depth samples in memory; a subscriber that joins later
+ *    receives that history from one of them, then the live stream, with
+ *    no gap and no duplicate (create its readers before enabling it:
  *    options.disabled). The history lives only in the members' memory:
- *    when every member that holds it fails, it is gone.
+ *    it survives as long as one member that held it does.
  *  - LOGGED: atomic with a history, and every member of the topic
  *    appends each sample to its log (libspindle's logged delivery) before
  *    delivering it; a member that joins with a log directory, new or its
