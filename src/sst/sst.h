@@ -11,7 +11,10 @@
  *
  * Invariants: every column is a counter and only grows; bytes a counter
  * guards (in the side region) are pushed before it (T2). Rows are
- * cache-line aligned; every column is 8-byte aligned, so a counter is one
+ * cache-line aligned, and a stride apart that is the transport's slice
+ * alignment (whole pages on shm): each member imports only its own row of
+ * a peer's table (tp_rmr_import_slice), so on shm it cannot write into the
+ * others' rows. Every column is 8-byte aligned, so a counter is one
  * untorn word (T1). Readers use sst_read_u64 (acquire); the owner
  * updates with sst_write_u64 (release).
  *

@@ -57,6 +57,10 @@ struct sst_table {
     struct sst_schema *schema;
     uint32_t num_rows;
     uint32_t my_row;
+    /* Bytes from one row to the next: the row rounded up to the
+     * transport's slice alignment, so that each peer imports its own row
+     * of another member's table and nothing else (tp_rmr_import_slice). */
+    uint32_t row_stride;
     uint8_t *base;
     size_t size;
     struct tp_mr *mr;

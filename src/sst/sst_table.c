@@ -11,6 +11,16 @@ static uint32_t padded_row_size(const struct sst_schema *schema)
     return (schema->row_size + SST_CACHE_LINE - 1) / SST_CACHE_LINE * SST_CACHE_LINE;
 }
 
+/* A row's size rounded up to the transport's slice alignment (cache lines
+ * when it has none): on shm, whole pages. */
+static uint32_t row_stride(const struct sst_engine *engine, uint32_t row_size)
+{
+    uint32_t align = tp_attr(engine->endpoint)->slice_align;
+    if (align < SST_CACHE_LINE)
+        align = SST_CACHE_LINE;
+    return (row_size + align - 1) / align * align;
+}
+
 int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema, uint32_t num_rows,
                      uint32_t my_row, struct sst_table **out)
 {
@@ -27,7 +37,8 @@ int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema,
     table->engine = engine;
     table->num_rows = num_rows;
     table->my_row = my_row;
-    table->size = (size_t)num_rows * table->schema->row_size;
+    table->row_stride = row_stride(engine, table->schema->row_size);
+    table->size = (size_t)num_rows * table->row_stride;
     void *base;
     int rc = tp_mr_alloc(engine->endpoint, table->size, TP_MR_REMOTE_WRITE, &base, &table->mr);
     if (rc != 0) {
@@ -78,11 +89,13 @@ int sst_table_export(struct sst_table *table, struct sst_member_desc *out)
     return rc;
 }
 
-/* Imports row's table region and, when it has one, its side region. */
+/* Imports, of row's owner, our row of its table (all we write there) and,
+ * when it has one, its side region. */
 static int import_regions(struct sst_table *table, uint32_t row, struct tp_peer *peer,
                           const struct sst_member_desc *desc)
 {
-    int rc = tp_rmr_import(peer, &desc->region, &table->rmr[row]);
+    int rc = tp_rmr_import_slice(peer, &desc->region, (uint64_t)table->my_row * table->row_stride,
+                                 table->row_stride, &table->rmr[row]);
     if (rc != 0 || desc->side.len == 0)
         return rc;
     rc = tp_rmr_import(peer, &desc->side, &table->side_rmr[row]);
@@ -188,7 +201,7 @@ uint32_t sst_table_my_row(const struct sst_table *table)
 
 uint8_t *sst_row(struct sst_table *table, uint32_t row)
 {
-    return table->base + (size_t)row * table->schema->row_size;
+    return table->base + (size_t)row * table->row_stride;
 }
 
 bool sst_row_failed(struct sst_table *table, uint32_t row)
@@ -286,12 +299,12 @@ int sst_queue_write(struct sst_table *table, uint32_t row, uint32_t offset, uint
 {
     if (!row_reachable(table, row))
         return 0;
-    uint32_t row_size = table->schema->row_size;
+    uint32_t row_stride = table->row_stride;
     return enqueue(table, row,
                    (struct tp_write){.local = sst_row(table, table->my_row) + offset,
                                      .local_mr = table->mr,
                                      .remote = table->rmr[row],
-                                     .remote_offset = (uint64_t)table->my_row * row_size + offset,
+                                     .remote_offset = (uint64_t)table->my_row * row_stride + offset,
                                      .length = length},
                    ring);
 }
@@ -301,7 +314,7 @@ void sst_table_announce_removed(struct sst_table *table, uint64_t rows)
     struct sst_engine *engine = table->engine;
     pthread_mutex_lock(&engine->lock);
     sst_write_u64(table, SST_HEADER_REMOVED, rows);
-    uint32_t row_size = table->schema->row_size;
+    uint32_t row_stride = table->row_stride;
     for (uint32_t row = 0; row < table->num_rows; row++) {
         int32_t peer = table->peer_of_row[row];
         /* Suspected rows too (table->failed): a suspicion may be wrong,
@@ -312,7 +325,7 @@ void sst_table_announce_removed(struct sst_table *table, uint64_t rows)
                       (struct tp_write){.local = sst_row(table, table->my_row),
                                         .local_mr = table->mr,
                                         .remote = table->rmr[row],
-                                        .remote_offset = (uint64_t)table->my_row * row_size,
+                                        .remote_offset = (uint64_t)table->my_row * row_stride,
                                         .length = SST_ROW_HEADER},
                       true);
     }

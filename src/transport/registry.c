@@ -48,6 +48,7 @@ int tp_backend_check(const struct tp_ops *ops)
     TP_REQUIRE(connect)
     TP_REQUIRE(disconnect)
     TP_REQUIRE(rmr_import)
+    TP_REQUIRE(rmr_import_slice)
     TP_REQUIRE(rmr_release)
     TP_REQUIRE(post_writes)
     TP_REQUIRE(poll)
@@ -64,6 +65,9 @@ int tp_backend_check(const struct tp_ops *ops)
     if (attr->desc_len == 0 || attr->desc_len > TP_DESC_MAX)
         return sp_error(SPINDLE_EINVAL, "transport '%s': descriptors of %u bytes (1..%u)",
                         ops->name, attr->desc_len, TP_DESC_MAX);
+    if ((attr->slice_align & (attr->slice_align - 1)) != 0)
+        return sp_error(SPINDLE_EINVAL, "transport '%s': slice alignment %u is not a power of two",
+                        ops->name, attr->slice_align);
     if (attr->default_timeout_ms <= 0 || attr->failure_from == NULL)
         return sp_error(SPINDLE_EINVAL,
                         "transport '%s': a default failure timeout of %d ms, and how failures "
@@ -112,4 +116,17 @@ int tp_open(const struct tp_config *config, struct tp_endpoint **out)
                         ops->name);
     }
     return rc;
+}
+
+int tp_slice_check(const char *backend, uint64_t offset, uint64_t length, uint64_t region_length,
+                   uint32_t align)
+{
+    bool aligned = align == 0 || (offset % align == 0 && length % align == 0);
+    if (length == 0 || offset > region_length || length > region_length - offset || !aligned)
+        return sp_error(SPINDLE_EINVAL,
+                        "%s: slice of %llu bytes at offset %llu is not a part of the %llu-byte "
+                        "region aligned to %u bytes",
+                        backend, (unsigned long long)length, (unsigned long long)offset,
+                        (unsigned long long)region_length, align);
+    return 0;
 }

@@ -30,7 +30,8 @@
  *   tp_mr        a local registered region that peers may write into.
  *   tp_peer      a connection to one remote endpoint (RC QP, DC address,
  *                libfabric endpoint or shared mapping).
- *   tp_rmr       a remote region of a peer, imported from its descriptor.
+ *   tp_rmr       a remote region of a peer, imported from its descriptor,
+ *                whole or one slice of it (tp_rmr_import_slice).
  *
  * Descriptors (struct tp_desc) are small opaque byte strings that one process
  * exports and another imports; the layers above carry them over whatever
@@ -147,6 +148,10 @@ struct tp_attr {
     uint32_t inline_max;      /* bytes a write may carry inline (0: none) */
     int default_timeout_ms;   /* failure_timeout_ms when the config gives none */
     const char *failure_from; /* how a broken peer is noticed, for the docs and logs */
+    /* Alignment (a power of two) a slice's offset and length need for
+     * tp_rmr_import_slice to confine the importer to it; 0: the backend
+     * imports the whole region whatever slice is asked (no confinement). */
+    uint32_t slice_align;
 };
 
 /* Counters kept by every backend; read with tp_stats. */
@@ -181,6 +186,8 @@ struct tp_ops {
                    struct tp_peer **out);
     void (*disconnect)(struct tp_endpoint *ep, struct tp_peer *peer);
     int (*rmr_import)(struct tp_peer *peer, const struct tp_desc *desc, struct tp_rmr **out);
+    int (*rmr_import_slice)(struct tp_peer *peer, const struct tp_desc *desc, uint64_t offset,
+                            uint64_t length, struct tp_rmr **out);
     void (*rmr_release)(struct tp_peer *peer, struct tp_rmr *rmr);
     int (*post_writes)(struct tp_peer *peer, const struct tp_write *writes, unsigned count,
                        unsigned flags, uint64_t cookie);
@@ -211,6 +218,12 @@ int tp_backend_check(const struct tp_ops *ops);
  * SPINDLE_ENOMEM, SPINDLE_EIO naming the failing call.
  */
 int tp_open(const struct tp_config *config, struct tp_endpoint **out);
+/* For backends' rmr_import_slice: 0 when [offset, offset + length) is a
+ * non-empty part of a region of region_length bytes with offset and
+ * length multiples of align (0: any); SPINDLE_EINVAL naming the slice and
+ * the region otherwise. */
+int tp_slice_check(const char *backend, uint64_t offset, uint64_t length, uint64_t region_length,
+                   uint32_t align);
 
 /* ---- endpoint ---------------------------------------------------------- */
 
@@ -295,6 +308,21 @@ static inline int tp_rmr_import(struct tp_peer *peer, const struct tp_desc *desc
 {
     return peer->ops->rmr_import(peer, desc, out);
 }
+/*
+ * Imports the slice [offset, offset + length) of a peer's region: the part
+ * the protocol lets this process write (its row of the peer's table). Write
+ * offsets stay those of the whole region. On a backend with a slice_align
+ * (tp_attr), the import maps nothing else of the region, and a post to an
+ * offset outside the slice is refused with SPINDLE_EINVAL; other backends
+ * import the whole region. The failures of tp_rmr_import, and
+ * SPINDLE_EINVAL naming a slice that is empty, outside the region or not
+ * aligned to slice_align.
+ */
+static inline int tp_rmr_import_slice(struct tp_peer *peer, const struct tp_desc *desc,
+                                      uint64_t offset, uint64_t length, struct tp_rmr **out)
+{
+    return peer->ops->rmr_import_slice(peer, desc, offset, length, out);
+}
 /* Releases an imported region. Never fails; NULL is ignored. */
 static inline void tp_rmr_release(struct tp_peer *peer, struct tp_rmr *rmr)
 {
@@ -312,7 +340,8 @@ static inline int tp_peer_state(struct tp_peer *peer)
  * Posts count writes to one peer as one batch with one doorbell (T2 holds
  * in array order). Never blocks. SPINDLE_EAGAIN when the send queue or
  * credits are full (nothing was posted: poll, then retry); SPINDLE_EINVAL
- * naming a write outside the remote region or above the backend's limits
+ * naming a write outside the remote region (or the imported slice of it:
+ * nothing of the batch was written) or above the backend's limits
  * (tp_attr); SPINDLE_EPEERFAILED when the peer is broken.
  */
 static inline int tp_post_writes(struct tp_peer *peer, const struct tp_write *writes,

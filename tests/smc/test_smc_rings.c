@@ -230,10 +230,12 @@ static void test_rings_are_allocated_only_for_own_subgroups(void **state)
         assert_int_equal(group->p2p.in_base, expected_side[row]);
         struct sst_member_desc desc;
         assert_int_equal(smc_group_export(group, &desc), 0);
-        /* The table: pinned, remotely writable, only counters per row. */
+        /* The table: pinned, remotely writable, only counters per row (a
+         * row a slice-aligned stride from the next). */
         assert_true(num_regions >= 1);
         assert_int_equal(regions[0].flags, TP_MR_REMOTE_WRITE);
-        assert_true(regions[0].length < 4 * 1024);
+        assert_true(table->schema->row_size < 1024);
+        assert_int_equal(regions[0].length, 4 * (size_t)table->row_stride);
         assert_int_equal(num_regions, 2);
         assert_int_equal(regions[1].length, expected_side[row] + P2P_SIDE);
         assert_int_equal(regions[1].flags, TP_MR_REMOTE_WRITE | TP_MR_NONPINNED);

@@ -350,6 +350,55 @@ static void test_side_region_is_optional_and_checked(void **state)
         sst_engine_destroy(engines[row]);
 }
 
+/* Three tables of one process (rows 0, 1 and 2, three engines) over shm:
+ * rows are whole pages apart, each member imports only its own row of the
+ * others' tables, a push still lands, and a write by row 1's owner into
+ * row 2 of row 0's table is refused with that row left as it was. */
+static void test_member_writes_only_its_row_of_a_peer_table(void **state)
+{
+    (void)state;
+    struct tp_config config = {.backend = "shm", .failure_timeout_ms = 1000};
+    struct sst_engine *engines[3];
+    struct sst_table *tables[3];
+    struct sst_member_desc descs[3];
+    struct sst_schema schema;
+    sst_schema_init(&schema);
+    int counter = sst_schema_add_counter(&schema);
+    assert_true(counter >= 0);
+    uint32_t at = sst_column_offset(&schema, counter);
+    for (uint32_t row = 0; row < 3; row++) {
+        assert_int_equal(sst_engine_create(&config, NULL, &engines[row]), 0);
+        assert_int_equal(sst_table_create(engines[row], &schema, 3, row, &tables[row]), 0);
+        assert_int_equal(sst_table_export(tables[row], &descs[row]), 0);
+        assert_int_equal(tables[row]->row_stride % 4096, 0);
+    }
+    for (uint32_t row = 0; row < 3; row++)
+        assert_int_equal(sst_table_connect(tables[row], descs, 1000, NULL), 0);
+
+    uint32_t to_row0 = 0;
+    sst_engine_lock(engines[1]);
+    sst_write_u64(tables[1], at, 77);
+    assert_int_equal(sst_push(tables[1], at, 8, &to_row0, 1), 0);
+    sst_engine_unlock(engines[1]); /* shm posts here, synchronously */
+    assert_int_equal(sst_read_u64(tables[0], 1, at), 77);
+
+    /* Row 1's owner, through its import of row 0's table: row 2 is not
+     * its to write, nor its own row's neighbours' bytes. */
+    uint32_t stride = tables[1]->row_stride;
+    struct tp_peer *to_owner0 = engines[1]->peers[tables[1]->peer_of_row[0]].peer;
+    const uint8_t *mine = sst_row(tables[1], 1);
+    struct tp_write into_row2 = {mine, tables[1]->mr, tables[1]->rmr[0], 2ull * stride + at, 8};
+    assert_int_equal(tp_post_writes(to_owner0, &into_row2, 1, 0, 0), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "outside the slice"));
+    struct tp_write over_row1_end = {mine, tables[1]->mr, tables[1]->rmr[0], 2ull * stride - 4, 8};
+    assert_int_equal(tp_post_writes(to_owner0, &over_row1_end, 1, 0, 0), SPINDLE_EINVAL);
+    assert_int_equal(sst_read_u64(tables[0], 2, at), 0);
+    struct tp_write into_row1 = {mine, tables[1]->mr, tables[1]->rmr[0], 1ull * stride + at, 8};
+    assert_int_equal(tp_post_writes(to_owner0, &into_row1, 1, 0, 0), 0);
+    for (uint32_t row = 0; row < 3; row++)
+        sst_engine_destroy(engines[row]);
+}
+
 /* ---- predicates ---------------------------------------------------------- */
 
 struct counts {
@@ -788,6 +837,7 @@ int main(void)
         cmocka_unit_test(test_one_time_and_recurrent_predicates),
         cmocka_unit_test(test_rows_converge_and_arrays_stay_guarded),
         cmocka_unit_test(test_side_region_is_optional_and_checked),
+        cmocka_unit_test(test_member_writes_only_its_row_of_a_peer_table),
         cmocka_unit_test(test_side_pushes_land_at_the_owners_offset_before_their_guard),
         cmocka_unit_test(test_idle_group_sleeps_and_push_wakes_it),
         cmocka_unit_test(test_killed_member_is_reported_to_survivors),

@@ -488,6 +488,18 @@ static int fab_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, stru
     return 0;
 }
 
+/* The whole region is imported: a record names only a region id and an
+ * offset, and the owner applies it anywhere in the region (slice_align 0). */
+static int fab_rmr_import_slice(struct tp_peer *peer, const struct tp_desc *desc, uint64_t offset,
+                                uint64_t length, struct tp_rmr **out)
+{
+    uint64_t region, region_length;
+    int rc = desc == NULL ? SPINDLE_EINVAL : fab_region_decode(desc, &region, &region_length);
+    if (rc == 0)
+        rc = tp_slice_check("fabric rmr_import", offset, length, region_length, 0);
+    return rc != 0 ? rc : fab_rmr_import(peer, desc, out);
+}
+
 static void fab_rmr_release(struct tp_peer *peer, struct tp_rmr *rmr)
 {
     free(rmr == NULL ? NULL : fab_rmr_of(rmr));
@@ -674,6 +686,7 @@ const struct tp_ops tp_fabric_ops = {
     .connect = fab_connect,
     .disconnect = fab_disconnect,
     .rmr_import = fab_rmr_import,
+    .rmr_import_slice = fab_rmr_import_slice,
     .rmr_release = fab_rmr_release,
     .post_writes = fab_post_writes,
     .poll = fab_poll,

@@ -14,4 +14,6 @@ const struct tp_attr tp_fabric_attr = {
     .inline_max = 0,   /* every write is staged in the connection's ring */
     .default_timeout_ms = FAB_DEFAULT_FAIL_MS,
     .failure_from = "connection errors and shutdowns, and credits held past failure_timeout_ms",
+    /* A record names a region and an offset in it: peers import whole regions. */
+    .slice_align = 0,
 };

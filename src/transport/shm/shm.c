@@ -7,6 +7,13 @@
  * carries (pid, fd, length, nonce); a peer maps the object by opening
  * /proc/<pid>/fd/<fd>. Nothing is named in /dev/shm, so a process killed with
  * -9 leaks nothing: the kernel frees the memory when the last mapping goes.
+ * A region's object is named for its endpoint's nonce, which the region
+ * descriptor carries too: an import checks both against the nonce of the
+ * peer it connected to, so it maps that peer's region or nothing.
+ *
+ * Slices: tp_rmr_import_slice maps only the pages of the slice, so a peer
+ * holds no mapping of the rest of the region (a stray store there faults in
+ * the writer, not in our memory), and a post outside the slice is refused.
  *
  * T1: aligned 8-byte words are copied with 8-byte atomic stores. T2: every
  * write ends with a release fence, so a later write is never visible before
@@ -56,12 +63,19 @@ struct shm_mr {
     void *addr;
     size_t length;
     int fd;
+    uint64_t nonce; /* its endpoint's */
 };
 
+/* The writable window [first, end) of a peer's region of region_length
+ * bytes; the mapping covers the whole pages around it, from map_offset. */
 struct shm_rmr {
     struct tp_rmr base;
-    uint8_t *addr;
-    size_t length;
+    uint8_t *map;
+    size_t map_length;
+    uint64_t map_offset;
+    uint64_t first;
+    uint64_t end;
+    uint64_t region_length;
 };
 
 struct shm_peer {
@@ -70,6 +84,7 @@ struct shm_peer {
     struct shm_control *control;
     int pidfd;
     int32_t pid;
+    uint64_t nonce; /* its endpoint's: its regions carry it */
     atomic_bool failed;
     bool reported;
     struct shm_peer *next;
@@ -195,19 +210,30 @@ int shm_desc_decode(const struct tp_desc *desc, uint32_t kind, struct shm_wire *
     return 0;
 }
 
-/* Why the object fd (opened from path) is not one of a peer's: not a
- * memory object of this backend, not sealed as memfd_map seals them, or
- * not exactly the size its descriptor claims (a stale descriptor whose fd
- * number now names something else). NULL when it is. */
-static const char *remote_refusal(int fd, const char *path, uint64_t length, char *why, size_t cap)
+/* The name memfd_map gives a region of the endpoint of that nonce. */
+static void region_name(uint64_t nonce, char *name, size_t cap)
+{
+    snprintf(name, cap, "spindle-region-%016llx", (unsigned long long)nonce);
+}
+
+/* Why the object fd (opened from path) is not the peer's object named name:
+ * not that memory object of this backend (another process's, or a stale
+ * descriptor whose fd number now names something else), not sealed as
+ * memfd_map seals them, or not exactly the size its descriptor claims.
+ * NULL when it is. */
+static const char *remote_refusal(int fd, const char *path, const char *name, uint64_t length,
+                                  char *why, size_t cap)
 {
     char target[128] = "";
     ssize_t n = readlink(path, target, sizeof target - 1);
     if (n > 0)
         target[n] = '\0';
-    if (n <= 0 || strncmp(target, "/memfd:spindle-", 15) != 0) {
-        snprintf(why, cap, "is %s, not a memory object of this backend",
-                 n > 0 ? target : "unreadable");
+    size_t name_len = strlen(name);
+    /* The kernel shows "/memfd:<name> (deleted)". */
+    if (n <= 0 || strncmp(target, "/memfd:", 7) != 0 || strncmp(target + 7, name, name_len) != 0 ||
+        (target[7 + name_len] != '\0' && target[7 + name_len] != ' ')) {
+        snprintf(why, cap, "is %s, not the memory object %s of this backend",
+                 n > 0 ? target : "unreadable", name);
         return why;
     }
     int seals = fcntl(fd, F_GET_SEALS);
@@ -225,9 +251,11 @@ static const char *remote_refusal(int fd, const char *path, uint64_t length, cha
     return NULL;
 }
 
-/* Maps another process's memfd through /proc, once it is checked to be
- * one (remote_refusal). */
-static int map_remote(const struct shm_wire *wire, void **addr_out)
+/* Maps map_length bytes from map_offset of another process's memfd named
+ * name through /proc, once it is checked to be that object
+ * (remote_refusal). */
+static int map_remote(const struct shm_wire *wire, const char *name, uint64_t map_offset,
+                      size_t map_length, void **addr_out)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", wire->pid, wire->fd);
@@ -239,11 +267,11 @@ static int map_remote(const struct shm_wire *wire, void **addr_out)
                         strerror(err));
     }
     char why[192];
-    if (remote_refusal(fd, path, wire->length, why, sizeof why) != NULL) {
+    if (remote_refusal(fd, path, name, wire->length, why, sizeof why) != NULL) {
         close(fd);
         return sp_error(SPINDLE_EPROTO, "shm: peer pid %d object %s %s", wire->pid, path, why);
     }
-    void *addr = mmap(NULL, wire->length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *addr = mmap(NULL, map_length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)map_offset);
     int err = errno;
     close(fd);
     if (addr == MAP_FAILED)
@@ -325,7 +353,7 @@ static int shm_address(struct tp_endpoint *tep, struct tp_desc *out)
                        ep->nonce);
 }
 
-static int shm_mr_alloc(struct tp_endpoint *ep, size_t length, unsigned flags, void **addr,
+static int shm_mr_alloc(struct tp_endpoint *tep, size_t length, unsigned flags, void **addr,
                         struct tp_mr **out)
 {
     if (length == 0)
@@ -334,7 +362,10 @@ static int shm_mr_alloc(struct tp_endpoint *ep, size_t length, unsigned flags, v
     if (mr == NULL)
         return sp_error(SPINDLE_ENOMEM, "shm: out of memory for region");
     mr->base.ops = &tp_shm_ops;
-    int rc = memfd_map("spindle-region", length, &mr->fd, &mr->addr);
+    mr->nonce = shm_ep(tep)->nonce;
+    char name[48];
+    region_name(mr->nonce, name, sizeof name);
+    int rc = memfd_map(name, length, &mr->fd, &mr->addr);
     if (rc != 0) {
         free(mr);
         return rc;
@@ -358,7 +389,7 @@ static void shm_mr_free(struct tp_endpoint *ep, struct tp_mr *tmr)
 static int shm_mr_export(struct tp_mr *tmr, struct tp_desc *out)
 {
     struct shm_mr *mr = shm_mr(tmr);
-    return desc_encode(out, SHM_KIND_REGION, mr->fd, mr->length, 0);
+    return desc_encode(out, SHM_KIND_REGION, mr->fd, mr->length, mr->nonce);
 }
 
 static int shm_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr, int timeout_ms,
@@ -374,7 +405,7 @@ static int shm_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr,
         return sp_error(SPINDLE_EUNREACH, "shm: peer pid %d is not running: %s", wire.pid,
                         strerror(errno));
     void *control;
-    rc = map_remote(&wire, &control);
+    rc = map_remote(&wire, "spindle-control", 0, sizeof(struct shm_control), &control);
     if (rc != 0) {
         close(pidfd);
         return rc;
@@ -397,6 +428,7 @@ static int shm_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr,
     peer->ep = ep;
     peer->pidfd = pidfd;
     peer->pid = wire.pid;
+    peer->nonce = wire.nonce;
     pthread_mutex_lock(&ep->events_lock); /* see shm_disconnect */
     peer->next = ep->peers;
     __atomic_store_n(&ep->peers, peer, __ATOMIC_RELAXED);
@@ -405,7 +437,10 @@ static int shm_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr,
     return 0;
 }
 
-static int shm_rmr_import(struct tp_peer *tpeer, const struct tp_desc *desc, struct tp_rmr **out)
+/* Imports the window [first, first + length) of a peer's region (the whole
+ * region when length is 0), mapping only the pages around it. */
+static int import_window(struct tp_peer *tpeer, const struct tp_desc *desc, uint64_t first,
+                         uint64_t length, struct tp_rmr **out)
 {
     struct shm_peer *peer = shm_peer(tpeer);
     struct shm_wire wire;
@@ -415,20 +450,56 @@ static int shm_rmr_import(struct tp_peer *tpeer, const struct tp_desc *desc, str
     if (wire.pid != peer->pid)
         return sp_error(SPINDLE_EINVAL, "shm: region of pid %d imported through peer pid %d",
                         wire.pid, peer->pid);
+    if (wire.nonce != peer->nonce)
+        return sp_error(SPINDLE_EPROTO,
+                        "shm: region of pid %d carries nonce %#llx, not its endpoint's %#llx",
+                        wire.pid, (unsigned long long)wire.nonce, (unsigned long long)peer->nonce);
+    if (length == 0)
+        length = wire.length;
+    else if ((rc = tp_slice_check("shm", first, length, wire.length,
+                                  tp_shm_ops.attr->slice_align)) != 0)
+        return rc;
+    /* The mapping starts and ends on page boundaries; the window is what
+     * posts are held to. */
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t map_offset = first / page * page;
+    uint64_t map_end = (first + length + page - 1) / page * page;
+    if (map_end > wire.length)
+        map_end = wire.length;
     struct shm_rmr *rmr = calloc(1, sizeof *rmr);
     if (rmr == NULL)
         return sp_error(SPINDLE_ENOMEM, "shm: out of memory for remote region");
     rmr->base.ops = &tp_shm_ops;
+    char name[48];
+    region_name(wire.nonce, name, sizeof name);
     void *addr;
-    rc = map_remote(&wire, &addr);
+    rc = map_remote(&wire, name, map_offset, (size_t)(map_end - map_offset), &addr);
     if (rc != 0) {
         free(rmr);
         return rc;
     }
-    rmr->addr = addr;
-    rmr->length = wire.length;
+    rmr->map = addr;
+    rmr->map_length = (size_t)(map_end - map_offset);
+    rmr->map_offset = map_offset;
+    rmr->first = first;
+    rmr->end = first + length;
+    rmr->region_length = wire.length;
     *out = &rmr->base;
     return 0;
+}
+
+static int shm_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, struct tp_rmr **out)
+{
+    return import_window(peer, desc, 0, 0, out);
+}
+
+static int shm_rmr_import_slice(struct tp_peer *peer, const struct tp_desc *desc, uint64_t offset,
+                                uint64_t length, struct tp_rmr **out)
+{
+    if (length == 0)
+        return sp_error(SPINDLE_EINVAL, "shm: an empty slice at offset %llu",
+                        (unsigned long long)offset);
+    return import_window(peer, desc, offset, length, out);
 }
 
 static void shm_rmr_release(struct tp_peer *peer, struct tp_rmr *trmr)
@@ -436,7 +507,7 @@ static void shm_rmr_release(struct tp_peer *peer, struct tp_rmr *trmr)
     if (trmr == NULL)
         return;
     struct shm_rmr *rmr = shm_rmr(trmr);
-    munmap(rmr->addr, rmr->length);
+    munmap(rmr->map, rmr->map_length);
     free(rmr);
 }
 
@@ -489,6 +560,26 @@ static void stat_add(uint64_t *counter, uint64_t amount)
     __atomic_fetch_add(counter, amount, __ATOMIC_RELAXED);
 }
 
+/* SPINDLE_EINVAL naming write i, outside the window its peer lets us write. */
+static int refuse_write(const struct shm_peer *peer, unsigned i, const struct tp_write *w,
+                        const struct shm_rmr *remote)
+{
+    if (remote == NULL)
+        return sp_error(SPINDLE_EINVAL, "shm: write %u to peer pid %d names no remote region", i,
+                        peer->pid);
+    if (remote->first == 0 && remote->end == remote->region_length)
+        return sp_error(SPINDLE_EINVAL,
+                        "shm: write %u of %u bytes at offset %llu exceeds "
+                        "the peer region of %llu bytes",
+                        i, w->length, (unsigned long long)w->remote_offset,
+                        (unsigned long long)remote->region_length);
+    return sp_error(SPINDLE_EINVAL,
+                    "shm: write %u of %u bytes at offset %llu is outside the slice [%llu, %llu) "
+                    "that peer pid %d lets this process write",
+                    i, w->length, (unsigned long long)w->remote_offset,
+                    (unsigned long long)remote->first, (unsigned long long)remote->end, peer->pid);
+}
+
 static int shm_post_writes(struct tp_peer *tpeer, const struct tp_write *writes, unsigned count,
                            unsigned flags, uint64_t cookie)
 {
@@ -498,13 +589,9 @@ static int shm_post_writes(struct tp_peer *tpeer, const struct tp_write *writes,
     for (unsigned i = 0; i < count; i++) {
         const struct tp_write *w = &writes[i];
         const struct shm_rmr *remote = w->remote == NULL ? NULL : shm_rmr(w->remote);
-        if (remote == NULL || w->remote_offset > remote->length ||
-            w->length > remote->length - w->remote_offset)
-            return sp_error(SPINDLE_EINVAL,
-                            "shm: write %u of %u bytes at offset %llu exceeds "
-                            "the peer region of %zu bytes",
-                            i, w->length, (unsigned long long)w->remote_offset,
-                            remote == NULL ? (size_t)0 : remote->length);
+        if (remote == NULL || w->remote_offset < remote->first || w->remote_offset > remote->end ||
+            w->length > remote->end - w->remote_offset)
+            return refuse_write(peer, i, w, remote);
     }
     struct shm_endpoint *ep = peer->ep;
     bool signaled = (flags & TP_POST_SIGNALED) != 0;
@@ -522,7 +609,8 @@ static int shm_post_writes(struct tp_peer *tpeer, const struct tp_write *writes,
                             SHM_EVENTS_MAX - SHM_FAILURE_SLOTS);
     }
     for (unsigned i = 0; i < count; i++) {
-        copy_write(shm_rmr(writes[i].remote)->addr + writes[i].remote_offset, writes[i].local,
+        const struct shm_rmr *remote = shm_rmr(writes[i].remote);
+        copy_write(remote->map + (writes[i].remote_offset - remote->map_offset), writes[i].local,
                    writes[i].length);
         stat_add(&ep->stats.bytes_written, writes[i].length);
     }
@@ -673,6 +761,7 @@ const struct tp_ops tp_shm_ops = {
     .connect = shm_connect,
     .disconnect = shm_disconnect,
     .rmr_import = shm_rmr_import,
+    .rmr_import_slice = shm_rmr_import_slice,
     .rmr_release = shm_rmr_release,
     .post_writes = shm_post_writes,
     .poll = shm_poll,

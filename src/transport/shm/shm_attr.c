@@ -15,4 +15,6 @@ const struct tp_attr tp_shm_attr = {
     .inline_max = 0,
     .default_timeout_ms = SHM_DEFAULT_MS,
     .failure_from = "the peer process's pidfd: its exit is seen at the next poll",
+    /* A slice is mapped alone: its pages are all a peer maps of the region. */
+    .slice_align = SHM_SLICE_ALIGN,
 };

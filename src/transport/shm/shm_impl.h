@@ -14,6 +14,10 @@
 #define SHM_EVENTS_MAX    256u /* queued completions and failure reports */
 #define SHM_FAILURE_SLOTS 64u  /* of which completions leave this many to failures */
 #define SHM_DEFAULT_MS    1000 /* failure_timeout_ms when none is configured */
+/* Slices are whole 4 KiB pages, so that a peer maps its slice and nothing
+ * else; on a host with larger pages the mapping spans the pages around the
+ * slice and only posts are held to it. */
+#define SHM_SLICE_ALIGN 4096u
 
 #define SHM_MAGIC        0x53504e53484d3031ull /* "SPNSHM01" */
 #define SHM_VERSION      1u
@@ -21,7 +25,8 @@
 #define SHM_KIND_REGION  2u /* a registered region */
 
 /* What travels in a tp_desc, in host byte order: both ends share the host.
- * The peer maps /proc/<pid>/fd/<fd>; nonce tells a reused fd from ours. */
+ * The peer maps /proc/<pid>/fd/<fd>; nonce, the owner's endpoint's in
+ * both kinds (in a region's object name too), tells a reused fd from ours. */
 struct shm_wire {
     uint64_t magic;
     uint32_t version;

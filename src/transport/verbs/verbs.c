@@ -448,6 +448,17 @@ static int vb_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, struc
     return 0;
 }
 
+/* The whole region is imported: its rkey covers all of it (slice_align 0). */
+static int vb_rmr_import_slice(struct tp_peer *peer, const struct tp_desc *desc, uint64_t offset,
+                               uint64_t length, struct tp_rmr **out)
+{
+    struct vb_region region;
+    int rc = vb_region_decode(desc, &region);
+    if (rc == 0)
+        rc = tp_slice_check("verbs", offset, length, region.length, 0);
+    return rc != 0 ? rc : vb_rmr_import(peer, desc, out);
+}
+
 static void vb_rmr_release(struct tp_peer *peer, struct tp_rmr *rmr)
 {
     free(rmr);
@@ -549,6 +560,7 @@ const struct tp_ops tp_verbs_ops = {
     .connect = vb_connect,
     .disconnect = vb_disconnect,
     .rmr_import = vb_rmr_import,
+    .rmr_import_slice = vb_rmr_import_slice,
     .rmr_release = vb_rmr_release,
     .post_writes = vb_post_writes,
     .poll = vb_poll,

@@ -18,4 +18,6 @@ const struct tp_attr tp_verbs_attr = {
     .inline_max = VB_MAX_INLINE,
     .default_timeout_ms = VB_DEFAULT_TIMEOUT,
     .failure_from = "error completions and RDMA CM disconnects",
+    /* One rkey covers a region: peers import whole regions. */
+    .slice_align = 0,
 };

@@ -151,6 +151,22 @@ static int shim_rmr_import(struct tp_peer *peer, const struct tp_desc *desc, str
     return 0;
 }
 
+static int shim_rmr_import_slice(struct tp_peer *peer, const struct tp_desc *desc, uint64_t offset,
+                                 uint64_t length, struct tp_rmr **out)
+{
+    struct shim_rmr *rmr = calloc(1, sizeof *rmr);
+    if (rmr == NULL)
+        return SPINDLE_ENOMEM;
+    int rc = tp_rmr_import_slice(INNER_PEER(peer), desc, offset, length, &rmr->inner);
+    if (rc != 0) {
+        free(rmr);
+        return rc;
+    }
+    rmr->base.ops = peer->ops;
+    *out = &rmr->base;
+    return 0;
+}
+
 static void shim_rmr_release(struct tp_peer *peer, struct tp_rmr *rmr)
 {
     if (rmr == NULL)
@@ -261,6 +277,7 @@ static void fill(struct tp_ops *ops, const char *name,
         .connect = shim_connect,
         .disconnect = shim_disconnect,
         .rmr_import = shim_rmr_import,
+        .rmr_import_slice = shim_rmr_import_slice,
         .rmr_release = shim_rmr_release,
         .post_writes = post,
         .poll = shim_poll,

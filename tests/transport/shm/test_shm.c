@@ -234,8 +234,11 @@ static void test_objects_are_sealed_and_checked_on_import(void **state)
     assert_int_equal(errno, EPERM);
     close(fd);
 
-    /* A descriptor naming an unsealed memfd of the same process... */
-    int unsealed = memfd_create("spindle-region", MFD_CLOEXEC);
+    /* A descriptor naming an unsealed memfd of the same process, named as
+     * the endpoint's regions are... */
+    char name[48];
+    snprintf(name, sizeof name, "spindle-region-%016llx", (unsigned long long)wire.nonce);
+    int unsealed = memfd_create(name, MFD_CLOEXEC);
     assert_true(unsealed >= 0);
     assert_int_equal(ftruncate(unsealed, REGION_SIZE), 0);
     struct shm_wire forged = wire;
@@ -252,8 +255,28 @@ static void test_objects_are_sealed_and_checked_on_import(void **state)
     forged.fd = file;
     shm_desc_encode(&forged, &desc);
     assert_int_equal(tp_rmr_import(peer, &desc, &other), SPINDLE_EPROTO);
-    assert_non_null(strstr(spindle_errmsg(), "not a memory object of this backend"));
+    assert_non_null(strstr(spindle_errmsg(), "not the memory object spindle-region-"));
     close(file);
+    /* ...a sealed region of the same size but of another endpoint (another
+     * nonce in its name), claimed with the peer's nonce... */
+    struct tp_endpoint *stranger = open_ep(1000);
+    void *stranger_addr;
+    struct tp_mr *stranger_mr;
+    struct tp_desc stranger_region;
+    assert_int_equal(
+        tp_mr_alloc(stranger, REGION_SIZE, TP_MR_REMOTE_WRITE, &stranger_addr, &stranger_mr), 0);
+    assert_int_equal(tp_mr_export(stranger_mr, &stranger_region), 0);
+    struct shm_wire stranger_wire;
+    assert_int_equal(shm_desc_decode(&stranger_region, SHM_KIND_REGION, &stranger_wire), 0);
+    assert_int_equal(tp_rmr_import(peer, &stranger_region, &other), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "not its endpoint's"));
+    forged = wire;
+    forged.fd = stranger_wire.fd;
+    shm_desc_encode(&forged, &desc);
+    assert_int_equal(tp_rmr_import(peer, &desc, &other), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), "not the memory object spindle-region-"));
+    tp_mr_free(stranger, stranger_mr);
+    tp_close(stranger);
     /* ...and the real region claimed larger than it is. */
     forged = wire;
     forged.length = 2 * REGION_SIZE;
@@ -266,6 +289,93 @@ static void test_objects_are_sealed_and_checked_on_import(void **state)
     tp_close(ep);
 }
 
+/* A peer that imported one slice of a region (its row of our table) maps
+ * nothing else of it, and a post outside that slice, before it or after it
+ * or straddling its end, is refused with nothing written: the owner's other
+ * slices keep their bytes. */
+static void test_write_outside_imported_slice_is_refused(void **state)
+{
+    (void)state;
+    enum { SLICES = 3, SLICE = 4096 };
+    struct tp_endpoint *owner = open_ep(1000), *writer = open_ep(1000);
+    uint8_t *table;
+    struct tp_mr *mr;
+    struct tp_desc owner_address, region;
+    assert_int_equal(tp_mr_alloc(owner, SLICES * SLICE, TP_MR_REMOTE_WRITE, (void **)&table, &mr),
+                     0);
+    memset(table, 0xee, SLICES * SLICE);
+    assert_int_equal(tp_address(owner, &owner_address), 0);
+    assert_int_equal(tp_mr_export(mr, &region), 0);
+    struct tp_peer *peer;
+    struct tp_rmr *slice;
+    assert_int_equal(tp_connect(writer, &owner_address, 100, &peer), 0);
+    /* Not a slice: unaligned, empty, or past the region. */
+    assert_int_equal(tp_rmr_import_slice(peer, &region, 64, SLICE, &slice), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "at offset 64"));
+    assert_int_equal(tp_rmr_import_slice(peer, &region, SLICE, 0, &slice), SPINDLE_EINVAL);
+    assert_int_equal(tp_rmr_import_slice(peer, &region, 3 * SLICE, SLICE, &slice), SPINDLE_EINVAL);
+    assert_int_equal(tp_rmr_import_slice(peer, &region, SLICE, SLICE, &slice), 0);
+
+    uint8_t source[2 * SLICE];
+    memset(source, 0x5a, sizeof source);
+    void *source_mr_addr;
+    struct tp_mr *source_mr;
+    assert_int_equal(tp_mr_alloc(writer, sizeof source, 0, &source_mr_addr, &source_mr), 0);
+    memcpy(source_mr_addr, source, sizeof source);
+    const struct tp_write outside[] = {
+        {source_mr_addr, source_mr, slice, 0, 8},              /* the slice before */
+        {source_mr_addr, source_mr, slice, SLICE - 8, 16},     /* straddles its start */
+        {source_mr_addr, source_mr, slice, 2 * SLICE - 8, 16}, /* straddles its end */
+        {source_mr_addr, source_mr, slice, 2 * SLICE, 8},      /* the slice after */
+        {source_mr_addr, source_mr, slice, UINT64_MAX - 3, 8}, /* wraps around */
+    };
+    for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
+        /* A good write first in the batch: nothing of a refused batch lands. */
+        struct tp_write batch[2] = {{source_mr_addr, source_mr, slice, SLICE, 8}, outside[i]};
+        assert_int_equal(tp_post_writes(peer, batch, 2, 0, 0), SPINDLE_EINVAL);
+        assert_non_null(strstr(spindle_errmsg(), "outside the slice [4096, 8192)"));
+    }
+    for (size_t i = 0; i < SLICES * SLICE; i++)
+        assert_int_equal(table[i], 0xee);
+    /* The whole slice, and nothing more, is ours to write. */
+    struct tp_write whole = {source_mr_addr, source_mr, slice, SLICE, SLICE};
+    assert_int_equal(tp_post_writes(peer, &whole, 1, 0, 0), 0);
+    for (size_t i = 0; i < SLICES * SLICE; i++)
+        assert_int_equal(table[i], i >= SLICE && i < 2 * SLICE ? 0x5a : 0xee);
+    /* The writer maps only the slice's pages of the object: beside the
+     * owner's mapping of all of it, one of one page from offset SLICE. */
+    struct shm_wire wire;
+    assert_int_equal(shm_desc_decode(&region, SHM_KIND_REGION, &wire), 0);
+    char name[64];
+    snprintf(name, sizeof name, "memfd:spindle-region-%016llx", (unsigned long long)wire.nonce);
+    char maps_line[512];
+    FILE *maps = fopen("/proc/self/maps", "r");
+    assert_non_null(maps);
+    unsigned whole_maps = 0, slice_maps = 0;
+    while (fgets(maps_line, sizeof maps_line, maps) != NULL) {
+        unsigned long start, end, offset;
+        if (strstr(maps_line, name) == NULL ||
+            sscanf(maps_line, "%lx-%lx %*s %lx", &start, &end, &offset) != 3)
+            continue;
+        if (end - start == SLICES * SLICE && offset == 0)
+            whole_maps++;
+        else if (end - start == SLICE && offset == SLICE)
+            slice_maps++;
+        else
+            fail_msg("unexpected mapping of the region: %s", maps_line);
+    }
+    fclose(maps);
+    assert_int_equal(whole_maps, 1);
+    assert_int_equal(slice_maps, 1);
+
+    tp_rmr_release(peer, slice);
+    tp_mr_free(writer, source_mr);
+    tp_disconnect(writer, peer);
+    tp_mr_free(owner, mr);
+    tp_close(writer);
+    tp_close(owner);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -273,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_killed_peer_is_reported),
         cmocka_unit_test(test_bad_descriptors_and_ranges_are_rejected),
         cmocka_unit_test(test_objects_are_sealed_and_checked_on_import),
+        cmocka_unit_test(test_write_outside_imported_slice_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
