@@ -28,9 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define KEYS 100000u
-#define VALUE_LEN 16
-#define BUF_SIZE 4096
+#define KEYS            100000u
+#define VALUE_LEN       16
+#define BUF_SIZE        4096
 #define MAX_CONNECTIONS 4096
 
 enum kind { KIND_RESP, KIND_ETCD };
@@ -74,8 +74,8 @@ static uint32_t next_key(struct run *run)
 }
 
 /* The request for key into out; its length. */
-static int make_request(const struct run *run, const struct server *server, uint32_t key,
-                        char *out, size_t cap)
+static int make_request(const struct run *run, const struct server *server, uint32_t key, char *out,
+                        size_t cap)
 {
     char name[32];
     snprintf(name, sizeof name, "key:%012u", key);
@@ -144,8 +144,7 @@ static long complete(enum kind kind, const struct conn *c)
         }
         line = eol + 2;
     }
-    fprintf(stderr, "spindle-kv-writeload: %s replied without a Content-Length\n",
-            c->server->host);
+    fprintf(stderr, "spindle-kv-writeload: %s replied without a Content-Length\n", c->server->host);
     return -1;
 }
 
@@ -273,6 +272,44 @@ static int drive(struct run *run, struct conn *conns, unsigned count, int epfd)
     return 0;
 }
 
+/* Prints the rate and the latency percentiles of a finished run. */
+static void report(struct run *run, double seconds)
+{
+    qsort(run->latencies_ns, run->done, sizeof *run->latencies_ns, compare_u64);
+    uint64_t p50 = run->latencies_ns[run->done / 2];
+    uint64_t p99 = run->latencies_ns[run->done * 99 / 100];
+    printf("writes/s %.0f (%llu writes in %.2f s) p50_ms %.3f p99_ms %.3f\n",
+           (double)run->done / seconds, (unsigned long long)run->done, seconds, (double)p50 / 1e6,
+           (double)p99 / 1e6);
+}
+
+/* Opens the connections and runs the requests; 0, or 1 named on stderr. */
+static int run_load(struct run *run, const struct server *servers, int num_servers,
+                    struct conn *conns, unsigned count)
+{
+    int epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd < 0) {
+        fprintf(stderr, "spindle-kv-writeload: epoll_create1: %s\n", strerror(errno));
+        return 1;
+    }
+    int rc = 0;
+    unsigned opened = 0;
+    for (; opened < count && rc == 0; opened++) {
+        conns[opened].server = &servers[opened % (unsigned)num_servers];
+        rc = open_conn(epfd, &conns[opened]);
+    }
+    uint64_t started = now_ns();
+    if (rc == 0)
+        rc = drive(run, conns, count, epfd);
+    if (rc == 0)
+        report(run, (double)(now_ns() - started) / 1e9);
+    for (unsigned i = 0; i < opened; i++)
+        if (conns[i].fd >= 0)
+            close(conns[i].fd);
+    close(epfd);
+    return rc == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 5 || (strcmp(argv[1], "etcd") != 0 && strcmp(argv[1], "resp") != 0)) {
@@ -284,8 +321,9 @@ int main(int argc, char **argv)
                       .rng = 0x9e3779b97f4a7c15ull};
     char *end;
     run.requests = strtoull(argv[2], &end, 10);
+    bool bad = *end != '\0';
     unsigned long count = strtoul(argv[3], &end, 10);
-    if (run.requests == 0 || count == 0 || count > MAX_CONNECTIONS || *end != '\0') {
+    if (bad || *end != '\0' || run.requests == 0 || count == 0 || count > MAX_CONNECTIONS) {
         fprintf(stderr, "spindle-kv-writeload: REQUESTS must be over 0 and CONNECTIONS 1..%d\n",
                 MAX_CONNECTIONS);
         return 2;
@@ -294,33 +332,18 @@ int main(int argc, char **argv)
     struct server *servers = calloc((size_t)num_servers, sizeof *servers);
     struct conn *conns = calloc(count, sizeof *conns);
     run.latencies_ns = malloc(run.requests * sizeof *run.latencies_ns);
-    int epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (servers == NULL || conns == NULL || run.latencies_ns == NULL || epfd < 0) {
+    int rc = 0;
+    if (servers == NULL || conns == NULL || run.latencies_ns == NULL) {
         fprintf(stderr, "spindle-kv-writeload: out of memory\n");
-        return 1;
+        rc = 1;
     }
-    for (int i = 0; i < num_servers; i++)
+    for (int i = 0; rc == 0 && i < num_servers; i++)
         if (parse_server(argv[4 + i], &servers[i]) != 0)
-            return 2;
-    for (unsigned long i = 0; i < count; i++) {
-        conns[i].server = &servers[i % (unsigned long)num_servers];
-        if (open_conn(epfd, &conns[i]) != 0)
-            return 1;
-    }
-    uint64_t started = now_ns();
-    if (drive(&run, conns, (unsigned)count, epfd) != 0)
-        return 1;
-    double seconds = (double)(now_ns() - started) / 1e9;
-    qsort(run.latencies_ns, run.done, sizeof *run.latencies_ns, compare_u64);
-    printf("writes/s %.0f (%llu writes in %.2f s) p50_ms %.3f p99_ms %.3f\n",
-           (double)run.done / seconds, (unsigned long long)run.done, seconds,
-           (double)run.latencies_ns[run.done / 2] / 1e6,
-           (double)run.latencies_ns[run.done * 99 / 100] / 1e6);
-    for (unsigned long i = 0; i < count; i++)
-        close(conns[i].fd);
-    close(epfd);
+            rc = 2;
+    if (rc == 0)
+        rc = run_load(&run, servers, num_servers, conns, (unsigned)count);
     free(run.latencies_ns);
     free(conns);
     free(servers);
-    return 0;
+    return rc;
 }
