@@ -1,25 +1,26 @@
 #!/bin/sh
 # Logged spindle-kv against a three-member etcd cluster, both on this host
-# on loopback, under the same write workload (scripts/kv-writeload.py:
-# random keys of 100,000, 16-byte values, CONNECTIONS connections spread
-# over the three servers, one request outstanding on each). etcd answers a
+# on loopback, under the same write workload (spindle-kv-writeload,
+# examples/kv/kv_writeload.c: random keys of 100,000, 16-byte values,
+# CONNECTIONS connections spread over the three servers, one request
+# outstanding on each, one thread). etcd answers a
 # put once a majority has it in its fsynced log; spindle-kv with --log-dir
 # answers a SET once every replica has it on stable storage. Installs
 # etcd-server (Debian 12's) when etcd is missing. Prints writes/s of each
 # and the ratio, for RUNS runs and their medians (docs/KV.md).
 # Usage: sh scripts/kv-etcd-compare.sh [BUILD_DIR] [REQUESTS] [RUNS]
-#   (defaults: build, 40000, 3); CONNECTIONS (environment, default 256) and
-#   PROCS (generator processes, default 2)
+#   (defaults: build, 40000, 3); CONNECTIONS (environment, default 256)
 set -eu
 BUILD=${1:-build}
 REQUESTS=${2:-40000}
 RUNS=${3:-3}
 CONNECTIONS=${CONNECTIONS:-256}
-PROCS=${PROCS:-2}
 KV="$BUILD/examples/kv/spindle-kv"
-LOAD="$(dirname "$0")/kv-writeload.py"
+LOAD="$BUILD/examples/kv/spindle-kv-writeload"
 python=/usr/bin/python3
-[ -x "$KV" ] || { echo "kv-etcd-compare: $KV not found; build first" >&2; exit 2; }
+for program in "$KV" "$LOAD"; do
+    [ -x "$program" ] || { echo "kv-etcd-compare: $program not found; build first" >&2; exit 2; }
+done
 if ! command -v etcd >/dev/null 2>&1; then
     echo "kv-etcd-compare: installing etcd-server" >&2
     apt-get install -y etcd-server >/dev/null ||
@@ -119,23 +120,26 @@ while [ "$run" -le "$RUNS" ]; do
     rm -rf "$dir/etcd" "$dir/kv"
     start_etcd
     # shellcheck disable=SC2086 # $servers: one argument per server
-    out=$("$python" "$LOAD" etcd "$REQUESTS" "$CONNECTIONS" "$PROCS" $servers) ||
+    out=$("$LOAD" etcd "$REQUESTS" "$CONNECTIONS" $servers) ||
         { echo "kv-etcd-compare: the load generator failed against etcd" >&2; exit 1; }
     etcd_rate=$(echo "$out" | awk '{ print $2 }')
+    etcd_p50=$(echo "$out" | awk '{ print $9 }')
     stop
     start_kv
     # shellcheck disable=SC2086
-    out=$("$python" "$LOAD" resp "$REQUESTS" "$CONNECTIONS" "$PROCS" $servers) ||
+    out=$("$LOAD" resp "$REQUESTS" "$CONNECTIONS" $servers) ||
         { echo "kv-etcd-compare: the load generator failed against spindle-kv" >&2; exit 1; }
     kv_rate=$(echo "$out" | awk '{ print $2 }')
+    kv_p50=$(echo "$out" | awk '{ print $9 }')
     stop
     echo "$run $etcd_rate $kv_rate" >>"$results"
-    echo "run $run: etcd $etcd_rate writes/s, logged spindle-kv $kv_rate writes/s," \
+    echo "run $run: etcd $etcd_rate writes/s (p50 $etcd_p50 ms)," \
+        "logged spindle-kv $kv_rate writes/s (p50 $kv_p50 ms)," \
         "ratio $(awk -v e="$etcd_rate" -v k="$kv_rate" 'BEGIN { printf "%.1f", k / e }')x" \
         "(load average $(cut -d' ' -f1-3 /proc/loadavg))"
     run=$((run + 1))
 done
-echo "$REQUESTS writes per run, $CONNECTIONS connections, $PROCS generator processes;" \
+echo "$REQUESTS writes per run, $CONNECTIONS connections, one generator thread;" \
     "3 etcd members vs 3 logged spindle-kv replicas"
 sort -n -k2 "$results" | awk '{ e[NR] = $2 } END { m = e[int((NR + 1) / 2)]; print m }' >"$dir/etcd.med"
 sort -n -k3 "$results" | awk '{ k[NR] = $3 } END { m = k[int((NR + 1) / 2)]; print m }' >"$dir/kv.med"

@@ -2,8 +2,10 @@
 # The longer linearizability run (docs/KV.md "Linearizability"): ROUNDS
 # histories against `spindle-kv --local 3`, each across a SIGKILL of a
 # replica and a join, with OPS operations before the kill and OPS after the
-# join, checked by tests/kv/kv_linearizability.py; then ROUNDS runs with
-# --stale-reads, each of which must be found not linearizable.
+# join, checked by tests/kv/kv_linearizability.py; ROUNDS more with every
+# replica logged (--log-dir: a write is answered once on every disk); then
+# ROUNDS runs with --stale-reads, each of which must be found not
+# linearizable.
 # Usage: sh scripts/kv-linearizability.sh [BUILD_DIR] [ROUNDS] [OPS]
 #   (defaults: build, 5, 20000)
 set -eu
@@ -19,6 +21,12 @@ i=1
 while [ "$i" -le "$ROUNDS" ]; do
     echo "round $i of $ROUNDS: $OPS operations, a SIGKILL, a join, $OPS more"
     "$python" "$HERE/kv_history.py" "$KV" --ops "$OPS" --clients 16 --keys 8
+    i=$((i + 1))
+done
+i=1
+while [ "$i" -le "$ROUNDS" ]; do
+    echo "logged round $i of $ROUNDS: $OPS operations, a SIGKILL, a join, $OPS more"
+    "$python" "$HERE/kv_history.py" "$KV" --ops "$OPS" --clients 16 --keys 8 --log-dir
     i=$((i + 1))
 done
 i=1

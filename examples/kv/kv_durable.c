@@ -10,7 +10,11 @@
 
 #include "kv_server_impl.h"
 
-/* Operations between two snapshots of the store into the log. */
+/* Operations between two snapshots of the store into the log: at least
+ * this many, and at least twice the keys the store holds, so the cost of
+ * encoding and writing the store stays a bounded share of each
+ * operation's however large the store grows, while the log stays within
+ * a small multiple of the store's size. */
 #define KV_SNAPSHOT_EVERY 50000u
 
 void kv_hold_reply(struct kv_server *server, uint64_t view_id, uint64_t seq, int fd,
@@ -107,7 +111,10 @@ int kv_on_replay(void *ctx, const struct spindle_replayed *item)
  * an upcall), so that the log's older segments can go. */
 void kv_maybe_snapshot(struct kv_server *server)
 {
-    if (server->options->log_dir == NULL || server->since_snapshot < KV_SNAPSHOT_EVERY)
+    uint64_t every = 2 * (uint64_t)server->store.num_keys;
+    if (every < KV_SNAPSHOT_EVERY)
+        every = KV_SNAPSHOT_EVERY;
+    if (server->options->log_dir == NULL || server->since_snapshot < every)
         return;
     struct kv_buf state = {0};
     kv_snapshot_encode(&server->store, &state);

@@ -2,6 +2,7 @@
 #include "log/log_append.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -232,8 +233,14 @@ static int write_batch(struct log_appender *app)
         log->end_position = position;
         atomic_fetch_add_explicit(&app->syncs, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&app->durable_bytes, bytes, memory_order_relaxed);
-        /* Sealed: the next batch starts a segment (it was synced above). */
+        /* Sealed: the next batch starts a segment (it was synced above),
+         * and the zeros written ahead of its records go (log_direct.h):
+         * a sealed segment's file is its records. Unsynced: a crash that
+         * keeps them leaves zeros a reopen takes for the end. */
         if (seg->size >= app->segment_bytes) {
+            if (ftruncate(log->tail_fd, (off_t)seg->size) != 0)
+                SP_LOG_WARNING("log", "%s: cannot trim a sealed segment to %" PRIu64 " bytes: %s",
+                               log->dir, seg->size, strerror(errno));
             rc = log_segment_start(log);
             sealed = rc == 0;
         }
@@ -542,7 +549,9 @@ int log_appender_start(struct log *log, const struct log_appender_options *optio
         free(app);
         return sp_error(SPINDLE_ENOMEM, "log: out of memory for a %zu-byte queue", cap);
     }
-    int rc = log_direct_create(log, &app->direct);
+    app->segment_bytes = options != NULL && options->segment_bytes != 0 ? options->segment_bytes
+                                                                        : DEFAULT_SEGMENT_BYTES;
+    int rc = log_direct_create(log, app->segment_bytes, &app->direct);
     if (rc < 0) {
         destroy_sync(app);
         free(buf);
@@ -552,8 +561,6 @@ int log_appender_start(struct log *log, const struct log_appender_options *optio
     app->log = log;
     app->buf = buf;
     app->cap = cap;
-    app->segment_bytes = options != NULL && options->segment_bytes != 0 ? options->segment_bytes
-                                                                        : DEFAULT_SEGMENT_BYTES;
     app->submitted_position = log->end_position;
     if (options != NULL) {
         app->on_durable = options->on_durable;

@@ -5,17 +5,21 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/error.h"
 #include "util/log.h"
 
 struct log_direct {
-    const char *dir;   /* the log's, for messages */
-    uint8_t *staging;  /* LOG_DIRECT_STAGING bytes, LOG_DIRECT_BLOCK-aligned */
-    int fd;            /* the tail segment opened O_DIRECT, or -1 */
-    uint64_t fd_first; /* the first position of fd's segment */
-    bool refused;      /* O_DIRECT refused: buffered from now on */
+    const char *dir;        /* the log's, for messages */
+    uint8_t *staging;       /* LOG_DIRECT_STAGING bytes, LOG_DIRECT_BLOCK-aligned */
+    uint8_t *zeros;         /* LOG_DIRECT_ZEROS zero bytes, aligned: for the space ahead */
+    int fd;                 /* the tail segment opened O_DIRECT, or -1 */
+    uint64_t fd_first;      /* the first position of fd's segment */
+    uint64_t allocated;     /* fd's length: its records, then zeros */
+    uint64_t segment_bytes; /* where the appender seals a segment */
+    bool refused;           /* O_DIRECT refused: buffered from now on */
     /* staging[0, carry_bytes) holds the file's bytes at carry_offset (a
      * block boundary) of the segment starting at carry_first. */
     bool carry_valid;
@@ -23,18 +27,23 @@ struct log_direct {
     size_t carry_bytes;
 };
 
-int log_direct_create(const struct log *log, struct log_direct **out)
+int log_direct_create(const struct log *log, uint64_t segment_bytes, struct log_direct **out)
 {
     *out = NULL;
     struct log_direct *direct = calloc(1, sizeof *direct);
-    void *staging = NULL;
-    if (direct == NULL || posix_memalign(&staging, LOG_DIRECT_BLOCK, LOG_DIRECT_STAGING) != 0) {
+    void *staging = NULL, *zeros = NULL;
+    if (direct == NULL || posix_memalign(&staging, LOG_DIRECT_BLOCK, LOG_DIRECT_STAGING) != 0 ||
+        posix_memalign(&zeros, LOG_DIRECT_BLOCK, LOG_DIRECT_ZEROS) != 0) {
+        free(staging);
         free(direct);
         return sp_error(SPINDLE_ENOMEM, "log: out of memory for a %zu-byte staging buffer",
                         LOG_DIRECT_STAGING);
     }
+    memset(zeros, 0, LOG_DIRECT_ZEROS);
     direct->dir = log->dir;
+    direct->segment_bytes = segment_bytes;
     direct->staging = staging;
+    direct->zeros = zeros;
     direct->fd = -1;
     *out = direct;
     return 0;
@@ -47,6 +56,7 @@ void log_direct_destroy(struct log_direct *direct)
     if (direct->fd >= 0)
         close(direct->fd);
     free(direct->staging);
+    free(direct->zeros);
     free(direct);
 }
 
@@ -73,12 +83,58 @@ static int open_tail(struct log_direct *direct, const struct log *log)
     char name[LOG_SEGMENT_NAME_SIZE + 1];
     log_segment_name(seg->first_position, name);
     direct->fd = openat(log->dir_fd, name, O_WRONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC);
-    if (direct->fd < 0) {
+    struct stat st;
+    if (direct->fd < 0 || fstat(direct->fd, &st) != 0) {
         refuse(direct, strerror(errno));
         return -1;
     }
     direct->fd_first = seg->first_position;
+    direct->allocated = (uint64_t)st.st_size;
     return 0;
+}
+
+/* Writes zeros from the block boundary at or after the file's end up to
+ * LOG_DIRECT_AHEAD past end, when the file does not reach end already:
+ * the batches that follow then overwrite blocks the file has, and their
+ * fdatasync has no length or allocation to write, only the data and the
+ * disk's flush. A failure (a full disk) only leaves less space ahead: the
+ * batch's own write says whether it fits. */
+static void zero_ahead(struct log_direct *direct, uint64_t end)
+{
+    if (direct->allocated >= end)
+        return;
+    /* From the batch's end at the earliest: never over records. */
+    uint64_t at = (direct->allocated + LOG_DIRECT_BLOCK - 1) / LOG_DIRECT_BLOCK * LOG_DIRECT_BLOCK;
+    if (at < end)
+        at = end;
+    /* Not past the block where the segment is sealed (and trimmed). */
+    uint64_t until = end + LOG_DIRECT_AHEAD;
+    uint64_t seal =
+        (direct->segment_bytes + LOG_DIRECT_BLOCK - 1) / LOG_DIRECT_BLOCK * LOG_DIRECT_BLOCK;
+    if (until > seal)
+        until = seal > end ? seal : end;
+    /* One write of up to LOG_DIRECT_AHEAD: the zero buffer, repeated. */
+    struct iovec iov[LOG_DIRECT_AHEAD / LOG_DIRECT_ZEROS];
+    for (size_t i = 0; i < sizeof iov / sizeof iov[0]; i++)
+        iov[i] = (struct iovec){direct->zeros, LOG_DIRECT_ZEROS};
+    while (at < until) {
+        int count = 0;
+        for (uint64_t left = until - at; left > 0 && count < (int)(sizeof iov / sizeof iov[0]);
+             count++) {
+            iov[count].iov_len = left < LOG_DIRECT_ZEROS ? (size_t)left : LOG_DIRECT_ZEROS;
+            left -= iov[count].iov_len;
+        }
+        ssize_t wrote = pwritev(direct->fd, iov, count, (off_t)at);
+        if (wrote < 0 && errno == EINTR)
+            continue;
+        if (wrote <= 0 || (size_t)wrote % LOG_DIRECT_BLOCK != 0) {
+            if (wrote > 0)
+                direct->allocated = at + (uint64_t)wrote;
+            return;
+        }
+        at += (uint64_t)wrote;
+        direct->allocated = at;
+    }
 }
 
 /* Writes length bytes of buf at offset of fd, through short writes and
@@ -193,21 +249,27 @@ int log_direct_write(struct log_direct *direct, struct log *log, struct iovec *i
             if (write_blocks(direct, log, fill, block_offset) != 0)
                 return -1;
             block_offset += fill;
+            if (direct->allocated < block_offset)
+                direct->allocated = block_offset;
             fill = 0;
         }
     }
+    /* The partial block goes direct too, its rest zeros: past the last
+     * record the file holds only zeros, which a reopen takes for the end
+     * (log_store.c), and the next batch rewrites the block. */
     size_t whole = fill - fill % LOG_DIRECT_BLOCK;
-    if (whole > 0 && write_blocks(direct, log, whole, block_offset) != 0)
+    size_t padded = fill == whole ? fill : whole + LOG_DIRECT_BLOCK;
+    memset(direct->staging + fill, 0, padded - fill);
+    if (!direct->refused)
+        zero_ahead(direct, block_offset + padded);
+    if (padded > 0 && write_blocks(direct, log, padded, block_offset) != 0)
         return -1;
+    if (direct->allocated < block_offset + padded)
+        direct->allocated = block_offset + padded;
     block_offset += whole;
     fill -= whole;
-    /* The partial block through the page cache: the file ends where its
-     * last record does. */
-    if (fill > 0) {
+    if (fill > 0)
         memmove(direct->staging, direct->staging + whole, fill);
-        if (pwrite_all(log->tail_fd, direct->staging, fill, block_offset) != 0)
-            return -1;
-    }
     direct->carry_valid = !direct->refused;
     direct->carry_first = first;
     direct->carry_offset = block_offset;

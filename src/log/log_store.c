@@ -110,9 +110,29 @@ static int list_segments(const struct log *log, uint64_t **firsts, size_t *count
     return rc;
 }
 
+/* 1 when the file holds only zero bytes from offset to its end (the space
+ * the appender writes ahead of its records, log_direct.h), 0 when not,
+ * SPINDLE_EIO. */
+static int zeros_to_end(int fd, uint64_t offset, uint64_t file_size)
+{
+    uint8_t chunk[4096];
+    while (offset < file_size) {
+        size_t part =
+            file_size - offset < sizeof chunk ? (size_t)(file_size - offset) : sizeof chunk;
+        if (log_pread_all(fd, chunk, part, offset) != 0)
+            return SPINDLE_EIO;
+        for (size_t i = 0; i < part; i++)
+            if (chunk[i] != 0)
+                return 0;
+        offset += part;
+    }
+    return 1;
+}
+
 /*
  * Checks one segment (fd, its name's first position) record by record.
- * 1 when every byte belongs to a whole record; 0 when it stops at a bad or
+ * 1 when every byte belongs to a whole record, or zeros follow the last
+ * one (the space written ahead, not a tail to cut); 0 when it stops at a bad or
  * torn tail (seg->size is where, why says what; seg->size 0: the header);
  * SPINDLE_EPROTO for a header naming another position; SPINDLE_EIO.
  */
@@ -146,6 +166,17 @@ static int scan_segment(struct log *log, const char *name, int fd, uint8_t *buf,
         struct log_record record;
         size_t size;
         int rc = read_record(fd, seg->size, file_size, buf, &record, &size);
+        if (rc == 0 || rc == SPINDLE_EPROTO) {
+            /* No record is all zeros (its type is never 0), so zeros to
+             * the end are the end; anything else after the last record is
+             * a torn or corrupt tail. */
+            int zeros = zeros_to_end(fd, seg->size, file_size);
+            if (zeros < 0)
+                return sp_error(SPINDLE_EIO, "log: cannot read %s/%s at offset %" PRIu64 ": %s",
+                                log->dir, name, seg->size, strerror(errno));
+            if (zeros == 1)
+                return 1;
+        }
         if (rc == 0) {
             snprintf(why, why_size, "the file ends inside a record (%" PRIu64 " bytes left)",
                      file_size - seg->size);

@@ -38,11 +38,15 @@ if(EXISTS /usr/bin/python3)
     add_test(NAME kv_linearizable_across_kill_and_join_of_a_shard
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/kv_history.py
                      $<TARGET_FILE:spindle-kv> --ops 1500 --shards)
+    add_test(NAME kv_linearizable_across_kill_and_join_logged
+             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/kv_history.py
+                     $<TARGET_FILE:spindle-kv> --ops 1500 --log-dir)
     add_test(NAME kv_linearizability_checker_finds_stale_reads
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/kv_history.py
                      $<TARGET_FILE:spindle-kv> --ops 2000 --stale-reads)
     set_tests_properties(kv_linearizable_across_kill_and_join
                          kv_linearizable_across_kill_and_join_of_a_shard
+                         kv_linearizable_across_kill_and_join_logged
                          kv_linearizability_checker_finds_stale_reads PROPERTIES
                          LABELS "kv" TIMEOUT 120)
   endif()

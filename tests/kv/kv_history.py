@@ -21,6 +21,8 @@ Usage: kv_history.py SPINDLE_KV [options]
   --stale-reads     run the service with --stale-reads and no failover, in
                     batches of N operations (at most 20), until the checker
                     finds a violation; fail if none is found
+  --log-dir         logged replicas (every replica and the joiner with a log
+                    directory): a write is answered once on every disk
   --history FILE    also write the history as JSON
 Exits 0 when the history is linearizable (with --stale-reads: when it is
 not), 1 saying what was wrong otherwise (also when no ports are free)."""
@@ -281,6 +283,8 @@ def record_and_check(work):
     ap.add_argument("--keys", type=int, default=6)
     ap.add_argument("--stale-reads", action="store_true")
     ap.add_argument("--shards", action="store_true")
+    ap.add_argument("--log-dir", action="store_true",
+                    help="logged replicas (a write is answered once on every replica's disk)")
     ap.add_argument("--history")
     a = ap.parse_args()
 
@@ -292,6 +296,8 @@ def record_and_check(work):
         cmd += ["--replicas", "3"]
     if a.stale_reads:
         cmd.append("--stale-reads")
+    if a.log_dir:
+        cmd += ["--log-dir", os.path.join(work, "logs")]
     service = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     joiner = None
     # Shard 1 is replicas 3-5; "{foo}" puts every key in slot 12182, of shard 1.
@@ -329,6 +335,8 @@ def record_and_check(work):
                     "127.0.0.1:%d" % (control + joined - port), "--port", str(joined)]
             if a.shards:
                 join += ["--shards", "2", "--shard", "1"]
+            if a.log_dir:
+                join += ["--log-dir", os.path.join(work, "joiner-log")]
             joiner = subprocess.Popen(join, stdout=log, stderr=subprocess.STDOUT)
             wait_for("the joiner to serve with its shard's state", lambda: loaded(joined), 120,
                      joiner)
@@ -384,7 +392,8 @@ def record_and_check(work):
         if verdicts:
             lin.report(verdicts)
             fail("not linearizable: " + summary)
-        print("kv_history: linearizable across a SIGKILL and a join: " + summary)
+        print("kv_history: linearizable across a SIGKILL and a join%s: %s" % (
+            " with every replica logged" if a.log_dir else "", summary))
     return 0
 
 

@@ -30,6 +30,7 @@
 #include "group/group_impl.h"
 #include "log/log.h"
 #include "log/log_append.h"
+#include "log/log_direct.h"
 #include "log/log_snapshot.h"
 #include "log_samples.h"
 
@@ -87,8 +88,10 @@ static uint64_t dir_bytes(const char *dir, unsigned *snapshots)
  * a snapshot (nothing delivered since): the segment holding the older
  * snapshot's point (a full segment, which may pass SEGMENT_BYTES by one
  * batch of the writer), the records from there to the newest point (one
- * interval), a header per segment for those, the view record, and the two
- * snapshot files.
+ * interval), a header per segment for those, the view record, the two
+ * snapshot files, and the zeros the appender writes ahead of the tail
+ * segment's records (log/log_direct.h: up to the block after the point
+ * where the segment is sealed).
  */
 static uint64_t bound(void)
 {
@@ -97,7 +100,7 @@ static uint64_t bound(void)
     uint64_t headers = (interval / SEGMENT_BYTES + 2) * LOG_SEGMENT_HEADER_SIZE;
     uint64_t snapshot =
         log_snapshot_encode(&(struct log_snapshot){.view.member_count = 1}, NULL, 0) + sizeof app;
-    return segment + interval + headers + 4096 + 2 * snapshot;
+    return segment + interval + headers + 4096 + 2 * snapshot + SEGMENT_BYTES + LOG_DIRECT_BLOCK;
 }
 
 static spindle_group_t *start(const char *log_dir)

@@ -1,6 +1,8 @@
 /* Writing past the page cache (log/log_direct.h): whole blocks direct, the
- * partial one buffered, so whatever the batch sizes the file ends at its
- * last record, nothing a reopen cuts, and every record reads back. */
+ * partial one padded with zeros, zeros written ahead; whatever the batch
+ * sizes, only zeros follow the last record, nothing a reopen cuts, and
+ * every record reads back. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -20,8 +23,9 @@
 
 static char root[64];
 
-/* Opens dir for writing: nothing past the last whole record, and each
- * segment file exactly as long as its records. Returns the log. */
+/* Opens dir for writing: nothing to cut; a sealed segment's file exactly
+ * as long as its records, the tail's followed by zeros only (the space
+ * written ahead). Returns the log. */
 static struct log *open_whole(const char *dir)
 {
     struct log *log;
@@ -34,7 +38,20 @@ static struct log *open_whole(const char *dir)
         log_segment_name(log->segments[i].first_position, name);
         struct stat st;
         assert_int_equal(fstatat(log->dir_fd, name, &st, 0), 0);
-        assert_int_equal((uint64_t)st.st_size, log->segments[i].size);
+        uint64_t size = log->segments[i].size;
+        if (i + 1 < log->segment_count) {
+            assert_int_equal((uint64_t)st.st_size, size);
+            continue;
+        }
+        assert_true((uint64_t)st.st_size >= size);
+        int fd = openat(log->dir_fd, name, O_RDONLY);
+        assert_true(fd >= 0);
+        uint8_t byte;
+        for (uint64_t at = size; at < (uint64_t)st.st_size; at++) {
+            assert_int_equal(pread(fd, &byte, 1, (off_t)at), 1);
+            assert_int_equal(byte, 0);
+        }
+        close(fd);
     }
     return log;
 }

@@ -119,6 +119,12 @@ static size_t record_ends(const char *path, uint64_t *ends, size_t max)
     size_t count = 0;
     size_t at = LOG_SEGMENT_HEADER_SIZE;
     while (at < (size_t)st.st_size) {
+        /* The records, then (the tail segment) zeros written ahead. */
+        size_t nonzero = at;
+        while (nonzero < (size_t)st.st_size && bytes[nonzero] == 0)
+            nonzero++;
+        if (nonzero == (size_t)st.st_size)
+            break;
         struct log_record record;
         size_t size;
         assert_int_equal(log_record_decode(bytes + at, (size_t)st.st_size - at, &record, &size), 1);
@@ -170,6 +176,55 @@ static void test_a_torn_tail_is_cut_and_reported(void **state)
     /* Cut once: the next open finds the log whole, and appending goes on. */
     assert_int_equal(sample_append(dir, 39, 1, 3, 1, NULL), 0);
     assert_int_equal(read_back(dir, 3, 0, &report), 40);
+    assert_int_equal(report.tail_bytes, 0);
+}
+
+/* Zeros after the last record are the space written ahead, not a tail;
+ * a byte that is not zero anywhere after it makes all of it a torn tail,
+ * cut at the last whole record. */
+static void test_zeros_end_a_segment_and_junk_after_them_is_cut(void **state)
+{
+    (void)state;
+    char dir[128], path[160];
+    subdir(dir, sizeof dir, "ahead");
+    assert_int_equal(sample_append(dir, 0, 20, 4, 3, NULL), 0);
+    segment_path(path, sizeof path, dir, 0);
+    uint64_t ends[32];
+    assert_int_equal(record_ends(path, ends, 32), 20);
+    /* 64 KiB of zeros after the records, as the appender writes ahead
+     * (whether or not this filesystem took its direct writes): a reopen
+     * leaves them alone. */
+    uint64_t zeros = 64 << 10;
+    assert_int_equal(truncate(path, (off_t)(ends[19] + zeros)), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(read_back(dir, 4, 0, NULL), 20);
+    struct log *log;
+    struct log_open_report report;
+    assert_int_equal(log_open(dir, LOG_OPEN_WRITE | LOG_OPEN_CREATE, &log, &report), 0);
+    assert_int_equal(log->end_position, 20);
+    assert_false(report.cut);
+    assert_int_equal(report.tail_bytes, 0);
+    log_close(log);
+    struct stat again;
+    assert_int_equal(stat(path, &again), 0);
+    assert_int_equal(again.st_size, st.st_size);
+    /* One byte that is not zero, far after the records. */
+    int fd = open(path, O_RDWR);
+    uint8_t byte = 0x01;
+    assert_int_equal(pwrite(fd, &byte, 1, st.st_size - 1), 1);
+    close(fd);
+    assert_int_equal(log_open(dir, LOG_OPEN_WRITE | LOG_OPEN_CREATE, &log, &report), 0);
+    assert_int_equal(log->end_position, 20);
+    assert_true(report.cut);
+    assert_int_equal(report.tail_offset, ends[19]);
+    assert_int_equal(report.tail_bytes, zeros);
+    log_close(log);
+    assert_int_equal(stat(path, &again), 0);
+    assert_int_equal(again.st_size, (off_t)ends[19]);
+    /* Appending goes on after the cut. */
+    assert_int_equal(sample_append(dir, 20, 5, 4, 2, NULL), 0);
+    assert_int_equal(read_back(dir, 4, 0, &report), 25);
     assert_int_equal(report.tail_bytes, 0);
 }
 
@@ -342,6 +397,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_records_read_back_as_written),
         cmocka_unit_test(test_a_torn_tail_is_cut_and_reported),
+        cmocka_unit_test(test_zeros_end_a_segment_and_junk_after_them_is_cut),
         cmocka_unit_test(test_damage_at_any_offset_keeps_exactly_the_whole_records),
         cmocka_unit_test(test_segments_roll_and_a_corrupt_sealed_one_is_refused),
         cmocka_unit_test(test_a_gap_between_segments_is_refused),

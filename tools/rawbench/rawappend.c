@@ -42,24 +42,34 @@ static bool write_all(int fd, const uint8_t *buf, size_t len, off_t offset)
     return true;
 }
 
-/* --direct: one batch of bytes appended at *end. staging holds the file's
+#define DIRECT_AHEAD ((size_t)1 << 20)
+
+/* --direct, as the log's writer appends (src/log/log_direct.h): zeros
+ * written DIRECT_AHEAD at a time ahead of the records (from zeros, a
+ * DIRECT_AHEAD aligned buffer of them) whenever a batch would pass the
+ * file's end (*allocated), then the batch: staging holds the file's
  * partial last block (carry bytes) and has room for it and the batch,
- * rounded up to a block; whole blocks go through direct, the partial last
- * one through buffered. */
-static bool append_direct(int direct, int buffered, uint8_t *staging, size_t *carry,
-                          const uint8_t *batch, size_t bytes, off_t *end)
+ * rounded up to a block; all of it goes direct, the last block padded
+ * with zeros. */
+static bool append_direct(int direct, uint8_t *staging, const uint8_t *zeros, size_t *carry,
+                          off_t *allocated, const uint8_t *batch, size_t bytes, off_t *end)
 {
     off_t block_offset = *end - (off_t)*carry;
     memcpy(staging + *carry, batch, bytes);
     size_t fill = *carry + bytes, whole = fill - fill % DIRECT_BLOCK;
-    if (whole > 0 && !write_all(direct, staging, whole, block_offset))
+    size_t padded = fill == whole ? fill : whole + DIRECT_BLOCK;
+    memset(staging + fill, 0, padded - fill);
+    off_t padded_end = block_offset + (off_t)padded;
+    if (*allocated < padded_end) {
+        if (!write_all(direct, zeros, DIRECT_AHEAD, padded_end))
+            return false;
+        *allocated = padded_end + (off_t)DIRECT_AHEAD;
+    }
+    if (padded > 0 && !write_all(direct, staging, padded, block_offset))
         return false;
     size_t rest = fill - whole;
-    if (rest > 0) {
+    if (rest > 0)
         memmove(staging, staging + whole, rest);
-        if (!write_all(buffered, staging, rest, block_offset + (off_t)whole))
-            return false;
-    }
     *carry = rest;
     *end += (off_t)bytes;
     return true;
@@ -89,14 +99,17 @@ static void run_writer(const struct raw_append_config *c, uint32_t self, int go,
         return;
     }
     int direct = -1;
-    void *staging = NULL;
+    void *staging = NULL, *zeros = NULL;
     size_t carry = 0;
+    off_t allocated = 0;
     if (c->direct) {
         direct = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
         if (direct < 0 ||
             posix_memalign(&staging, DIRECT_BLOCK,
-                           (chunk + 2 * (size_t)DIRECT_BLOCK) & ~(size_t)(DIRECT_BLOCK - 1)) != 0) {
+                           (chunk + 2 * (size_t)DIRECT_BLOCK) & ~(size_t)(DIRECT_BLOCK - 1)) != 0 ||
+            posix_memalign(&zeros, DIRECT_BLOCK, DIRECT_AHEAD) != 0) {
             failed(r, "cannot open with O_DIRECT (or no memory for)", path);
+            free(staging);
             if (direct >= 0)
                 close(direct);
             close(fd);
@@ -104,6 +117,7 @@ static void run_writer(const struct raw_append_config *c, uint32_t self, int go,
             free(buffer);
             return;
         }
+        memset(zeros, 0, DIRECT_AHEAD);
     }
     char byte;
     while (read(go, &byte, 1) < 0 && errno == EINTR) {
@@ -115,7 +129,7 @@ static void run_writer(const struct raw_append_config *c, uint32_t self, int go,
         uint64_t n = c->records - done < c->batch ? c->records - done : c->batch;
         size_t bytes = (size_t)n * record;
         if (c->direct)
-            ok = append_direct(direct, fd, staging, &carry, buffer, bytes, &offset);
+            ok = append_direct(direct, staging, zeros, &carry, &allocated, buffer, bytes, &offset);
         else if ((ok = write_all(fd, buffer, bytes, offset)))
             offset += (off_t)bytes;
         if (!ok)
@@ -131,6 +145,7 @@ static void run_writer(const struct raw_append_config *c, uint32_t self, int go,
     if (direct >= 0)
         close(direct);
     free(staging);
+    free(zeros);
     close(fd);
     unlink(path);
     free(buffer);

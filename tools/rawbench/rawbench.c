@@ -346,9 +346,9 @@ static const char usage[] =
     "Raw append rate of the disk under DIR, the reference for logged delivery: N writer\n"
     "processes (default 3) each append --messages records (default 100000) of the size a\n"
     "logged --msg-size message takes to a file of their own, B records (default 1) per\n"
-    "write and fdatasync; the files are removed afterwards. --direct: each batch's whole\n"
-    "4 KiB blocks with O_DIRECT, its partial last block through the page cache (written\n"
-    "again with the next batch), as the log's writer appends.\n";
+    "write and fdatasync; the files are removed afterwards. --direct: each batch in 4 KiB\n"
+    "blocks with O_DIRECT, its last block padded with zeros (written again with the next\n"
+    "batch), into space written with zeros 1 MiB ahead, as the log's writer appends.\n";
 
 static int bad(const char *what, const char *value)
 {
