@@ -38,7 +38,10 @@
  *    the first deliveries of a view may come before it (their view_id
  *    says which view they belong to). Deliveries may begin before
  *    spindle_group_create returns. A slow upcall stalls this member's
- *    multicast and, through the windows, every sender.
+ *    multicast and, through the windows, every sender. With
+ *    options.own_inline, a sender's own messages of an unordered subgroup
+ *    are delivered on the sending thread instead, inside spindle_send or
+ *    spindle_commit, under the same lock.
  *  - Dispatch (options.dispatch true): the library copies each delivered
  *    batch into a bounded queue and queues views and send_ready calls, in
  *    the order they happened (a view before anything delivered in it);
@@ -410,6 +413,23 @@ struct spindle_group_options {
      * nothing is handed to the application. */
     spindle_replay_fn replay;
     void *replay_ctx;
+    /*
+     * Own deliveries inline (unordered subgroups, docs/PERFORMANCE.md).
+     * false, the default: every delivery upcall runs on the predicate
+     * thread (or in spindle_dispatch), which a send wakes when it sleeps.
+     * true: spindle_commit and spindle_send, called outside every upcall
+     * of the group, post the message to the other members and deliver it
+     * to this member themselves, so the deliver upcall of a sender's own
+     * unordered message runs on the sending thread, inside the call, with
+     * the rules of an upcall (engine lock held: never concurrently with
+     * another delivery of the group, in per-sender order, once each;
+     * keep it short, call no waiting group function). A sender that holds
+     * a lock of its own while sending must not take it in the upcall.
+     * In dispatch mode the message is queued there instead. Saves the
+     * wake-up of a sleeping predicate thread, most of a light-load own
+     * delivery's latency; atomic subgroups are not affected.
+     */
+    bool own_inline;
 };
 
 /* What one queued message costs in the dispatch queue besides its length. */

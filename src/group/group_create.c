@@ -225,6 +225,7 @@ static void view_config_of(struct spindle_group *group, struct view_config *out)
     out->engine.poll_cpu = o->poll_cpu;
     out->batching = o->batching;
     out->null_sends = o->null_sends;
+    out->own_inline = o->own_inline;
     out->p2p_window = o->p2p_window;
     upcalls_of(group, out);
     out->layout = o->layout;

@@ -192,8 +192,18 @@ SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup)
      * deliver upcall's thread holds the engine lock already. */
     const struct group_upcall *u = group_upcall_of(group);
     struct smc_group *smc = held_smc(group, h);
-    int rc = u != NULL && u->engine_locked ? smc_commit_locked(smc, subgroup)
-                                           : smc_commit(smc, subgroup);
+    int rc;
+    if (u == NULL) {
+        /* Outside every upcall the commit may deliver this thread's own
+         * message on it (own_inline): that upcall sees none of this
+         * thread's reservations (it would drop them on return). */
+        struct held outer = *h;
+        *h = (struct held){0};
+        rc = smc_commit_own(smc, subgroup);
+        *h = outer;
+    } else {
+        rc = u->engine_locked ? smc_commit_locked(smc, subgroup) : smc_commit(smc, subgroup);
+    }
     if (rc != 0)
         return rc;
     h->subgroups[index] = h->subgroups[--h->count];

@@ -60,7 +60,8 @@
  * delivery callback). The predicate and its trigger run on the predicate
  * thread with the engine lock held; the delivery callback runs there too
  * (and, for the trim of a view change, on the thread that delivers it,
- * again with the engine lock held).
+ * again with the engine lock held; with own_inline, a sender's own
+ * unordered messages on the thread in smc_commit_own, lock held).
  */
 #ifndef SP_SMC_SMC_H
 #define SP_SMC_SMC_H
@@ -107,6 +108,11 @@ struct smc_layout {
 struct smc_options {
     bool batching;
     bool null_sends;
+    /* Unordered subgroups: smc_commit itself sends the message and
+     * delivers it to this member (the deliver upcall then runs on the
+     * committing thread, engine lock held) rather than waking the
+     * predicate thread for it (spindle_group_options.own_inline). */
+    bool own_inline;
     /* > 0: a reserve that waited this long for a slot another member holds
      * has that member suspected (sst_table_suspect); 0: it just waits. */
     int slow_member_ms;
@@ -252,6 +258,12 @@ void smc_group_destroy(struct smc_group *group);
 int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigned flags,
                 void **slot);
 int smc_commit(struct smc_group *group, uint32_t subgroup);
+/* smc_commit for an application thread outside every upcall of the group:
+ * with smc_options.own_inline, in an unordered subgroup of which this
+ * member is a member, it posts the message and delivers it here itself,
+ * the delivery callback running on the calling thread with the engine
+ * lock held (smc_own_pass). The same failure values. */
+int smc_commit_own(struct smc_group *group, uint32_t subgroup);
 int smc_flush(struct smc_group *group, int timeout_ms);
 /* smc_commit for a thread that already holds the engine lock (a delivery
  * upcall made inside the predicate, or inside a trim delivery): the same

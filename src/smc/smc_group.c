@@ -314,8 +314,10 @@ int smc_group_start(struct smc_group *group)
 {
     int rc = sst_predicate_add(group->engine, smc_predicate, smc_trigger, group, SST_PRED_RECURRENT,
                                &group->predicate_id);
-    if (rc == 0)
+    if (rc == 0) {
         group->started = true;
+        __atomic_store_n(&group->own_passes, 1, __ATOMIC_RELEASE);
+    }
     if (rc == 0)
         rc = smc_p2p_start(group);
     return rc;
@@ -326,6 +328,7 @@ void smc_group_stop(struct smc_group *group)
     if (group == NULL)
         return;
     __atomic_store_n(&group->stopped, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&group->own_passes, 0, __ATOMIC_RELEASE);
     if (group->started) {
         sst_predicate_remove(group->engine, group->predicate_id);
         group->started = false;

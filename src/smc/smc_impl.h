@@ -132,6 +132,10 @@ struct smc_group {
     int stopped; /* atomic */
     int wedged;  /* atomic: view change in progress, predicate idle */
     int failed;  /* atomic: 0 or the SPINDLE_E* code */
+    /* atomic: the predicate runs (smc_group_start), so an own pass may
+     * deliver (smc_options.own_inline) */
+    int own_passes;
+    int own_posting; /* atomic: own passes whose post is under way */
 
     /* Wakes application threads waiting for a slot or a flush. */
     pthread_mutex_t wait_lock;
@@ -217,6 +221,13 @@ void smc_wake_waiters(struct smc_group *group);
  * order (one message when batching is off). Lock held. */
 void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t bound,
                        size_t room);
+
+/* The committing thread's pass over its own unordered message
+ * (smc_options.own_inline; smc_predicate.c). Lock held; the caller then
+ * posts (sst_engine_unlock) and calls smc_own_posted with the pushed
+ * count read before unlocking. */
+void smc_own_pass(struct smc_group *group, struct smc_subgroup *sub);
+void smc_own_posted(struct smc_group *group, struct smc_subgroup *sub, uint64_t pushed);
 
 bool smc_predicate(void *ctx);
 void smc_trigger(void *ctx);

@@ -402,7 +402,8 @@ static void deliver_batch(struct smc_group *group, struct smc_subgroup *sub, uin
  * subgroup delivers them first: its upcall reads them in the ring, and an
  * acknowledgement lets their sender reuse the slots (slot_holder counts
  * what every member received there). */
-static void receive_step(struct smc_group *group, struct smc_subgroup *sub)
+static void receive_senders(struct smc_group *group, struct smc_subgroup *sub, uint32_t first,
+                            uint32_t end, bool set_held)
 {
     uint32_t taken = 0, batched = 0;
     uint64_t moved = 0;
@@ -412,14 +413,15 @@ static void receive_step(struct smc_group *group, struct smc_subgroup *sub)
     uint64_t held_before = group->stats.deliveries_held;
     uint64_t token = 0;
     size_t room = bounded ? delivery_room(group, sub, &token) : SIZE_MAX;
-    for (uint32_t s = 0; s < sub->layout.num_senders; s++) {
+    for (uint32_t s = first; s < end; s++) {
         uint64_t before = sub->senders[s].recv_position;
         taken += receive_sender(group, sub, s, &batched, &room);
         if (sub->senders[s].recv_position != before)
             moved |= 1ull << s;
     }
-    if (bounded) {
-        sub->held = group->stats.deliveries_held != held_before;
+    bool held = group->stats.deliveries_held != held_before;
+    if (bounded && (set_held || held)) {
+        sub->held = held;
         sub->held_token = token;
     }
     if (taken > 0) {
@@ -435,7 +437,7 @@ static void receive_step(struct smc_group *group, struct smc_subgroup *sub)
         if (!group->options.batching)
             push(group, sub, sub->delivered_offset, 8);
     }
-    for (uint32_t s = 0; s < sub->layout.num_senders; s++) {
+    for (uint32_t s = first; s < end; s++) {
         if (((moved >> s) & 1) == 0)
             continue;
         uint32_t offset = sub->received_offset + 8 * s;
@@ -445,6 +447,11 @@ static void receive_step(struct smc_group *group, struct smc_subgroup *sub)
         else
             push(group, sub, offset, 8);
     }
+}
+
+static void receive_step(struct smc_group *group, struct smc_subgroup *sub)
+{
+    receive_senders(group, sub, 0, sub->layout.num_senders, true);
 }
 
 /*
@@ -626,6 +633,19 @@ void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64
         push(group, sub, sub->delivered_offset, 8);
 }
 
+/* received_num[0..S-1], delivered_num and persisted_num (when it moved)
+ * in one write. */
+static void push_acks(struct smc_group *group, struct smc_subgroup *sub)
+{
+    if (!sub->ack_dirty && !sub->persist_dirty)
+        return;
+    uint32_t from = sub->ack_dirty ? sub->received_offset : sub->persisted_offset;
+    uint32_t to = (sub->persist_dirty ? sub->persisted_offset : sub->delivered_offset) + 8;
+    push(group, sub, from, to - from);
+    sub->ack_dirty = false;
+    sub->persist_dirty = false;
+}
+
 void smc_trigger(void *ctx)
 {
     struct smc_group *group = ctx;
@@ -641,8 +661,10 @@ void smc_trigger(void *ctx)
         struct smc_subgroup *sub = &group->subgroups[g];
         uint64_t own_before = __atomic_load_n(&sub->delivered_own, __ATOMIC_RELAXED);
         uint64_t frontier_before = __atomic_load_n(&sub->frontier, __ATOMIC_RELAXED);
-        /* Everything pushed in earlier passes was posted when they ended. */
-        __atomic_store_n(&sub->posted_mark, sub->pushed, __ATOMIC_RELEASE);
+        /* Everything pushed in earlier passes was posted when they ended,
+         * unless an own pass's post is still under way (smc_own_pass). */
+        if (__atomic_load_n(&group->own_posting, __ATOMIC_ACQUIRE) == 0)
+            __atomic_store_n(&sub->posted_mark, sub->pushed, __ATOMIC_RELEASE);
         if (sub->my_sender_rank >= 0)
             send_step(group, sub);
         if (sub->my_member_rank >= 0 && sub->layout.num_senders > 0) {
@@ -652,16 +674,7 @@ void smc_trigger(void *ctx)
                 delivery_step(group, sub);
             if (sub->persists)
                 persist_step(group, sub);
-            if (sub->ack_dirty || sub->persist_dirty) {
-                /* received_num[0..S-1], delivered_num and persisted_num
-                 * (when it moved) in one write. */
-                uint32_t from = sub->ack_dirty ? sub->received_offset : sub->persisted_offset;
-                uint32_t to =
-                    (sub->persist_dirty ? sub->persisted_offset : sub->delivered_offset) + 8;
-                push(group, sub, from, to - from);
-                sub->ack_dirty = false;
-                sub->persist_dirty = false;
-            }
+            push_acks(group, sub);
         }
         if (sub->my_sender_rank >= 0 && __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) &&
             smc_slot_free(group, sub))
@@ -682,4 +695,44 @@ void smc_trigger(void *ctx)
         smc_wake_waiters(group);
     for (uint32_t i = 0; i < num_ready; i++)
         group->options.send_ready(group->options.deliver_ctx, ready[i]);
+}
+
+/*
+ * Own pass (smc_options.own_inline): the committing thread sends its
+ * unordered message and delivers it to itself, under the lock, instead of
+ * waking the predicate thread for it: at light load that thread sleeps,
+ * and the wake-up was most of the time from commit to own delivery. The
+ * steps are the predicate's own (send, then receive of this sender alone,
+ * then the acknowledgement), so order and exactly-once hold as they do
+ * between two passes; the lock keeps the upcall on one thread at a time.
+ * Only this member's own ring is read: nothing another process wrote, so
+ * nothing here can fail a peer. The caller posts (sst_engine_unlock) and
+ * then calls smc_own_posted.
+ */
+void smc_own_pass(struct smc_group *group, struct smc_subgroup *sub)
+{
+    uint64_t own_before = __atomic_load_n(&sub->delivered_own, __ATOMIC_RELAXED);
+    send_step(group, sub);
+    uint32_t me = (uint32_t)sub->my_sender_rank;
+    receive_senders(group, sub, me, me + 1, false);
+    push_acks(group, sub);
+    __atomic_add_fetch(&group->own_posting, 1, __ATOMIC_ACQ_REL);
+    if (__atomic_load_n(&sub->delivered_own, __ATOMIC_RELAXED) != own_before &&
+        __atomic_load_n(&group->flush_waiters, __ATOMIC_ACQUIRE) > 0)
+        smc_wake_waiters(group);
+}
+
+/* After the own pass's post: what it pushed (pushed, read under the lock
+ * as the pass left it) is posted, and so is everything queued before it
+ * (posts keep queue order, sst_unlock_and_post). */
+void smc_own_posted(struct smc_group *group, struct smc_subgroup *sub, uint64_t pushed)
+{
+    uint64_t mark = __atomic_load_n(&sub->posted_mark, __ATOMIC_ACQUIRE);
+    while (mark < pushed && !__atomic_compare_exchange_n(&sub->posted_mark, &mark, pushed, true,
+                                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ;
+    __atomic_sub_fetch(&group->own_posting, 1, __ATOMIC_ACQ_REL);
+    if (__atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&sub->room_wanted, __ATOMIC_ACQUIRE))
+        sst_engine_wake(group->engine);
 }

@@ -1,7 +1,10 @@
 /*
  * Application-thread side of SMC: in-place reserve/commit and flush.
  * Sending never posts a write here; the send step of the predicate does
- * (Spindle 3.2: "queues the sends, but does not initiate remote sends").
+ * (Spindle 3.2: "queues the sends, but does not initiate remote sends"),
+ * except with smc_options.own_inline in an unordered subgroup, where
+ * smc_commit runs the predicate's send and own-receive steps itself
+ * (smc_own_pass).
  * Modelled in models/smc.pml (inlines commit, after_step: slot_free).
  */
 #include <errno.h>
@@ -201,6 +204,19 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
     return 0;
 }
 
+/* Whether smc_commit sends and delivers its message itself (own pass,
+ * smc_options.own_inline); lock held. Not during a view change (wedged:
+ * the trim decides what is delivered) nor before the predicate runs (the
+ * resends of view_install.c commit before the view starts). */
+static bool own_pass_allowed(struct smc_group *group, const struct smc_subgroup *sub)
+{
+    return group->options.own_inline && sub->layout.mode == SPINDLE_MODE_UNORDERED &&
+           sub->my_member_rank >= 0 && __atomic_load_n(&group->own_passes, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&group->failed, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&group->stopped, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE);
+}
+
 /* The commit itself; the engine lock is held by the caller. */
 static void commit_slot(struct smc_group *group, struct smc_subgroup *sub)
 {
@@ -229,7 +245,7 @@ static int open_reservation(struct smc_group *group, uint32_t subgroup, struct s
     return 0;
 }
 
-int smc_commit(struct smc_group *group, uint32_t subgroup)
+static int commit(struct smc_group *group, uint32_t subgroup, bool own_pass)
 {
     struct smc_subgroup *sub = NULL;
     int rc = open_reservation(group, subgroup, &sub);
@@ -237,10 +253,30 @@ int smc_commit(struct smc_group *group, uint32_t subgroup)
         return rc;
     sst_engine_lock(group->engine);
     commit_slot(group, sub);
+    if (own_pass && own_pass_allowed(group, sub)) {
+        /* The upcall may send again in this subgroup: the reservation
+         * closes first. */
+        __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
+        smc_own_pass(group, sub);
+        uint64_t pushed = sub->pushed;
+        sst_engine_unlock(group->engine);
+        smc_own_posted(group, sub, pushed);
+        return 0;
+    }
     sst_engine_unlock(group->engine);
     __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
     sst_engine_wake(group->engine);
     return 0;
+}
+
+int smc_commit(struct smc_group *group, uint32_t subgroup)
+{
+    return commit(group, subgroup, false);
+}
+
+int smc_commit_own(struct smc_group *group, uint32_t subgroup)
+{
+    return commit(group, subgroup, true);
 }
 
 int smc_commit_locked(struct smc_group *group, uint32_t subgroup)

@@ -52,6 +52,7 @@ struct view_config {
     struct tp_config transport;       /* backend, provider, device, host */
     struct sst_engine_options engine; /* early unlock, polling */
     bool batching, null_sends;        /* Spindle 3.2, 3.3 */
+    bool own_inline;                  /* smc_options.own_inline */
     spindle_deliver_fn deliver;
     void *deliver_ctx;
     spindle_view_fn view_changed;

@@ -116,6 +116,7 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
     struct smc_options options = {
         .batching = m->config.batching,
         .null_sends = m->config.null_sends,
+        .own_inline = m->config.own_inline,
         .slow_member_ms = m->config.slow_member_ms,
         .deliver = direct ? m->config.deliver : view_deliver,
         .deliver_ctx = direct ? m->config.deliver_ctx : (void *)epoch,

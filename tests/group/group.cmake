@@ -36,3 +36,8 @@ spindle_add_test(test_p2p SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_p2p.c TIMEOUT 9
 # and nothing is written past them (canaries; exact heap copies under ASan).
 spindle_add_test(test_sized_structs SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sized_structs.c
                  TIMEOUT 60 LABELS group)
+# Own deliveries inline (own_inline): three members sending at once in an
+# unordered subgroup each deliver their own messages inside the send call,
+# once, in order, never two upcalls at a time (forked members on shm).
+spindle_add_test(test_own_inline SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_own_inline.c TIMEOUT 120
+  LABELS group smc)

@@ -52,6 +52,7 @@ struct bench_config {
     const char *provider;
     const char *device; /* verbs device from --config ([group] device) */
     bool batching, null_sends, early_unlock;
+    bool own_inline; /* --own-inline: spindle_group_options.own_inline */
     const char *trace_dir;
     const char *latency_out; /* --latency-out DIR: each member's latency samples there */
     bool tolerate_failures;  /* --tolerate-failures: survive view changes */

@@ -79,6 +79,7 @@ static const char usage[] =
     "  --no-nulls             disable null-sends\n"
     "  --no-early-unlock      post writes while holding the predicate lock\n"
     "  --baseline             all three of the above\n"
+    "  --own-inline           unordered: a sender delivers its own messages in its send call\n"
     "Output:\n"
     "  --trace DIR            write DIR/member-<id>.trace, one line per delivered message:\n"
     "                         <view> <subgroup> <sender_id> <sender_index> <length> <crc32c>\n"
@@ -217,6 +218,7 @@ enum {
     OPT_PROVIDER,
     OPT_NO_BATCHING,
     OPT_NO_NULLS,
+    OPT_OWN_INLINE,
     OPT_NO_EARLY,
     OPT_BASELINE,
     OPT_TRACE,
@@ -262,6 +264,7 @@ static const struct option long_options[] = {
     {"provider", required_argument, 0, OPT_PROVIDER},
     {"no-batching", no_argument, 0, OPT_NO_BATCHING},
     {"no-nulls", no_argument, 0, OPT_NO_NULLS},
+    {"own-inline", no_argument, 0, OPT_OWN_INLINE},
     {"no-early-unlock", no_argument, 0, OPT_NO_EARLY},
     {"baseline", no_argument, 0, OPT_BASELINE},
     {"trace", required_argument, 0, OPT_TRACE},
@@ -593,6 +596,9 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
             break;
         case OPT_NO_NULLS:
             c->null_sends = false;
+            break;
+        case OPT_OWN_INLINE:
+            c->own_inline = true;
             break;
         case OPT_NO_EARLY:
             c->early_unlock = false;

@@ -361,6 +361,7 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
     }
     options.batching = config->batching;
     options.null_sends = config->null_sends;
+    options.own_inline = config->own_inline;
     options.early_unlock = config->early_unlock;
     options.deliver = on_deliver;
     options.deliver_ctx = st;

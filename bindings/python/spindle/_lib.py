@@ -235,6 +235,7 @@ class GroupOptions(ctypes.Structure):
         ("p2p_window", ctypes.c_uint32),
         ("replay", REPLAY_FN),
         ("replay_ctx", ctypes.c_void_p),
+        ("own_inline", ctypes.c_bool),
     ]
 
 
