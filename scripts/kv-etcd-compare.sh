@@ -3,18 +3,21 @@
 # on loopback, under the same write workload (spindle-kv-writeload,
 # examples/kv/kv_writeload.c: random keys of 100,000, 16-byte values,
 # CONNECTIONS connections spread over the three servers, one request
-# outstanding on each, one thread). etcd answers a
+# outstanding on each, THREADS generator threads). etcd answers a
 # put once a majority has it in its fsynced log; spindle-kv with --log-dir
 # answers a SET once every replica has it on stable storage. Installs
 # etcd-server (Debian 12's) when etcd is missing. Prints writes/s of each
 # and the ratio, for RUNS runs and their medians (docs/KV.md).
 # Usage: sh scripts/kv-etcd-compare.sh [BUILD_DIR] [REQUESTS] [RUNS]
-#   (defaults: build, 40000, 3); CONNECTIONS (environment, default 256)
+#   (defaults: build, 100000, 3); CONNECTIONS (environment, default 256)
+#   and THREADS (default 2: with every core busy, one thread's share of the
+#   CPU would bound the rate it can drive)
 set -eu
 BUILD=${1:-build}
-REQUESTS=${2:-40000}
+REQUESTS=${2:-100000}
 RUNS=${3:-3}
 CONNECTIONS=${CONNECTIONS:-256}
+THREADS=${THREADS:-2}
 KV="$BUILD/examples/kv/spindle-kv"
 LOAD="$BUILD/examples/kv/spindle-kv-writeload"
 python=/usr/bin/python3
@@ -120,14 +123,14 @@ while [ "$run" -le "$RUNS" ]; do
     rm -rf "$dir/etcd" "$dir/kv"
     start_etcd
     # shellcheck disable=SC2086 # $servers: one argument per server
-    out=$("$LOAD" etcd "$REQUESTS" "$CONNECTIONS" $servers) ||
+    out=$("$LOAD" etcd "$REQUESTS" "$CONNECTIONS" "$THREADS" $servers) ||
         { echo "kv-etcd-compare: the load generator failed against etcd" >&2; exit 1; }
     etcd_rate=$(echo "$out" | awk '{ print $2 }')
     etcd_p50=$(echo "$out" | awk '{ print $9 }')
     stop
     start_kv
     # shellcheck disable=SC2086
-    out=$("$LOAD" resp "$REQUESTS" "$CONNECTIONS" $servers) ||
+    out=$("$LOAD" resp "$REQUESTS" "$CONNECTIONS" "$THREADS" $servers) ||
         { echo "kv-etcd-compare: the load generator failed against spindle-kv" >&2; exit 1; }
     kv_rate=$(echo "$out" | awk '{ print $2 }')
     kv_p50=$(echo "$out" | awk '{ print $9 }')
@@ -139,7 +142,7 @@ while [ "$run" -le "$RUNS" ]; do
         "(load average $(cut -d' ' -f1-3 /proc/loadavg))"
     run=$((run + 1))
 done
-echo "$REQUESTS writes per run, $CONNECTIONS connections, one generator thread;" \
+echo "$REQUESTS writes per run, $CONNECTIONS connections, $THREADS generator threads;" \
     "3 etcd members vs 3 logged spindle-kv replicas"
 sort -n -k2 "$results" | awk '{ e[NR] = $2 } END { m = e[int((NR + 1) / 2)]; print m }' >"$dir/etcd.med"
 sort -n -k3 "$results" | awk '{ k[NR] = $3 } END { m = k[int((NR + 1) / 2)]; print m }' >"$dir/kv.med"

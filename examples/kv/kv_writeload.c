@@ -3,12 +3,14 @@
  * Random keys of 100,000 with 16-byte values, one request outstanding on
  * each of CONNECTIONS connections spread over the given servers, sent
  * either as RESP SETs or to etcd's v3 HTTP/JSON gateway (POST
- * /v3/kv/put over keep-alive connections). One thread and one epoll set:
- * on a small host the generator's own CPU time is taken from the servers
- * it measures, so it does as little per request as it can, the same for
- * both systems.
+ * /v3/kv/put over keep-alive connections). THREADS threads, each with an
+ * epoll set over its share of the connections and of the requests: on a
+ * small host the generator's CPU time is taken from the servers it
+ * measures, so it does as little per request as it can, the same for both
+ * systems, and it has more than one thread so that, with every core busy,
+ * the scheduler's share of one thread does not bound the rate.
  *
- * Usage: spindle-kv-writeload etcd|resp REQUESTS CONNECTIONS HOST:PORT...
+ * Usage: spindle-kv-writeload etcd|resp REQUESTS CONNECTIONS THREADS HOST:PORT...
  * Prints "writes/s N (W writes in S s) p50_ms X p99_ms Y"; the clock
  * starts once every connection is open. Exits 1 naming the server and its
  * reply when a write is refused or a connection fails, 2 on bad usage.
@@ -17,6 +19,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +35,7 @@
 #define VALUE_LEN       16
 #define BUF_SIZE        4096
 #define MAX_CONNECTIONS 4096
+#define MAX_THREADS     16
 
 enum kind { KIND_RESP, KIND_ETCD };
 
@@ -272,49 +276,112 @@ static int drive(struct run *run, struct conn *conns, unsigned count, int epfd)
     return 0;
 }
 
-/* Prints the rate and the latency percentiles of a finished run. */
-static void report(struct run *run, double seconds)
+/* Prints the rate and the latency percentiles of done requests. */
+static void report(uint64_t *latencies_ns, uint64_t done, double seconds)
 {
-    qsort(run->latencies_ns, run->done, sizeof *run->latencies_ns, compare_u64);
-    uint64_t p50 = run->latencies_ns[run->done / 2];
-    uint64_t p99 = run->latencies_ns[run->done * 99 / 100];
+    qsort(latencies_ns, done, sizeof *latencies_ns, compare_u64);
+    uint64_t p50 = latencies_ns[done / 2];
+    uint64_t p99 = latencies_ns[done * 99 / 100];
     printf("writes/s %.0f (%llu writes in %.2f s) p50_ms %.3f p99_ms %.3f\n",
-           (double)run->done / seconds, (unsigned long long)run->done, seconds, (double)p50 / 1e6,
+           (double)done / seconds, (unsigned long long)done, seconds, (double)p50 / 1e6,
            (double)p99 / 1e6);
 }
 
-/* Opens the connections and runs the requests; 0, or 1 named on stderr. */
-static int run_load(struct run *run, const struct server *servers, int num_servers,
-                    struct conn *conns, unsigned count)
+/* One thread's share: its connections, its epoll set, its requests. */
+struct worker {
+    struct run run;
+    struct conn *conns;
+    unsigned count;
+    int epfd;
+    int rc;
+    pthread_t thread;
+};
+
+static void *worker_main(void *arg)
 {
-    int epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (epfd < 0) {
+    struct worker *w = arg;
+    w->rc = drive(&w->run, w->conns, w->count, w->epfd);
+    return NULL;
+}
+
+/* Opens w's connections (the first of them is conns[first]); 0, or -1
+ * named on stderr. */
+static int open_worker(struct worker *w, const struct server *servers, int num_servers,
+                       unsigned first)
+{
+    w->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (w->epfd < 0) {
         fprintf(stderr, "spindle-kv-writeload: epoll_create1: %s\n", strerror(errno));
-        return 1;
+        return -1;
     }
+    for (unsigned i = 0; i < w->count; i++) {
+        w->conns[i].server = &servers[(first + i) % (unsigned)num_servers];
+        if (open_conn(w->epfd, &w->conns[i]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Runs the requests over every worker once all connections are open;
+ * 0, or 1 named on stderr. */
+static int run_load(const struct run *total, const struct server *servers, int num_servers,
+                    struct conn *conns, unsigned count, unsigned threads)
+{
+    struct worker workers[MAX_THREADS];
+    memset(workers, 0, sizeof workers);
     int rc = 0;
-    unsigned opened = 0;
-    for (; opened < count && rc == 0; opened++) {
-        conns[opened].server = &servers[opened % (unsigned)num_servers];
-        rc = open_conn(epfd, &conns[opened]);
+    unsigned opened = 0, first = 0;
+    uint64_t offset = 0;
+    for (unsigned t = 0; t < threads; t++) {
+        struct worker *w = &workers[t];
+        w->epfd = -1;
+        w->run = *total;
+        w->run.requests = total->requests / threads + (t < total->requests % threads ? 1 : 0);
+        w->run.latencies_ns = total->latencies_ns + offset;
+        w->run.rng = total->rng + t * 0x9e3779b97f4a7c15ull;
+        offset += w->run.requests;
+        w->conns = conns + first;
+        w->count = count / threads + (t < count % threads ? 1 : 0);
+        if (rc == 0 && open_worker(w, servers, num_servers, first) != 0)
+            rc = 1;
+        first += w->count;
+        opened = t + 1;
     }
     uint64_t started = now_ns();
+    unsigned running = 0;
+    for (; rc == 0 && running < threads; running++)
+        if (pthread_create(&workers[running].thread, NULL, worker_main, &workers[running]) != 0) {
+            fprintf(stderr, "spindle-kv-writeload: cannot start a thread\n");
+            rc = 1;
+        }
+    for (unsigned t = 0; t < running; t++) {
+        pthread_join(workers[t].thread, NULL);
+        if (workers[t].rc != 0)
+            rc = 1;
+    }
+    double seconds = (double)(now_ns() - started) / 1e9;
+    uint64_t done = 0;
+    for (unsigned t = 0; rc == 0 && t < threads; t++) {
+        memmove(total->latencies_ns + done, workers[t].run.latencies_ns,
+                workers[t].run.done * sizeof *total->latencies_ns);
+        done += workers[t].run.done;
+    }
     if (rc == 0)
-        rc = drive(run, conns, count, epfd);
-    if (rc == 0)
-        report(run, (double)(now_ns() - started) / 1e9);
-    for (unsigned i = 0; i < opened; i++)
-        if (conns[i].fd >= 0)
+        report(total->latencies_ns, done, seconds);
+    for (unsigned i = 0; i < count; i++)
+        if (conns[i].fd > 0)
             close(conns[i].fd);
-    close(epfd);
-    return rc == 0 ? 0 : 1;
+    for (unsigned t = 0; t < opened; t++)
+        if (workers[t].epfd >= 0)
+            close(workers[t].epfd);
+    return rc;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 5 || (strcmp(argv[1], "etcd") != 0 && strcmp(argv[1], "resp") != 0)) {
-        fprintf(stderr,
-                "usage: spindle-kv-writeload etcd|resp REQUESTS CONNECTIONS HOST:PORT...\n");
+    if (argc < 6 || (strcmp(argv[1], "etcd") != 0 && strcmp(argv[1], "resp") != 0)) {
+        fprintf(stderr, "usage: spindle-kv-writeload etcd|resp REQUESTS CONNECTIONS THREADS "
+                        "HOST:PORT...\n");
         return 2;
     }
     struct run run = {.kind = strcmp(argv[1], "etcd") == 0 ? KIND_ETCD : KIND_RESP,
@@ -323,12 +390,17 @@ int main(int argc, char **argv)
     run.requests = strtoull(argv[2], &end, 10);
     bool bad = *end != '\0';
     unsigned long count = strtoul(argv[3], &end, 10);
-    if (bad || *end != '\0' || run.requests == 0 || count == 0 || count > MAX_CONNECTIONS) {
-        fprintf(stderr, "spindle-kv-writeload: REQUESTS must be over 0 and CONNECTIONS 1..%d\n",
-                MAX_CONNECTIONS);
+    bad = bad || *end != '\0';
+    unsigned long threads = strtoul(argv[4], &end, 10);
+    if (bad || *end != '\0' || run.requests == 0 || count == 0 || count > MAX_CONNECTIONS ||
+        threads == 0 || threads > MAX_THREADS || threads > count) {
+        fprintf(stderr,
+                "spindle-kv-writeload: REQUESTS must be over 0, CONNECTIONS 1..%d and THREADS "
+                "1..%d, at most CONNECTIONS\n",
+                MAX_CONNECTIONS, MAX_THREADS);
         return 2;
     }
-    int num_servers = argc - 4;
+    int num_servers = argc - 5;
     struct server *servers = calloc((size_t)num_servers, sizeof *servers);
     struct conn *conns = calloc(count, sizeof *conns);
     run.latencies_ns = malloc(run.requests * sizeof *run.latencies_ns);
@@ -338,10 +410,10 @@ int main(int argc, char **argv)
         rc = 1;
     }
     for (int i = 0; rc == 0 && i < num_servers; i++)
-        if (parse_server(argv[4 + i], &servers[i]) != 0)
+        if (parse_server(argv[5 + i], &servers[i]) != 0)
             rc = 2;
     if (rc == 0)
-        rc = run_load(&run, servers, num_servers, conns, (unsigned)count);
+        rc = run_load(&run, servers, num_servers, conns, (unsigned)count, (unsigned)threads);
     free(run.latencies_ns);
     free(conns);
     free(servers);
