@@ -22,7 +22,8 @@
  * its application index), the wrap of the slot header's position field
  * (positions stay tiny), several subgroups, unordered mode, the
  * heartbeat, the wake-ups of blocked reservers (a sender just waits until
- * its slot is free), non-batching mode.
+ * its slot is free), non-batching mode. The own pass of unordered subgroups
+ * (own_inline) has a model of its own: models/own_pass.pml.
  *
  * Sizes: spin -DNM=3 -DNS=2 -DWIN=1 -DMSGS=1 ... (members, senders = members
  * 0..NS-1, window_size, messages each sender may commit; NM <= 4, NS <= 3).

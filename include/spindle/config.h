@@ -91,6 +91,9 @@ struct spindle_config {
      * 0 = the library's default. Kept last, not in group, so that the
      * fields above keep their places. */
     uint32_t group_p2p_window;
+    /* [group] own_inline (spindle_group_options.own_inline), default
+     * false; last for the same reason. */
+    bool group_own_inline;
 };
 
 /*

@@ -58,6 +58,7 @@ static const char *const group_keys[] = {"name",
                                          "dispatch_queue_bytes",
                                          "admin_dir",
                                          "p2p_window",
+                                         "own_inline",
                                          NULL};
 static const char *const member_keys[] = {"host", "port", "name", NULL};
 static const char *const subgroup_keys[] = {"members", "senders", "window_size", "max_payload",
@@ -253,6 +254,12 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
         o->pub.group_p2p_window = (uint32_t)n;
         return 0;
     }
+    if (strcmp(key, "own_inline") == 0) {
+        if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
+            return cfg_problem("must be true or false");
+        o->pub.group_own_inline = strcmp(value, "true") == 0;
+        return 0;
+    }
     if (strcmp(key, "admin_dir") == 0) {
         /* Checked when the group opens it (owner, mode, no link). */
         if (value[0] == '\0')
@@ -262,7 +269,7 @@ static int cfg_apply_group(struct cfg_owner *o, const char *key, const char *val
     return cfg_problem("unknown key in [group] (known: name, transport, provider, device, "
                        "failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
                        "accept_key_file, log_dir, dispatch, dispatch_queue_bytes, admin_dir, "
-                       "p2p_window)");
+                       "p2p_window, own_inline)");
 }
 
 static int cfg_apply_member(struct cfg_member *m, const char *key, const char *value)

@@ -18,8 +18,8 @@
 
 enum cfg_kind { CFG_GROUP, CFG_MEMBER, CFG_SUBGROUP, CFG_BENCH };
 
-/* Most keys a section kind has ([group]'s fifteen). */
-#define CFG_MAX_KEYS 15
+/* Most keys a section kind has ([group]'s sixteen). */
+#define CFG_MAX_KEYS 16
 
 /* The line each key of one section was set on in the file (0: not set),
  * by its index in cfg_keys(): a second setting is a duplicate. */

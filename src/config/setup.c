@@ -97,6 +97,7 @@ static int setup_group_values(const struct spindle_config *config, uint32_t self
     o->dispatch = config->group.dispatch;
     o->dispatch_queue_bytes = (size_t)config->group.dispatch_queue_bytes;
     o->p2p_window = config->group_p2p_window;
+    o->own_inline = config->group_own_inline;
     const struct spindle_config_member *own = spindle_config_member(config, self);
     if (own != NULL)
         o->member_name = setup_strdup(out, own->name, &failed);

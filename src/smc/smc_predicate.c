@@ -707,7 +707,7 @@ void smc_trigger(void *ctx)
  * between two passes; the lock keeps the upcall on one thread at a time.
  * Only this member's own ring is read: nothing another process wrote, so
  * nothing here can fail a peer. The caller posts (sst_engine_unlock) and
- * then calls smc_own_posted.
+ * then calls smc_own_posted. Modelled in models/own_pass.pml.
  */
 void smc_own_pass(struct smc_group *group, struct smc_subgroup *sub)
 {

@@ -74,6 +74,7 @@ static void test_defaults_apply(void **state)
     assert_false(c->group.dispatch);
     assert_int_equal(c->group.dispatch_queue_bytes, 0);
     assert_int_equal(c->group_p2p_window, 0);
+    assert_false(c->group_own_inline);
     assert_null(c->group.key_file);
     assert_null(c->group.accept_key_file);
     assert_string_equal(c->members[0].host, "127.0.0.1");
@@ -109,7 +110,8 @@ static void test_malformed_files_name_file_line_key_value(void **state)
                  ":2: colour = red: unknown key in [group] (known: name, transport, provider, "
                  "device, failure_timeout_ms, slow_member_ms, tie_breaker, log_level, key_file, "
                  "accept_key_file, log_dir, dispatch, dispatch_queue_bytes, admin_dir, "
-                 "p2p_window)");
+                 "p2p_window, own_inline)");
+    expect_error("[group]\nown_inline = yes\n", ":2: own_inline = yes: must be true or false");
     expect_error("[group]\ndispatch = sometimes\n",
                  ":2: dispatch = sometimes: must be true or false");
     expect_error("[group]\ndispatch_queue_bytes = -1\n",
@@ -361,6 +363,7 @@ static void test_environment_overrides_the_file(void **state)
     setenv("SPINDLE_GROUP_TIE_BREAKER", "true", 1);
     setenv("SPINDLE_GROUP_DISPATCH", "true", 1);
     setenv("SPINDLE_GROUP_DISPATCH_QUEUE_BYTES", "65536", 1);
+    setenv("SPINDLE_GROUP_OWN_INLINE", "true", 1);
     setenv("SPINDLE_GROUP_KEY_FILE", "/etc/spindle/group.key", 1);
     const char *file = write_ini("[group]\nprovider = tcp\n[member.3]\nport = 7003\n"
                                  "[subgroup.0]\nmembers = 3\nwindow_size = 0\n");
@@ -372,6 +375,7 @@ static void test_environment_overrides_the_file(void **state)
     assert_true(c->group.tie_breaker);
     assert_true(c->group.dispatch);
     assert_int_equal(c->group.dispatch_queue_bytes, 65536);
+    assert_true(c->group_own_inline);
     assert_string_equal(c->group.key_file, "/etc/spindle/group.key");
     assert_int_equal(c->members[0].port, 7103);
     assert_int_equal(c->subgroups[0].window_size, 7);

@@ -59,7 +59,7 @@ static void test_every_ini_key_has_its_override_row(void **state)
             assert_non_null(row->ini_key);
             assert_string_equal(row->ini_key, ini_key);
         }
-    assert_int_equal(keys, 15 + 3 + 6 + 3);
+    assert_int_equal(keys, 16 + 3 + 6 + 3);
 }
 
 static void test_names_are_unique_and_rows_complete(void **state)

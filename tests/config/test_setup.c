@@ -98,6 +98,12 @@ static void test_dispatch_mode_comes_from_the_file(void **state)
     assert_int_equal(spindle_group_setup_from_config(config, 0, &setup), 0);
     assert_true(setup.options.dispatch);
     assert_int_equal(setup.options.dispatch_queue_bytes, 1048576);
+    assert_false(setup.options.own_inline);
+    spindle_group_setup_free(&setup);
+    spindle_config_free(config);
+    config = load("[group]\nown_inline = true\n[member.0]\nport = 9000\n");
+    assert_int_equal(spindle_group_setup_from_config(config, 0, &setup), 0);
+    assert_true(setup.options.own_inline);
     spindle_group_setup_free(&setup);
     spindle_config_free(config);
 }

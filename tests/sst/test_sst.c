@@ -581,9 +581,13 @@ static void test_idle_group_sleeps_and_push_wakes_it(void **state)
     assert_int_equal(members, 3);
     assert_true(total_us < 50000); /* < 5% of one core */
     assert_true(median_ns > 0);
-    /* Members sleep up to 2000 ms per doorbell wait, so only a ring from
-     * the push can wake them this fast. */
-    assert_true(median_ns < 1000000);
+    /* Members sleep up to 2000 ms per doorbell wait, and each push comes
+     * within a poll (0.2 ms) of the member announcing its sleep: woken by
+     * their timers, half of the trials would take about a second or more.
+     * A median under 100 ms is the ring from the push; the bound says
+     * nothing of speed (the benchmark reports the median), so a loaded
+     * machine that delays the wake-up by milliseconds still passes. */
+    assert_true(median_ns < 100000000);
 }
 
 /* ---- failure -------------------------------------------------------------- */

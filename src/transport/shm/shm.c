@@ -30,17 +30,14 @@
  * awake peer costs one atomic add and one load, no system call.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,7 +45,6 @@
 #include "transport/shm/shm_impl.h"
 #include "util/clock.h"
 #include "util/error.h"
-#include "util/wire.h"
 
 #define SHM_CHECK_NS (5ull * 1000 * 1000)
 
@@ -130,164 +126,13 @@ static long futex(uint32_t *word, int op, uint32_t value, const struct timespec 
     return syscall(SYS_futex, word, op, value, timeout, NULL, 0);
 }
 
-/* The seals every object shares: its size can change no more (a peer
- * that maps it cannot shrink it under its owner, whose next touch of the
- * lost pages would be a SIGBUS), nor can the seals. */
-#define SHM_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
-
-static int memfd_map(const char *name, size_t length, int *fd_out, void **addr_out)
-{
-    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0)
-        return sp_error(SPINDLE_EIO, "shm: memfd_create(%s): %s", name, strerror(errno));
-    if (ftruncate(fd, (off_t)length) != 0 || fcntl(fd, F_ADD_SEALS, SHM_SEALS) != 0) {
-        int err = errno;
-        close(fd);
-        return sp_error(SPINDLE_ENOMEM, "shm: cannot size and seal %s at %zu bytes: %s", name,
-                        length, strerror(err));
-    }
-    void *addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (addr == MAP_FAILED) {
-        int err = errno;
-        close(fd);
-        return sp_error(SPINDLE_ENOMEM, "shm: cannot map %zu bytes: %s", length, strerror(err));
-    }
-    *fd_out = fd;
-    *addr_out = addr;
-    return 0;
-}
-
-/* Field by field through the wire codec (util/wire.h), little-endian: u64
- * magic, u32 version, u32 kind, i32 pid, i32 fd, u64 length, u64 nonce. */
-void shm_desc_encode(const struct shm_wire *wire, struct tp_desc *out)
-{
-    memset(out, 0, sizeof *out);
-    struct wire_writer w;
-    wire_writer_init(&w, out->bytes, sizeof out->bytes);
-    wire_put_u64(&w, wire->magic);
-    wire_put_u32(&w, wire->version);
-    wire_put_u32(&w, wire->kind);
-    wire_put_u32(&w, (uint32_t)wire->pid);
-    wire_put_u32(&w, (uint32_t)wire->fd);
-    wire_put_u64(&w, wire->length);
-    wire_put_u64(&w, wire->nonce);
-    out->len = (uint32_t)w.pos;
-}
-
-static int desc_encode(struct tp_desc *out, uint32_t kind, int fd, uint64_t length, uint64_t nonce)
-{
-    struct shm_wire wire = {SHM_MAGIC, SHM_VERSION, kind, (int32_t)getpid(), fd, length, nonce};
-    shm_desc_encode(&wire, out);
-    return 0;
-}
-
-int shm_desc_decode(const struct tp_desc *desc, uint32_t kind, struct shm_wire *wire)
-{
-    static const char *kinds[] = {"", "address", "region"};
-    if (kind != SHM_KIND_ADDRESS && kind != SHM_KIND_REGION)
-        return sp_error(SPINDLE_EINVAL, "shm: descriptor kind %u is neither address nor region",
-                        kind);
-    if (desc == NULL || desc->len != sizeof *wire)
-        return sp_error(SPINDLE_EINVAL, "shm: %s descriptor has length %u, expected %zu",
-                        kinds[kind], desc == NULL ? 0u : desc->len, sizeof *wire);
-    struct wire_reader r;
-    wire_reader_init(&r, desc->bytes, desc->len, "shm descriptor");
-    wire->magic = wire_get_u64(&r, "magic");
-    wire->version = wire_get_u32(&r, "version");
-    wire->kind = wire_get_u32(&r, "kind");
-    wire->pid = wire_get_i32(&r, "pid");
-    wire->fd = wire_get_i32(&r, "fd");
-    wire->length = wire_get_u64(&r, "length");
-    wire->nonce = wire_get_u64(&r, "nonce");
-    if (wire->magic != SHM_MAGIC || wire->version != SHM_VERSION)
-        return sp_error(SPINDLE_EPROTO,
-                        "shm: %s descriptor is not a shm descriptor "
-                        "(magic %#llx, version %u)",
-                        kinds[kind], (unsigned long long)wire->magic, wire->version);
-    if (wire->kind != kind || wire->pid <= 0 || wire->fd < 0 || wire->length == 0)
-        return sp_error(SPINDLE_EPROTO, "shm: malformed %s descriptor (kind %u, pid %d, fd %d)",
-                        kinds[kind], wire->kind, wire->pid, wire->fd);
-    return 0;
-}
-
-/* The name memfd_map gives a region of the endpoint of that nonce. */
-static void region_name(uint64_t nonce, char *name, size_t cap)
-{
-    snprintf(name, cap, "spindle-region-%016llx", (unsigned long long)nonce);
-}
-
-/* Why the object fd (opened from path) is not the peer's object named name:
- * not that memory object of this backend (another process's, or a stale
- * descriptor whose fd number now names something else), not sealed as
- * memfd_map seals them, or not exactly the size its descriptor claims.
- * NULL when it is. */
-static const char *remote_refusal(int fd, const char *path, const char *name, uint64_t length,
-                                  char *why, size_t cap)
-{
-    char target[128] = "";
-    ssize_t n = readlink(path, target, sizeof target - 1);
-    if (n > 0)
-        target[n] = '\0';
-    size_t name_len = strlen(name);
-    /* The kernel shows "/memfd:<name> (deleted)". */
-    if (n <= 0 || strncmp(target, "/memfd:", 7) != 0 || strncmp(target + 7, name, name_len) != 0 ||
-        (target[7 + name_len] != '\0' && target[7 + name_len] != ' ')) {
-        snprintf(why, cap, "is %s, not the memory object %s of this backend",
-                 n > 0 ? target : "unreadable", name);
-        return why;
-    }
-    int seals = fcntl(fd, F_GET_SEALS);
-    if (seals < 0 || (seals & SHM_SEALS) != SHM_SEALS) {
-        snprintf(why, cap, "is not sealed (seals %#x): its owner could shrink it under us",
-                 seals < 0 ? 0 : (unsigned)seals);
-        return why;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != length) {
-        snprintf(why, cap, "holds %lld bytes, not the %llu its descriptor claims",
-                 (long long)st.st_size, (unsigned long long)length);
-        return why;
-    }
-    return NULL;
-}
-
-/* Maps map_length bytes from map_offset of another process's memfd named
- * name through /proc, once it is checked to be that object
- * (remote_refusal). */
-static int map_remote(const struct shm_wire *wire, const char *name, uint64_t map_offset,
-                      size_t map_length, void **addr_out)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd/%d", wire->pid, wire->fd);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        int err = errno;
-        return sp_error(err == ENOENT ? SPINDLE_EUNREACH : SPINDLE_EIO,
-                        "shm: cannot open peer pid %d object %s: %s", wire->pid, path,
-                        strerror(err));
-    }
-    char why[192];
-    if (remote_refusal(fd, path, name, wire->length, why, sizeof why) != NULL) {
-        close(fd);
-        return sp_error(SPINDLE_EPROTO, "shm: peer pid %d object %s %s", wire->pid, path, why);
-    }
-    void *addr = mmap(NULL, map_length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)map_offset);
-    int err = errno;
-    close(fd);
-    if (addr == MAP_FAILED)
-        return sp_error(SPINDLE_EIO, "shm: cannot map peer pid %d object: %s", wire->pid,
-                        strerror(err));
-    *addr_out = addr;
-    return 0;
-}
-
 static int shm_open_ep(const struct tp_config *config, struct tp_endpoint **out)
 {
     struct shm_endpoint *ep = calloc(1, sizeof *ep);
     if (ep == NULL)
         return sp_error(SPINDLE_ENOMEM, "shm: out of memory for endpoint");
     void *addr;
-    int rc = memfd_map("spindle-control", sizeof(struct shm_control), &ep->control_fd, &addr);
+    int rc = shm_memfd_map("spindle-control", sizeof(struct shm_control), &ep->control_fd, &addr);
     if (rc != 0) {
         free(ep);
         return rc;
@@ -349,8 +194,8 @@ static void shm_close(struct tp_endpoint *tep)
 static int shm_address(struct tp_endpoint *tep, struct tp_desc *out)
 {
     struct shm_endpoint *ep = shm_ep(tep);
-    return desc_encode(out, SHM_KIND_ADDRESS, ep->control_fd, sizeof(struct shm_control),
-                       ep->nonce);
+    return shm_desc_make(out, SHM_KIND_ADDRESS, ep->control_fd, sizeof(struct shm_control),
+                         ep->nonce);
 }
 
 static int shm_mr_alloc(struct tp_endpoint *tep, size_t length, unsigned flags, void **addr,
@@ -364,8 +209,8 @@ static int shm_mr_alloc(struct tp_endpoint *tep, size_t length, unsigned flags, 
     mr->base.ops = &tp_shm_ops;
     mr->nonce = shm_ep(tep)->nonce;
     char name[48];
-    region_name(mr->nonce, name, sizeof name);
-    int rc = memfd_map(name, length, &mr->fd, &mr->addr);
+    shm_region_name(mr->nonce, name, sizeof name);
+    int rc = shm_memfd_map(name, length, &mr->fd, &mr->addr);
     if (rc != 0) {
         free(mr);
         return rc;
@@ -389,7 +234,7 @@ static void shm_mr_free(struct tp_endpoint *ep, struct tp_mr *tmr)
 static int shm_mr_export(struct tp_mr *tmr, struct tp_desc *out)
 {
     struct shm_mr *mr = shm_mr(tmr);
-    return desc_encode(out, SHM_KIND_REGION, mr->fd, mr->length, mr->nonce);
+    return shm_desc_make(out, SHM_KIND_REGION, mr->fd, mr->length, mr->nonce);
 }
 
 static int shm_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr, int timeout_ms,
@@ -405,7 +250,7 @@ static int shm_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr,
         return sp_error(SPINDLE_EUNREACH, "shm: peer pid %d is not running: %s", wire.pid,
                         strerror(errno));
     void *control;
-    rc = map_remote(&wire, "spindle-control", 0, sizeof(struct shm_control), &control);
+    rc = shm_map_remote(&wire, "spindle-control", 0, sizeof(struct shm_control), &control);
     if (rc != 0) {
         close(pidfd);
         return rc;
@@ -471,9 +316,9 @@ static int import_window(struct tp_peer *tpeer, const struct tp_desc *desc, uint
         return sp_error(SPINDLE_ENOMEM, "shm: out of memory for remote region");
     rmr->base.ops = &tp_shm_ops;
     char name[48];
-    region_name(wire.nonce, name, sizeof name);
+    shm_region_name(wire.nonce, name, sizeof name);
     void *addr;
-    rc = map_remote(&wire, name, map_offset, (size_t)(map_end - map_offset), &addr);
+    rc = shm_map_remote(&wire, name, map_offset, (size_t)(map_end - map_offset), &addr);
     if (rc != 0) {
         free(rmr);
         return rc;
