@@ -32,10 +32,14 @@
  * (8-byte header + max_payload rounded to 8), the ring rounded up to a
  * cache line. It holds nothing for subgroups m is not in, so a member
  * allocates and registers ring memory only for its own subgroups; one that
- * is in none has no side region. Every member computes every member's
- * layout (smc_ring_base), so sender s copies its ring from its own side
- * region to the same ring's offset in each peer's side region, and the
- * push of sent_num that follows guards it (T2 across the two regions).
+ * is in none has no side region. That is the packed order, on transports
+ * whose peers import whole regions; on one with a slice alignment (shm)
+ * the rings are grouped by writer instead, one aligned slice per writer,
+ * and each sender imports only its own slice of a peer's side region
+ * (struct smc_side_shape). Every member computes every member's layout
+ * (smc_side_ring), so sender s copies its ring from its own side region
+ * to its ring's offset in each peer's side region, and the push of
+ * sent_num that follows guards it (T2 across the two regions).
  *
  * Positions: a sender's stream is a sequence of positions 0, 1, 2, ...;
  * each holds an application message (in the ring) or a null. A slot header
@@ -77,7 +81,7 @@
 /* Version of the ring and column layout above (slot headers, positions,
  * side-region placement); carried in the control channel's hello so that
  * members of incompatible builds refuse each other. Bump on any change. */
-#define SMC_LAYOUT_VERSION 4u
+#define SMC_LAYOUT_VERSION 5u
 
 #define SMC_HEADER_SIZE   8u
 #define SMC_LENGTH_BITS   24u
@@ -219,15 +223,53 @@ struct smc_stats {
 int smc_layout_validate(const struct smc_layout *layout, uint32_t subgroup, uint32_t num_rows);
 
 /*
- * Offset of subgroup g's first ring in the side region of member row: the
- * rings of every earlier subgroup that row is a member of come first. With
- * g == num_subgroups it is the size of row's side region (0: none). Only
- * meaningful for a g that row is a member of (or num_subgroups). Layouts
- * must be valid.
+ * Offset of subgroup g's first ring in the packed side region of member
+ * row (a transport without slice alignment): the rings of every earlier
+ * subgroup that row is a member of come first. With g == num_subgroups it
+ * is where row's rings end. Only meaningful for a g that row is a member
+ * of (or num_subgroups). Layouts must be valid.
  */
 uint64_t smc_ring_base(const struct smc_layout *layouts, uint32_t g, uint32_t row);
 /* Bytes of one sender's ring in a subgroup of this layout. */
 uint64_t smc_ring_stride(const struct smc_layout *layout);
+
+/*
+ * What every member's side region layout follows from (smc_side.c): the
+ * group's layouts, its rows, the transport's slice alignment and the size
+ * of one point-to-point ring (0: the group has none).
+ *
+ * align 0 (libfabric, verbs: peers import whole regions): packed, as
+ * smc.h's "Rings" paragraph describes. align > 0 (shm): sliced. Row m's
+ * side region is one slice per writer w (in row order), each starting on
+ * an align boundary: w's ring in every subgroup (in index order) that w
+ * sends in and m is a member of, then w's point-to-point ring to m; then
+ * m's outgoing point-to-point staging rings, which nobody else writes.
+ * One slice per writer rather than one per ring: a sender imports one
+ * slice of each peer's side region however many subgroups they share,
+ * and pads at most align - 1 bytes per writer, not per ring.
+ */
+struct smc_side_shape {
+    const struct smc_layout *layouts;
+    uint32_t num_subgroups;
+    uint32_t num_rows;
+    uint32_t align;
+    uint64_t p2p_ring_bytes;
+};
+/* Offset of the ring of sender_rank of subgroup g in row's side region
+ * (row a member of g). */
+uint64_t smc_side_ring(const struct smc_side_shape *shape, uint32_t g, uint32_t sender_rank,
+                       uint32_t row);
+/* Offset of writer's point-to-point ring to row, in row's side region. */
+uint64_t smc_side_p2p_in(const struct smc_side_shape *shape, uint32_t writer, uint32_t row);
+/* Offset of row's outgoing staging ring to target, in row's side region. */
+uint64_t smc_side_p2p_out(const struct smc_side_shape *shape, uint32_t target, uint32_t row);
+/* Bytes of row's side region (0: none). */
+uint64_t smc_side_size(const struct smc_side_shape *shape, uint32_t row);
+/* Sliced layout (align > 0): the align-aligned part [*offset, *offset +
+ * *length) of row's side region that writer writes, every ring of its
+ * there and nothing else (*length 0: it writes nothing there). */
+void smc_side_slice(const struct smc_side_shape *shape, uint32_t writer, uint32_t row,
+                    uint64_t *offset, uint64_t *length);
 
 /*
  * Builds the group state and its SST table (not yet connected), with a side

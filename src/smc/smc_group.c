@@ -6,14 +6,6 @@
 #include "smc/smc_impl.h"
 #include "util/error.h"
 
-static int find_index(const uint32_t *list, uint32_t count, uint32_t value)
-{
-    for (uint32_t i = 0; i < count; i++)
-        if (list[i] == value)
-            return (int)i;
-    return -1;
-}
-
 int smc_layout_validate(const struct smc_layout *layout, uint32_t subgroup, uint32_t num_rows)
 {
     if (layout->num_members == 0 || layout->num_members > num_rows)
@@ -41,15 +33,15 @@ int smc_layout_validate(const struct smc_layout *layout, uint32_t subgroup, uint
         if (layout->members[i] >= num_rows)
             return sp_error(SPINDLE_EINVAL, "subgroup %u: member %u is not in the group of %u",
                             subgroup, layout->members[i], num_rows);
-        if (find_index(layout->members, i, layout->members[i]) >= 0)
+        if (smc_find_row(layout->members, i, layout->members[i]) >= 0)
             return sp_error(SPINDLE_EINVAL, "subgroup %u: member %u is listed twice", subgroup,
                             layout->members[i]);
     }
     for (uint32_t i = 0; i < layout->num_senders; i++) {
-        if (find_index(layout->members, layout->num_members, layout->senders[i]) < 0)
+        if (smc_find_row(layout->members, layout->num_members, layout->senders[i]) < 0)
             return sp_error(SPINDLE_EINVAL, "subgroup %u: sender %u is not a member", subgroup,
                             layout->senders[i]);
-        if (find_index(layout->senders, i, layout->senders[i]) >= 0)
+        if (smc_find_row(layout->senders, i, layout->senders[i]) >= 0)
             return sp_error(SPINDLE_EINVAL, "subgroup %u: sender %u is listed twice", subgroup,
                             layout->senders[i]);
     }
@@ -95,37 +87,39 @@ static int add_subgroup_columns(struct sst_schema *schema, struct smc_subgroup *
     return 0;
 }
 
-uint64_t smc_ring_stride(const struct smc_layout *layout)
-{
-    /* Cache-line aligned: rings of different senders never share a line. */
-    uint64_t slot = SMC_HEADER_SIZE + (((uint64_t)layout->max_payload + 7) & ~7ull);
-    uint64_t ring = slot * layout->window_size;
-    return (ring + SST_CACHE_LINE - 1) / SST_CACHE_LINE * SST_CACHE_LINE;
-}
-
-uint64_t smc_ring_base(const struct smc_layout *layouts, uint32_t g, uint32_t row)
-{
-    uint64_t base = 0;
-    for (uint32_t h = 0; h < g; h++)
-        if (find_index(layouts[h].members, layouts[h].num_members, row) >= 0)
-            base += layouts[h].num_senders * smc_ring_stride(&layouts[h]);
-    return base;
-}
-
 /* Where sub's rings are: in my side region, and (when I send) where my
  * ring sits in each peer's. */
-static void place_rings(struct smc_group *group, const struct smc_layout *layouts,
+static void place_rings(struct smc_group *group, const struct smc_side_shape *shape,
                         struct smc_subgroup *sub)
 {
     sub->ring_stride = smc_ring_stride(&sub->layout);
     if (sub->my_member_rank < 0)
         return;
-    sub->ring_base = smc_ring_base(layouts, sub->index, group->my_row);
+    for (uint32_t s = 0; s < sub->layout.num_senders; s++)
+        sub->ring_at[s] = smc_side_ring(shape, sub->index, s, group->my_row);
     if (sub->my_sender_rank < 0)
         return;
-    uint64_t mine = (uint64_t)sub->my_sender_rank * sub->ring_stride;
+    uint32_t mine = (uint32_t)sub->my_sender_rank;
     for (uint32_t i = 0; i < sub->num_peers; i++)
-        sub->ring_at_peer[i] = smc_ring_base(layouts, sub->index, sub->peers[i]) + mine;
+        sub->ring_at_peer[i] = smc_side_ring(shape, sub->index, mine, sub->peers[i]);
+}
+
+/* On a transport with a slice alignment, this member imports of each
+ * peer's side region only its own slice (smc_side_slice). */
+static int confine_to_slices(struct smc_group *group, const struct smc_side_shape *shape)
+{
+    if (shape->align == 0)
+        return 0;
+    for (uint32_t row = 0; row < group->num_rows; row++) {
+        if (row == group->my_row)
+            continue;
+        uint64_t offset, length;
+        smc_side_slice(shape, group->my_row, row, &offset, &length);
+        int rc = sst_table_set_side_slice(group->table, row, offset, length);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }
 
 static int init_subgroup(struct smc_group *group, struct smc_subgroup *sub, uint32_t index,
@@ -133,8 +127,8 @@ static int init_subgroup(struct smc_group *group, struct smc_subgroup *sub, uint
 {
     sub->layout = *layout;
     sub->index = index;
-    sub->my_member_rank = find_index(layout->members, layout->num_members, group->my_row);
-    sub->my_sender_rank = find_index(layout->senders, layout->num_senders, group->my_row);
+    sub->my_member_rank = smc_find_row(layout->members, layout->num_members, group->my_row);
+    sub->my_sender_rank = smc_find_row(layout->senders, layout->num_senders, group->my_row);
     sub->slot_size = SMC_HEADER_SIZE + ((layout->max_payload + 7u) & ~7u);
     for (uint32_t i = 0; i < layout->num_members; i++)
         if (layout->members[i] != group->my_row)
@@ -203,13 +197,22 @@ static int build_table(struct smc_group *group, const struct smc_layout *layouts
     free(schema);
     if (rc != 0)
         return rc;
+    struct smc_side_shape shape = {
+        .layouts = layouts,
+        .num_subgroups = group->num_subgroups,
+        .num_rows = group->num_rows,
+        .align = sst_table_slice_align(group->table),
+        .p2p_ring_bytes = group->p2p.enabled ? group->p2p.ring_bytes : 0,
+    };
     for (uint32_t g = 0; g < group->num_subgroups; g++)
-        place_rings(group, layouts, &group->subgroups[g]);
+        place_rings(group, &shape, &group->subgroups[g]);
     smc_p2p_init_row(group);
-    uint64_t side = smc_p2p_place(group, layouts);
+    smc_p2p_place(group, &shape);
+    uint64_t side = smc_side_size(&shape, group->my_row);
     if (side == 0)
         return 0;
-    return sst_table_set_side_region(group->table, (size_t)side, TP_MR_NONPINNED);
+    rc = sst_table_set_side_region(group->table, (size_t)side, TP_MR_NONPINNED);
+    return rc != 0 ? rc : confine_to_slices(group, &shape);
 }
 
 /* smc_options.first_position (a test hook): every stream of every subgroup

@@ -65,9 +65,9 @@ struct smc_subgroup {
     uint32_t sent_offset; /* sent_num, then null_num */
     uint32_t null_offset;
 
-    /* Rings, in the table's side region (smc_ring_base). Member only. */
+    /* Rings, in the table's side region (smc_side_ring). Member only. */
     uint64_t ring_stride;                /* bytes of one sender's ring */
-    uint64_t ring_base;                  /* sender 0's ring in my side region */
+    uint64_t ring_at[SST_MAX_ROWS];      /* sender rank s's ring in my side region */
     uint64_t ring_at_peer[SST_MAX_ROWS]; /* sender: my ring in peers[i]'s region */
 
     /* Sender side (my_sender_rank >= 0). */
@@ -155,6 +155,15 @@ struct smc_group {
     struct smc_p2p p2p; /* point-to-point rings (smc_p2p.c) */
 };
 
+/* Position of value in list[0..count), -1 when absent. */
+static inline int smc_find_row(const uint32_t *list, uint32_t count, uint32_t value)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (list[i] == value)
+            return (int)i;
+    return -1;
+}
+
 /* 0, or the error of a group that failed, stopped or is wedged
  * (smc_send.c). */
 int smc_group_state_error(struct smc_group *group);
@@ -164,7 +173,7 @@ int smc_group_state_error(struct smc_group *group);
 static inline uint8_t *smc_ring(struct smc_group *group, const struct smc_subgroup *sub,
                                 uint32_t sender_rank)
 {
-    return sst_side(group->table) + sub->ring_base + (uint64_t)sender_rank * sub->ring_stride;
+    return sst_side(group->table) + sub->ring_at[sender_rank];
 }
 
 /* A slot header: the written bit, position + 1 modulo 2^39 (the counters

@@ -44,17 +44,16 @@ int smc_p2p_add_columns(struct smc_group *group, struct sst_schema *schema, uint
     return 0;
 }
 
-uint64_t smc_p2p_place(struct smc_group *group, const struct smc_layout *layouts)
+void smc_p2p_place(struct smc_group *group, const struct smc_side_shape *shape)
 {
     struct smc_p2p *p2p = &group->p2p;
-    uint64_t mine = smc_ring_base(layouts, group->num_subgroups, group->my_row);
     if (!p2p->enabled)
-        return mine;
-    for (uint32_t row = 0; row < group->num_rows; row++)
-        p2p->peer_base[row] = smc_ring_base(layouts, group->num_subgroups, row);
-    p2p->in_base = mine;
-    p2p->out_base = mine + (uint64_t)group->num_rows * p2p->ring_bytes;
-    return p2p->out_base + (uint64_t)group->num_rows * p2p->ring_bytes;
+        return;
+    for (uint32_t row = 0; row < group->num_rows; row++) {
+        p2p->in_at[row] = smc_side_p2p_in(shape, row, group->my_row);
+        p2p->at_peer[row] = smc_side_p2p_in(shape, group->my_row, row);
+    }
+    p2p->out_base = smc_side_p2p_out(shape, 0, group->my_row);
 }
 
 void smc_p2p_init_row(struct smc_group *group)
@@ -157,7 +156,7 @@ static void receive_from(struct smc_group *group, uint32_t row)
         p2p_lied(group, row, "p2p_sent outside its window");
         return;
     }
-    const uint8_t *ring = sst_side(group->table) + p2p->in_base + (uint64_t)row * p2p->ring_bytes;
+    const uint8_t *ring = sst_side(group->table) + p2p->in_at[row];
     while (taken < sent) {
         const uint8_t *slot = ring + (taken % p2p->window) * p2p->slot_bytes;
         struct smc_p2p_slot header;
@@ -278,7 +277,7 @@ static int try_send(struct smc_group *group, uint32_t row, const struct smc_p2p_
     if (header->length > 0)
         memcpy(slot + SMC_P2P_HEADER_SIZE, data, header->length);
     uint32_t bytes = SMC_P2P_HEADER_SIZE + ((header->length + 7u) & ~7u);
-    uint64_t remote = p2p->peer_base[row] + (uint64_t)group->my_row * p2p->ring_bytes + in_ring;
+    uint64_t remote = p2p->at_peer[row] + in_ring;
     int rc = sst_push_side(group->table, local, bytes, &row, &remote, 1);
     if (rc < 0)
         return rc;

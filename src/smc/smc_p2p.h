@@ -12,9 +12,10 @@
  *                    (pushed to r only: the guard of that ring, T2)
  *   p2p_received[N]  messages this row's owner took from row s's ring
  *                    (pushed to s only: the sender's credit)
- * Side region of row m, from smc_ring_base(layouts, G, m) on: N incoming
- * rings (the one of sender s at s * ring_bytes), then N outgoing staging
- * rings (to target r at (N + r) * ring_bytes) that sends copy from.
+ * Side region of row m (struct smc_side_shape): N incoming rings, one per
+ * sender s (packed: all after m's multicast rings; sliced: each in s's
+ * slice, after s's multicast rings), then N outgoing staging rings that
+ * sends copy from (to target r at out_base + r * ring_bytes).
  * Slot headers: smc_p2p_wire.h.
  *
  * Invariants: p2p_sent[r] - p2p_received[me] read in r's row <= window
@@ -40,6 +41,7 @@
 
 struct smc_group;
 struct smc_layout;
+struct smc_side_shape;
 
 /* Queries one smc_group may have waiting at once. */
 #define SMC_P2P_MAX_PENDING 64u
@@ -58,8 +60,9 @@ struct smc_p2p {
     uint32_t window;
     uint64_t slot_bytes, ring_bytes;
     uint32_t window_offset, sent_offset, received_offset; /* row columns */
-    uint64_t in_base, out_base;                           /* in my side region */
-    uint64_t peer_base[SST_MAX_ROWS];   /* each row's p2p area in its side region */
+    uint64_t out_base;                                    /* my staging rings, in my side region */
+    uint64_t in_at[SST_MAX_ROWS];       /* row s's ring to me, in my side region */
+    uint64_t at_peer[SST_MAX_ROWS];     /* my ring to row r, in r's side region */
     uint64_t sent[SST_MAX_ROWS];        /* to row r (engine lock) */
     uint64_t received[SST_MAX_ROWS];    /* from row s (predicate thread) */
     uint64_t credit_seen[SST_MAX_ROWS]; /* r's p2p_received[me] (predicate thread) */
@@ -78,9 +81,9 @@ struct smc_p2p {
  * and sets the sizes; 0 or the schema's error. window is the group's
  * smc_options.p2p_window (0: SPINDLE_P2P_DEFAULT_WINDOW). */
 int smc_p2p_add_columns(struct smc_group *group, struct sst_schema *schema, uint32_t window);
-/* Places the rings (after each row's multicast rings) and returns the
- * bytes of side region this member needs in all. */
-uint64_t smc_p2p_place(struct smc_group *group, const struct smc_layout *layouts);
+/* Places the rings in this member's and every peer's side region, laid
+ * out as shape says. */
+void smc_p2p_place(struct smc_group *group, const struct smc_side_shape *shape);
 /* Writes this member's window column (before the first push). */
 void smc_p2p_init_row(struct smc_group *group);
 /* Registers / removes the p2p predicate. */

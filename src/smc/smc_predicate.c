@@ -216,7 +216,7 @@ static void push_ring(struct smc_group *group, struct smc_subgroup *sub, uint64_
     uint64_t remote[SST_MAX_ROWS];
     for (uint32_t i = 0; i < sub->num_peers; i++)
         remote[i] = sub->ring_at_peer[i] + offset;
-    uint64_t local = sub->ring_base + (uint64_t)sub->my_sender_rank * sub->ring_stride + offset;
+    uint64_t local = sub->ring_at[sub->my_sender_rank] + offset;
     sst_push_side(group->table, local, length, sub->peers, remote, sub->num_peers);
 }
 

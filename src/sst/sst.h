@@ -36,7 +36,9 @@
  * each member chooses for itself (0: none) and laid out by the layer above
  * (the SMC keeps its ring buffers there). It is registered with the flags
  * the owner asks for (typically TP_MR_NONPINNED), exported and imported
- * with the rows, written with sst_push_side through the same queue as row
+ * with the rows (whole, or only the slice that sst_table_set_side_slice
+ * names: the bytes this member writes there), written with sst_push_side
+ * through the same queue as row
  * pushes, and freed with the table. The SST gives it no schema: whatever
  * guards its bytes is a row column pushed in a later call (T2).
  *
@@ -215,6 +217,21 @@ int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema,
  * after connect; otherwise the transport's mr_alloc error.
  */
 int sst_table_set_side_region(struct sst_table *table, size_t size, unsigned flags);
+/*
+ * Confines this member to [offset, offset + length) of the side region of
+ * row's owner: connect imports that slice of it and nothing else
+ * (tp_rmr_import_slice), length 0 imports none of it. Without a call the
+ * whole side region is imported. On a transport with a slice alignment
+ * (sst_table_slice_align) offset and length must be multiples of it; the
+ * owner's descriptor is checked against the slice when connecting.
+ * SPINDLE_EINVAL for a row outside the table, this member's own row, a
+ * misaligned slice or a call after connecting row.
+ */
+int sst_table_set_side_slice(struct sst_table *table, uint32_t row, uint64_t offset,
+                             uint64_t length);
+/* The transport's slice alignment (tp_attr.slice_align): 0 when peers
+ * import whole regions. */
+uint32_t sst_table_slice_align(const struct sst_table *table);
 /* Fills out with this member's descriptors; the transport's failure from
  * tp_address or tp_mr_export.  */
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out);
@@ -309,7 +326,10 @@ int sst_push(struct sst_table *table, uint32_t offset, uint32_t length, const ui
  * resends from that packet on, so later writes cannot land first; reasoned
  * from the RC rules, not run on a NIC).
  * SPINDLE_EINVAL for a range outside my side region, an unknown row, or a
- * row whose owner exported no side region; a failed peer is skipped.
+ * row of whose side region nothing is imported (its owner exported none,
+ * or sst_table_set_side_slice gave an empty slice); a failed peer is
+ * skipped. A remote range outside the imported slice is refused by the
+ * transport when the batch is posted (logged, and the batch dropped).
  */
 int sst_push_side(struct sst_table *table, uint64_t local_offset, uint32_t length,
                   const uint32_t *rows, const uint64_t *remote_offsets, uint32_t num_rows);

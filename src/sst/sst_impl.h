@@ -70,6 +70,11 @@ struct sst_table {
     int32_t peer_of_row[SST_MAX_ROWS]; /* -1: self or not connected */
     struct tp_rmr *rmr[SST_MAX_ROWS];
     struct tp_rmr *side_rmr[SST_MAX_ROWS]; /* NULL: that owner has no side region */
+    /* sst_table_set_side_slice: the part of each row owner's side region
+     * this member imports (whole when side_sliced[row] is false). */
+    bool side_sliced[SST_MAX_ROWS];
+    uint64_t side_slice_offset[SST_MAX_ROWS];
+    uint64_t side_slice_length[SST_MAX_ROWS];
     atomic_bool failed[SST_MAX_ROWS];
     /* Heartbeat watch (predicate thread, lock held): the last value read
      * from each row, when it last changed (0: not watched yet), and

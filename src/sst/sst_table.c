@@ -78,6 +78,30 @@ int sst_table_set_side_region(struct sst_table *table, size_t size, unsigned fla
     return 0;
 }
 
+int sst_table_set_side_slice(struct sst_table *table, uint32_t row, uint64_t offset,
+                             uint64_t length)
+{
+    uint32_t align = sst_table_slice_align(table);
+    if (row >= table->num_rows || row == table->my_row)
+        return sp_error(SPINDLE_EINVAL, "sst: side slice of row %u (my row %u of %u)", row,
+                        table->my_row, table->num_rows);
+    if (table->peer_of_row[row] >= 0)
+        return sp_error(SPINDLE_EINVAL, "sst: side slice of row %u set after connecting it", row);
+    if (align != 0 && (offset % align != 0 || length % align != 0))
+        return sp_error(SPINDLE_EINVAL,
+                        "sst: side slice of row %u (%llu bytes at %llu) is not aligned to %u", row,
+                        (unsigned long long)length, (unsigned long long)offset, align);
+    table->side_sliced[row] = true;
+    table->side_slice_offset[row] = offset;
+    table->side_slice_length[row] = length;
+    return 0;
+}
+
+uint32_t sst_table_slice_align(const struct sst_table *table)
+{
+    return tp_attr(table->engine->endpoint)->slice_align;
+}
+
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out)
 {
     memset(out, 0, sizeof *out);
@@ -90,15 +114,20 @@ int sst_table_export(struct sst_table *table, struct sst_member_desc *out)
 }
 
 /* Imports, of row's owner, our row of its table (all we write there) and,
- * when it has one, its side region. */
+ * when it has one, its side region or the slice of it we write. */
 static int import_regions(struct sst_table *table, uint32_t row, struct tp_peer *peer,
                           const struct sst_member_desc *desc)
 {
     int rc = tp_rmr_import_slice(peer, &desc->region, (uint64_t)table->my_row * table->row_stride,
                                  table->row_stride, &table->rmr[row]);
-    if (rc != 0 || desc->side.len == 0)
+    bool sliced = table->side_sliced[row];
+    if (rc != 0 || desc->side.len == 0 || (sliced && table->side_slice_length[row] == 0))
         return rc;
-    rc = tp_rmr_import(peer, &desc->side, &table->side_rmr[row]);
+    if (sliced)
+        rc = tp_rmr_import_slice(peer, &desc->side, table->side_slice_offset[row],
+                                 table->side_slice_length[row], &table->side_rmr[row]);
+    else
+        rc = tp_rmr_import(peer, &desc->side, &table->side_rmr[row]);
     if (rc != 0) {
         tp_rmr_release(peer, table->rmr[row]);
         table->rmr[row] = NULL;
@@ -351,7 +380,9 @@ int sst_push_side(struct sst_table *table, uint64_t local_offset, uint32_t lengt
         if (row == table->my_row || !row_reachable(table, row))
             continue;
         if (table->side_rmr[row] == NULL)
-            return sp_error(SPINDLE_EINVAL, "sst: side push to row %u without a side region", row);
+            return sp_error(SPINDLE_EINVAL,
+                            "sst: side push to row %u, of whose side region nothing is imported",
+                            row);
         int rc = enqueue(table, row,
                          (struct tp_write){.local = table->side + local_offset,
                                            .local_mr = table->side_mr,

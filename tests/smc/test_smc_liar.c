@@ -29,6 +29,7 @@
 
 #include "smc/smc_impl.h"
 #include "sst/sst.h"
+#include "sst/sst_impl.h"
 #include "util/clock.h"
 
 struct member {
@@ -72,24 +73,20 @@ static uint64_t log_position(void *ctx)
     return 0;
 }
 
-static void start_pair_with(struct member m[2], bool persist)
+/* Creates n members of one group with the single subgroup layout, on
+ * shm, and connects them (their engines not started). */
+static void create_members(struct member *m, uint32_t n, const struct smc_layout *layout,
+                           bool persist)
 {
     struct tp_config config;
     memset(&config, 0, sizeof config);
     config.backend = "shm";
     config.group_name = "smc-liar-test";
     config.failure_timeout_ms = 60000; /* only the checks fail anyone here */
-    struct smc_layout layout;
-    memset(&layout, 0, sizeof layout);
-    layout.num_members = 2;
-    layout.members[1] = 1;
-    layout.num_senders = 1;
-    layout.window_size = 4;
-    layout.max_payload = 8;
-    layout.mode = SPINDLE_MODE_ATOMIC;
-    struct sst_member_desc descs[2];
+    struct sst_member_desc descs[3];
     memset(descs, 0, sizeof descs);
-    for (uint32_t row = 0; row < 2; row++) {
+    assert_true(n <= 3);
+    for (uint32_t row = 0; row < n; row++) {
         memset(&m[row], 0, sizeof m[row]);
         m[row].failed_row = -1;
         assert_int_equal(sst_engine_create(&config, NULL, &m[row].engine), 0);
@@ -105,11 +102,32 @@ static void start_pair_with(struct member m[2], bool persist)
             options.persist_durable = log_position;
         }
         assert_int_equal(
-            smc_group_create(m[row].engine, &layout, 1, 2, row, &options, &m[row].group), 0);
+            smc_group_create(m[row].engine, layout, 1, n, row, &options, &m[row].group), 0);
         assert_int_equal(smc_group_export(m[row].group, &descs[row]), 0);
     }
-    for (uint32_t row = 0; row < 2; row++) {
+    for (uint32_t row = 0; row < n; row++)
         assert_int_equal(smc_group_connect(m[row].group, descs, 5000, NULL), 0);
+}
+
+/* A subgroup of n members whose first senders send, window 4, 8 bytes. */
+static void small_layout(struct smc_layout *layout, uint32_t n, uint32_t senders)
+{
+    memset(layout, 0, sizeof *layout);
+    layout->num_members = n;
+    for (uint32_t row = 0; row < n; row++)
+        layout->members[row] = layout->senders[row] = row;
+    layout->num_senders = senders;
+    layout->window_size = 4;
+    layout->max_payload = 8;
+    layout->mode = SPINDLE_MODE_ATOMIC;
+}
+
+static void start_pair_with(struct member m[2], bool persist)
+{
+    struct smc_layout layout;
+    small_layout(&layout, 2, 1);
+    create_members(m, 2, &layout, persist);
+    for (uint32_t row = 0; row < 2; row++) {
         assert_int_equal(smc_group_start(m[row].group), 0);
         assert_int_equal(sst_engine_start(m[row].engine), 0);
     }
@@ -220,7 +238,7 @@ static void test_an_acknowledgement_of_more_than_was_sent_fails_its_owner(void *
 static uint8_t *p2p_slot_from_row0(struct member *at, uint64_t position)
 {
     const struct smc_p2p *p2p = &at->group->p2p;
-    return sst_side(smc_group_table(at->group)) + p2p->in_base +
+    return sst_side(smc_group_table(at->group)) + p2p->in_at[0] +
            (position % p2p->window) * p2p->slot_bytes;
 }
 
@@ -365,6 +383,60 @@ static void test_a_persisted_num_going_back_fails_its_owner(void **state)
     stop_pair(m);
 }
 
+/* ---- where a member can write --------------------------------------------- */
+
+/* Posts 8 bytes of member `from`'s side region to offset of row's side
+ * region, through from's import of it, as a member with a wrong offset
+ * would. */
+static int post_side(struct member *from, uint32_t row, uint64_t offset)
+{
+    struct sst_table *table = smc_group_table(from->group);
+    struct tp_peer *peer = from->engine->peers[table->peer_of_row[row]].peer;
+    struct tp_write write = {table->side, table->side_mr, table->side_rmr[row], offset, 8};
+    return tp_post_writes(peer, &write, 1, 0, 0);
+}
+
+static uint64_t side_word(struct member *at, uint64_t offset)
+{
+    return __atomic_load_n((uint64_t *)(void *)(sst_side(smc_group_table(at->group)) + offset),
+                           __ATOMIC_ACQUIRE);
+}
+
+/* On shm, sender 0 imports of member 2's side region only its own slice:
+ * its ring and its point-to-point ring there. A write into sender 1's
+ * ring or point-to-point ring at member 2 is refused and leaves member
+ * 2's bytes as they were; a write into its own ring lands. */
+static void test_a_sender_writes_only_its_own_rings_at_a_peer(void **state)
+{
+    (void)state;
+    struct member m[3];
+    struct smc_layout layout;
+    small_layout(&layout, 3, 2);
+    create_members(m, 3, &layout, false);
+    const struct smc_subgroup *at2 = subgroup0(&m[2]);
+    memset(sst_side(smc_group_table(m[0].group)), 0xab, 8);
+
+    assert_int_equal(post_side(&m[0], 2, at2->ring_at[1]), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "outside the slice"));
+    assert_int_equal(post_side(&m[0], 2, at2->ring_at[1] + at2->ring_stride - 8), SPINDLE_EINVAL);
+    assert_int_equal(post_side(&m[0], 2, m[2].group->p2p.in_at[1]), SPINDLE_EINVAL);
+    assert_int_equal(side_word(&m[2], at2->ring_at[1]), 0);
+    assert_int_equal(side_word(&m[2], at2->ring_at[1] + at2->ring_stride - 8), 0);
+    assert_int_equal(side_word(&m[2], m[2].group->p2p.in_at[1]), 0);
+
+    /* Its own ring and point-to-point ring at member 2 it may write. */
+    assert_int_equal(subgroup0(&m[0])->ring_at_peer[1], at2->ring_at[0]);
+    assert_int_equal(post_side(&m[0], 2, at2->ring_at[0]), 0);
+    assert_int_equal(side_word(&m[2], at2->ring_at[0]), 0xababababababababull);
+    assert_int_equal(post_side(&m[0], 2, m[0].group->p2p.at_peer[2]), 0);
+    assert_int_equal(m[0].group->p2p.at_peer[2], m[2].group->p2p.in_at[0]);
+    assert_int_equal(side_word(&m[2], m[2].group->p2p.in_at[0]), 0xababababababababull);
+    for (uint32_t row = 0; row < 3; row++) {
+        smc_group_destroy(m[row].group);
+        sst_engine_destroy(m[row].engine);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -378,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_a_p2p_slot_longer_than_the_maximum_fails_its_sender),
         cmocka_unit_test(test_a_p2p_slot_of_another_lap_fails_its_sender),
         cmocka_unit_test(test_a_p2p_credit_past_what_was_sent_refuses_the_send),
+        cmocka_unit_test(test_a_sender_writes_only_its_own_rings_at_a_peer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

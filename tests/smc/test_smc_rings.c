@@ -77,8 +77,11 @@ static void recording_stats(struct tp_endpoint *ep, struct tp_stats *out)
 }
 
 static struct tp_ops recording_ops;
+static struct tp_attr recording_attr;
 
-static struct sst_engine *recording_engine(bool odp)
+/* shm with its slice alignment set to align: 0 lays rings out packed, as
+ * on libfabric and verbs; 4096 (shm's own) in page-aligned slices. */
+static struct sst_engine *recording_engine_aligned(bool odp, uint32_t align)
 {
     memset(regions, 0, sizeof regions);
     num_regions = 0;
@@ -88,11 +91,19 @@ static struct sst_engine *recording_engine(bool odp)
     recording_ops.mr_alloc = recording_mr_alloc;
     recording_ops.mr_free = recording_mr_free;
     recording_ops.stats = recording_stats;
+    recording_attr = *tp_shm_ops.attr;
+    recording_attr.slice_align = align;
+    recording_ops.attr = &recording_attr;
     struct tp_config config = {.backend = "shm", .failure_timeout_ms = 1000};
     struct sst_engine *engine = NULL;
     assert_int_equal(sst_engine_create(&config, NULL, &engine), 0);
     engine->endpoint->ops = &recording_ops; /* no table or peer exists yet */
     return engine;
+}
+
+static struct sst_engine *recording_engine(bool odp)
+{
+    return recording_engine_aligned(odp, 0);
 }
 
 /* ---- layouts ----------------------------------------------------------- */
@@ -103,8 +114,9 @@ static struct sst_engine *recording_engine(bool odp)
  *   1: members {1,2}, senders {2,1}, W 8, payload 1000: slot 1008, ring 8064
  *   2: members {0,2}, senders {2},   W 2, payload 8: slot 16, ring 32 -> 64
  *   3: members {0,1,2,3}, no senders: no rings
- * Side region sizes: member 0: 2*448 + 64 = 960; member 1: 2*448 + 2*8064 =
- * 17024; member 2: 2*8064 + 64 = 16192; member 3: none.
+ * Packed side region (libfabric, verbs) sizes before the point-to-point
+ * rings: member 0: 2*448 + 64 = 960; member 1: 2*448 + 2*8064 = 17024;
+ * member 2: 2*8064 + 64 = 16192; member 3: none.
  */
 static const uint64_t expected_side[4] = {960, 17024, 16192, 0};
 /* After its multicast rings, every member of a group of four keeps the
@@ -199,15 +211,91 @@ static void test_ring_layout_is_the_same_function_everywhere(void **state)
     struct smc_group *group = NULL;
     assert_int_equal(smc_group_create(engine, layouts, 4, 4, 2, &options, &group), 0);
     const struct smc_subgroup *sub = &group->subgroups[2];
-    assert_int_equal(sub->ring_base, 16128);
+    assert_int_equal(sub->ring_at[0], 16128);
     assert_int_equal(sub->num_peers, 1);
     assert_int_equal(sub->peers[0], 0);
     assert_int_equal(sub->ring_at_peer[0], 896);
     assert_ptr_equal(smc_ring(group, sub, 0), sst_side(group->table) + 16128);
     /* Subgroup 1: member 2 is sender rank 0, member 1 (its peer) rank 1;
      * subgroup 1's rings start at 896 in member 1. */
-    assert_int_equal(group->subgroups[1].ring_base, 0);
+    assert_int_equal(group->subgroups[1].ring_at[0], 0);
+    assert_int_equal(group->subgroups[1].ring_at[1], 8064);
     assert_int_equal(group->subgroups[1].ring_at_peer[0], 896);
+    smc_group_destroy(group);
+    sst_engine_destroy(engine);
+}
+
+/* On shm (4 KiB slices), a member's side region holds one page-aligned
+ * slice per writer: the writer's rings in the subgroups both share, then
+ * its point-to-point ring to the member. Worked by hand for the four
+ * layouts (point-to-point rings of 65792 bytes):
+ *   member 0: writer 0: 448 + 65792, writer 1: 448 + 65792, writer 2:
+ *             64 + 65792, writer 3: 65792; each 17 pages (69632).
+ *   member 2: writer 0: 69632; writer 1: 8064 + 65792 -> 77824; writer 2:
+ *             8064 + 64 + 65792 -> 77824; writer 3: 69632.
+ * Then the member's own four outgoing staging rings. */
+static void test_sliced_layout_gives_each_writer_its_own_pages(void **state)
+{
+    (void)state;
+    struct smc_layout layouts[4];
+    four_layouts(layouts);
+    struct smc_side_shape shape = {layouts, 4, 4, 4096, p2p_ring};
+    assert_int_equal(p2p_ring, 65792);
+    assert_int_equal(smc_side_ring(&shape, 0, 0, 0), 0);
+    assert_int_equal(smc_side_ring(&shape, 0, 1, 0), 69632);
+    assert_int_equal(smc_side_ring(&shape, 2, 0, 0), 2 * 69632);
+    assert_int_equal(smc_side_p2p_in(&shape, 2, 0), 2 * 69632 + 64);
+    assert_int_equal(smc_side_p2p_out(&shape, 0, 0), 4 * 69632);
+    assert_int_equal(smc_side_size(&shape, 0), 4 * 69632 + 4 * p2p_ring);
+    assert_int_equal(smc_side_ring(&shape, 1, 1, 2), 69632);
+    assert_int_equal(smc_side_ring(&shape, 1, 0, 2), 69632 + 77824);
+    assert_int_equal(smc_side_ring(&shape, 2, 0, 2), 69632 + 77824 + 8064);
+    assert_int_equal(smc_side_size(&shape, 2), 2 * 69632 + 2 * 77824 + 4 * p2p_ring);
+    uint64_t offset, length;
+    smc_side_slice(&shape, 2, 2, &offset, &length);
+    assert_int_equal(offset, 69632 + 77824);
+    assert_int_equal(length, 77824);
+
+    /* Everywhere: slices are page-aligned, do not overlap, and hold every
+     * ring their writer writes to that member, and no one else's. */
+    for (uint32_t row = 0; row < 4; row++) {
+        uint64_t end = 0;
+        for (uint32_t writer = 0; writer < 4; writer++) {
+            smc_side_slice(&shape, writer, row, &offset, &length);
+            assert_int_equal(offset % 4096, 0);
+            assert_int_equal(length % 4096, 0);
+            assert_int_equal(offset, end);
+            end = offset + length;
+            uint64_t in = smc_side_p2p_in(&shape, writer, row);
+            assert_true(in >= offset && in + p2p_ring <= end);
+            for (uint32_t g = 0; g < 4; g++)
+                for (uint32_t s = 0; s < layouts[g].num_senders; s++) {
+                    bool member = layouts[g].members[0] == row || layouts[g].members[1] == row ||
+                                  layouts[g].num_members == 4;
+                    if (!member)
+                        continue;
+                    uint64_t ring = smc_side_ring(&shape, g, s, row);
+                    bool inside = ring >= offset && ring < end;
+                    assert_true(inside == (layouts[g].senders[s] == writer));
+                    if (inside)
+                        assert_true(ring + smc_ring_stride(&layouts[g]) <= end);
+                }
+        }
+        assert_int_equal(smc_side_p2p_out(&shape, 0, row), end);
+    }
+
+    /* A group built on shm's alignment places its rings so. */
+    struct sst_engine *engine = recording_engine_aligned(false, 4096);
+    struct smc_options options = {
+        .batching = true, .null_sends = true, .deliver = no_delivery, .deliver_ctx = NULL};
+    struct smc_group *group = NULL;
+    assert_int_equal(smc_group_create(engine, layouts, 4, 4, 2, &options, &group), 0);
+    assert_int_equal(smc_group_table(group)->side_size, smc_side_size(&shape, 2));
+    assert_int_equal(group->subgroups[2].ring_at[0], 69632 + 77824 + 8064);
+    assert_int_equal(group->subgroups[2].ring_at_peer[0], 2 * 69632);
+    assert_int_equal(group->subgroups[1].ring_at[1], 69632);
+    assert_int_equal(group->p2p.at_peer[0], 2 * 69632 + 64);
+    assert_int_equal(group->p2p.in_at[3], 69632 + 2 * 77824);
     smc_group_destroy(group);
     sst_engine_destroy(engine);
 }
@@ -227,7 +315,8 @@ static void test_rings_are_allocated_only_for_own_subgroups(void **state)
         assert_int_equal(smc_group_create(engine, layouts, 4, 4, row, &options, &group), 0);
         struct sst_table *table = smc_group_table(group);
         assert_int_equal(table->side_size, expected_side[row] + P2P_SIDE);
-        assert_int_equal(group->p2p.in_base, expected_side[row]);
+        assert_int_equal(group->p2p.in_at[0], expected_side[row]);
+        assert_int_equal(group->p2p.out_base, expected_side[row] + P2P_SIDE / 2);
         struct sst_member_desc desc;
         assert_int_equal(smc_group_export(group, &desc), 0);
         /* The table: pinned, remotely writable, only counters per row (a
@@ -311,6 +400,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slot_headers_name_positions_across_the_40_bit_wrap),
         cmocka_unit_test(test_ring_layout_is_the_same_function_everywhere),
+        cmocka_unit_test(test_sliced_layout_gives_each_writer_its_own_pages),
         cmocka_unit_test(test_rings_are_allocated_only_for_own_subgroups),
         cmocka_unit_test(test_pinned_bytes_follow_the_transport),
         cmocka_unit_test(test_group_stats_report_the_transports_pinned_bytes),
