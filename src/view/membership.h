@@ -108,6 +108,12 @@ struct view_config {
      * a loop learns of the stop at once: src/group). NULL: none. */
     void (*stopped)(void *ctx);
     void *stopped_ctx;
+    /* Called on the membership thread, no lock held, once a view change
+     * has installed its view and the new view takes messages (smc_lock
+     * released): application threads that found the change under way
+     * may send again (src/group wakes them with send_ready). NULL: none. */
+    void (*change_done)(void *ctx);
+    void *change_done_ctx;
 };
 
 /* The last global persistence frontier reported for a subgroup. */
@@ -284,6 +290,9 @@ void view_membership_destroy(struct view_membership *m);
 /* The current multicast, with the read side of smc_lock held until
  * view_release (NULL before the first view). */
 struct smc_group *view_acquire(struct view_membership *m);
+/* As view_acquire, but false (nothing held) instead of waiting while a
+ * view change holds the write side: the change is under way. */
+bool view_try_acquire(struct view_membership *m, struct smc_group **smc);
 void view_release(struct view_membership *m);
 /* The row of member id in the current view, or -1 when it is not in it
  * (read side of smc_lock held, or inside an upcall: view_upcall_smc). */

@@ -122,6 +122,11 @@ static void *membership_main(void *arg)
         pthread_cond_broadcast(&m->cond);
         if (rc < 0)
             break;
+        if (m->config.change_done != NULL) {
+            pthread_mutex_unlock(&m->lock);
+            m->config.change_done(m->config.change_done_ctx);
+            pthread_mutex_lock(&m->lock);
+        }
     }
     pthread_mutex_unlock(&m->lock);
     return NULL;

@@ -1,0 +1,214 @@
+/*
+ * A non-blocking reserve outside every upcall never waits out a view
+ * change (include/spindle/group.h, spindle_reserve; docs/DISPATCH.md),
+ * with forked members on shm in dispatch mode: the leader's only
+ * dispatching thread, while a joiner's state_save waits in its queue (the
+ * change waits for that thread), gets SPINDLE_EAGAIN at once from a
+ * SPINDLE_RESERVE_NONBLOCK reserve instead of blocking until the
+ * state_save times out; once it dispatches, the state is saved, the view
+ * installed and send_ready comes through the descriptor, and the retry
+ * then succeeds in the joiner's view: all three members deliver it.
+ */
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <pthread.h>
+
+#include "test_ports.h"
+
+#include <spindle/spindle.h>
+
+#include "forked_members.h"
+
+#define FAILURE_TIMEOUT_MS 10000
+#define PAYLOAD            UINT64_C(0x5eed)
+
+struct member {
+    spindle_group_t *group;
+    uint32_t self;
+    struct counter delivered;
+    uint64_t saves;         /* leader: state_save calls */
+    uint64_t send_ready;    /* leader: send_ready calls for subgroup 0 */
+    uint32_t size_at_ready; /* leader: the group's size when send_ready came */
+    int bad;
+};
+
+static void on_deliver(void *ctx, const struct spindle_message *m, size_t n)
+{
+    struct member *s = ctx;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t value = 0;
+        if (m[i].length != sizeof value || m[i].sender_id != 0) {
+            s->bad = 1;
+            continue;
+        }
+        memcpy(&value, m[i].data, sizeof value);
+        if (value != PAYLOAD)
+            s->bad = 2;
+    }
+    counter_add(&s->delivered, n);
+}
+
+static void on_send_ready(void *ctx, uint32_t subgroup)
+{
+    struct member *s = ctx;
+    if (subgroup != 0) {
+        s->bad = 3;
+        return;
+    }
+    s->send_ready++;
+    s->size_at_ready = spindle_group_size(s->group);
+}
+
+static int on_save(void *ctx, void **data, size_t *length)
+{
+    struct member *s = ctx;
+    s->saves++;
+    *data = NULL;
+    *length = 0;
+    return 0;
+}
+
+static int on_load(void *ctx, const void *data, size_t length)
+{
+    (void)ctx;
+    (void)data;
+    return length == 0 ? 0 : SPINDLE_EINVAL;
+}
+
+struct setup {
+    char members[128];
+    char contact[32], self[32];
+    int start[2]; /* the leader writes a byte once the group of two is up */
+};
+
+static uint64_t elapsed_ms(const struct timespec *since)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)(now.tv_sec - since->tv_sec) * 1000u +
+           (uint64_t)((now.tv_nsec - since->tv_nsec) / 1000000L);
+}
+
+/* The leader: the only dispatcher is this thread, so the join's state_save
+ * waits for it, and with it the whole change. */
+static void leader_sends_through_the_join(struct member *s, int start_joiner, struct result *r)
+{
+    int fd = spindle_group_fd(s->group);
+    CHECK(fd >= 0, "fd");
+    CHECK(write(start_joiner, "j", 1) == 1, "start the joiner");
+    /* Nothing is sent and no view upcall is set: what makes the descriptor
+     * readable is the joiner's state_save, queued once the group of two
+     * wedged and delivered its trim. */
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    CHECK(poll(&p, 1, 60000) == 1, "no state_save queued");
+    struct timespec before;
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    void *slot;
+    int rc = spindle_reserve(s->group, 0, sizeof(uint64_t), SPINDLE_RESERVE_NONBLOCK, &slot);
+    uint64_t took = elapsed_ms(&before);
+    CHECK(rc == SPINDLE_EAGAIN, "reserve during the join: %d", rc);
+    CHECK(strstr(spindle_errmsg(), "view change") != NULL, "EAGAIN does not say why: %s",
+          spindle_errmsg());
+    CHECK(took < FAILURE_TIMEOUT_MS / 2, "the reserve waited %llu ms", (unsigned long long)took);
+    CHECK(s->saves == 0, "state_save ran before this thread dispatched");
+    r->eagain = 1;
+    /* Dispatch until send_ready says the new view takes messages. */
+    while (s->send_ready == 0) {
+        CHECK(poll(&p, 1, 60000) == 1, "no send_ready after the view change");
+        CHECK(spindle_dispatch(s->group, SPINDLE_DISPATCH_ALL) >= 0, "dispatch");
+    }
+    CHECK(s->saves == 1, "state_save ran %llu times", (unsigned long long)s->saves);
+    CHECK(s->size_at_ready == 3, "send_ready came in a view of %u", s->size_at_ready);
+    rc = spindle_reserve(s->group, 0, sizeof(uint64_t), SPINDLE_RESERVE_NONBLOCK, &slot);
+    CHECK(rc == 0, "reserve after send_ready: %d", rc);
+    uint64_t value = PAYLOAD;
+    memcpy(slot, &value, sizeof value);
+    CHECK(spindle_commit(s->group, 0) == 0, "commit");
+}
+
+static int member_main(uint32_t self, const char *dir, void *arg)
+{
+    (void)dir;
+    struct setup *setup = arg;
+    static struct member s;
+    s.self = self;
+    counter_init(&s.delivered);
+    if (self == 2) { /* the joiner waits until the group of two is up */
+        char byte;
+        CHECK(read(setup->start[0], &byte, 1) == 1, "start");
+    }
+    close(setup->start[0]);
+    if (self != 0)
+        close(setup->start[1]);
+    struct spindle_group_options o;
+    options_for(&o, self, 2, self == 2 ? setup->self : setup->members);
+    o.failure_timeout_ms = FAILURE_TIMEOUT_MS;
+    o.bootstrap_timeout_ms = 30000;
+    o.tolerate_failures = true;
+    o.dispatch = true;
+    o.deliver = on_deliver;
+    o.deliver_ctx = &s;
+    o.send_ready = on_send_ready;
+    o.send_ready_ctx = &s;
+    o.state_save = on_save;
+    o.state_load = on_load;
+    o.state_ctx = &s;
+    if (self == 2)
+        o.join = setup->contact;
+    struct spindle_subgroup_config sg = {all_ids, 2, all_ids, 1, 8, 64, SPINDLE_MODE_ATOMIC};
+    CHECK(spindle_group_create(&o, &sg, 1, &s.group) == 0, "create");
+    struct result r = {0};
+    if (self == 0) {
+        leader_sends_through_the_join(&s, setup->start[1], &r);
+        close(setup->start[1]);
+    }
+    pthread_t dispatcher;
+    CHECK(pthread_create(&dispatcher, NULL, blocking_dispatcher, s.group) == 0, "dispatcher");
+    CHECK(counter_wait(&s.delivered, 1), "the message sent after send_ready never came");
+    r.delivered = counter_get(&s.delivered);
+    CHECK(spindle_group_shutdown(s.group, 30000) == 0, "shutdown");
+    void *ended;
+    pthread_join(dispatcher, &ended);
+    CHECK((intptr_t)ended == SPINDLE_ESHUTDOWN, "dispatch ended with %d", (int)(intptr_t)ended);
+    CHECK(s.bad == 0, "bad %d", s.bad);
+    spindle_group_destroy(s.group);
+    report(&r);
+    return 0;
+}
+
+static void test_nonblock_reserve_returns_eagain_during_a_join_and_send_ready_follows(void **state)
+{
+    (void)state;
+    struct setup setup;
+    uint16_t ports[3];
+    for (int i = 0; i < 3; i++)
+        ports[i] = test_free_port();
+    snprintf(setup.members, sizeof setup.members, "127.0.0.1:%u,127.0.0.1:%u", ports[0], ports[1]);
+    snprintf(setup.contact, sizeof setup.contact, "127.0.0.1:%u", ports[1]);
+    snprintf(setup.self, sizeof setup.self, "127.0.0.1:%u", ports[2]);
+    assert_int_equal(pipe(setup.start), 0);
+    struct result r[3];
+    run_members(3, member_main, &setup, r);
+    assert_int_equal(r[0].eagain, 1);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(r[i].delivered, 1); /* sent in the joiner's view */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nonblock_reserve_returns_eagain_during_a_join_and_send_ready_follows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
