@@ -143,15 +143,23 @@ static int reserve_in_upcall(spindle_group_t *group, uint32_t subgroup, size_t s
 
 /*
  * A non-blocking reserve outside every upcall that met a view change:
- * marks subgroup owed a send_ready (group_send_change_done). The mark
- * comes before the caller looks at the change again, so a change that
- * ends meanwhile either shows (the caller retries) or finds the mark.
+ * marks subgroup owed a send_ready (group_send_change_done); true when
+ * the mark is new. The mark comes before the caller looks at the change
+ * again, so a change that ends meanwhile either shows (the caller goes on
+ * and drops a mark it made) or finds the mark.
  */
-static void change_waiter_add(spindle_group_t *group, uint32_t subgroup)
+static bool change_waiter_add(spindle_group_t *group, uint32_t subgroup)
 {
-    __atomic_fetch_or(&group->change_waiters[subgroup / 64], 1ull << (subgroup % 64),
-                      __ATOMIC_SEQ_CST);
+    uint64_t bit = 1ull << (subgroup % 64);
+    uint64_t was = __atomic_fetch_or(&group->change_waiters[subgroup / 64], bit, __ATOMIC_SEQ_CST);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return (was & bit) == 0;
+}
+
+static void change_waiter_drop(spindle_group_t *group, uint32_t subgroup)
+{
+    __atomic_fetch_and(&group->change_waiters[subgroup / 64], ~(1ull << (subgroup % 64)),
+                       __ATOMIC_SEQ_CST);
 }
 
 static int change_eagain(uint32_t subgroup)
@@ -185,8 +193,12 @@ static bool nonblock_acquire(spindle_group_t *group, uint32_t subgroup, struct s
 {
     if (view_try_acquire(&group->membership, smc))
         return true;
-    change_waiter_add(group, subgroup);
-    return view_try_acquire(&group->membership, smc);
+    bool added = change_waiter_add(group, subgroup);
+    if (!view_try_acquire(&group->membership, smc))
+        return false;
+    if (added) /* the change ended meanwhile: nothing is owed */
+        change_waiter_drop(group, subgroup);
+    return true;
 }
 
 /* rc of a non-blocking reserve in view (smc_lock released): 1 to retry on
@@ -199,11 +211,13 @@ static int nonblock_error(spindle_group_t *group, uint32_t subgroup, uint64_t vi
         return view_after_error(m, view, rc); /* EREMOVED waits a moment for its reason */
     if (!m->config.tolerate_failures)
         return rc;
-    change_waiter_add(group, subgroup);
+    bool added = change_waiter_add(group, subgroup);
+    if (view_current_id(m) == view && view_change_pending(m))
+        return change_eagain(subgroup);
+    if (added) /* retried on the new view, or failed: nothing is owed */
+        change_waiter_drop(group, subgroup);
     if (view_current_id(m) != view)
         return 1;
-    if (view_change_pending(m))
-        return change_eagain(subgroup);
     int status = view_status(m);
     return status != 0 ? status : rc;
 }
