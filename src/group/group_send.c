@@ -145,14 +145,14 @@ static int reserve_in_upcall(spindle_group_t *group, uint32_t subgroup, size_t s
  * A non-blocking reserve outside every upcall that met a view change:
  * marks subgroup owed a send_ready (group_send_change_done); true when
  * the mark is new. The mark comes before the caller looks at the change
- * again, so a change that ends meanwhile either shows (the caller goes on
- * and drops a mark it made) or finds the mark.
+ * again under the membership's lock, and change_done is called after the
+ * change ended under that lock, so a change that ends meanwhile either
+ * shows (the caller goes on and drops a mark it made) or finds the mark.
  */
 static bool change_waiter_add(spindle_group_t *group, uint32_t subgroup)
 {
     uint64_t bit = 1ull << (subgroup % 64);
     uint64_t was = __atomic_fetch_or(&group->change_waiters[subgroup / 64], bit, __ATOMIC_SEQ_CST);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return (was & bit) == 0;
 }
 
@@ -173,7 +173,6 @@ static int change_eagain(uint32_t subgroup)
 void group_send_change_done(void *ctx)
 {
     spindle_group_t *group = ctx;
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     for (uint32_t word = 0; word < SPINDLE_MAX_SUBGROUPS / 64; word++) {
         uint64_t owed = __atomic_exchange_n(&group->change_waiters[word], 0, __ATOMIC_SEQ_CST);
         for (; owed != 0; owed &= owed - 1) {
@@ -191,13 +190,15 @@ void group_send_change_done(void *ctx)
  * (subgroup is then owed a send_ready). */
 static bool nonblock_acquire(spindle_group_t *group, uint32_t subgroup, struct smc_group **smc)
 {
-    if (view_try_acquire(&group->membership, smc))
-        return true;
-    bool added = change_waiter_add(group, subgroup);
-    if (!view_try_acquire(&group->membership, smc))
-        return false;
-    if (added) /* the change ended meanwhile: nothing is owed */
-        change_waiter_drop(group, subgroup);
+    /* Only a view change takes the write side: when it ended between the
+     * two looks, the lock is free again (or taken by the next change). */
+    while (!view_try_acquire(&group->membership, smc)) {
+        bool added = change_waiter_add(group, subgroup);
+        if (view_changing(&group->membership))
+            return false;
+        if (added) /* the change ended meanwhile: nothing is owed */
+            change_waiter_drop(group, subgroup);
+    }
     return true;
 }
 
@@ -222,37 +223,6 @@ static int nonblock_error(spindle_group_t *group, uint32_t subgroup, uint64_t vi
     return status != 0 ? status : rc;
 }
 
-/*
- * A reserve with SPINDLE_RESERVE_NONBLOCK outside every upcall: waits
- * neither for the window nor for a view change, which may be waiting for
- * the caller's own thread (in dispatch mode, a joiner's state_save queued
- * for the loop that sends). SPINDLE_EAGAIN during the change; send_ready
- * follows once the new view takes messages.
- */
-static int reserve_nonblock(spindle_group_t *group, struct held *h, uint32_t subgroup, size_t size,
-                            unsigned flags, void **slot)
-{
-    if (subgroup >= SPINDLE_MAX_SUBGROUPS)
-        return sp_error(SPINDLE_EINVAL, "reserve: subgroup %u is beyond the most a group has, %u",
-                        subgroup, SPINDLE_MAX_SUBGROUPS);
-    for (;;) {
-        struct smc_group *smc;
-        if (!nonblock_acquire(group, subgroup, &smc))
-            return change_eagain(subgroup);
-        uint64_t view = view_current_id(&group->membership);
-        int rc = smc_reserve(smc, subgroup, size, flags, slot);
-        if (rc == 0) {
-            *h = (struct held){
-                .group = group, .count = 1, .subgroups = {subgroup}, .read_side = true};
-            return 0;
-        }
-        view_release(&group->membership);
-        rc = nonblock_error(group, subgroup, view, rc);
-        if (rc != 1)
-            return rc;
-    }
-}
-
 SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_t size,
                                 unsigned flags, void **slot)
 {
@@ -274,10 +244,21 @@ SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_
     int taken = held_free_slot(&h);
     if (taken < 0)
         return taken;
-    if (u == NULL && (flags & SPINDLE_RESERVE_NONBLOCK) != 0)
-        return reserve_nonblock(group, h, subgroup, size, flags, slot);
+    /* A non-blocking reserve outside every upcall waits neither for the
+     * window nor for a view change, which may be waiting for this very
+     * thread (in dispatch mode, a joiner's state_save queued for the loop
+     * that sends): SPINDLE_EAGAIN during the change, and send_ready
+     * follows once the new view takes messages. */
+    bool nonblock = u == NULL && (flags & SPINDLE_RESERVE_NONBLOCK) != 0;
+    if (nonblock && subgroup >= SPINDLE_MAX_SUBGROUPS)
+        return sp_error(SPINDLE_EINVAL, "reserve: subgroup %u is beyond the most a group has, %u",
+                        subgroup, SPINDLE_MAX_SUBGROUPS);
     for (;;) {
-        struct smc_group *smc = view_acquire(&group->membership);
+        struct smc_group *smc;
+        if (!nonblock)
+            smc = view_acquire(&group->membership);
+        else if (!nonblock_acquire(group, subgroup, &smc))
+            return change_eagain(subgroup);
         uint64_t view = view_current_id(&group->membership);
         int rc = smc_reserve(smc, subgroup, size, flags, slot);
         if (rc == 0) {
@@ -288,7 +269,8 @@ SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_
         view_release(&group->membership);
         if (u != NULL) /* a dispatch-mode upcall does not wait a view change out */
             return upcall_error(group, rc);
-        rc = view_after_error(&group->membership, view, rc);
+        rc = nonblock ? nonblock_error(group, subgroup, view, rc)
+                      : view_after_error(&group->membership, view, rc);
         if (rc != 1)
             return rc;
     }

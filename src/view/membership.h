@@ -109,9 +109,10 @@ struct view_config {
     void (*stopped)(void *ctx);
     void *stopped_ctx;
     /* Called on the membership thread, no lock held, once a view change
-     * has installed its view and the new view takes messages (smc_lock
-     * released): application threads that found the change under way
-     * may send again (src/group wakes them with send_ready). NULL: none. */
+     * has ended (view_changing false again): installed, the new view
+     * taking messages (smc_lock released), or failed, the member stopped.
+     * Application threads that found the change under way may call again
+     * (src/group wakes them with send_ready). NULL: none. */
     void (*change_done)(void *ctx);
     void *change_done_ctx;
 };
@@ -306,6 +307,11 @@ struct smc_group *view_held(struct view_membership *m);
 /* True while a view change is wanted or under way and the member has not
  * stopped: a thread holding smc_lock's read side must not wait for it. */
 bool view_change_pending(struct view_membership *m);
+/* True while the membership thread runs a view change (from before it
+ * takes smc_lock's write side until after change_done is due; under
+ * `lock`, so what a caller did before it asked happens before that
+ * change's change_done). */
+bool view_changing(struct view_membership *m);
 /* The current view's id (stable while the read side of smc_lock is held). */
 uint64_t view_current_id(const struct view_membership *m);
 /*

@@ -120,13 +120,15 @@ static void *membership_main(void *arg)
             view_stop_locked(m, rc, why);
         m->changing = false;
         pthread_cond_broadcast(&m->cond);
-        if (rc < 0)
-            break;
+        /* Also after a failed change: a sender waiting for it learns from
+         * its next call that the member stopped. */
         if (m->config.change_done != NULL) {
             pthread_mutex_unlock(&m->lock);
             m->config.change_done(m->config.change_done_ctx);
             pthread_mutex_lock(&m->lock);
         }
+        if (rc < 0)
+            break;
     }
     pthread_mutex_unlock(&m->lock);
     return NULL;

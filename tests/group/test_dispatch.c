@@ -638,12 +638,7 @@ static void test_a_joiners_state_is_saved_in_order_with_dispatched_upcalls(void 
 {
     (void)state;
     struct join_setup setup;
-    uint16_t ports[3];
-    for (int i = 0; i < 3; i++)
-        ports[i] = test_free_port();
-    snprintf(setup.members, sizeof setup.members, "127.0.0.1:%u,127.0.0.1:%u", ports[0], ports[1]);
-    snprintf(setup.contact, sizeof setup.contact, "127.0.0.1:%u", ports[1]);
-    snprintf(setup.self, sizeof setup.self, "127.0.0.1:%u", ports[2]);
+    join_addresses(setup.members, setup.contact, setup.self);
     assert_int_equal(pipe(setup.start), 0);
     struct result r[3];
     run_members(3, join_member_main, &setup, r);

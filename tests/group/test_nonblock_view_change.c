@@ -234,12 +234,7 @@ static int member_main(uint32_t self, const char *dir, void *arg)
 static void run_join(bool dispatch)
 {
     struct setup setup = {.dispatch = dispatch};
-    uint16_t ports[3];
-    for (int i = 0; i < 3; i++)
-        ports[i] = test_free_port();
-    snprintf(setup.members, sizeof setup.members, "127.0.0.1:%u,127.0.0.1:%u", ports[0], ports[1]);
-    snprintf(setup.contact, sizeof setup.contact, "127.0.0.1:%u", ports[1]);
-    snprintf(setup.self, sizeof setup.self, "127.0.0.1:%u", ports[2]);
+    join_addresses(setup.members, setup.contact, setup.self);
     assert_int_equal(pipe(setup.start), 0);
     struct result r[3];
     run_members(3, member_main, &setup, r);
