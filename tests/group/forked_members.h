@@ -158,6 +158,20 @@ static inline void join_addresses(char members[128], char contact[32], char self
     snprintf(self, 32, "127.0.0.1:%u", ports[2]);
 }
 
+/* The start pipe of a join test: the joiner (member 2) waits for the
+ * leader's byte; each member keeps only the end it uses (the leader, 0,
+ * its write end). */
+static inline void join_wait_start(int start[2], uint32_t self)
+{
+    if (self == 2) {
+        char byte;
+        CHECK(read(start[0], &byte, 1) == 1, "start");
+    }
+    close(start[0]);
+    if (self != 0)
+        close(start[1]);
+}
+
 static inline void *blocking_dispatcher(void *arg)
 {
     spindle_group_t *group = arg;

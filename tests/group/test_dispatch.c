@@ -579,13 +579,7 @@ static int join_member_main(uint32_t self, const char *dir, void *arg)
     s.start_joiner = self == 0 ? setup->start[1] : -1;
     counter_init(&s.count);
     counter_init(&s.view);
-    if (s.joiner) { /* waits until the leader is streaming */
-        char byte;
-        CHECK(read(setup->start[0], &byte, 1) == 1, "start");
-    }
-    close(setup->start[0]);
-    if (self != 0)
-        close(setup->start[1]);
+    join_wait_start(setup->start, self); /* the joiner, until the leader is streaming */
     struct spindle_group_options o;
     options_for(&o, self, 2, s.joiner ? setup->self : setup->members);
     o.failure_timeout_ms = 3000;

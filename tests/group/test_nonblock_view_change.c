@@ -185,13 +185,7 @@ static int member_main(uint32_t self, const char *dir, void *arg)
     counter_init(&s.saves);
     counter_init(&s.may_save);
     counter_init(&s.send_ready);
-    if (self == 2) { /* the joiner waits until the group of two is up */
-        char byte;
-        CHECK(read(setup->start[0], &byte, 1) == 1, "start");
-    }
-    close(setup->start[0]);
-    if (self != 0)
-        close(setup->start[1]);
+    join_wait_start(setup->start, self); /* the joiner, until the group of two is up */
     struct spindle_group_options o;
     options_for(&o, self, 2, self == 2 ? setup->self : setup->members);
     o.failure_timeout_ms = FAILURE_TIMEOUT_MS;
