@@ -208,7 +208,8 @@ typedef int (*spindle_replay_fn)(void *ctx, const struct spindle_replayed *item)
  * the same rules hold). The moment to send what an upcall had to keep.
  * Also called once after a non-blocking reserve outside every upcall
  * returned SPINDLE_EAGAIN because a view change was under way, once the
- * new view takes messages (after its view_changed): in dispatch mode
+ * new view takes messages (after its view_changed; or once a change that
+ * failed stopped the member, whose calls then say so): in dispatch mode
  * queued like the others, in the default mode on the membership thread,
  * which may run it while the predicate thread runs deliveries. */
 typedef void (*spindle_send_ready_fn)(void *ctx, uint32_t subgroup);
