@@ -33,11 +33,6 @@ static uint64_t realtime_ms(void)
     return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
 }
 
-static void queue_op(struct kv_server *server, const struct kv_buf *op)
-{
-    kv_sender_queue(server, op);
-}
-
 static void push_pending(struct kv_server *server, const struct kv_pending *pending)
 {
     if (server->pending_count == server->pending_cap) {
@@ -78,7 +73,7 @@ void kv_propose(struct kv_server *server, struct kv_conn *conn, uint64_t slot, u
     struct kv_pending pending = {counter, conn->fd, conn->id, slot};
     push_pending(server, &pending);
     server->ops_proposed++;
-    queue_op(server, op);
+    kv_outbound_send(server, op);
 }
 
 uint32_t kv_member_shard(const struct kv_server *server, uint32_t member_id)
@@ -114,7 +109,7 @@ static void send_tick(struct kv_server *server)
     struct kv_buf *op = &server->scratch;
     op->len = 0;
     kv_op_encode(op, KV_OP_TICK, 0, realtime_ms(), 0, 0, NULL, 0);
-    queue_op(server, op);
+    kv_outbound_send(server, op);
 }
 
 /* A delivered operation of this replica: its client's reply. Own messages
@@ -200,9 +195,13 @@ static void on_view(void *ctx, const struct spindle_view_info *view)
             view->num_left);
 }
 
+/* The window has room again, or a view change that refused a send is
+ * done: dispatching it ended the loop's wait, and the loop's turn sends
+ * what is queued (kv_outbound_flush). */
 static void on_send_ready(void *ctx, uint32_t subgroup)
 {
-    kv_sender_wake(ctx);
+    (void)ctx;
+    (void)subgroup;
 }
 
 /* A joiner's state. With one shard, the store; with several, the leader
@@ -433,8 +432,7 @@ static int setup(struct kv_server *server)
     server->persist_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     server->sync.done_fd = -1;
     if (server->epoll_fd < 0 || server->persist_fd < 0 || open_timers(server) != 0 ||
-        kv_sync_init(server) != 0 || create_group(server) != 0 || kv_sender_start(server) != 0 ||
-        open_listener(server) != 0)
+        kv_sync_init(server) != 0 || create_group(server) != 0 || open_listener(server) != 0)
         return -1;
     if (watch(server, server->persist_fd, TAG_PERSIST) != 0 ||
         watch(server, server->sync.done_fd, TAG_SYNC) != 0) {
@@ -507,6 +505,7 @@ static int loop(struct kv_server *server)
                 return (events[i].data.u64 >> 32) == TAG_SIGNAL ? 0 : 1;
         if (server->held_count > 0)
             kv_release_persisted(server);
+        kv_outbound_flush(server);
         kv_maybe_snapshot(server);
         kv_client_flush(server);
     }
@@ -515,7 +514,6 @@ static int loop(struct kv_server *server)
 static void teardown(struct kv_server *server)
 {
     kv_client_close_all(server);
-    kv_sender_stop(server);
     kv_sync_stop(server); /* its thread queries through the group */
     if (server->group != NULL) {
         epoll_ctl(server->epoll_fd, EPOLL_CTL_DEL, server->group_fd, NULL);

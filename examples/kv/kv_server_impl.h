@@ -120,15 +120,11 @@ struct kv_server {
     struct kv_pending *pending;
     size_t pending_head, pending_count, pending_cap;
     uint64_t next_counter;
-    /* Operations for the sender thread (kv_sender.c), u32 length + bytes
-     * each, and what it shares with the loop, under send_lock. */
-    pthread_t sender;
-    pthread_mutex_t send_lock;
-    pthread_cond_t send_wake;
+    /* Operations that met SPINDLE_EAGAIN, u32 length + bytes each, in the
+     * order they were proposed, from outbound_at on (kv_outbound.c). */
     struct kv_buf outbound;
-    bool send_stopping;
-    bool send_ready_seen;
-    bool send_initialized, sender_running; /* the loop's own */
+    size_t outbound_at;
+    bool send_failed; /* the group refused one: nothing more goes out */
     /* Shards: subgroup s is shard s. */
     uint32_t num_shards;
     uint32_t my_shard;
@@ -192,14 +188,13 @@ int kv_on_replay(void *ctx, const struct spindle_replayed *item);
 /* Snapshots the store into the log when enough was applied since. */
 void kv_maybe_snapshot(struct kv_server *server);
 
-/* kv_sender.c */
-int kv_sender_start(struct kv_server *server);
-/* Queues an encoded operation for the sender thread. */
-void kv_sender_queue(struct kv_server *server, const struct kv_buf *op);
-/* send_ready: the window has room again. */
-void kv_sender_wake(struct kv_server *server);
-/* Stops the sender (before the group is destroyed). */
-void kv_sender_stop(struct kv_server *server);
+/* kv_outbound.c */
+/* Multicasts an encoded operation now, or, when the window is full or a
+ * view change is under way (or operations wait before it), queues it. */
+void kv_outbound_send(struct kv_server *server, const struct kv_buf *op);
+/* Sends what is queued, in order, until the group says SPINDLE_EAGAIN
+ * again; each turn of the loop calls it. */
+void kv_outbound_flush(struct kv_server *server);
 
 /* kv_client.c */
 void kv_client_accept(struct kv_server *server);

@@ -187,7 +187,7 @@ static void start_attempt(struct kv_server *server)
     struct kv_buf *op = &server->scratch;
     op->len = 0;
     kv_op_encode(op, KV_OP_SYNC, sync->token, 0, 0, sync->donor, NULL, 0);
-    kv_sender_queue(server, op);
+    kv_outbound_send(server, op);
     sync->phase = KV_SYNC_MARK;
 }
 

@@ -205,7 +205,13 @@ typedef int (*spindle_replay_fn)(void *ctx, const struct spindle_replayed *item)
  * subgroup returned SPINDLE_EAGAIN because its window was full (as every
  * reserve inside an upcall is), called once as soon as a slot of that
  * window is free again, on the thread that runs deliveries (an upcall:
- * the same rules hold). The moment to send what an upcall had to keep. */
+ * the same rules hold). The moment to send what an upcall had to keep.
+ * Also called once after a non-blocking reserve outside every upcall
+ * returned SPINDLE_EAGAIN because a view change was under way, once the
+ * new view takes messages (after its view_changed; or once a change that
+ * failed stopped the member, whose calls then say so): in dispatch mode
+ * queued like the others, in the default mode on the membership thread,
+ * which may run it while the predicate thread runs deliveries. */
 typedef void (*spindle_send_ready_fn)(void *ctx, uint32_t subgroup);
 
 /* Sized ("Sized structs" below): new members only ever at the end. */
@@ -554,6 +560,14 @@ SPINDLE_API int spindle_group_create_sized(const struct spindle_group_options *o
  * size bytes and stores a pointer to it in *slot. Blocks while the window is
  * full (every slot still holds a message some member has not delivered),
  * unless flags has SPINDLE_RESERVE_NONBLOCK, then returns SPINDLE_EAGAIN.
+ * Without SPINDLE_RESERVE_NONBLOCK it waits out a view change (with
+ * tolerate_failures) and reserves in the new view; with it, it never waits
+ * for one either: SPINDLE_EAGAIN while the change is under way, and once
+ * the new view takes messages send_ready is called for subgroup (in
+ * dispatch mode, queued: the descriptor becomes readable), the moment to
+ * retry (a loop that is the only dispatcher of its member can send
+ * without a thread of its own: the change may wait for it to dispatch a
+ * joiner's state_save).
  * Errors: SPINDLE_EINVAL (unknown subgroup, a reservation already open on
  * it, too many open on this thread), SPINDLE_EPERM (this member is not a
  * sender of subgroup), SPINDLE_EAGAIN (also: a view change waits for a

@@ -183,6 +183,8 @@ static void upcalls_of(struct spindle_group *group, struct view_config *out)
     out->deliver_ctx = group;
     out->view_ctx = group;
     out->send_ready_ctx = group;
+    out->change_done = o->send_ready != NULL ? group_send_change_done : NULL;
+    out->change_done_ctx = group;
 }
 
 /* Dispatch mode's queue, sized for the largest message of any subgroup. */

@@ -32,6 +32,10 @@ struct spindle_group {
     bool shut_down;
     struct group_dispatch *dispatch; /* dispatch mode's queue; NULL: default mode */
     struct group_admin *admin;       /* the administration endpoint (group/admin.h); NULL: none */
+    /* Subgroups, one bit each, where a non-blocking reserve outside an
+     * upcall met a view change under way (SPINDLE_EAGAIN): send_ready is
+     * owed to each once the change is done (group_send.c). Atomic. */
+    uint64_t change_waiters[SPINDLE_MAX_SUBGROUPS / 64];
 };
 
 /* ---- group_upcall.c: the thread inside an upcall ------------------------
@@ -67,6 +71,12 @@ int group_upcall_refuse(const spindle_group_t *group, const char *call);
 void group_upcall_deliver(void *ctx, const struct spindle_message *messages, size_t count);
 void group_upcall_view(void *ctx, const struct spindle_view_info *view);
 void group_upcall_send_ready(void *ctx, uint32_t subgroup);
+/* The default mode's send_ready owed after a view change, on the
+ * membership thread (marked as its view upcall is). */
+void group_upcall_send_ready_after_change(spindle_group_t *group, uint32_t subgroup);
+/* view_config.change_done (ctx: the group): the send_ready upcalls owed to
+ * subgroups whose non-blocking reserve met the change (group_send.c). */
+void group_send_change_done(void *ctx);
 /* view_config.p2p_deliver in the default mode: marks the thread and calls
  * options.p2p_deliver; 0. */
 int group_upcall_p2p(void *ctx, const struct spindle_p2p_message *message);

@@ -2,7 +2,9 @@
  * The send path of the public handle: in-place reservation and commit,
  * send, flush and barrier. Every call reaches the multicast of the current
  * view through the membership (view_acquire); a call that meets a view
- * change waits for it and retries on the new view (view_after_error).
+ * change waits for it and retries on the new view (view_after_error),
+ * except a non-blocking reserve, which returns SPINDLE_EAGAIN and is owed
+ * a send_ready once the change is done.
  */
 #include <string.h>
 
@@ -139,6 +141,88 @@ static int reserve_in_upcall(spindle_group_t *group, uint32_t subgroup, size_t s
     return upcall_error(group, rc);
 }
 
+/*
+ * A non-blocking reserve outside every upcall that met a view change:
+ * marks subgroup owed a send_ready (group_send_change_done); true when
+ * the mark is new. The mark comes before the caller looks at the change
+ * again under the membership's lock, and change_done is called after the
+ * change ended under that lock, so a change that ends meanwhile either
+ * shows (the caller goes on and drops a mark it made) or finds the mark.
+ */
+static bool change_waiter_add(spindle_group_t *group, uint32_t subgroup)
+{
+    uint64_t bit = 1ull << (subgroup % 64);
+    uint64_t was = __atomic_fetch_or(&group->change_waiters[subgroup / 64], bit, __ATOMIC_SEQ_CST);
+    return (was & bit) == 0;
+}
+
+static void change_waiter_drop(spindle_group_t *group, uint32_t subgroup)
+{
+    __atomic_fetch_and(&group->change_waiters[subgroup / 64], ~(1ull << (subgroup % 64)),
+                       __ATOMIC_SEQ_CST);
+}
+
+static int change_eagain(uint32_t subgroup)
+{
+    return sp_error(SPINDLE_EAGAIN,
+                    "reserve on subgroup %u: a view change is under way and a non-blocking "
+                    "reserve does not wait for it; send_ready is called once it is done",
+                    subgroup);
+}
+
+void group_send_change_done(void *ctx)
+{
+    spindle_group_t *group = ctx;
+    for (uint32_t word = 0; word < SPINDLE_MAX_SUBGROUPS / 64; word++) {
+        uint64_t owed = __atomic_exchange_n(&group->change_waiters[word], 0, __ATOMIC_SEQ_CST);
+        for (; owed != 0; owed &= owed - 1) {
+            uint32_t subgroup = word * 64 + (uint32_t)__builtin_ctzll(owed);
+            if (group->dispatch != NULL)
+                group_dispatch_send_ready(group, subgroup);
+            else
+                group_upcall_send_ready_after_change(group, subgroup);
+        }
+    }
+}
+
+/* The multicast for a non-blocking reserve in *smc with the read side of
+ * smc_lock held (true), or false when a view change holds the write side
+ * (subgroup is then owed a send_ready). */
+static bool nonblock_acquire(spindle_group_t *group, uint32_t subgroup, struct smc_group **smc)
+{
+    /* Only a view change takes the write side: when it ended between the
+     * two looks, the lock is free again (or taken by the next change). */
+    while (!view_try_acquire(&group->membership, smc)) {
+        bool added = change_waiter_add(group, subgroup);
+        if (view_changing(&group->membership))
+            return false;
+        if (added) /* the change ended meanwhile: nothing is owed */
+            change_waiter_drop(group, subgroup);
+    }
+    return true;
+}
+
+/* rc of a non-blocking reserve in view (smc_lock released): 1 to retry on
+ * the view installed meanwhile, SPINDLE_EAGAIN while the change is under
+ * way, else the error to report. */
+static int nonblock_error(spindle_group_t *group, uint32_t subgroup, uint64_t view, int rc)
+{
+    struct view_membership *m = &group->membership;
+    if (rc != SPINDLE_ESHUTDOWN && rc != SPINDLE_EPEERFAILED)
+        return view_after_error(m, view, rc); /* EREMOVED waits a moment for its reason */
+    if (!m->config.tolerate_failures)
+        return rc;
+    bool added = change_waiter_add(group, subgroup);
+    if (view_current_id(m) == view && view_change_pending(m))
+        return change_eagain(subgroup);
+    if (added) /* retried on the new view, or failed: nothing is owed */
+        change_waiter_drop(group, subgroup);
+    if (view_current_id(m) != view)
+        return 1;
+    int status = view_status(m);
+    return status != 0 ? status : rc;
+}
+
 SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_t size,
                                 unsigned flags, void **slot)
 {
@@ -160,8 +244,21 @@ SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_
     int taken = held_free_slot(&h);
     if (taken < 0)
         return taken;
+    /* A non-blocking reserve outside every upcall waits neither for the
+     * window nor for a view change, which may be waiting for this very
+     * thread (in dispatch mode, a joiner's state_save queued for the loop
+     * that sends): SPINDLE_EAGAIN during the change, and send_ready
+     * follows once the new view takes messages. */
+    bool nonblock = u == NULL && (flags & SPINDLE_RESERVE_NONBLOCK) != 0;
+    if (nonblock && subgroup >= SPINDLE_MAX_SUBGROUPS)
+        return sp_error(SPINDLE_EINVAL, "reserve: subgroup %u is beyond the most a group has, %u",
+                        subgroup, SPINDLE_MAX_SUBGROUPS);
     for (;;) {
-        struct smc_group *smc = view_acquire(&group->membership);
+        struct smc_group *smc;
+        if (!nonblock)
+            smc = view_acquire(&group->membership);
+        else if (!nonblock_acquire(group, subgroup, &smc))
+            return change_eagain(subgroup);
         uint64_t view = view_current_id(&group->membership);
         int rc = smc_reserve(smc, subgroup, size, flags, slot);
         if (rc == 0) {
@@ -172,7 +269,8 @@ SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_
         view_release(&group->membership);
         if (u != NULL) /* a dispatch-mode upcall does not wait a view change out */
             return upcall_error(group, rc);
-        rc = view_after_error(&group->membership, view, rc);
+        rc = nonblock ? nonblock_error(group, subgroup, view, rc)
+                      : view_after_error(&group->membership, view, rc);
         if (rc != 1)
             return rc;
     }
@@ -193,7 +291,7 @@ SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup)
     const struct group_upcall *u = group_upcall_of(group);
     struct smc_group *smc = held_smc(group, h);
     int rc;
-    if (u == NULL) {
+    if (u == NULL && group->membership.config.own_inline) {
         /* Outside every upcall the commit may deliver this thread's own
          * message on it (own_inline): that upcall sees none of this
          * thread's reservations (it would drop them on return). */
@@ -201,6 +299,8 @@ SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup)
         *h = (struct held){0};
         rc = smc_commit_own(smc, subgroup);
         *h = outer;
+    } else if (u == NULL) {
+        rc = smc_commit(smc, subgroup);
     } else {
         rc = u->engine_locked ? smc_commit_locked(smc, subgroup) : smc_commit(smc, subgroup);
     }

@@ -79,6 +79,15 @@ void group_upcall_send_ready(void *ctx, uint32_t subgroup)
     group_drop_reservations(group);
 }
 
+void group_upcall_send_ready_after_change(spindle_group_t *group, uint32_t subgroup)
+{
+    struct group_upcall u = {.group = group, .engine_locked = false, .lockless = true};
+    group_upcall_enter(&u);
+    group->options.send_ready(group->options.send_ready_ctx, subgroup);
+    group_upcall_leave(&u);
+    group_drop_reservations(group);
+}
+
 int group_upcall_p2p(void *ctx, const struct spindle_p2p_message *message)
 {
     spindle_group_t *group = ctx;

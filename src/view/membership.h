@@ -108,6 +108,13 @@ struct view_config {
      * a loop learns of the stop at once: src/group). NULL: none. */
     void (*stopped)(void *ctx);
     void *stopped_ctx;
+    /* Called on the membership thread, no lock held, once a view change
+     * has ended (view_changing false again): installed, the new view
+     * taking messages (smc_lock released), or failed, the member stopped.
+     * Application threads that found the change under way may call again
+     * (src/group wakes them with send_ready). NULL: none. */
+    void (*change_done)(void *ctx);
+    void *change_done_ctx;
 };
 
 /* The last global persistence frontier reported for a subgroup. */
@@ -284,6 +291,9 @@ void view_membership_destroy(struct view_membership *m);
 /* The current multicast, with the read side of smc_lock held until
  * view_release (NULL before the first view). */
 struct smc_group *view_acquire(struct view_membership *m);
+/* As view_acquire, but false (nothing held) instead of waiting while a
+ * view change holds the write side: the change is under way. */
+bool view_try_acquire(struct view_membership *m, struct smc_group **smc);
 void view_release(struct view_membership *m);
 /* The row of member id in the current view, or -1 when it is not in it
  * (read side of smc_lock held, or inside an upcall: view_upcall_smc). */
@@ -297,6 +307,11 @@ struct smc_group *view_held(struct view_membership *m);
 /* True while a view change is wanted or under way and the member has not
  * stopped: a thread holding smc_lock's read side must not wait for it. */
 bool view_change_pending(struct view_membership *m);
+/* True while the membership thread runs a view change (from before it
+ * takes smc_lock's write side until after change_done is due; under
+ * `lock`, so what a caller did before it asked happens before that
+ * change's change_done). */
+bool view_changing(struct view_membership *m);
 /* The current view's id (stable while the read side of smc_lock is held). */
 uint64_t view_current_id(const struct view_membership *m);
 /*

@@ -256,6 +256,14 @@ bool view_quiet(struct view_membership *m)
     return quiet;
 }
 
+bool view_changing(struct view_membership *m)
+{
+    pthread_mutex_lock(&m->lock);
+    bool changing = m->changing;
+    pthread_mutex_unlock(&m->lock);
+    return changing;
+}
+
 bool view_change_pending(struct view_membership *m)
 {
     pthread_mutex_lock(&m->lock);

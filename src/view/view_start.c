@@ -153,6 +153,14 @@ struct smc_group *view_acquire(struct view_membership *m)
     return m->current != NULL ? m->current->smc : NULL;
 }
 
+bool view_try_acquire(struct view_membership *m, struct smc_group **smc)
+{
+    if (pthread_rwlock_tryrdlock(&m->smc_lock) != 0)
+        return false;
+    *smc = m->current != NULL ? m->current->smc : NULL;
+    return true;
+}
+
 void view_release(struct view_membership *m)
 {
     pthread_rwlock_unlock(&m->smc_lock);

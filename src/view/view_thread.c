@@ -120,6 +120,13 @@ static void *membership_main(void *arg)
             view_stop_locked(m, rc, why);
         m->changing = false;
         pthread_cond_broadcast(&m->cond);
+        /* Also after a failed change: a sender waiting for it learns from
+         * its next call that the member stopped. */
+        if (m->config.change_done != NULL) {
+            pthread_mutex_unlock(&m->lock);
+            m->config.change_done(m->config.change_done_ctx);
+            pthread_mutex_lock(&m->lock);
+        }
         if (rc < 0)
             break;
     }

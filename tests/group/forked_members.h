@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_ports.h"
+
 #define MAX_MEMBERS 3
 
 /* A failed check in a member: say what, and exit with 1. */
@@ -142,6 +144,32 @@ static inline void options_for(struct spindle_group_options *o, uint32_t self, u
     o->self = self;
     o->num_members = n;
     o->bootstrap = dir;
+}
+
+/* Addresses for a group of two on free ports and a joiner: members (both),
+ * contact (member 1's, where the joiner asks) and self (the joiner's). */
+static inline void join_addresses(char members[128], char contact[32], char self[32])
+{
+    uint16_t ports[3];
+    for (int i = 0; i < 3; i++)
+        ports[i] = test_free_port();
+    snprintf(members, 128, "127.0.0.1:%u,127.0.0.1:%u", ports[0], ports[1]);
+    snprintf(contact, 32, "127.0.0.1:%u", ports[1]);
+    snprintf(self, 32, "127.0.0.1:%u", ports[2]);
+}
+
+/* The start pipe of a join test: the joiner (member 2) waits for the
+ * leader's byte; each member keeps only the end it uses (the leader, 0,
+ * its write end). */
+static inline void join_wait_start(int start[2], uint32_t self)
+{
+    if (self == 2) {
+        char byte;
+        CHECK(read(start[0], &byte, 1) == 1, "start");
+    }
+    close(start[0]);
+    if (self != 0)
+        close(start[1]);
 }
 
 static inline void *blocking_dispatcher(void *arg)

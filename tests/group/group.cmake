@@ -41,3 +41,8 @@ spindle_add_test(test_sized_structs SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sized
 # once, in order, never two upcalls at a time (forked members on shm).
 spindle_add_test(test_own_inline SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_own_inline.c TIMEOUT 120
   LABELS group smc)
+# A non-blocking reserve outside every upcall during a join held up by the
+# leader's own dispatching thread: SPINDLE_EAGAIN at once, then send_ready
+# through the descriptor once the view is in, and the retry goes out in it.
+spindle_add_test(test_nonblock_view_change SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/test_nonblock_view_change.c TIMEOUT 90 LABELS group)

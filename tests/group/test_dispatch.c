@@ -579,13 +579,7 @@ static int join_member_main(uint32_t self, const char *dir, void *arg)
     s.start_joiner = self == 0 ? setup->start[1] : -1;
     counter_init(&s.count);
     counter_init(&s.view);
-    if (s.joiner) { /* waits until the leader is streaming */
-        char byte;
-        CHECK(read(setup->start[0], &byte, 1) == 1, "start");
-    }
-    close(setup->start[0]);
-    if (self != 0)
-        close(setup->start[1]);
+    join_wait_start(setup->start, self); /* the joiner, until the leader is streaming */
     struct spindle_group_options o;
     options_for(&o, self, 2, s.joiner ? setup->self : setup->members);
     o.failure_timeout_ms = 3000;
@@ -638,12 +632,7 @@ static void test_a_joiners_state_is_saved_in_order_with_dispatched_upcalls(void 
 {
     (void)state;
     struct join_setup setup;
-    uint16_t ports[3];
-    for (int i = 0; i < 3; i++)
-        ports[i] = test_free_port();
-    snprintf(setup.members, sizeof setup.members, "127.0.0.1:%u,127.0.0.1:%u", ports[0], ports[1]);
-    snprintf(setup.contact, sizeof setup.contact, "127.0.0.1:%u", ports[1]);
-    snprintf(setup.self, sizeof setup.self, "127.0.0.1:%u", ports[2]);
+    join_addresses(setup.members, setup.contact, setup.self);
     assert_int_equal(pipe(setup.start), 0);
     struct result r[3];
     run_members(3, join_member_main, &setup, r);

@@ -791,8 +791,9 @@ class Group:
 
     def send(self, subgroup, data, *, block=True):
         """Sends data (any bytes-like object) in subgroup: reserve, copy,
-        commit. Blocks while the window is full unless block=False, which
-        raises Again instead. MessageTooLarge above max_payload.
+        commit. Blocks while the window is full, or a view change is under
+        way, unless block=False, which raises Again instead (on_send_ready
+        follows in either case). MessageTooLarge above max_payload.
 
         Inside a callback of this group (on_deliver, on_view, on_p2p,
         on_send_ready) it never blocks: Again when the window is full, or

@@ -222,7 +222,8 @@ int spindle_dds_writer_create(spindle_dds_participant_t *participant, const char
                               spindle_dds_writer_t **out);
 void spindle_dds_writer_destroy(spindle_dds_writer_t *writer);
 /* Loans room for a sample of up to size bytes in the topic's ring; blocks
- * while the window is full unless nonblock (then SPINDLE_EAGAIN). *sample
+ * while the window is full or a view change is under way unless nonblock
+ * (then SPINDLE_EAGAIN: spindle_reserve, send_ready follows). *sample
  * is where to build it. SPINDLE_EMSGSIZE above max_sample_size,
  * SPINDLE_EINVAL when a loan is already open, or spindle_reserve's errors. */
 int spindle_dds_writer_loan(spindle_dds_writer_t *writer, size_t size, bool nonblock,
