@@ -61,6 +61,22 @@ static inline int tf_open(const char *provider, uint32_t id, uint16_t port, int 
     return tp_open(&cfg, out);
 }
 
+/* tf_open on an ephemeral port with key_count group keys (docs/SECURITY.md). */
+static inline int tf_open_keyed(const char *provider, uint32_t id, int fail_ms,
+                                const uint8_t (*keys)[TP_KEY_BYTES], uint32_t key_count,
+                                struct tp_endpoint **out)
+{
+    struct tp_config cfg = {.backend = "fabric",
+                            .group_name = "test",
+                            .self_id = id,
+                            .provider = provider,
+                            .host = "127.0.0.1",
+                            .failure_timeout_ms = fail_ms,
+                            .keys = keys,
+                            .key_count = key_count};
+    return tp_open(&cfg, out);
+}
+
 static inline int tf_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
