@@ -298,9 +298,9 @@ static int fab_open(const struct tp_config *config, struct tp_endpoint **out)
         free(ep);
         return sp_error(rc, "%s", msg);
     }
-    SP_LOG_DBG("fabric", "member %u listening on %s:%u via %s (mr_mode 0x%x)", config->self_id,
-               ep->host, ep->port, ep->info->fabric_attr->prov_name,
-               ep->info->domain_attr->mr_mode);
+    SP_LOG_DBG("fabric", "member %u listening on %s:%u via %s (mr_mode 0x%x), %u group keys",
+               config->self_id, ep->host, ep->port, ep->info->fabric_attr->prov_name,
+               ep->info->domain_attr->mr_mode, ep->num_auth_keys);
     *out = &ep->base;
     return 0;
 }
