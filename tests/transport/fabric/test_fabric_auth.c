@@ -56,14 +56,7 @@ static void connect_and_write(struct tp_endpoint *from, struct tp_endpoint *to)
     memcpy(src, &value, 8);
     struct tp_write w = {src, src_mr, rmr, 64, 8};
     assert_int_equal(tp_post_writes(peer, &w, 1, 0, 0), 0);
-    uint64_t deadline = sp_now_ns() + 5000000000ull;
-    const uint64_t *word = (const uint64_t *)((uint8_t *)mem + 64);
-    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value && sp_now_ns() < deadline) {
-        uint64_t token = tp_doorbell_arm(to);
-        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value)
-            tp_doorbell_wait(to, token, 50);
-    }
-    assert_int_equal(__atomic_load_n(word, __ATOMIC_ACQUIRE), value);
+    assert_true(tf_wait_word(to, (uint8_t *)mem + 64, value, 5000));
     tp_rmr_release(peer, rmr);
     tp_disconnect(from, peer);
     tp_mr_free(from, src_mr);
@@ -83,9 +76,9 @@ static void test_members_with_the_key_connect_and_others_are_refused(void **stat
 {
     (void)state;
     struct tp_endpoint *a = NULL, *b = NULL, *other = NULL, *none = NULL;
-    assert_int_equal(tf_open_keyed(provider, 1, 2000, key_a, 1, &a), 0);
-    assert_int_equal(tf_open_keyed(provider, 2, 2000, key_a, 1, &b), 0);
-    assert_int_equal(tf_open_keyed(provider, 3, 2000, key_b, 1, &other), 0);
+    assert_int_equal(tf_open_keyed(provider, 1, 0, 2000, key_a, 1, &a), 0);
+    assert_int_equal(tf_open_keyed(provider, 2, 0, 2000, key_a, 1, &b), 0);
+    assert_int_equal(tf_open_keyed(provider, 3, 0, 2000, key_b, 1, &other), 0);
     assert_int_equal(tf_open(provider, 4, 0, 2000, &none), 0);
     connect_and_write(b, a);
     assert_refused(other, a); /* another key: its MAC does not verify */
@@ -105,9 +98,9 @@ static void test_a_listener_with_two_keys_takes_either(void **state)
 {
     (void)state;
     struct tp_endpoint *listener = NULL, *old_key = NULL, *new_key = NULL;
-    assert_int_equal(tf_open_keyed(provider, 1, 2000, rotating, 2, &listener), 0);
-    assert_int_equal(tf_open_keyed(provider, 2, 2000, key_a, 1, &old_key), 0);
-    assert_int_equal(tf_open_keyed(provider, 3, 2000, key_b, 1, &new_key), 0);
+    assert_int_equal(tf_open_keyed(provider, 1, 0, 2000, rotating, 2, &listener), 0);
+    assert_int_equal(tf_open_keyed(provider, 2, 0, 2000, key_a, 1, &old_key), 0);
+    assert_int_equal(tf_open_keyed(provider, 3, 0, 2000, key_b, 1, &new_key), 0);
     connect_and_write(old_key, listener);
     connect_and_write(new_key, listener);
     connect_and_write(listener, new_key); /* it proves with its first key */
@@ -118,7 +111,7 @@ static void test_a_listener_with_two_keys_takes_either(void **state)
 
     struct tp_endpoint *too_many = NULL;
     static const uint8_t three[3][TP_KEY_BYTES] = {{1}, {2}, {3}};
-    assert_int_equal(tf_open_keyed(provider, 1, 2000, three, 3, &too_many), SPINDLE_EINVAL);
+    assert_int_equal(tf_open_keyed(provider, 1, 0, 2000, three, 3, &too_many), SPINDLE_EINVAL);
     assert_non_null(strstr(spindle_errmsg(), "3 group keys"));
 }
 
@@ -214,8 +207,8 @@ static void test_forged_replayed_and_duplicate_requests_are_refused(void **state
 {
     (void)state;
     struct tp_endpoint *a = NULL, *b = NULL;
-    assert_int_equal(tf_open_keyed(provider, 1, 2000, key_a, 1, &a), 0);
-    assert_int_equal(tf_open_keyed(provider, 2, 2000, key_a, 1, &b), 0);
+    assert_int_equal(tf_open_keyed(provider, 1, 0, 2000, key_a, 1, &a), 0);
+    assert_int_equal(tf_open_keyed(provider, 2, 0, 2000, key_a, 1, &b), 0);
     uint16_t port;
     uint64_t nonce;
     address_of(a, &port, &nonce);

@@ -66,24 +66,13 @@ static void setup_close(struct setup *s)
     tp_close(s->owner);
 }
 
-static uint64_t load64(const void *addr)
-{
-    return __atomic_load_n((const uint64_t *)addr, __ATOMIC_ACQUIRE);
-}
-
 /* Posts one write of length bytes at offset and waits until the word at
  * offset reads 0xeeee... (it landed); 0 when it did not within 5 s. */
 static int write_lands(struct setup *s, uint64_t offset, uint32_t length)
 {
     struct tp_write w = {s->src, s->src_mr, s->rmr, offset, length};
     assert_int_equal(tp_post_writes(s->to_owner, &w, 1, 0, 0), 0);
-    uint64_t deadline = sp_now_ns() + 5000000000ull;
-    while (load64(s->mem + offset) != 0xeeeeeeeeeeeeeeeeull && sp_now_ns() < deadline) {
-        uint64_t token = tp_doorbell_arm(s->owner);
-        if (load64(s->mem + offset) != 0xeeeeeeeeeeeeeeeeull)
-            tp_doorbell_wait(s->owner, token, 50);
-    }
-    return load64(s->mem + offset) == 0xeeeeeeeeeeeeeeeeull;
+    return tf_wait_word(s->owner, s->mem + offset, 0xeeeeeeeeeeeeeeeeull, 5000);
 }
 
 /* Waits for the owner's TP_EVENT_PEER_FAILED naming its connection to the
