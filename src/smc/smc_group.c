@@ -302,6 +302,11 @@ int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts
     return 0;
 }
 
+int smc_group_grant_rows(struct smc_group *group, const uint32_t *member_of_row)
+{
+    return sst_table_grant_rows(group->table, member_of_row);
+}
+
 int smc_group_export(struct smc_group *group, struct sst_member_desc *out)
 {
     return sst_table_export(group->table, out);

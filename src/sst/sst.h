@@ -232,6 +232,14 @@ int sst_table_set_side_slice(struct sst_table *table, uint32_t row, uint64_t off
 /* The transport's slice alignment (tp_attr.slice_align): 0 when peers
  * import whole regions. */
 uint32_t sst_table_slice_align(const struct sst_table *table);
+/*
+ * Lets the member member_of_row[row] write only row `row` of this table,
+ * for every row but ours (tp_mr_grant): on a backend that enforces grants
+ * at the target (fabric), a member writing any other part of the table
+ * has its connection failed. Call before exporting the table. The
+ * transport's grant error.
+ */
+int sst_table_grant_rows(struct sst_table *table, const uint32_t *member_of_row);
 /* Fills out with this member's descriptors; the transport's failure from
  * tp_address or tp_mr_export.  */
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out);

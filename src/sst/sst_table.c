@@ -102,6 +102,16 @@ uint32_t sst_table_slice_align(const struct sst_table *table)
     return tp_attr(table->engine->endpoint)->slice_align;
 }
 
+int sst_table_grant_rows(struct sst_table *table, const uint32_t *member_of_row)
+{
+    int rc = 0;
+    for (uint32_t row = 0; row < table->num_rows && rc == 0; row++)
+        if (row != table->my_row)
+            rc = tp_mr_grant(table->mr, member_of_row[row], (uint64_t)row * table->row_stride,
+                             table->row_stride);
+    return rc;
+}
+
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out)
 {
     memset(out, 0, sizeof *out);

@@ -50,7 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TP_DESC_MAX 192
+#define TP_DESC_MAX  192
+#define TP_KEY_BYTES 32u /* one group key (control/ctl.h CTL_KEY_BYTES) */
 
 /* An opaque descriptor exported by one process for another. */
 struct tp_desc {
@@ -86,6 +87,11 @@ struct tp_config {
     uint16_t port;          /* fabric/verbs: listening port, 0 = ephemeral */
     int failure_timeout_ms; /* how long a silent/broken peer may take to be reported */
     int use_dct;            /* verbs: prefer DCT when the device supports it */
+    /* The group's keys, the current one first (key_count 0: none). fabric
+     * authenticates connection set-up with subkeys derived from them
+     * (docs/SECURITY.md); the bytes are copied at open. */
+    const uint8_t (*keys)[TP_KEY_BYTES];
+    uint32_t key_count;
 };
 
 /* Registration flags. */
@@ -167,8 +173,8 @@ struct tp_stats {
 };
 
 /*
- * The ops table. Every entry must be present (the registry refuses a
- * backend with a missing one). Callers use the tp_* wrappers below, whose
+ * The ops table. Every entry but those marked optional must be present
+ * (the registry refuses a backend with a missing one). Callers use the tp_* wrappers below, whose
  * comments give each operation's contract and failure values; errors come
  * with a message set through sp_error().
  */
@@ -198,6 +204,8 @@ struct tp_ops {
     uint64_t (*doorbell_arm)(struct tp_endpoint *ep);
     int (*doorbell_wait)(struct tp_endpoint *ep, uint64_t token, int timeout_ms);
     void (*stats)(struct tp_endpoint *ep, struct tp_stats *out);
+    /* Optional (NULL: tp_mr_grant does nothing). */
+    int (*mr_grant)(struct tp_mr *mr, uint32_t peer_id, uint64_t offset, uint64_t length);
 };
 
 /* ---- registry (registry.c) ------------------------------------------- */
@@ -281,6 +289,21 @@ static inline void tp_mr_free(struct tp_endpoint *ep, struct tp_mr *mr)
 static inline int tp_mr_export(struct tp_mr *mr, struct tp_desc *out)
 {
     return mr->ops->mr_export(mr, out);
+}
+
+/*
+ * Lets the member peer_id write [offset, offset + length) of the local
+ * region mr (several grants add up). On a backend that enforces grants at
+ * the target (fabric), once a region has a grant, a write into it from a
+ * member outside its grants fails that member's connection and nothing of
+ * it is applied; a region without grants takes writes anywhere from any
+ * connected member. Grant before the peer may write. Other backends do
+ * nothing and return 0. SPINDLE_EINVAL naming a range outside the region,
+ * SPINDLE_ENOMEM.
+ */
+static inline int tp_mr_grant(struct tp_mr *mr, uint32_t peer_id, uint64_t offset, uint64_t length)
+{
+    return mr->ops->mr_grant != NULL ? mr->ops->mr_grant(mr, peer_id, offset, length) : 0;
 }
 
 /* ---- peers ------------------------------------------------------------- */

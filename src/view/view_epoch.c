@@ -139,6 +139,9 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
     const struct view *v = &epoch->view;
     rc = smc_group_create(m->engine, v->layouts, v->num_subgroups, v->num_members, v->my_rank,
                           &options, &epoch->smc);
+    /* Before the table is exported: no member can write before its grant. */
+    if (rc == 0)
+        rc = smc_group_grant_rows(epoch->smc, v->member_ids);
     if (rc < 0) {
         view_epoch_free(epoch);
         return rc;
@@ -180,6 +183,13 @@ int view_open_engine(struct view_membership *m)
     config.group_name = m->group_name;
     config.self_id = m->config.self;
     config.failure_timeout_ms = m->config.failure_timeout_ms;
+    /* The fabric backend authenticates its connection set-up with the
+     * group key too (docs/SECURITY.md). */
+    if (m->config.keys != NULL && m->config.keys->count > 0) {
+        _Static_assert(TP_KEY_BYTES == CTL_KEY_BYTES, "the transport takes group keys whole");
+        config.keys = m->config.keys->key;
+        config.key_count = m->config.keys->count;
+    }
     struct sst_engine *engine = NULL;
     int rc = sst_engine_create(&config, &m->config.engine, &engine);
     if (rc < 0)

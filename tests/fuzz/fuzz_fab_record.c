@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: fab_rec_read and fab_rec_fits
+ * libFuzzer target: fab_rec_read, fab_rec_fits and fab_rec_granted
  * (src/transport/fabric/fabric_progress.c), the checks the libfabric
  * progress thread makes on a record a peer wrote into its landing ring
  * before copying the record's payload into a local region. The input
@@ -8,7 +8,8 @@
  * the ring bytes at that slot. There is no encoder to round-trip through;
  * instead an accepted record must be the next one in ring order and lie
  * inside the ring, and a record that fits must lie inside its region, which
- * is what makes the copy safe. Refusals must be SPINDLE_EPROTO.
+ * is what makes the copy safe. Refusals must be SPINDLE_EPROTO. The grant
+ * check (check_grants) runs on every accepted record.
  */
 #include "fuzz_common.h"
 #include "transport/fabric/fabric_impl.h"
@@ -18,6 +19,26 @@ static uint8_t ring[FAB_RING_SIZE];
 static uint64_t record_size(uint32_t length)
 {
     return (FAB_REC_HDR + (uint64_t)length + FAB_REC_ALIGN - 1) / FAB_REC_ALIGN * FAB_REC_ALIGN;
+}
+
+/* Write grants (fab_rec_granted, fabric_grant.c): with member 7 granted
+ * the middle half of the region, a record passes for member 7 only when
+ * its payload lies inside that half, never for member 8, which has no
+ * grant; without grants every member passes. Refusals are SPINDLE_EPERM. */
+static void check_grants(const struct fab_rec_hdr *hdr, struct fab_region *region)
+{
+    FUZZ_CHECK(fab_rec_granted(hdr, region, 8) == 0);
+    struct fab_grant grant = {
+        .member = 7, .offset = region->length / 4, .length = region->length / 2};
+    region->grants = &grant;
+    region->num_grants = 1;
+    int rc = fab_rec_granted(hdr, region, 7);
+    int inside = hdr->offset >= grant.offset && hdr->offset - grant.offset <= grant.length &&
+                 hdr->length <= grant.length - (hdr->offset - grant.offset);
+    FUZZ_CHECK(inside ? rc == 0 : rc == SPINDLE_EPERM);
+    FUZZ_CHECK(fab_rec_granted(hdr, region, 8) == SPINDLE_EPERM);
+    region->grants = NULL;
+    region->num_grants = 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -58,6 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         else
             FUZZ_CHECK(rc == SPINDLE_EPROTO);
         FUZZ_CHECK(fab_rec_fits(&hdr, NULL) == SPINDLE_EPROTO);
+        check_grants(&hdr, &region);
     }
     if (copied > 0)
         memset(ring + off, 0, copied);

@@ -33,6 +33,7 @@
 #include "util/crc32c.h"
 #include "view/view_wire_samples.h"
 #ifdef SPINDLE_HAVE_FABRIC
+#include "fuzz_fab_key.h"
 #include "transport/fabric/fabric_impl.h"
 #endif
 #ifdef SPINDLE_HAVE_VERBS
@@ -294,14 +295,16 @@ static void fabric_seeds(void)
         require(fab_msg_decode(msg, sizeof msg, &m), "fab msg", kind_names[k]);
         write_seed("fuzz_fab_msg", kind_names[k], msg, sizeof msg);
     }
-    uint8_t req_wire[FAB_REQ_WIRE];
-    struct fab_req_data req = {FAB_REQ_MAGIC, 2, 0x1111, 0x2222};
-    fab_req_encode(&req, req_wire);
+    uint8_t req_wire[FAB_REQ_WIRE], fab_key[FAB_MAC_BYTES];
+    struct fab_req_data req;
+    fuzz_fab_test_key(fab_key);
+    fuzz_fab_test_request(req_wire);
     require(fab_req_decode(req_wire, sizeof req_wire, &req), "fab req", "sample");
     write_seed("fuzz_fab_req", "sample", req_wire, sizeof req_wire);
     uint8_t acc_wire[FAB_ACC_WIRE];
-    struct fab_acc_data acc = {FAB_ACC_MAGIC, 3, 0x7f0000000000ull, 0x42, FAB_RING_SIZE};
+    struct fab_acc_data acc = {FAB_ACC_MAGIC, 3, 0x7f0000000000ull, 0x42, FAB_RING_SIZE, {0}};
     fab_acc_encode(&acc, acc_wire);
+    fab_acc_seal(fab_key, req_wire, acc_wire);
     require(fab_acc_decode(acc_wire, sizeof acc_wire, &acc), "fab acc", "sample");
     write_seed("fuzz_fab_acc", "sample", acc_wire, sizeof acc_wire);
 

@@ -60,6 +60,9 @@ static void test_incomplete_tables_are_refused_by_name(void **state)
     broken = *shm;
     broken.name = "";
     assert_int_equal(tp_backend_check(&broken), SPINDLE_EINVAL);
+    broken = *shm;
+    broken.mr_grant = NULL; /* optional */
+    assert_int_equal(tp_backend_check(&broken), 0);
 }
 
 /* Opens backend (with the given provider) and checks its descriptors fit
@@ -88,6 +91,8 @@ static void check_descriptors(const char *backend, const char *provider)
     assert_ptr_equal(mr->ops, ops);
     assert_int_equal(tp_mr_export(mr, &desc), 0);
     assert_true(desc.len > 0 && desc.len <= ops->attr->desc_len);
+    /* A grant inside the region is taken by every backend, enforced or not. */
+    assert_int_equal(tp_mr_grant(mr, 1, 0, 64), 0);
     tp_mr_free(ep, mr);
     tp_close(ep);
 }

@@ -83,6 +83,14 @@ if(SPINDLE_FABRIC_FOUND)
   set_tests_properties(join_under_load_fabric_tcp PROPERTIES
     LABELS "view;faults;join;fabric" TIMEOUT 400
     ENVIRONMENT "SPINDLE_JOIN_BENCH_ARGS=--transport fabric --provider tcp")
+  # Keyed joins over libfabric: every fabric connection request and accept
+  # carries the key's MAC, and every SST table grants each member its row.
+  add_test(NAME join_under_load_fabric_keyed
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/join.sh $<TARGET_FILE:spindle-bench>
+                   $<TARGET_FILE:check_traces> 1 ab)
+  set_tests_properties(join_under_load_fabric_keyed PROPERTIES
+    LABELS "view;faults;join;fabric;security" TIMEOUT 400
+    ENVIRONMENT "SPINDLE_JOIN_BENCH_ARGS=--transport fabric --provider tcp;SPINDLE_JOIN_KEYGEN=$<TARGET_FILE:spindle-keygen>")
 endif()
 
 # Joins and departures in sequence (soak.sh): joiners one after the other

@@ -273,7 +273,9 @@ static int fab_open(const struct tp_config *config, struct tp_endpoint **out)
 
     const char *provider =
         config->provider != NULL && config->provider[0] ? config->provider : "tcp";
-    int rc = fab_getinfo(ep, provider);
+    int rc = fab_auth_init(ep, config);
+    if (rc == 0)
+        rc = fab_getinfo(ep, provider);
     if (rc == 0 && ep->info->domain_attr->cq_data_size < 4)
         rc = sp_error(SPINDLE_ENODEV,
                       "fabric provider '%s' carries only %zu bytes of remote CQ data (need 4)",
@@ -296,9 +298,9 @@ static int fab_open(const struct tp_config *config, struct tp_endpoint **out)
         free(ep);
         return sp_error(rc, "%s", msg);
     }
-    SP_LOG_DBG("fabric", "member %u listening on %s:%u via %s (mr_mode 0x%x)", config->self_id,
-               ep->host, ep->port, ep->info->fabric_attr->prov_name,
-               ep->info->domain_attr->mr_mode);
+    SP_LOG_DBG("fabric", "member %u listening on %s:%u via %s (mr_mode 0x%x), %u group keys",
+               config->self_id, ep->host, ep->port, ep->info->fabric_attr->prov_name,
+               ep->info->domain_attr->mr_mode, ep->num_auth_keys);
     *out = &ep->base;
     return 0;
 }
@@ -337,10 +339,12 @@ static void fab_close_objects(struct fab_ep *ep)
         fi_freeinfo(ep->info);
     for (struct fab_region *r = ep->regions, *next; r != NULL; r = next) {
         next = r->next;
+        fab_region_grants_free(r);
         free(r->addr);
         free((char *)r - offsetof(struct fab_mr, region)); /* regions live in their fab_mr */
     }
     free(ep->eventq.events);
+    fab_auth_clear(ep);
     pthread_mutex_destroy(&ep->cm_lock);
     pthread_cond_destroy(&ep->cm_cond);
     pthread_mutex_destroy(&ep->region_lock);
@@ -428,6 +432,7 @@ static int fab_mr_alloc(struct tp_endpoint *tep, size_t length, unsigned flags, 
     }
     memset(mem, 0, rounded);
     mr->base.ops = &tp_fabric_ops;
+    mr->ep = ep;
     mr->region.addr = mem;
     mr->region.length = length;
     pthread_mutex_lock(&ep->region_lock);
@@ -454,6 +459,7 @@ static void fab_mr_free(struct tp_endpoint *tep, struct tp_mr *tmr)
         }
     }
     pthread_mutex_unlock(&ep->region_lock);
+    fab_region_grants_free(&mr->region);
     free(mr->region.addr);
     free(mr);
 }
@@ -587,10 +593,17 @@ static int fab_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr,
         conn->next_peer = ep->peers;
         ep->peers = conn;
         pthread_mutex_unlock(&ep->cm_lock);
-        struct fab_req_data req = {FAB_REQ_MAGIC, ep->config.self_id, nonce, ep->nonce};
-        uint8_t wire[FAB_REQ_WIRE];
-        fab_req_encode(&req, wire);
-        int frc = fi_connect(conn->fep, info->dest_addr, wire, sizeof wire);
+        struct fab_req_data req = {.magic = FAB_REQ_MAGIC,
+                                   .src_id = ep->config.self_id,
+                                   .dst_nonce = nonce,
+                                   .src_nonce = ep->nonce};
+        if (getrandom(&req.conn_nonce, sizeof req.conn_nonce, 0) != (ssize_t)sizeof req.conn_nonce)
+            req.conn_nonce = sp_now_ns() ^ ((uint64_t)getpid() << 32);
+        conn->conn_nonce = req.conn_nonce;
+        fab_req_encode(&req, conn->req_wire);
+        if (ep->num_auth_keys > 0)
+            fab_req_seal(ep->auth_keys[0], conn->req_wire);
+        int frc = fi_connect(conn->fep, info->dest_addr, conn->req_wire, sizeof conn->req_wire);
         if (frc != 0) {
             fab_conn_fail(conn, SPINDLE_EUNREACH, fi_strerror(-frc));
             rc = sp_error(SPINDLE_EUNREACH, "fabric peer %s is unreachable: %s", conn->name,
@@ -696,4 +709,5 @@ const struct tp_ops tp_fabric_ops = {
     .doorbell_arm = fab_doorbell_arm,
     .doorbell_wait = fab_doorbell_wait,
     .stats = fab_stats,
+    .mr_grant = fab_mr_grant,
 };

@@ -156,23 +156,87 @@ static void fab_reject(struct fab_ep *ep, struct fi_info *info, const char *why)
     fi_reject(ep->pep, info->handle, NULL, 0);
 }
 
+/* Why a well-formed request from a key holder is still refused, or NULL:
+ * a replay of a request this listener already accepted, or a second live
+ * connection from the same endpoint. */
+static const char *fab_request_refused(const struct fab_ep *ep, const struct fab_req_data *req,
+                                       char *why, size_t len)
+{
+    for (uint32_t i = 0; i < ep->num_incoming; i++) {
+        const struct fab_conn *c = ep->incoming[i];
+        if (c->remote_id != req->src_id)
+            continue;
+        if (c->conn_nonce == req->conn_nonce) {
+            snprintf(why, len,
+                     "replayed request of member %u (request nonce %016llx accepted before)",
+                     req->src_id, (unsigned long long)req->conn_nonce);
+            return why;
+        }
+        int state = atomic_load(&c->state);
+        if (c->remote_nonce == req->src_nonce && !c->bye &&
+            (state == FAB_CONN_CONNECTING || state == FAB_CONN_CONNECTED)) {
+            snprintf(why, len, "member %u already has a live connection from that endpoint",
+                     req->src_id);
+            return why;
+        }
+    }
+    return NULL;
+}
+
+/* Checks the request's MAC with the group keys: the index of the key that
+ * made it, or -1 after rejecting the request. Without keys, a request that
+ * carries a MAC is refused rather than taken unauthenticated. */
+static int fab_request_authentic(struct fab_ep *ep, struct fi_info *info,
+                                 const uint8_t wire[FAB_REQ_WIRE], const struct fab_req_data *req)
+{
+    if (ep->num_auth_keys > 0) {
+        int key =
+            fab_req_check((const uint8_t(*)[FAB_MAC_BYTES])ep->auth_keys, ep->num_auth_keys, wire);
+        if (key < 0) {
+            char why[200];
+            snprintf(why, sizeof why,
+                     "request claiming member %u is not authenticated with the group key",
+                     req->src_id);
+            fab_reject(ep, info, why);
+        }
+        return key;
+    }
+    static const uint8_t none[FAB_MAC_BYTES];
+    if (memcmp(req->mac, none, sizeof none) != 0) {
+        fab_reject(ep, info, "request carries a MAC but this endpoint has no group key");
+        return -1;
+    }
+    return 0;
+}
+
 /* Progress thread: a writer asks to connect. Validates who it expects us to
- * be, gives it a landing ring and accepts. */
+ * be and, with a group key, that it holds the key and is no replay, before
+ * allocating anything; gives it a landing ring and accepts. */
 void fab_handle_connreq(struct fab_ep *ep, struct fi_eq_cm_entry *entry, size_t len)
 {
     struct fab_req_data req;
+    uint8_t wire[FAB_REQ_WIRE];
     size_t data_len = len > sizeof *entry ? len - sizeof *entry : 0;
     if (data_len < FAB_REQ_WIRE) {
         fab_reject(ep, entry->info, "request carries no spindle handshake");
         return;
     }
     /* Providers may pad private data: the request is its first bytes. */
-    if (fab_req_decode(entry->data, FAB_REQ_WIRE, &req) != 0) {
+    memcpy(wire, entry->data, FAB_REQ_WIRE);
+    if (fab_req_decode(wire, FAB_REQ_WIRE, &req) != 0) {
         fab_reject(ep, entry->info, spindle_errmsg());
         return;
     }
     if (req.dst_nonce != ep->nonce) {
         fab_reject(ep, entry->info, "request is for another endpoint (stale address?)");
+        return;
+    }
+    int key = fab_request_authentic(ep, entry->info, wire, &req);
+    if (key < 0)
+        return;
+    char why[200];
+    if (fab_request_refused(ep, &req, why, sizeof why) != NULL) {
+        fab_reject(ep, entry->info, why);
         return;
     }
     if (ep->num_incoming >= FAB_CONNS_MAX) {
@@ -187,17 +251,20 @@ void fab_handle_connreq(struct fab_ep *ep, struct fi_eq_cm_entry *entry, size_t 
     snprintf(conn->name, sizeof conn->name, "member %u (incoming)", req.src_id);
     conn->remote_id = req.src_id;
     conn->remote_nonce = req.src_nonce;
+    conn->conn_nonce = req.conn_nonce;
     uint32_t index = ep->num_incoming;
     ep->incoming[ep->num_incoming++] = conn;
     int rc = fab_conn_setup(ep, conn, entry->info, 1);
-    struct fab_acc_data acc = {FAB_ACC_MAGIC, index, 0, 0, FAB_RING_SIZE};
+    struct fab_acc_data acc = {FAB_ACC_MAGIC, index, 0, 0, FAB_RING_SIZE, {0}};
     if (rc == 0) {
         if (ep->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
             acc.ring_addr = (uint64_t)(uintptr_t)conn->ring;
         acc.ring_key = fi_mr_key(conn->ring_mr);
-        uint8_t wire[FAB_ACC_WIRE];
-        fab_acc_encode(&acc, wire);
-        rc = fi_accept(conn->fep, wire, sizeof wire);
+        uint8_t acc_wire[FAB_ACC_WIRE];
+        fab_acc_encode(&acc, acc_wire);
+        if (ep->num_auth_keys > 0)
+            fab_acc_seal(ep->auth_keys[key], wire, acc_wire);
+        rc = fi_accept(conn->fep, acc_wire, sizeof acc_wire);
         if (rc != 0)
             rc = sp_error(SPINDLE_EIO, "fi_accept: %s", fi_strerror(-rc));
     }

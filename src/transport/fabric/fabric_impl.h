@@ -55,8 +55,12 @@
 #define FAB_DESC_MAX        (FAB_ADDR_WIRE + FAB_HOST_MAX - 1u) /* longest descriptor */
 #define FAB_MR_WIRE         24u /* a region descriptor: magic, pad, region id, length */
 #define FAB_MSG_WIRE        16u /* a control message: magic, kind, value */
-#define FAB_REQ_WIRE        24u /* connection request data: magic, id, two nonces */
-#define FAB_ACC_WIRE        32u /* accept data: magic, index, ring address, key, size, pad */
+#define FAB_MAC_BYTES       32u /* crypto_auth (HMAC-SHA-512-256) tag */
+#define FAB_REQ_BODY        32u /* connection request: magic, id, three nonces */
+#define FAB_REQ_WIRE        (FAB_REQ_BODY + FAB_MAC_BYTES) /* ... then its MAC */
+#define FAB_ACC_BODY        32u /* accept: magic, index, ring address, key, size, pad */
+#define FAB_ACC_WIRE        (FAB_ACC_BODY + FAB_MAC_BYTES) /* ... then its MAC */
+#define FAB_KEYS_MAX        2u /* group keys accepted at once (a rotation: old and new) */
 #define FAB_DEFAULT_FAIL_MS 5000
 
 #define FAB_ADDR_MAGIC 0x53504641u /* "SPFA" */
@@ -94,21 +98,33 @@ struct fab_rec_hdr {
 };
 _Static_assert(sizeof(struct fab_rec_hdr) == FAB_REC_HDR, "record header is 64 bytes");
 
-/* Connection request private data (connector -> listener). */
+/* Connection request private data (connector -> listener). With a group
+ * key, mac authenticates the rest (fabric_auth.c); without, it is zero. */
 struct fab_req_data {
     uint32_t magic;
     uint32_t src_id;
-    uint64_t dst_nonce; /* the nonce the connector expects the listener to have */
-    uint64_t src_nonce; /* the connector's own endpoint nonce */
+    uint64_t dst_nonce;  /* the nonce the connector expects the listener to have */
+    uint64_t src_nonce;  /* the connector's own endpoint nonce */
+    uint64_t conn_nonce; /* fresh random per request: a replay repeats it */
+    uint8_t mac[FAB_MAC_BYTES];
 };
 
-/* Accept private data (listener -> connector): where to write. */
+/* Accept private data (listener -> connector): where to write. With a
+ * group key, mac authenticates it and the request it answers. */
 struct fab_acc_data {
     uint32_t magic;
     uint32_t conn_index;
     uint64_t ring_addr;
     uint64_t ring_key;
     uint32_t ring_size;
+    uint8_t mac[FAB_MAC_BYTES];
+};
+
+/* A write grant (tp_mr_grant): member may write [offset, offset + length). */
+struct fab_grant {
+    uint32_t member;
+    uint64_t offset;
+    uint64_t length;
 };
 
 struct fab_ep;
@@ -138,8 +154,10 @@ struct fab_conn {
     _Atomic int error; /* SPINDLE_E* once failed */
     uint32_t remote_id;
     uint64_t remote_nonce;
-    char name[FAB_HOST_MAX + 32]; /* "host:port" (outgoing) or "member N" */
-    char why[160];                /* failure reason, set once before state turns FAILED */
+    uint64_t conn_nonce;            /* the request's fresh nonce (replay check) */
+    uint8_t req_wire[FAB_REQ_WIRE]; /* outgoing: the request sent, to check the accept */
+    char name[FAB_HOST_MAX + 32];   /* "host:port" (outgoing) or "member N" */
+    char why[160];                  /* failure reason, set once before state turns FAILED */
 
     /* ring: staging (outgoing) or landing (incoming) */
     uint8_t *ring;
@@ -180,11 +198,14 @@ struct fab_region {
     uint64_t id;
     void *addr;
     size_t length;
+    struct fab_grant *grants; /* none: any connected member writes anywhere */
+    uint32_t num_grants, cap_grants;
     struct fab_region *next;
 };
 
 struct fab_mr {
     struct tp_mr base;
+    struct fab_ep *ep;
     struct fab_region region;
 };
 
@@ -207,6 +228,9 @@ struct fab_ep {
     uint16_t port;
     uint64_t nonce;
     int failure_timeout_ms;
+    /* subkeys of the group keys for connection set-up (fabric_auth.c) */
+    uint8_t auth_keys[FAB_KEYS_MAX][FAB_MAC_BYTES];
+    uint32_t num_auth_keys; /* 0: no key, requests are not authenticated */
 
     struct fi_info *info;
     struct fid_fabric *fabric;
@@ -281,6 +305,42 @@ int fab_send_msg(struct fab_conn *conn, uint32_t kind, uint64_t value);
 void fab_handle_connreq(struct fab_ep *ep, struct fi_eq_cm_entry *entry, size_t len);
 /* Posts ctx's receive buffer again. SPINDLE_EIO naming the peer. */
 int fab_repost_recv(struct fab_conn *conn, struct fab_ctx *ctx);
+
+/*
+ * fabric_auth.c: connection set-up authenticated with the group key
+ * (docs/SECURITY.md). fab_auth_init derives one subkey per group key of
+ * config (libsodium KDF, context "spfabric", so the control channel's key
+ * serves one purpose only): 0, SPINDLE_EINVAL naming a key count above
+ * FAB_KEYS_MAX, SPINDLE_EIO when libsodium cannot start. The rest is pure
+ * (exposed for tests and tests/fuzz): fab_req_seal writes the MAC of a
+ * request's body (which names both endpoints' nonces and a fresh one) with
+ * key; fab_req_check returns the index of the key of keys that made the MAC
+ * (compared in constant time), or SPINDLE_EAUTH. fab_acc_seal and
+ * fab_acc_check do the same for an accept, over its body and the request
+ * it answers.
+ */
+int fab_auth_init(struct fab_ep *ep, const struct tp_config *config);
+/* Wipes the subkeys. */
+void fab_auth_clear(struct fab_ep *ep);
+void fab_req_seal(const uint8_t key[FAB_MAC_BYTES], uint8_t wire[FAB_REQ_WIRE]);
+int fab_req_check(const uint8_t (*keys)[FAB_MAC_BYTES], uint32_t num_keys,
+                  const uint8_t wire[FAB_REQ_WIRE]);
+void fab_acc_seal(const uint8_t key[FAB_MAC_BYTES], const uint8_t req_wire[FAB_REQ_WIRE],
+                  uint8_t acc_wire[FAB_ACC_WIRE]);
+int fab_acc_check(const uint8_t key[FAB_MAC_BYTES], const uint8_t req_wire[FAB_REQ_WIRE],
+                  const uint8_t acc_wire[FAB_ACC_WIRE]);
+
+/*
+ * fabric_grant.c: write grants (tp_mr_grant). fab_mr_grant is the table's
+ * entry. fab_rec_granted is pure (exposed for tests/fuzz): 0 when region
+ * has no grants or one of member's covers the record's payload;
+ * SPINDLE_EPERM naming member, region, offset and length otherwise.
+ * fab_region_grants_free releases a region's grants.
+ */
+int fab_mr_grant(struct tp_mr *mr, uint32_t peer_id, uint64_t offset, uint64_t length);
+int fab_rec_granted(const struct fab_rec_hdr *hdr, const struct fab_region *region,
+                    uint32_t member);
+void fab_region_grants_free(struct fab_region *region);
 
 /* fabric_progress.c */
 void *fab_progress_main(void *arg);

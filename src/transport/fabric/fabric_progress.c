@@ -189,6 +189,8 @@ static int fab_apply_record(struct fab_ep *ep, struct fab_conn *conn, uint64_t o
         return 0;
     }
     rc = fab_rec_fits(&hdr, region);
+    if (rc == 0)
+        rc = fab_rec_granted(&hdr, region, conn->remote_id);
     if (rc != 0) {
         pthread_mutex_unlock(&ep->region_lock);
         return rc;
@@ -349,6 +351,11 @@ static void fab_handle_connected(struct fab_ep *ep, struct fab_conn *conn,
             fab_conn_fail(conn, SPINDLE_EPROTO, spindle_errmsg());
             return;
         }
+        if (conn->ep->num_auth_keys > 0 &&
+            fab_acc_check(conn->ep->auth_keys[0], conn->req_wire, entry->data) != 0) {
+            fab_conn_fail(conn, SPINDLE_EAUTH, spindle_errmsg());
+            return;
+        }
         conn->remote_conn_index = acc.conn_index;
         conn->remote_ring_addr = acc.ring_addr;
         conn->remote_ring_key = acc.ring_key;
@@ -444,7 +451,12 @@ static void fab_drain_eq(struct fab_ep *ep)
             struct fab_conn *conn = err.fid != NULL ? err.fid->context : NULL;
             if (conn != NULL && err.fid != &ep->pep->fid) {
                 char why[160];
-                snprintf(why, sizeof why, "%s", fi_strerror(err.err));
+                /* A refusal's reason is in the listener's log only. */
+                snprintf(why, sizeof why, "%s%s", fi_strerror(err.err),
+                         err.err == FI_ECONNREFUSED && !conn->incoming
+                             ? " (a listener refuses a request without the group key it holds, "
+                               "a replay or a duplicate; its log names why)"
+                             : "");
                 if (conn->incoming && atomic_load(&conn->state) != FAB_CONN_CLOSED)
                     fab_incoming_ended(conn, why);
                 else

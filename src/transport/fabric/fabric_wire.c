@@ -2,8 +2,11 @@
  * The libfabric backend's own messages between peers (fabric_impl.h), in
  * the one wire codec: control messages on a connection, and the private
  * data of a connection request and of its accept. Each starts with its
- * magic; what follows is fixed, and every reserved byte is zero.
+ * magic; what follows is fixed, and every reserved byte is zero. The MAC
+ * that ends a request or an accept is checked by fabric_auth.c, not here.
  */
+#include <string.h>
+
 #include "transport/fabric/fabric_impl.h"
 #include "util/error.h"
 #include "util/wire.h"
@@ -23,6 +26,18 @@ static void check_magic(struct wire_reader *r, uint32_t want)
         r->pos = at;
         wire_fail(r, "magic 0x%08x, not 0x%08x", magic, want);
     }
+}
+
+/* The MAC that ends a request or an accept: opaque bytes here. */
+static void get_mac(struct wire_reader *r, uint8_t mac[FAB_MAC_BYTES])
+{
+    memset(mac, 0, FAB_MAC_BYTES);
+    if (wire_left(r) < FAB_MAC_BYTES) {
+        wire_fail(r, "no room for the %u-byte MAC", FAB_MAC_BYTES);
+        return;
+    }
+    memcpy(mac, r->buf + r->pos, FAB_MAC_BYTES);
+    r->pos += FAB_MAC_BYTES;
 }
 
 void fab_msg_encode(const struct fab_msg *msg, uint8_t out[FAB_MSG_WIRE])
@@ -66,6 +81,8 @@ void fab_req_encode(const struct fab_req_data *req, uint8_t out[FAB_REQ_WIRE])
     wire_put_u32(&w, req->src_id);
     wire_put_u64(&w, req->dst_nonce);
     wire_put_u64(&w, req->src_nonce);
+    wire_put_u64(&w, req->conn_nonce);
+    wire_put_bytes(&w, req->mac, FAB_MAC_BYTES);
 }
 
 int fab_req_decode(const uint8_t *buf, size_t len, struct fab_req_data *out)
@@ -78,6 +95,8 @@ int fab_req_decode(const uint8_t *buf, size_t len, struct fab_req_data *out)
     out->src_id = wire_get_u32(&r, "member id");
     out->dst_nonce = wire_get_u64(&r, "listener nonce");
     out->src_nonce = wire_get_u64(&r, "connector nonce");
+    out->conn_nonce = wire_get_u64(&r, "request nonce");
+    get_mac(&r, out->mac);
     return wire_finish(&r);
 }
 
@@ -91,6 +110,7 @@ void fab_acc_encode(const struct fab_acc_data *acc, uint8_t out[FAB_ACC_WIRE])
     wire_put_u64(&w, acc->ring_key);
     wire_put_u32(&w, acc->ring_size);
     wire_put_zero(&w, 4);
+    wire_put_bytes(&w, acc->mac, FAB_MAC_BYTES);
 }
 
 int fab_acc_decode(const uint8_t *buf, size_t len, struct fab_acc_data *out)
@@ -110,5 +130,6 @@ int fab_acc_decode(const uint8_t *buf, size_t len, struct fab_acc_data *out)
         wire_fail(&r, "ring size %u, this build uses %u", out->ring_size, FAB_RING_SIZE);
     }
     wire_get_zero(&r, 4, "pad");
+    get_mac(&r, out->mac);
     return wire_finish(&r);
 }

@@ -146,24 +146,6 @@ static void pair_close(struct pair *p)
     tp_close(p->b);
 }
 
-static uint64_t load64(const void *addr)
-{
-    return __atomic_load_n((const uint64_t *)addr, __ATOMIC_ACQUIRE);
-}
-
-/* Waits (with a deadline) until the 8-byte word at addr equals value. */
-static int wait_word(struct tp_endpoint *ep, const void *addr, uint64_t value, int ms)
-{
-    uint64_t deadline = sp_now_ns() + (uint64_t)ms * 1000000ull;
-    while (sp_now_ns() < deadline) {
-        uint64_t token = tp_doorbell_arm(ep);
-        if (load64(addr) == value)
-            return 1;
-        tp_doorbell_wait(ep, token, 50);
-    }
-    return load64(addr) == value;
-}
-
 static void test_writes_land_in_order_and_complete(void **state)
 {
     (void)state;
@@ -179,7 +161,7 @@ static void test_writes_land_in_order_and_complete(void **state)
                             {p.src + big, p.src_mr, p.rmr, 0, 8}};
     assert_int_equal(tp_post_writes(p.a_to_b, w, 2, TP_POST_SIGNALED, 99), 0);
     assert_int_equal(tp_doorbell_ring(p.a_to_b), 0);
-    assert_true(wait_word(p.b, p.mem, guard, 5000));
+    assert_true(tf_wait_word(p.b, p.mem, guard, 5000));
     assert_memory_equal(p.mem + 8, p.src, big);
 
     struct tp_event ev;
@@ -239,7 +221,7 @@ static void test_batch_larger_than_a_ring_lands_in_order(void **state)
     many[n++] = (struct tp_write){p.src + REGION - 8, p.src_mr, p.rmr, REGION - 8, 8};
     assert_true(3 * 4 * quarter > FAB_RING_SIZE);
     assert_int_equal(tp_post_writes(p.a_to_b, many, n, TP_POST_SIGNALED, 7), 0);
-    assert_true(wait_word(p.b, p.mem + REGION - 8, guard, 10000));
+    assert_true(tf_wait_word(p.b, p.mem + REGION - 8, guard, 10000));
     assert_memory_equal(p.mem, p.src, 4 * quarter);
     assert_int_equal(tp_peer_state(p.a_to_b), 0);
     struct tp_stats st;
@@ -272,7 +254,7 @@ static void test_credits_run_out_and_come_back(void **state)
         }
         assert_int_equal(rc, 0);
     }
-    assert_true(wait_word(p.b, p.mem, value, 10000));
+    assert_true(tf_wait_word(p.b, p.mem, value, 10000));
     print_message("provider %s: %d EAGAIN refusals over 20000 posts\n", provider, eagain);
     pair_close(&p);
 }

@@ -18,6 +18,7 @@
 #include <spindle/error.h>
 
 #include "transport/transport.h"
+#include "util/clock.h"
 
 /* Two ThreadSanitizer reports come from inside libfabric 1.17 itself, in
  * uninstrumented code we do not own: the sockets provider closes
@@ -48,8 +49,11 @@ static inline void tf_require_provider(const char *provider)
     fi_freeinfo(info);
 }
 
-static inline int tf_open(const char *provider, uint32_t id, uint16_t port, int fail_ms,
-                          struct tp_endpoint **out)
+/* Opens a fabric endpoint on loopback with key_count group keys
+ * (docs/SECURITY.md; 0: none); port 0 is ephemeral. */
+static inline int tf_open_keyed(const char *provider, uint32_t id, uint16_t port, int fail_ms,
+                                const uint8_t (*keys)[TP_KEY_BYTES], uint32_t key_count,
+                                struct tp_endpoint **out)
 {
     struct tp_config cfg = {.backend = "fabric",
                             .group_name = "test",
@@ -57,8 +61,31 @@ static inline int tf_open(const char *provider, uint32_t id, uint16_t port, int 
                             .provider = provider,
                             .host = "127.0.0.1",
                             .port = port,
-                            .failure_timeout_ms = fail_ms};
+                            .failure_timeout_ms = fail_ms,
+                            .keys = keys,
+                            .key_count = key_count};
     return tp_open(&cfg, out);
+}
+
+static inline int tf_open(const char *provider, uint32_t id, uint16_t port, int fail_ms,
+                          struct tp_endpoint **out)
+{
+    return tf_open_keyed(provider, id, port, fail_ms, NULL, 0, out);
+}
+
+/* Waits (at most ms) until the aligned 8-byte word at addr, written by
+ * peers into ep's memory, reads value: 1, or 0 on timeout. */
+static inline int tf_wait_word(struct tp_endpoint *ep, const void *addr, uint64_t value, int ms)
+{
+    const uint64_t *word = (const uint64_t *)addr;
+    uint64_t deadline = sp_now_ns() + (uint64_t)ms * 1000000ull;
+    while (sp_now_ns() < deadline) {
+        uint64_t token = tp_doorbell_arm(ep);
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == value)
+            return 1;
+        tp_doorbell_wait(ep, token, 50);
+    }
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE) == value;
 }
 
 static inline int tf_write_all(int fd, const void *buf, size_t len)
