@@ -21,7 +21,8 @@
 #     bridge (veth pairs, 10.x addresses, as tests/fabric-hosts does), one
 #     process in each, throughput at 1 KB and 10 KB, window 100: libspindle
 #     over libfabric tcp, Corosync over knet (UDP; one corosync in each
-#     namespace), Cyclone over UDP unicast.
+#     namespace), Cyclone over UDP unicast; and the light-load rates there
+#     (Cyclone's ping in the first namespace, its pong in the second).
 #
 # Usage: sudo bash scripts/compare-peers.sh [--runs N] [--duration S]
 #        [--latency-duration S] [--warmup S] [--out DIR] [--plots DIR]
@@ -36,6 +37,7 @@
 #                          run, libspindle and CPG; Cyclone's percentiles as points)
 #                          with gnuplot
 #   --netns                also the three-namespace cases
+#   --netns-only           only the three-namespace cases
 #   --from DIR             run nothing: print the tables (and draw the plots) again
 #                          from an earlier --out DIR
 # SPINDLE_BENCH names spindle-bench (default build/tools/bench/spindle-bench,
@@ -54,8 +56,9 @@ die() {
 }
 number() { [[ $2 =~ ^[0-9]+([.][0-9]+)?$ ]] || die "$1 '$2' must be a positive number"; }
 while [ $# -gt 0 ]; do
-    if [ "$1" = --netns ]; then
+    if [ "$1" = --netns ] || [ "$1" = --netns-only ]; then
         NETNS=1
+        [ "$1" = --netns ] || NETNS=2
         shift
         continue
     fi
@@ -84,6 +87,8 @@ TAG=$$
 BRIDGE="cpbr$TAG"
 NET="10.$((100 + TAG % 100)).$((TAG / 100 % 250))"
 NS_COROSYNC_PIDS=()
+# Commands run before ddsperf's pong and ping (a namespace, its XML), or none.
+DDS_PONG=() DDS_PING=()
 ns() { echo "peers-$TAG-$1"; }
 veth_host() { echo "cp${TAG}h$1"; }
 veth_ns() { echo "cp${TAG}n$1"; }
@@ -95,7 +100,7 @@ cleanup() {
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
-    if [ "$NETNS" = 1 ]; then
+    if [ "$NETNS" != 0 ]; then
         for i in 0 1 2; do
             ip netns del "$(ns "$i")" 2>/dev/null || true
             ip link del "$(veth_host "$i")" 2>/dev/null || true
@@ -292,9 +297,10 @@ cyclone_throughput() {
 cyclone_latency() {
     local seconds
     seconds=$(dds_seconds "$LAT_DURATION")
-    ddsperf -D $((seconds + 2)) -Q minmatch:1 -Q initwait:20 pong >"$WORK/pong.out" 2>&1 &
+    "${DDS_PONG[@]}" ddsperf -D $((seconds + 2)) -Q minmatch:1 -Q initwait:20 pong \
+        >"$WORK/pong.out" 2>&1 &
     local pong=$!
-    ddsperf -D "$seconds" -Q minmatch:1 -Q initwait:20 ping "${1}Hz" size 1024 \
+    "${DDS_PING[@]}" ddsperf -D "$seconds" -Q minmatch:1 -Q initwait:20 ping "${1}Hz" size 1024 \
         >"$WORK/ping.out" 2>&1 || die "ddsperf ping failed: $(tail -n 3 "$WORK/ping.out")"
     wait "$pong" || true # it outlives the pinger on purpose; its status says nothing
     awk -v w="$WARMUP" -v d="$LAT_DURATION" '
@@ -324,6 +330,15 @@ cyclone_latency() {
             printf "\"p99_latency_us\":%.2f}\n", p99
         }' "$WORK/ping.out" || die "no ddsperf ping lines in $WORK/ping.out"
     [ -z "${2:-}" ] || cp "$WORK/ping.out" "$2/ping.out"
+}
+
+# netns_cyclone_latency RATE: cyclone_latency with the pong in the second
+# namespace and the ping in the first.
+netns_cyclone_latency() {
+    DDS_PONG=(ip netns exec "$(ns 1)" env CYCLONEDDS_URI="file://$WORK/cyclonedds-1.xml")
+    DDS_PING=(ip netns exec "$(ns 0)" env CYCLONEDDS_URI="file://$WORK/cyclonedds-0.xml")
+    cyclone_latency "$1"
+    DDS_PONG=() DDS_PING=()
 }
 
 # --netns: three namespaces on one bridge, NET.1 .. NET.3.
@@ -381,21 +396,34 @@ start_netns_corosync() {
     done
 }
 
-# netns_run SYSTEM SIZE: one process in each namespace, then one JSON object
-# (mean msgs_per_s and mb_per_s, median p50, largest p99 of the three).
+# netns_run SYSTEM SIZE [RATE]: one process in each namespace, then one JSON
+# object (mean msgs_per_s and mb_per_s, median p50, largest p99 of the
+# three). With a RATE, every process sends RATE messages a second for
+# LAT_DURATION seconds (light load); Cyclone's figure is then a ping-pong
+# round trip between the first two namespaces (netns_cyclone_latency).
 netns_run() {
-    local system=$1 size=$2 i pids=() group="cpgbench-netns-$TAG-$RANDOM"
+    local system=$1 size=$2 rate=${3:-0} i pids=() group="cpgbench-netns-$TAG-$RANDOM"
+    local seconds=$DURATION pace=(--window 100)
+    if [ "$rate" -ne 0 ]; then
+        seconds=$LAT_DURATION
+        pace=(--window 100 --rate "$rate")
+        if [ "$system" = cyclone-dds ]; then
+            netns_cyclone_latency "$rate"
+            return
+        fi
+    fi
     for i in 0 1 2; do
         case $system in
         libspindle-*)
             ip netns exec "$(ns "$i")" "$BENCH" --config "$WORK/netns.ini" --id "$i" \
-                --mode "${system#libspindle-}" --msg-size "$size" --window 100 \
-                --duration "$DURATION" --warmup "$WARMUP" --timeout 60 \
+                --mode "${system#libspindle-}" --msg-size "$size" "${pace[@]}" \
+                --duration "$seconds" --warmup "$WARMUP" --timeout 60 \
                 >"$WORK/netns-$i.out" 2>"$WORK/netns-$i.err" &
             ;;
         corosync-cpg)
+            [ "$rate" -eq 0 ] || pace=(--rate "$rate")
             ip netns exec "$(ns "$i")" "$WORK/cpgbench" --members 3 --id "$i" --group "$group" \
-                --size "$size" --window 100 --duration "$DURATION" --warmup "$WARMUP" \
+                --size "$size" "${pace[@]}" --duration "$seconds" --warmup "$WARMUP" \
                 >"$WORK/netns-$i.out" 2>"$WORK/netns-$i.err" &
             ;;
         cyclone-dds)
@@ -421,7 +449,7 @@ netns_run() {
 }
 
 run_netns_cases() {
-    local run size system i
+    local run size system i rate
     {
         printf '[group]\nname = compare-peers-%s\ntransport = fabric\nprovider = tcp\n\n' "$TAG"
         for i in 0 1 2; do
@@ -439,6 +467,12 @@ run_netns_cases() {
         for size in "${SIZES[@]}"; do
             for system in libspindle-atomic libspindle-unordered corosync-cpg cyclone-dds; do
                 record "$system" netns "$size" 100 0 "$run" netns_run "$system" "$size"
+            done
+        done
+        for rate in "${RATES[@]}"; do
+            for system in libspindle-atomic libspindle-unordered corosync-cpg cyclone-dds; do
+                record "$system" netns-latency 1024 100 "$rate" "$run" \
+                    netns_run "$system" 1024 "$rate"
             done
         done
     done
@@ -490,6 +524,17 @@ medians() {
 
 print_tables() {
     local summary=$1
+    [ "$NETNS" = 2 ] || same_host_throughput_table "$summary"
+    netns_throughput_table "$summary"
+    [ "$NETNS" = 2 ] ||
+        latency_table latency "Light load: latency p50 / p99 in us, 1 KB messages" "$summary"
+    if jq -e 'any(.case == "netns-latency")' <<<"$summary" >/dev/null; then
+        latency_table netns-latency "Three network namespaces, light load: latency p50 / p99 in us, 1 KB messages (libspindle fabric/tcp, CPG knet/UDP, Cyclone UDP between two namespaces)" "$summary"
+    fi
+}
+
+same_host_throughput_table() {
+    local summary=$1
     echo "### Throughput: msgs/s delivered per member (MB/s), medians of $RUNS runs"
     echo
     echo "| size | window | libspindle atomic | libspindle unordered | Corosync CPG agreed |" \
@@ -505,6 +550,10 @@ print_tables() {
         ($t | map(select(.size == $s and .system == "cyclone-dds")) | first) as $dds |
         "| \($s) | \($w) | \($row["libspindle-atomic"] | cell) | \($row["libspindle-unordered"] | cell) | \($row["corosync-cpg"] | cell) | \($dds | cell) | \(ratio($row["libspindle-atomic"]; $row["corosync-cpg"])) | \(ratio($row["libspindle-unordered"]; $dds)) | \(ratio($row["libspindle-atomic"]; $dds)) |"
     ' <<<"$summary"
+}
+
+netns_throughput_table() {
+    local summary=$1
     if jq -e 'any(.case == "netns")' <<<"$summary" >/dev/null; then
         echo
         echo "### Three network namespaces, one process each: msgs/s delivered per member" \
@@ -523,21 +572,25 @@ print_tables() {
             "| \($s) | \($row["libspindle-atomic"] | cell) | \($row["libspindle-unordered"] | cell) | \($row["corosync-cpg"] | cell) | \($row["cyclone-dds"] | cell) | \(ratio($row["libspindle-atomic"]; $row["corosync-cpg"])) | \(ratio($row["libspindle-unordered"]; $row["cyclone-dds"])) | \(ratio($row["libspindle-atomic"]; $row["cyclone-dds"])) |"
         ' <<<"$summary"
     fi
+}
+
+# latency_table CASE TITLE SUMMARY: p50 / p99 per rate and system.
+latency_table() {
     echo
-    echo "### Light load: latency p50 / p99 in us, 1 KB messages, medians of $RUNS runs"
+    echo "### $2, medians of $RUNS runs"
     echo
     echo "| msgs/s per sender | libspindle atomic | libspindle unordered | Corosync CPG agreed |" \
         "Cyclone DDS ping-pong round trip | atomic / CPG (p50) | atomic / Cyclone (p50) |"
     echo "| --- | --- | --- | --- | --- | --- | --- |"
-    jq -r '
+    jq -r --arg case "$1" '
         def cell: if . == null then "-" else "\(.p50_us * 10 | round / 10) / \(.p99_us * 10 | round / 10)" end;
         def ratio(a; b): if a == null or b == null or b.p50_us == 0 then "-"
             else "\(a.p50_us / b.p50_us * 100 | round / 100)" end;
-        map(select(.case == "latency")) as $l |
+        map(select(.case == $case)) as $l |
         ($l | map(.rate) | unique | reverse)[] as $r |
         ($l | map(select(.rate == $r)) | INDEX(.system)) as $row |
         "| \($r) | \($row["libspindle-atomic"] | cell) | \($row["libspindle-unordered"] | cell) | \($row["corosync-cpg"] | cell) | \($row["cyclone-dds"] | cell) | \(ratio($row["libspindle-atomic"]; $row["corosync-cpg"])) | \(ratio($row["libspindle-atomic"]; $row["cyclone-dds"])) |"
-    ' <<<"$summary"
+    ' <<<"$3"
 }
 
 netns_configurations() {
@@ -758,8 +811,8 @@ start_corosync
 write_cyclone_config
 echo "compare-peers: $PROCS processes, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
     "runs $RUNS, throughput ${DURATION} s, latency ${LAT_DURATION} s, warm-up ${WARMUP} s" >&2
-run_cases
-if [ "$NETNS" = 1 ]; then
+[ "$NETNS" = 2 ] || run_cases
+if [ "$NETNS" != 0 ]; then
     setup_netns
     start_netns_corosync
     run_netns_cases
