@@ -101,6 +101,7 @@ static void close_conn(struct kv_server *server, struct kv_conn *conn)
         free(conn->slots[i % KV_PIPELINE].data);
     kv_buf_free(&conn->in);
     kv_buf_free(&conn->out);
+    kv_multi_free(conn);
     server->num_clients--;
     free(conn);
 }
@@ -363,12 +364,9 @@ static void cmd_auth(struct kv_server *server, struct kv_conn *conn, const struc
     }
 }
 
-/* Whether this replica may run the command: its keys are in this
- * replica's shard, or it has none. Otherwise the reply says where to go
- * (-MOVED, to a member of the key's shard in the current view) or that the
- * keys are in more than one shard (-CROSSSLOT); false then. */
-static bool route_here(struct kv_server *server, const struct kv_arg *args, size_t count,
-                       struct kv_buf *reply)
+/* -MOVED names a member of the key's shard in the current view. */
+bool kv_client_route(struct kv_server *server, const struct kv_arg *args, size_t count,
+                     struct kv_buf *reply)
 {
     if (server->num_shards <= 1)
         return true;
@@ -417,11 +415,15 @@ static void cmd_session(struct kv_server *server, struct kv_conn *conn, const st
             return;
         }
     }
+    if (count == 4 && arg_is(&args[3], "EXEC")) {
+        kv_multi_exec(server, conn, ids[0], ids[1], reply);
+        return;
+    }
     if (kv_command_class(&args[3]) != KV_CMD_WRITE && kv_command_class(&args[3]) != KV_CMD_READ) {
         kv_store_read(&server->store, args + 3, count - 3, reply); /* its error */
         return;
     }
-    if (!route_here(server, args + 3, count - 3, reply))
+    if (!kv_client_route(server, args + 3, count - 3, reply))
         return;
     kv_propose(server, conn, conn->tail++, ids[0], ids[1], args + 3, count - 3);
 }
@@ -439,6 +441,10 @@ static void run_command(struct kv_server *server, struct kv_conn *conn, const st
         conn->closing = true;
     } else if (!conn->authed) {
         kv_resp_error(&reply, "NOAUTH Authentication required.");
+    } else if (!(arg_is(name, "SESSION") && count == 4 && arg_is(&args[3], "EXEC")) &&
+               kv_multi_command(server, conn, args, count, &reply)) {
+        if (reply.len == 0)
+            return; /* EXEC proposed */
     } else if (arg_is(name, "PING")) {
         if (count > 1)
             kv_resp_bulk(&reply, args[1].ptr, args[1].len);
@@ -476,7 +482,7 @@ static void run_command(struct kv_server *server, struct kv_conn *conn, const st
             return;
     } else {
         enum kv_command_class class = kv_command_class(name);
-        if (class != KV_CMD_UNKNOWN && !route_here(server, args, count, &reply)) {
+        if (class != KV_CMD_UNKNOWN && !kv_client_route(server, args, count, &reply)) {
             reply_now(server, conn, &reply);
             kv_buf_free(&reply);
             return;

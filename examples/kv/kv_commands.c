@@ -248,6 +248,7 @@ static void cmd_append(struct cmd_ctx *ctx)
         return;
     }
     memcpy(value + e->value_len, more->ptr, more->len);
+    e->version = ctx->store->applied;
     e->value = value;
     e->value_len += more->len;
     kv_resp_integer(ctx->reply, (int64_t)e->value_len);
@@ -572,6 +573,24 @@ static void reply_unknown(struct kv_buf *reply, const struct kv_arg *args, size_
                    (int)(args[0].len > 64 ? 64 : args[0].len), args[0].ptr, count > 1 ? "'" : "",
                    count > 1 ? (int)(args[1].len > 64 ? 64 : args[1].len) : 0,
                    count > 1 ? args[1].ptr : "", count > 1 ? "'" : "");
+}
+
+bool kv_command_valid(const struct kv_arg *args, size_t count, struct kv_buf *reply)
+{
+    const struct command *command = count > 0 ? lookup(&args[0]) : NULL;
+    if (command == NULL) {
+        if (count > 0)
+            reply_unknown(reply, args, count);
+        else
+            kv_resp_error(reply, "ERR empty command");
+        return false;
+    }
+    if ((command->arity > 0 && count != (size_t)command->arity) ||
+        (command->arity < 0 && count < (size_t)-command->arity)) {
+        kv_resp_errorf(reply, "ERR wrong number of arguments for '%s' command", command->name);
+        return false;
+    }
+    return true;
 }
 
 void kv_execute(struct kv_store *store, const struct kv_arg *args, size_t count, uint64_t time_ms,

@@ -14,6 +14,7 @@ struct kv_entry {
     struct kv_entry *next;
     uint64_t hash;
     uint64_t expire_ms; /* 0: never */
+    uint64_t version;   /* store->applied when last written (WATCH) */
     char *key;          /* the bytes after the entry, in the same allocation */
     size_t key_len;
     char *value;

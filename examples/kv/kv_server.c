@@ -57,16 +57,22 @@ static void push_pending(struct kv_server *server, const struct kv_pending *pend
 void kv_propose(struct kv_server *server, struct kv_conn *conn, uint64_t slot, uint64_t session,
                 uint64_t request_id, const struct kv_arg *args, size_t count)
 {
+    kv_propose_kind(server, conn, slot, KV_OP_COMMAND, session, request_id, args, count);
+}
+
+void kv_propose_kind(struct kv_server *server, struct kv_conn *conn, uint64_t slot, uint8_t kind,
+                     uint64_t session, uint64_t request_id, const struct kv_arg *args, size_t count)
+{
     struct kv_buf *op = &server->scratch;
     op->len = 0;
     uint64_t counter = ++server->next_counter;
-    kv_op_encode(op, KV_OP_COMMAND, counter, realtime_ms(), session, request_id, args, count);
+    kv_op_encode(op, kind, counter, realtime_ms(), session, request_id, args, count);
     if (op->len > KV_MAX_OP_BYTES) {
         char error[128];
         int n = snprintf(error, sizeof error,
-                         "-ERR command of %zu bytes exceeds the largest replicated operation "
+                         "-ERR %s of %zu bytes exceeds the largest replicated operation "
                          "(%u bytes)\r\n",
-                         op->len, KV_MAX_OP_BYTES);
+                         kind == KV_OP_EXEC ? "transaction" : "command", op->len, KV_MAX_OP_BYTES);
         kv_client_reply(server, conn, slot, error, (size_t)n);
         return;
     }
@@ -154,7 +160,8 @@ static void on_deliver(void *ctx, const struct spindle_message *messages, size_t
         kv_store_apply(&server->store, m->data, m->length, &server->op, reply);
         server->ops_applied++;
         server->since_snapshot++;
-        if (m->sender_id == server->self && server->op.kind == KV_OP_COMMAND)
+        if (m->sender_id == server->self &&
+            (server->op.kind == KV_OP_COMMAND || server->op.kind == KV_OP_EXEC))
             answer(server, m, server->op.counter, reply);
         else if (server->op.kind == KV_OP_SYNC && server->op.request_id == server->self &&
                  m->sender_id != server->self)
@@ -529,6 +536,7 @@ static void teardown(struct kv_server *server)
             close(fds[i]);
     kv_store_free(&server->store);
     kv_argv_free(&server->argv);
+    kv_argv_free(&server->exec_argv);
     kv_argv_free(&server->op.argv);
     kv_buf_free(&server->scratch);
     kv_buf_free(&server->outbound);

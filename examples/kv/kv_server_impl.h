@@ -37,6 +37,15 @@ struct kv_conn {
     bool readonly; /* READONLY: stale reads from the local copy */
     bool closing;  /* QUIT or a protocol error: close once written */
     bool dirty;    /* on the server's list of connections to write */
+    /* MULTI ... EXEC and WATCH (kv_multi.c). */
+    bool in_multi;
+    bool multi_failed;     /* a command was refused while queued: EXEC answers -EXECABORT */
+    bool multi_has_keys;   /* a queued command or a watched key named a key */
+    struct kv_buf queued;  /* per command: its argument count, then its arguments */
+    size_t num_queued;     /* arguments in queued, counts included */
+    size_t num_commands;   /* commands in queued */
+    struct kv_buf watched; /* per watched key: the key, then the version seen */
+    size_t num_watched;
 };
 
 /* A request of this replica's client waiting for its operation. */
@@ -106,6 +115,7 @@ struct kv_server {
     struct kv_store store;
     struct kv_resp_limits limits;
     struct kv_argv argv;
+    struct kv_argv exec_argv; /* a transaction's arguments, while it is proposed */
     struct kv_op op;
     struct kv_buf scratch;
     /* Connections by descriptor. */
@@ -159,6 +169,10 @@ uint32_t kv_member_shard(const struct kv_server *server, uint32_t member_id);
 
 void kv_propose(struct kv_server *server, struct kv_conn *conn, uint64_t slot, uint64_t session,
                 uint64_t request_id, const struct kv_arg *args, size_t count);
+/* The same for an operation of kind (KV_OP_COMMAND or KV_OP_EXEC). */
+void kv_propose_kind(struct kv_server *server, struct kv_conn *conn, uint64_t slot, uint8_t kind,
+                     uint64_t session, uint64_t request_id, const struct kv_arg *args,
+                     size_t count);
 
 /* kv_sync.c */
 /* Before the group: the fetch thread and its eventfd. */
@@ -207,5 +221,23 @@ struct kv_conn *kv_client_find(struct kv_server *server, int fd, uint64_t conn_i
 void kv_client_reply(struct kv_server *server, struct kv_conn *conn, uint64_t slot,
                      const char *data, size_t len);
 void kv_client_close_all(struct kv_server *server);
+/* Whether this replica may run the command args: its keys are in this
+ * replica's shard, or it has none. Otherwise reply says where to go
+ * (-MOVED) or that the keys span shards (-CROSSSLOT); false then. */
+bool kv_client_route(struct kv_server *server, const struct kv_arg *args, size_t count,
+                     struct kv_buf *reply);
+
+/* kv_multi.c */
+/* MULTI, EXEC, DISCARD, WATCH, UNWATCH, and every command of a connection
+ * inside MULTI (queued, +QUEUED): true when it took the command, with its
+ * reply in reply, or nothing there when EXEC was proposed (its slot waits
+ * for the delivery). False for a command outside a transaction. */
+bool kv_multi_command(struct kv_server *server, struct kv_conn *conn, const struct kv_arg *args,
+                      size_t count, struct kv_buf *reply);
+/* SESSION session-id request-id EXEC: the transaction under a session. */
+void kv_multi_exec(struct kv_server *server, struct kv_conn *conn, uint64_t session,
+                   uint64_t request_id, struct kv_buf *reply);
+/* Frees a connection's transaction state. */
+void kv_multi_free(struct kv_conn *conn);
 
 #endif

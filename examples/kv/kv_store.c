@@ -9,7 +9,7 @@
 #include "kv_le.h"
 #include "kv_map.h"
 
-#define KV_SNAPSHOT_MAGIC  0x3153564bu /* "KVS1" */
+#define KV_SNAPSHOT_MAGIC  0x3253564bu /* "KVS2": key versions added to "KVS1" */
 #define KV_INITIAL_BUCKETS 64u
 
 /* FNV-1a: fixed, unseeded, so that every replica lays the table out alike. */
@@ -138,6 +138,7 @@ void kv_map_set_expiry(struct kv_store *store, struct kv_entry *entry, uint64_t 
     if (expire_ms != 0)
         store->num_expiring++;
     entry->expire_ms = expire_ms;
+    entry->version = store->applied;
 }
 
 struct kv_entry *kv_map_set(struct kv_store *store, const char *key, size_t key_len,
@@ -175,6 +176,7 @@ static void unlink_entry(struct kv_store *store, struct kv_entry **slot)
     if (entry->expire_ms != 0)
         store->num_expiring--;
     store->num_keys--;
+    store->deleted_version = store->applied;
     free_entry(entry);
 }
 
@@ -208,6 +210,12 @@ void kv_map_expire(struct kv_store *store)
                 unlink_entry(store, slot);
         }
     }
+}
+
+uint64_t kv_store_version(struct kv_store *store, const char *key, size_t key_len)
+{
+    const struct kv_entry *entry = kv_map_find(store, key, key_len);
+    return entry != NULL ? entry->version : store->deleted_version;
 }
 
 size_t kv_store_size(const struct kv_store *store)
@@ -251,7 +259,8 @@ int kv_op_decode(const void *data, size_t len, struct kv_op *op, char *error, si
                      KV_OP_HEADER);
     if (bytes[0] != KV_OP_VERSION)
         return FAILF("operation version %u (this replica knows %u)", bytes[0], KV_OP_VERSION);
-    if (bytes[1] != KV_OP_COMMAND && bytes[1] != KV_OP_TICK && bytes[1] != KV_OP_SYNC)
+    if (bytes[1] != KV_OP_COMMAND && bytes[1] != KV_OP_TICK && bytes[1] != KV_OP_SYNC &&
+        bytes[1] != KV_OP_EXEC)
         return FAILF("unknown operation kind %u", bytes[1]);
     if (bytes[2] != 0 || bytes[3] != 0)
         return FAILF("operation reserved bytes %02x%02x are not zero", bytes[2], bytes[3]);
@@ -344,6 +353,15 @@ static void remember(struct kv_session *session, uint64_t request_id, const char
     session->next_result = (session->next_result + 1) % KV_SESSION_RESULTS;
 }
 
+/* A client's command or transaction. */
+static void run_op(struct kv_store *store, const struct kv_op *op, struct kv_buf *reply)
+{
+    if (op->kind == KV_OP_EXEC)
+        kv_exec_apply(store, op->argv.items, op->argv.count, op->time_ms, reply);
+    else
+        kv_execute(store, op->argv.items, op->argv.count, op->time_ms, false, reply);
+}
+
 static void apply_in_session(struct kv_store *store, const struct kv_op *op, struct kv_buf *reply)
 {
     struct kv_session *session = find_session(store, op->session);
@@ -363,7 +381,7 @@ static void apply_in_session(struct kv_store *store, const struct kv_op *op, str
         return;
     }
     size_t start = reply->len;
-    kv_execute(store, op->argv.items, op->argv.count, op->time_ms, false, reply);
+    run_op(store, op, reply);
     remember(session, op->request_id, reply->data + start, reply->len - start);
 }
 
@@ -391,7 +409,7 @@ void kv_store_apply(struct kv_store *store, const void *data, size_t len, struct
     if (op->session != 0)
         apply_in_session(store, op, reply);
     else
-        kv_execute(store, op->argv.items, op->argv.count, op->time_ms, false, reply);
+        run_op(store, op, reply);
 }
 
 void kv_store_read(struct kv_store *store, const struct kv_arg *args, size_t count,
@@ -415,13 +433,14 @@ static uint64_t mix(uint64_t x)
 uint64_t kv_store_digest(const struct kv_store *store)
 {
     /* A sum of per-item hashes: independent of the table's history. */
-    uint64_t digest = mix(store->num_keys);
+    uint64_t digest = mix(store->num_keys) + mix(store->deleted_version ^ 0x56455253494f4eull);
     for (size_t b = 0; b < store->num_buckets; b++) {
         for (const struct kv_entry *e = store->buckets[b]; e != NULL; e = e->next) {
             uint64_t h = hash_bytes(0xcbf29ce484222325ull, &e->key_len, sizeof e->key_len);
             h = hash_bytes(h, e->key, e->key_len);
             h = hash_bytes(h, e->value, e->value_len);
             h = hash_bytes(h, &e->expire_ms, sizeof e->expire_ms);
+            h = hash_bytes(h, &e->version, sizeof e->version);
             digest += mix(h);
         }
     }
@@ -442,6 +461,7 @@ void kv_snapshot_encode(const struct kv_store *store, struct kv_buf *out)
     kv_put_u32(out, KV_SNAPSHOT_MAGIC);
     kv_put_u64(out, store->now_ms);
     kv_put_u64(out, store->applied);
+    kv_put_u64(out, store->deleted_version);
     kv_put_u64(out, store->num_keys);
     for (size_t b = 0; b < store->num_buckets; b++) {
         for (const struct kv_entry *e = store->buckets[b]; e != NULL; e = e->next) {
@@ -450,6 +470,7 @@ void kv_snapshot_encode(const struct kv_store *store, struct kv_buf *out)
             kv_put_u32(out, (uint32_t)e->value_len);
             kv_buf_append(out, e->value, e->value_len);
             kv_put_u64(out, e->expire_ms);
+            kv_put_u64(out, e->version);
         }
     }
     kv_put_u32(out, (uint32_t)store->num_sessions);
@@ -542,21 +563,24 @@ static int decode_snapshot(struct kv_store *store, struct reader *r, char *error
     uint64_t keys = 0;
     if (!read_u32(r, &magic) || magic != KV_SNAPSHOT_MAGIC)
         return FAILF("not a spindle-kv snapshot (magic %08" PRIx32 ")", magic);
-    if (!read_u64(r, &store->now_ms) || !read_u64(r, &store->applied) || !read_u64(r, &keys))
+    uint64_t deleted_version = 0;
+    if (!read_u64(r, &store->now_ms) || !read_u64(r, &store->applied) ||
+        !read_u64(r, &deleted_version) || !read_u64(r, &keys))
         return FAILF("snapshot of %zu bytes ends inside its header", r->len);
-    if (keys > (r->len - r->at) / 16)
+    if (keys > (r->len - r->at) / 24) /* two lengths and two times per key at least */
         return FAILF("snapshot claims %" PRIu64 " keys in %zu bytes", keys, r->len);
     for (uint64_t i = 0; i < keys; i++) {
         const char *key, *value;
         uint32_t key_len, value_len;
-        uint64_t expire_ms;
+        uint64_t expire_ms, version;
         if (!read_bytes(r, &key, &key_len) || !read_bytes(r, &value, &value_len) ||
-            !read_u64(r, &expire_ms))
+            !read_u64(r, &expire_ms) || !read_u64(r, &version))
             return FAILF("snapshot ends inside key %" PRIu64, i);
         if (*find_slot(store, key, key_len, key_hash(key, key_len)) != NULL)
             return FAILF("snapshot holds key %" PRIu64 " twice", i);
-        kv_map_set(store, key, key_len, value, value_len, expire_ms);
+        kv_map_set(store, key, key_len, value, value_len, expire_ms)->version = version;
     }
+    store->deleted_version = deleted_version;
     if (decode_sessions(store, r, error, error_size) != 0)
         return -1;
     if (r->at != r->len)

@@ -39,6 +39,12 @@ enum kv_op_kind {
      * request_id the member id of the replica asked for the state. Changes
      * nothing in the store. */
     KV_OP_SYNC = 3,
+    /* A transaction, MULTI ... EXEC (kv_exec.c): argv is the number W of
+     * watched keys, W pairs (key, version seen), then each queued command
+     * as its argument count followed by its arguments, all decimal counts.
+     * Applied in one step: the watched versions are compared and, when
+     * none changed, every command runs. */
+    KV_OP_EXEC = 4,
 };
 
 /* Bytes of an encoded operation before its arguments. */
@@ -73,6 +79,12 @@ struct kv_store {
     size_t num_expiring; /* keys with an expiry time */
     uint64_t now_ms;     /* the last ordered tick's time */
     uint64_t applied;    /* operations applied */
+    /* Versions for WATCH: a key's version is the applied count of the
+     * operation that last wrote it (value or expiry); an absent key's is
+     * deleted_version, the applied count of the last removal of any key
+     * (DEL, expiry, FLUSHALL). Both only grow, and are the same at every
+     * replica that applied the same stream. */
+    uint64_t deleted_version;
     struct kv_session *sessions;
     size_t num_sessions;
 };
@@ -103,12 +115,27 @@ enum kv_command_class kv_command_class(const struct kv_arg *name);
  * name, arity, flags and key positions (first, last, step). */
 void kv_command_table(struct kv_buf *reply);
 
+/* Checks a command at queue time (MULTI): true when it is one of the
+ * state machine's with a valid argument count; else false with Redis's
+ * error in reply (unknown command, wrong number of arguments). */
+bool kv_command_valid(const struct kv_arg *args, size_t count, struct kv_buf *reply);
+
+/* The version of key now (see deleted_version): what WATCH records. */
+uint64_t kv_store_version(struct kv_store *store, const char *key, size_t key_len);
+
+/* Applies a transaction's arguments (KV_OP_EXEC) at time_ms: *-1 when a
+ * watched key's version changed, else an array of the commands' replies;
+ * an error, changing nothing, when the arguments are malformed. */
+void kv_exec_apply(struct kv_store *store, const struct kv_arg *args, size_t count,
+                   uint64_t time_ms, struct kv_buf *reply);
+
 /* Runs a read command on the local copy (stale read); reply appended. */
 void kv_store_read(struct kv_store *store, const struct kv_arg *args, size_t count,
                    struct kv_buf *reply);
 
-/* The digest of the map (keys, values, expiry times) and the session
- * table: equal stores have equal digests, whatever their history. */
+/* The digest of the map (keys, values, expiry times), the keys' versions
+ * and the session table: replicas that applied the same operations have
+ * equal digests, whatever the layout of their tables. */
 uint64_t kv_store_digest(const struct kv_store *store);
 
 /* Keys stored now, and those of them with an expiry time. */

@@ -527,6 +527,10 @@ static void kv_seeds(void)
     static const struct kv_arg set[] = {{"SET", 3}, {"k", 1}, {"v", 1}, {"PX", 2}, {"100", 3}};
     static const struct kv_arg incr[] = {{"INCR", 4}, {"n", 1}};
     static const struct kv_arg mset[] = {{"MSET", 4}, {"a", 1}, {"1", 1}, {"b", 1}, {"2", 1}};
+    /* A transaction watching k at version 1 and n absent: SET then INCR. */
+    static const struct kv_arg exec[] = {{"2", 1}, {"k", 1}, {"1", 1},    {"n", 1},
+                                         {"0", 1}, {"3", 1}, {"SET", 3},  {"k", 1},
+                                         {"w", 1}, {"2", 1}, {"INCR", 4}, {"n", 1}};
     struct kv_buf op = {0};
     struct kv_op decoded = {0};
     struct kv_store store;
@@ -538,10 +542,9 @@ static void kv_seeds(void)
         const struct kv_arg *args;
         size_t count;
     } ops[] = {
-        {"set-px", KV_OP_COMMAND, 0, set, 5},
-        {"session-incr", KV_OP_COMMAND, 7, incr, 2},
-        {"mset", KV_OP_COMMAND, 0, mset, 5},
-        {"tick", KV_OP_TICK, 0, NULL, 0},
+        {"set-px", KV_OP_COMMAND, 0, set, 5},    {"session-incr", KV_OP_COMMAND, 7, incr, 2},
+        {"mset", KV_OP_COMMAND, 0, mset, 5},     {"tick", KV_OP_TICK, 0, NULL, 0},
+        {"exec-watch", KV_OP_EXEC, 9, exec, 12},
     };
     struct kv_buf reply = {0};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
@@ -551,7 +554,7 @@ static void kv_seeds(void)
         require(kv_op_decode(op.data, op.len, &decoded, error, sizeof error), "fuzz_kv_op",
                 ops[i].name);
         write_seed("fuzz_kv_op", ops[i].name, op.data, op.len);
-        if (ops[i].kind == KV_OP_COMMAND)
+        if (ops[i].kind == KV_OP_COMMAND || ops[i].kind == KV_OP_EXEC)
             kv_store_apply(&store, op.data, op.len, &decoded, &reply);
     }
     op.len = 0;

@@ -2,7 +2,7 @@
 # built from the example's own sources, and the service end to end with
 # redis-cli and python3-redis when spindle-kv is built.
 set(KV_DIR ${CMAKE_SOURCE_DIR}/examples/kv)
-set(KV_SM_SOURCES ${KV_DIR}/kv_resp.c ${KV_DIR}/kv_store.c ${KV_DIR}/kv_commands.c
+set(KV_SM_SOURCES ${KV_DIR}/kv_resp.c ${KV_DIR}/kv_store.c ${KV_DIR}/kv_commands.c ${KV_DIR}/kv_exec.c
                   ${KV_DIR}/kv_slot.c ${KV_DIR}/kv_transfer.c)
 spindle_add_test(test_kv_resp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kv_resp.c ${KV_SM_SOURCES}
   TIMEOUT 30 LABELS kv)

@@ -25,6 +25,91 @@ def wait_until(what, condition, seconds=30.0):
         time.sleep(0.05)
 
 
+def transactions(clients):
+    """MULTI/EXEC through redis-py's pipeline (transaction=True), WATCH
+    aborting when another client changed the key, and EXEC under SESSION
+    applied once."""
+    first, last = clients[0], clients[-1]
+    pipe = first.pipeline()
+    pipe.set("tx:a", "1")
+    pipe.incr("tx:a")
+    pipe.get("tx:a")
+    pipe.incrby("tx:n", 5)
+    check("transaction replies", pipe.execute(), [True, 2, b"2", 5])
+    for i, c in enumerate(clients):
+        check("transaction applied at replica %d" % i, c.mget("tx:a", "tx:n"), [b"2", b"5"])
+    # An error when a command runs is its reply; the others still run.
+    pipe = first.pipeline()
+    pipe.set("tx:s", "x")
+    pipe.incr("tx:s")
+    pipe.set("tx:t", "y")
+    replies = pipe.execute(raise_on_error=False)
+    check("runtime error inside a transaction", isinstance(replies[1], redis.ResponseError), True)
+    check("others of the transaction ran", [replies[0], replies[2]], [True, True])
+    # An error when queued (wrong arity): EXECABORT, nothing applied.
+    pipe = first.pipeline()
+    pipe.set("tx:u", "1")
+    pipe.execute_command("GET")
+    try:
+        pipe.execute()
+        sys.exit("kv_redis_client: a transaction with a queueing error ran")
+    except redis.ResponseError as error:
+        check("queueing error raised", "wrong number of arguments" in str(error), True)
+    check("aborted transaction applied nothing", last.exists("tx:u"), 0)
+    # WATCH: another client's write (at another replica) between WATCH and
+    # EXEC aborts the transaction.
+    first.set("tx:w", "0")
+    with first.pipeline() as pipe:
+        pipe.watch("tx:w")
+        seen = int(pipe.get("tx:w"))
+        check("other client's write", last.set("tx:w", "changed"), True)
+        pipe.multi()
+        pipe.set("tx:w", seen + 1)
+        try:
+            pipe.execute()
+            sys.exit("kv_redis_client: EXEC ran although a watched key changed")
+        except redis.WatchError:
+            pass
+    for i, c in enumerate(clients):
+        check("aborted EXEC wrote nothing at replica %d" % i, c.get("tx:w"), b"changed")
+    # Untouched: EXEC runs. The ordered GET first brings this replica's
+    # copy up to the other client's write, so WATCH sees its version.
+    check("read before watching", first.get("tx:w"), b"changed")
+    with first.pipeline() as pipe:
+        pipe.watch("tx:w", "tx:absent")
+        pipe.multi()
+        pipe.set("tx:w", "mine")
+        pipe.get("tx:absent")
+        check("EXEC of untouched watched keys", pipe.execute(), [True, None])
+    # A watched absent key that another client creates aborts too.
+    with first.pipeline() as pipe:
+        pipe.watch("tx:new")
+        check("create the watched key elsewhere", last.set("tx:new", "1"), True)
+        pipe.multi()
+        pipe.set("tx:new", "2")
+        try:
+            pipe.execute()
+            sys.exit("kv_redis_client: EXEC ran although a watched absent key was created")
+        except redis.WatchError:
+            pass
+    # redis-py's transaction() helper retries on WatchError until it runs.
+    def add_one(pipe):
+        value = int(pipe.get("tx:c") or 0)
+        pipe.multi()
+        pipe.set("tx:c", value + 1)
+    for c in clients:
+        c.transaction(add_one, "tx:c")
+    check("transaction() helper increments", last.get("tx:c"), b"3")
+    # EXEC under a session runs once, also when retried at another replica.
+    for c in (first, last):
+        pipe = c.pipeline(transaction=False)
+        pipe.execute_command("MULTI")
+        pipe.execute_command("INCR", "tx:once")
+        pipe.execute_command("SESSION", 4242, 1, "EXEC")
+        check("SESSION EXEC reply", pipe.execute(), [b"OK", b"QUEUED", [1]])
+    check("SESSION EXEC applied once", first.get("tx:once"), b"1")
+
+
 def main():
     ports = [int(p) for p in sys.argv[1:]]
     clients = [redis.Redis(host="127.0.0.1", port=p, socket_timeout=30) for p in ports]
@@ -101,6 +186,7 @@ def main():
     raw.close()
     check("oversize bulk refused",
           answer.startswith(b"-ERR Protocol error: invalid bulk length '99999999'"), True)
+    transactions(clients)
     digests = [c.execute_command("DEBUG", "DIGEST") for c in clients]
     check("digests of all replicas equal", len(set(digests)), 1)
     info = first.info("replication")

@@ -6,7 +6,8 @@
 # the others go on serving, and an INCR retried there under the same
 # SESSION request id is applied once, and a new replica joins with the
 # state of the others. Then two shards of three replicas
-# (-MOVED, redis-cli -c, -CROSSSLOT, equal digests within each shard), and
+# (-MOVED, redis-cli -c, -CROSSSLOT also in MULTI, equal digests within
+# each shard), and
 # a replica joining each shard while writes go on, each taking its
 # shard's state from a replica of that shard (the leader serves shard 0),
 # also when that replica dies during the transfer.
@@ -165,6 +166,16 @@ wait_serving "$p0" "$p1" "$p2" "$p3" "$p4" "$p5"
 [ "$(redis-cli -p "$p1" SET b 1)" = "OK" ] || fail "SET of a key of shard 0"
 redis-cli -p "$p0" MSET b 2 foo 3 2>&1 | grep -q "^CROSSSLOT" || fail "MSET across shards was not refused"
 [ "$(redis-cli -p "$p0" MSET b 2 '{b}x' 3)" = "OK" ] || fail "MSET within one hash tag"
+# A transaction's keys must all be in one shard: a command with a key of
+# the other shard is -CROSSSLOT when queued, and EXEC then -EXECABORT,
+# applying nothing; one within shard 1, sent to a replica of shard 1, runs.
+# (redis-cli prints an empty line after an error reply: dropped.)
+multi=$(printf 'MULTI\r\nSET b tx\r\nSET foo tx\r\nEXEC\r\nGET b\r\n' | redis-cli -p "$p0" 2>&1 |
+    grep -v '^$' | tr '\n' '|')
+[ "$multi" = "OK|QUEUED|CROSSSLOT Keys in request don't hash to the same shard|EXECABORT Transaction discarded because of previous errors.|2|" ] ||
+    fail "MULTI across shards: $multi"
+multi=$(printf 'MULTI\r\nSET foo 7\r\nINCR foo\r\nEXEC\r\n' | redis-cli -p "$p4" 2>&1 | tr '\n' '|')
+[ "$multi" = "OK|QUEUED|QUEUED|OK|8|" ] || fail "MULTI in shard 1: $multi"
 for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
     redis-cli -c -p "$((port + i % 6))" SET "k$i" "$i" EX 1000 >/dev/null || fail "SET k$i through redis-cli -c"
 done
@@ -290,12 +301,17 @@ start_logged
 [ "$(redis-cli -p "$p0" SET durable yes)" = "OK" ] || fail "SET in a logged shard"
 [ "$(redis-cli -p "$p1" SESSION 5 1 INCR logged:n)" = "1" ] || fail "SESSION INCR in a logged shard"
 [ "$(redis-cli -p "$p2" SET lasting v EX 1000)" = "OK" ] || fail "SET EX in a logged shard"
+session_exec() {
+    printf 'MULTI\r\nINCR logged:t\r\nSESSION 6 1 EXEC\r\n' | redis-cli -p "$1" | tr '\n' '|'
+}
+[ "$(session_exec "$p2")" = "OK|QUEUED|1|" ] || fail "SESSION EXEC in a logged shard"
 redis-cli -p "$p1" INFO replication | grep -q "^logged:yes" || fail "INFO does not say the shard is logged"
 before=$(redis-cli -p "$p0" DEBUG DIGEST)
 stop_service
 start_logged
 [ "$(redis-cli -p "$p2" GET durable)" = "yes" ] || fail "a logged write lost in the restart"
 [ "$(redis-cli -p "$p0" SESSION 5 1 INCR logged:n)" = "1" ] || fail "a session's request ran again after the restart"
+[ "$(session_exec "$p0")" = "OK|QUEUED|1|" ] || fail "a session's EXEC ran again after the restart"
 [ "$(redis-cli -p "$p1" TTL lasting | awk '$1 > 900')" != "" ] || fail "expiry lost in the restart"
 for p in "$p0" "$p1" "$p2"; do
     [ "$(redis-cli -p "$p" DEBUG DIGEST)" = "$before" ] || fail "digest at port $p after the restart differs"

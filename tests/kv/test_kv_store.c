@@ -198,18 +198,44 @@ static void test_session_request_runs_once(void **state)
     assert_string_equal(APPLY(s, "GET", "c"), "$1\r\n3\r\n");
 }
 
-static void test_digest_ignores_history_and_sees_expiry(void **state)
+/* Applies MSET of keys k0..k299 (in reverse order when reverse): one
+ * operation, so every key gets the same version. */
+static void mset_300(struct kv_store *store, bool reverse)
+{
+    static char keys[300][8];
+    struct kv_arg args[601] = {{"MSET", 4}};
+    for (int i = 0; i < 300; i++) {
+        int k = reverse ? 299 - i : i;
+        snprintf(keys[k], sizeof keys[k], "k%d", k);
+        args[1 + 2 * i] = (struct kv_arg){keys[k], strlen(keys[k])};
+        args[2 + 2 * i] = (struct kv_arg){"v", 1};
+    }
+    struct kv_buf encoded = {0};
+    kv_op_encode(&encoded, KV_OP_COMMAND, 1, 1000, 0, 0, args, 601);
+    reply_text.len = 0;
+    kv_store_apply(store, encoded.data, encoded.len, &op, &reply_text);
+    kv_buf_free(&encoded);
+}
+
+static void test_digest_ignores_layout_and_sees_versions_and_expiry(void **state)
 {
     struct kv_store *s = *state;
     struct kv_store other;
     kv_store_init(&other);
-    for (int i = 0; i < 300; i++) {
-        char key[16];
-        snprintf(key, sizeof key, "k%d", i);
-        APPLY(s, "SET", key, "v");
-        snprintf(key, sizeof key, "k%d", 299 - i);
-        APPLY(&other, "SET", key, "v");
-    }
+    mset_300(s, false);
+    mset_300(&other, true); /* other chains in the buckets */
+    assert_int_equal(kv_store_digest(s), kv_store_digest(&other));
+    APPLY(&other, "SET", "tmp", "1");
+    APPLY(&other, "DEL", "tmp");
+    APPLY(s, "SET", "tmp", "1");
+    APPLY(s, "SET", "tmp", "1");
+    APPLY(s, "DEL", "tmp");
+    /* The same map, but tmp was removed by a later operation in s. */
+    assert_int_not_equal(kv_store_digest(s), kv_store_digest(&other));
+    kv_store_free(&other);
+    kv_store_init(&other);
+    mset_300(&other, true);
+    APPLY(&other, "SET", "tmp", "1");
     APPLY(&other, "SET", "tmp", "1");
     APPLY(&other, "DEL", "tmp");
     assert_int_equal(kv_store_digest(s), kv_store_digest(&other));
@@ -218,6 +244,101 @@ static void test_digest_ignores_history_and_sees_expiry(void **state)
     APPLY(&other, "SET", "k1", "v", "EX", "100");
     assert_int_equal(kv_store_digest(s), kv_store_digest(&other));
     kv_store_free(&other);
+}
+
+/* Applies a transaction (KV_OP_EXEC) whose arguments are the given words
+ * in session/request (0: none); returns its reply as a C string. */
+static const char *exec_in(struct kv_store *store, uint64_t session, uint64_t request, ...)
+{
+    struct kv_arg args[32];
+    size_t count = 0;
+    va_list words;
+    va_start(words, request);
+    for (const char *w = va_arg(words, const char *); w != NULL; w = va_arg(words, const char *)) {
+        args[count].ptr = w;
+        args[count].len = strlen(w);
+        count++;
+    }
+    va_end(words);
+    struct kv_buf encoded = {0};
+    kv_op_encode(&encoded, KV_OP_EXEC, 1, 1000, session, request, args, count);
+    reply_text.len = 0;
+    kv_store_apply(store, encoded.data, encoded.len, &op, &reply_text);
+    kv_buf_free(&encoded);
+    kv_buf_append(&reply_text, "", 1);
+    return reply_text.data;
+}
+
+#define EXEC(store, ...) exec_in((store), 0, 0, __VA_ARGS__, (const char *)NULL)
+
+static void test_exec_runs_its_commands_in_one_step(void **state)
+{
+    struct kv_store *s = *state;
+    uint64_t applied = s->applied;
+    assert_string_equal(EXEC(s, "0", "3", "SET", "a", "1", "2", "INCR", "a", "2", "GET", "a"),
+                        "*3\r\n+OK\r\n:2\r\n$1\r\n2\r\n");
+    assert_int_equal(s->applied, applied + 1);
+    /* An error while running is that command's reply; the others run. */
+    assert_string_equal(EXEC(s, "0", "3", "SET", "t", "x", "2", "INCR", "t", "2", "INCR", "a"),
+                        "*3\r\n+OK\r\n-ERR value is not an integer or out of range\r\n:3\r\n");
+    assert_string_equal(EXEC(s, "0"), "*0\r\n");
+    /* No nesting: EXEC inside is an unknown command. */
+    assert_non_null(strstr(EXEC(s, "0", "1", "EXEC"), "-ERR unknown command 'EXEC'"));
+    /* Under a session it runs once. */
+    assert_string_equal(exec_in(s, 5, 1, "0", "2", "INCR", "a", NULL), "*1\r\n:4\r\n");
+    assert_string_equal(exec_in(s, 5, 1, "0", "2", "INCR", "a", NULL), "*1\r\n:4\r\n");
+    assert_string_equal(APPLY(s, "GET", "a"), "$1\r\n4\r\n");
+}
+
+static void test_exec_aborts_when_a_watched_key_changed(void **state)
+{
+    struct kv_store *s = *state;
+    char seen[24], seen_absent[24];
+    APPLY(s, "SET", "w", "1");
+    snprintf(seen, sizeof seen, "%llu", (unsigned long long)kv_store_version(s, "w", 1));
+    snprintf(seen_absent, sizeof seen_absent, "%llu",
+             (unsigned long long)kv_store_version(s, "none", 4));
+    APPLY(s, "SET", "other", "1"); /* another key: no abort */
+    assert_string_equal(EXEC(s, "2", "w", seen, "none", seen_absent, "2", "INCR", "w"),
+                        "*1\r\n:2\r\n");
+    /* The transaction's own write changed w: the old version is stale. */
+    assert_string_equal(EXEC(s, "1", "w", seen, "2", "INCR", "w"), "*-1\r\n");
+    assert_string_equal(APPLY(s, "GET", "w"), "$1\r\n2\r\n");
+    /* Rewriting the same value, or only the expiry, is a change. */
+    snprintf(seen, sizeof seen, "%llu", (unsigned long long)kv_store_version(s, "w", 1));
+    APPLY(s, "SET", "w", "2");
+    assert_string_equal(EXEC(s, "1", "w", seen, "2", "INCR", "w"), "*-1\r\n");
+    snprintf(seen, sizeof seen, "%llu", (unsigned long long)kv_store_version(s, "w", 1));
+    APPLY(s, "EXPIRE", "w", "100");
+    assert_string_equal(EXEC(s, "1", "w", seen, "2", "INCR", "w"), "*-1\r\n");
+    /* An absent key created and deleted again is a change. */
+    snprintf(seen_absent, sizeof seen_absent, "%llu",
+             (unsigned long long)kv_store_version(s, "none", 4));
+    APPLY(s, "SET", "none", "1");
+    APPLY(s, "DEL", "none");
+    assert_string_equal(EXEC(s, "1", "none", seen_absent, "2", "INCR", "w"), "*-1\r\n");
+    /* Expiry by a tick is a change. */
+    apply_at(s, 1000, 0, 0, "SET", "e", "v", "PX", "10", NULL);
+    snprintf(seen, sizeof seen, "%llu", (unsigned long long)kv_store_version(s, "e", 1));
+    tick(s, 2000);
+    assert_string_equal(EXEC(s, "1", "e", seen, "2", "INCR", "w"), "*-1\r\n");
+    assert_string_equal(APPLY(s, "GET", "w"), "$1\r\n2\r\n");
+}
+
+static void test_exec_refuses_malformed_transactions(void **state)
+{
+    struct kv_store *s = *state;
+    APPLY(s, "SET", "a", "1");
+    uint64_t digest = kv_store_digest(s);
+    assert_non_null(strstr(EXEC(s, "x"), "bad count of watched keys"));
+    assert_non_null(strstr(EXEC(s, "1", "a"), "bad count of watched keys"));
+    assert_non_null(strstr(EXEC(s, "1", "a", "-1"), "bad version of watched key"));
+    assert_non_null(strstr(EXEC(s, "0", "2", "SET", "a", "2", "GET"), "bad argument count"));
+    assert_non_null(strstr(EXEC(s, "0", "0"), "bad argument count"));
+    assert_non_null(
+        strstr(EXEC(s, "0", "3", "SET", "a", "2", "99999999999999999999"), "bad argument count"));
+    assert_int_equal(kv_store_digest(s), digest);
+    assert_string_equal(APPLY(s, "GET", "a"), "$1\r\n1\r\n");
 }
 
 static void test_scan_returns_every_key_while_the_table_grows(void **state)
@@ -281,6 +402,10 @@ static void test_snapshot_round_trip_and_truncation(void **state)
     assert_int_equal(kv_snapshot_decode(&copy, snap.data, snap.len, error, sizeof error), 0);
     assert_int_equal(kv_store_digest(&copy), kv_store_digest(s));
     assert_int_equal(copy.now_ms, 1010);
+    /* Versions came along (WATCH decides the same at a joiner). */
+    assert_int_equal(kv_store_version(&copy, "a", 1), kv_store_version(s, "a", 1));
+    assert_int_equal(kv_store_version(&copy, "b", 1), kv_store_version(s, "b", 1));
+    assert_int_equal(copy.deleted_version, s->deleted_version);
     /* The session came along: request 1 does not run again. */
     assert_string_equal(apply_at(&copy, 1, 9, 1, "INCR", "c", NULL), ":1\r\n");
     for (size_t len = 0; len < snap.len; len++)
@@ -340,8 +465,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_expire_persist_setex_and_setnx_use_the_ordered_clock,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_request_runs_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_digest_ignores_history_and_sees_expiry, setup,
+        cmocka_unit_test_setup_teardown(test_digest_ignores_layout_and_sees_versions_and_expiry,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_runs_its_commands_in_one_step, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_aborts_when_a_watched_key_changed, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_exec_refuses_malformed_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scan_returns_every_key_while_the_table_grows, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_glob_patterns, setup, teardown),
