@@ -65,7 +65,7 @@ p5=$((port + 5))
 p6=$((port + 6))
 
 "$kv" --local 6 --replicas 3 --port "$port" --control-port "$control" --log-dir "$dir/logs" \
-    --pid-dir "$dir" --failure-timeout-ms 3000 >"$dir/log" 2>&1 &
+    --pid-dir "$dir" >"$dir/log" 2>&1 &
 parent=$!
 for p in "$p0" "$p3" "$p4" "$p5"; do
     n=0
@@ -94,7 +94,7 @@ redis-cli -p "$p0" <"$dir/writes0" | grep -c '^OK$' | grep -qx 30 || fail "write
 
 join() {
     "$kv" --join "127.0.0.1:$control" --listen "127.0.0.1:$((control + 6))" --port "$p6" \
-        --shards 2 --shard 1 --log-dir "$dir/joiner-log" --failure-timeout-ms 3000 \
+        --shards 2 --shard 1 --log-dir "$dir/joiner-log" \
         >>"$dir/log-joiner" 2>&1 &
     joiner=$!
     n=0
