@@ -91,7 +91,21 @@ void kv_on_persisted(void *ctx, uint32_t subgroup, uint64_t view_id, uint64_t fr
 int kv_on_replay(void *ctx, const struct spindle_replayed *item)
 {
     struct kv_server *server = ctx;
+    /* Every replica logs every shard's subgroup, but delivers only its
+     * own: another shard's items come from a log catch-up of a joiner
+     * admitted by a replica of that shard (the view's leader), and are not
+     * this replica's state. */
+    if (item->subgroup != server->my_shard)
+        return 0;
     if (item->kind == SPINDLE_REPLAY_SNAPSHOT) {
+        server->replayed_snapshots++;
+        if (item->length == 0) {
+            /* A catch-up that starts over: the state is empty until the
+             * snapshots that follow, if any. */
+            kv_store_free(&server->store);
+            kv_store_init(&server->store);
+            return 0;
+        }
         char error[256];
         if (kv_snapshot_decode(&server->store, item->data, item->length, error, sizeof error) !=
             0) {
@@ -104,17 +118,13 @@ int kv_on_replay(void *ctx, const struct spindle_replayed *item)
     server->scratch.len = 0;
     kv_store_apply(&server->store, item->data, item->length, &server->op, &server->scratch);
     server->ops_applied++;
+    server->replayed_ops++;
     return 0;
 }
 
-/* Snapshots the store into the log now and then, from the loop (never in
- * an upcall), so that the log's older segments can go. */
-void kv_maybe_snapshot(struct kv_server *server)
+void kv_snapshot_now(struct kv_server *server)
 {
-    uint64_t every = 2 * (uint64_t)server->store.num_keys;
-    if (every < KV_SNAPSHOT_EVERY)
-        every = KV_SNAPSHOT_EVERY;
-    if (server->options->log_dir == NULL || server->since_snapshot < every)
+    if (server->options->log_dir == NULL)
         return;
     struct kv_buf state = {0};
     kv_snapshot_encode(&server->store, &state);
@@ -128,4 +138,15 @@ void kv_maybe_snapshot(struct kv_server *server)
     }
     server->since_snapshot = 0;
     server->snapshots++;
+}
+
+/* Snapshots the store into the log now and then, from the loop (never in
+ * an upcall), so that the log's older segments can go. */
+void kv_maybe_snapshot(struct kv_server *server)
+{
+    uint64_t every = 2 * (uint64_t)server->store.num_keys;
+    if (every < KV_SNAPSHOT_EVERY)
+        every = KV_SNAPSHOT_EVERY;
+    if (server->options->log_dir != NULL && server->since_snapshot >= every)
+        kv_snapshot_now(server);
 }

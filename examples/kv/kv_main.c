@@ -220,11 +220,6 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
                 shards);
         return -1;
     }
-    if (a->join != NULL && shards > 1 && a->log_dir != NULL) {
-        fprintf(stderr, "spindle-kv: --join with --log-dir is for a service of one shard (a "
-                        "logged joiner takes its log from the group's leader, of one shard)\n");
-        return -1;
-    }
     if (a->config != NULL && a->id < 0) {
         fprintf(stderr, "spindle-kv: --config needs --id I (this replica's [member.I])\n");
         return -1;
@@ -382,8 +377,10 @@ static int run_configured(struct kv_args *a)
     return rc;
 }
 
-/* A replica joining a running one-shard service: the group gives it its
- * member id and the state of the member that admits it. */
+/* A replica joining a running service: the group gives it its member id
+ * and the state of the member that admits it, or, with several shards, it
+ * takes its shard's state from a replica of the shard (kv_sync.c), logged
+ * or not. */
 static int run_joiner(struct kv_args *a)
 {
     struct kv_server_options *o = &a->server;

@@ -410,6 +410,15 @@ static int create_group(struct kv_server *server)
         return -1;
     }
     server->self = (uint32_t)spindle_group_self(server->group);
+    if (server->replayed_snapshots > 0 || server->replayed_ops > 0)
+        fprintf(stderr,
+                "spindle-kv: replica %u: replayed shard %u from its log: %llu snapshots, %llu "
+                "operations%s\n",
+                server->self, server->my_shard, (unsigned long long)server->replayed_snapshots,
+                (unsigned long long)server->replayed_ops,
+                server->sync.phase != KV_SYNCED
+                    ? "; it takes the shard's state from a replica of the shard all the same"
+                    : "");
     server->num_view_members = o->num_members;
     for (uint32_t i = 0; i < o->num_members; i++)
         server->view_members[i] = i;

@@ -152,6 +152,7 @@ struct kv_server {
     uint64_t last_view, last_seq; /* the last delivered message */
     uint64_t since_snapshot;      /* operations applied since the last snapshot */
     uint64_t snapshots;
+    uint64_t replayed_snapshots, replayed_ops; /* of this shard, from the log at the start */
     /* Each member's shard and RESP address, from the names of the current
      * view (kv_transfer.h), and the most replicas each shard has had. */
     uint32_t shard_of[SPINDLE_MAX_MEMBERS];
@@ -201,6 +202,10 @@ void kv_on_persisted(void *ctx, uint32_t subgroup, uint64_t view_id, uint64_t fr
 int kv_on_replay(void *ctx, const struct spindle_replayed *item);
 /* Snapshots the store into the log when enough was applied since. */
 void kv_maybe_snapshot(struct kv_server *server);
+/* Snapshots the store into the log now, at the point after the last
+ * delivered message (logged replicas only; a failure is reported and
+ * leaves the log as it was). From the loop, never in an upcall. */
+void kv_snapshot_now(struct kv_server *server);
 
 /* kv_outbound.c */
 /* Multicasts an encoded operation now, or, when the window is full or a

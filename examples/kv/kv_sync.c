@@ -18,6 +18,14 @@
  * A view change, a donor that has no state for the token (it is itself
  * still loading, or is not of the shard) or a failed query starts again at
  * step 1, asking the next replica of the shard.
+ *
+ * A logged joiner (--log-dir) does the same: the library's log catch-up
+ * comes from the view's leader, whose log holds only its own shard's
+ * messages, so the joiner's shard state comes from here, and is written
+ * into its log as a snapshot once loaded (kv_snapshot_now). A restart of
+ * that joiner replays its log and then takes the state again in the same
+ * way: what the shard delivered while it was down is in no log the
+ * leader can send.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -337,6 +345,11 @@ void kv_sync_fetched(struct kv_server *server)
                 sync->donor, sync->held.len);
         sync->phase = KV_SYNCED;
         kv_buf_free(&sync->held);
+        /* A logged joiner's log holds none of its shard's history (the
+         * catch-up came from the leader, of another shard) and, before
+         * this state, only messages it dropped: the state goes into the
+         * log as its shard's snapshot, from which a restart replays. */
+        kv_snapshot_now(server);
     } else {
         fprintf(stderr, "spindle-kv: replica %u: taking shard %u's state from member %u: %s\n",
                 server->self, server->my_shard, sync->donor, error);

@@ -21,6 +21,12 @@ if(TARGET spindle-kv)
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kv_service.sh $<TARGET_FILE:spindle-kv>
                    ${CMAKE_CURRENT_LIST_DIR}/kv_redis_client.py)
   set_tests_properties(kv_service_redis_clients_and_failover PROPERTIES LABELS "kv" TIMEOUT 120)
+  # A logged joiner of a shard the view's leader does not serve, and its
+  # restart from its log (kv_join_logged_shards.sh).
+  add_test(NAME kv_logged_joiner_of_a_shard_takes_its_state_from_the_shard
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kv_join_logged_shards.sh $<TARGET_FILE:spindle-kv>)
+  set_tests_properties(kv_logged_joiner_of_a_shard_takes_its_state_from_the_shard PROPERTIES
+                       LABELS "kv" TIMEOUT 60)
 endif()
 # Linearizability (kv_linearizability.py, a Wing & Gong search per key): the
 # checker on hand-made histories; a concurrent history across a SIGKILL and a
