@@ -240,6 +240,16 @@ uint32_t sst_table_slice_align(const struct sst_table *table);
  * transport's grant error.
  */
 int sst_table_grant_rows(struct sst_table *table, const uint32_t *member_of_row);
+/*
+ * Lets member write [offset, offset + length) of this table's side region
+ * (tp_mr_grant; several grants add up). Once the side region has one
+ * grant, on a backend that enforces them (fabric) a member writing outside
+ * its grants there has its connection failed. Call before exporting the
+ * table. SPINDLE_EINVAL when the table has no side region; otherwise the
+ * transport's grant error.
+ */
+int sst_table_grant_side(struct sst_table *table, uint32_t member, uint64_t offset,
+                         uint64_t length);
 /* Fills out with this member's descriptors; the transport's failure from
  * tp_address or tp_mr_export.  */
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out);
