@@ -158,6 +158,11 @@ void sst_engine_wake(struct sst_engine *engine);
  * own row and SPINDLE_EREMOVED. */
 typedef void (*sst_failure_fn)(void *ctx, struct sst_table *table, uint32_t row, int error);
 void sst_engine_on_failure(struct sst_engine *engine, sst_failure_fn fn, void *ctx);
+/* Replaces the group keys the engine's endpoint authenticates connection
+ * set-up with (tp_set_keys; a backend without keys ignores them). The
+ * transport's error. */
+int sst_engine_set_keys(struct sst_engine *engine, const uint8_t (*keys)[TP_KEY_BYTES],
+                        uint32_t key_count);
 /* Marks this member's row as left in every table and pushes the row
  * headers to every peer, ringing their doorbells; peers then report the row
  * through the failure callback with SPINDLE_ESHUTDOWN. Lock not held. */
