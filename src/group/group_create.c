@@ -329,8 +329,16 @@ SPINDLE_API int spindle_group_set_keys(spindle_group_t *group, const char *key_f
     int rc = ctl_key_load(key_file, &keys);
     if (rc == 0 && accept_key_file != NULL)
         rc = ctl_key_load(accept_key_file, &keys);
-    if (rc == 0)
+    /* The fabric endpoint authenticates its connection set-up with the
+     * keys too (docs/SECURITY.md); the engine is open while the group is. */
+    struct sst_engine *engine = __atomic_load_n(&group->membership.engine, __ATOMIC_ACQUIRE);
+    if (rc == 0 && engine != NULL)
+        rc = sst_engine_set_keys(engine, keys.key, keys.count);
+    if (rc == 0) {
         rc = ctl_set_keys(group->membership.ctl, &keys);
+        if (rc != 0 && engine != NULL) /* keep the two in step: back to the keys in use */
+            (void)sst_engine_set_keys(engine, group->keys.key, group->keys.count);
+    }
     if (rc == 0)
         group->keys = keys; /* the old key's bytes go with it */
     ctl_keyring_clear(&keys);

@@ -280,9 +280,12 @@ int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts
                      uint32_t num_subgroups, uint32_t num_rows, uint32_t my_row,
                      const struct smc_options *options, struct smc_group **out);
 /* Lets each other member write only its own row of this member's table
- * (member_of_row: member ids by row; sst_table_grant_rows). Call before
- * smc_group_export. The transport's grant error. */
-int smc_group_grant_rows(struct smc_group *group, const uint32_t *member_of_row);
+ * (member_of_row: member ids by row; sst_table_grant_rows) and, in its
+ * side region, only its own rings: its ring in each subgroup it sends in
+ * and this member belongs to, and its point-to-point ring to this member
+ * (sst_table_grant_side). Call before smc_group_export. The transport's
+ * grant error. */
+int smc_group_grant_writes(struct smc_group *group, const uint32_t *member_of_row);
 /* This member's table descriptor, for the bootstrap exchange. The
  * transport's export error. */
 int smc_group_export(struct smc_group *group, struct sst_member_desc *out);

@@ -302,9 +302,47 @@ int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts
     return 0;
 }
 
-int smc_group_grant_rows(struct smc_group *group, const uint32_t *member_of_row)
+/* Grants each other member, in my side region, its ring in every subgroup
+ * it sends in and I belong to, and its point-to-point ring to me: the
+ * bytes a writer imports of a peer's side region on a sliced transport
+ * (smc_side_slice), named one ring at a time because the packed layout
+ * scatters a writer's rings. With two rows or more every other member has
+ * a point-to-point ring here, so the region always has grants (a region
+ * without any would take every peer's writes). */
+static int grant_side(struct smc_group *group, const uint32_t *member_of_row)
 {
-    return sst_table_grant_rows(group->table, member_of_row);
+    if (sst_side(group->table) == NULL)
+        return 0;
+    for (uint32_t g = 0; g < group->num_subgroups; g++) {
+        const struct smc_subgroup *sub = &group->subgroups[g];
+        if (sub->my_member_rank < 0)
+            continue;
+        for (uint32_t s = 0; s < sub->layout.num_senders; s++) {
+            uint32_t row = sub->layout.senders[s];
+            if (row == group->my_row)
+                continue;
+            int rc = sst_table_grant_side(group->table, member_of_row[row], sub->ring_at[s],
+                                          sub->ring_stride);
+            if (rc != 0)
+                return rc;
+        }
+    }
+    const struct smc_p2p *p2p = &group->p2p;
+    for (uint32_t row = 0; p2p->enabled && row < group->num_rows; row++) {
+        if (row == group->my_row)
+            continue;
+        int rc = sst_table_grant_side(group->table, member_of_row[row], p2p->in_at[row],
+                                      p2p->ring_bytes);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+int smc_group_grant_writes(struct smc_group *group, const uint32_t *member_of_row)
+{
+    int rc = sst_table_grant_rows(group->table, member_of_row);
+    return rc != 0 ? rc : grant_side(group, member_of_row);
 }
 
 int smc_group_export(struct smc_group *group, struct sst_member_desc *out)

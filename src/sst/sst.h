@@ -158,6 +158,11 @@ void sst_engine_wake(struct sst_engine *engine);
  * own row and SPINDLE_EREMOVED. */
 typedef void (*sst_failure_fn)(void *ctx, struct sst_table *table, uint32_t row, int error);
 void sst_engine_on_failure(struct sst_engine *engine, sst_failure_fn fn, void *ctx);
+/* Replaces the group keys the engine's endpoint authenticates connection
+ * set-up with (tp_set_keys; a backend without keys ignores them). The
+ * transport's error. */
+int sst_engine_set_keys(struct sst_engine *engine, const uint8_t (*keys)[TP_KEY_BYTES],
+                        uint32_t key_count);
 /* Marks this member's row as left in every table and pushes the row
  * headers to every peer, ringing their doorbells; peers then report the row
  * through the failure callback with SPINDLE_ESHUTDOWN. Lock not held. */
@@ -240,6 +245,16 @@ uint32_t sst_table_slice_align(const struct sst_table *table);
  * transport's grant error.
  */
 int sst_table_grant_rows(struct sst_table *table, const uint32_t *member_of_row);
+/*
+ * Lets member write [offset, offset + length) of this table's side region
+ * (tp_mr_grant; several grants add up). Once the side region has one
+ * grant, on a backend that enforces them (fabric) a member writing outside
+ * its grants there has its connection failed. Call before exporting the
+ * table. SPINDLE_EINVAL when the table has no side region; otherwise the
+ * transport's grant error.
+ */
+int sst_table_grant_side(struct sst_table *table, uint32_t member, uint64_t offset,
+                         uint64_t length);
 /* Fills out with this member's descriptors; the transport's failure from
  * tp_address or tp_mr_export.  */
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out);

@@ -117,6 +117,12 @@ void sst_engine_on_failure(struct sst_engine *engine, sst_failure_fn fn, void *c
     pthread_mutex_unlock(&engine->lock);
 }
 
+int sst_engine_set_keys(struct sst_engine *engine, const uint8_t (*keys)[TP_KEY_BYTES],
+                        uint32_t key_count)
+{
+    return tp_set_keys(engine->endpoint, keys, key_count);
+}
+
 /* ---- posting --------------------------------------------------------- */
 
 static struct sst_stuck *stuck_find(struct sst_engine *engine, const struct tp_peer *peer)

@@ -112,6 +112,14 @@ int sst_table_grant_rows(struct sst_table *table, const uint32_t *member_of_row)
     return rc;
 }
 
+int sst_table_grant_side(struct sst_table *table, uint32_t member, uint64_t offset, uint64_t length)
+{
+    if (table->side_mr == NULL)
+        return sp_error(SPINDLE_EINVAL, "sst: a side grant to member %u, but no side region",
+                        member);
+    return tp_mr_grant(table->side_mr, member, offset, length);
+}
+
 int sst_table_export(struct sst_table *table, struct sst_member_desc *out)
 {
     memset(out, 0, sizeof *out);

@@ -206,6 +206,9 @@ struct tp_ops {
     void (*stats)(struct tp_endpoint *ep, struct tp_stats *out);
     /* Optional (NULL: tp_mr_grant does nothing). */
     int (*mr_grant)(struct tp_mr *mr, uint32_t peer_id, uint64_t offset, uint64_t length);
+    /* Optional (NULL: tp_set_keys does nothing). */
+    int (*set_keys)(struct tp_endpoint *ep, const uint8_t (*keys)[TP_KEY_BYTES],
+                    uint32_t key_count);
 };
 
 /* ---- registry (registry.c) ------------------------------------------- */
@@ -241,6 +244,20 @@ int tp_slice_check(const char *backend, uint64_t offset, uint64_t length, uint64
 static inline void tp_close(struct tp_endpoint *ep)
 {
     ep->ops->close(ep);
+}
+/*
+ * Replaces the group keys the endpoint was opened with (tp_config.keys; a
+ * rotation, docs/SECURITY.md): connection requests made and checked after
+ * it returns use the new keys, the first to prove with, each to accept;
+ * connections already up stay. May be called while the endpoint is in use.
+ * A backend that does not use the keys (shm, verbs) does nothing and
+ * returns 0. SPINDLE_EINVAL for key_count 0 or above what the backend
+ * holds, or an endpoint opened without a key.
+ */
+static inline int tp_set_keys(struct tp_endpoint *ep, const uint8_t (*keys)[TP_KEY_BYTES],
+                              uint32_t key_count)
+{
+    return ep->ops->set_keys != NULL ? ep->ops->set_keys(ep, keys, key_count) : 0;
 }
 /* The backend's capabilities and limits. */
 static inline const struct tp_attr *tp_attr(const struct tp_endpoint *ep)

@@ -141,7 +141,7 @@ int view_epoch_create(struct view_membership *m, struct view *view, struct view_
                           &options, &epoch->smc);
     /* Before the table is exported: no member can write before its grant. */
     if (rc == 0)
-        rc = smc_group_grant_rows(epoch->smc, v->member_ids);
+        rc = smc_group_grant_writes(epoch->smc, v->member_ids);
     if (rc < 0) {
         view_epoch_free(epoch);
         return rc;

@@ -24,3 +24,12 @@ spindle_add_test(test_smc_liar SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_liar.c
 # before it is durable, a full FIFO of marks thinned, the frontier upcall.
 spindle_add_test(test_smc_frontier SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_frontier.c
                  TIMEOUT 60 LABELS smc)
+# On libfabric a writer reaches only its own rings in a peer's side region:
+# the write grants the view makes, checked at the target.
+if(SPINDLE_FABRIC_FOUND)
+  foreach(prov tcp sockets)
+    spindle_add_test(test_smc_fabric_grant_${prov}
+      SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_fabric_grant.c
+      ARGS ${prov} TIMEOUT 60 LABELS smc fabric security)
+  endforeach()
+endif()

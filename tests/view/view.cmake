@@ -28,3 +28,10 @@ spindle_add_test(test_view_join_state SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_vie
                  TIMEOUT 240 LABELS view join)
 spindle_add_test(test_view_join_keyed SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join_keyed.c
                  TIMEOUT 120 LABELS view join security)
+# spindle_group_set_keys reaches the libfabric endpoint: after a rotation a
+# joiner holding only the new key connects to the members over fabric.
+if(SPINDLE_FABRIC_FOUND)
+  spindle_add_test(test_view_join_keyed_fabric_tcp
+                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_view_join_keyed.c
+                   ARGS fabric tcp TIMEOUT 120 LABELS view join security fabric)
+endif()

@@ -267,6 +267,7 @@ static int fab_open(const struct tp_config *config, struct tp_endpoint **out)
     ep->next_key = 1;
     ep->next_region = 1;
     pthread_mutex_init(&ep->cm_lock, NULL);
+    pthread_mutex_init(&ep->auth_lock, NULL);
     pthread_cond_init(&ep->cm_cond, NULL);
     pthread_mutex_init(&ep->region_lock, NULL);
     pthread_mutex_init(&ep->eventq.lock, NULL);
@@ -345,6 +346,7 @@ static void fab_close_objects(struct fab_ep *ep)
     }
     free(ep->eventq.events);
     fab_auth_clear(ep);
+    pthread_mutex_destroy(&ep->auth_lock);
     pthread_mutex_destroy(&ep->cm_lock);
     pthread_cond_destroy(&ep->cm_cond);
     pthread_mutex_destroy(&ep->region_lock);
@@ -601,8 +603,14 @@ static int fab_connect(struct tp_endpoint *tep, const struct tp_desc *peer_addr,
             req.conn_nonce = sp_now_ns() ^ ((uint64_t)getpid() << 32);
         conn->conn_nonce = req.conn_nonce;
         fab_req_encode(&req, conn->req_wire);
-        if (ep->num_auth_keys > 0)
-            fab_req_seal(ep->auth_keys[0], conn->req_wire);
+        uint8_t keys[FAB_KEYS_MAX][FAB_MAC_BYTES];
+        if (fab_auth_snapshot(ep, keys) > 0) {
+            /* A connector proves with the first key. */
+            memcpy(conn->req_key, keys[0], sizeof conn->req_key);
+            conn->req_sealed = 1;
+            fab_req_seal(conn->req_key, conn->req_wire);
+        }
+        fab_auth_wipe(keys, sizeof keys);
         int frc = fi_connect(conn->fep, info->dest_addr, conn->req_wire, sizeof conn->req_wire);
         if (frc != 0) {
             fab_conn_fail(conn, SPINDLE_EUNREACH, fi_strerror(-frc));
@@ -710,4 +718,5 @@ const struct tp_ops tp_fabric_ops = {
     .doorbell_wait = fab_doorbell_wait,
     .stats = fab_stats,
     .mr_grant = fab_mr_grant,
+    .set_keys = fab_set_keys,
 };

@@ -53,6 +53,46 @@ void fab_auth_clear(struct fab_ep *ep)
     ep->num_auth_keys = 0;
 }
 
+int fab_set_keys(struct tp_endpoint *tep, const uint8_t (*keys)[TP_KEY_BYTES], uint32_t key_count)
+{
+    if (tep == NULL || keys == NULL)
+        return sp_error(SPINDLE_EINVAL, "fabric set_keys: null argument");
+    if (key_count == 0 || key_count > FAB_KEYS_MAX)
+        return sp_error(SPINDLE_EINVAL, "fabric set_keys: %u group keys given, 1..%u", key_count,
+                        FAB_KEYS_MAX);
+    struct fab_ep *ep = fab_ep_of(tep);
+    uint8_t derived[FAB_KEYS_MAX][FAB_MAC_BYTES];
+    for (uint32_t i = 0; i < key_count; i++)
+        crypto_kdf_derive_from_key(derived[i], FAB_MAC_BYTES, FAB_KDF_ID, FAB_KDF_CONTEXT, keys[i]);
+    int rc = 0;
+    pthread_mutex_lock(&ep->auth_lock);
+    if (ep->num_auth_keys == 0) {
+        rc = sp_error(SPINDLE_EINVAL, "fabric set_keys: the endpoint was opened without a group "
+                                      "key; a key cannot be added to it");
+    } else {
+        sodium_memzero(ep->auth_keys, sizeof ep->auth_keys);
+        memcpy(ep->auth_keys, derived, key_count * sizeof derived[0]);
+        ep->num_auth_keys = key_count;
+    }
+    pthread_mutex_unlock(&ep->auth_lock);
+    sodium_memzero(derived, sizeof derived);
+    return rc;
+}
+
+uint32_t fab_auth_snapshot(struct fab_ep *ep, uint8_t out[FAB_KEYS_MAX][FAB_MAC_BYTES])
+{
+    pthread_mutex_lock(&ep->auth_lock);
+    uint32_t count = ep->num_auth_keys;
+    memcpy(out, ep->auth_keys, count * sizeof ep->auth_keys[0]);
+    pthread_mutex_unlock(&ep->auth_lock);
+    return count;
+}
+
+void fab_auth_wipe(void *bytes, size_t len)
+{
+    sodium_memzero(bytes, len);
+}
+
 void fab_req_seal(const uint8_t key[FAB_MAC_BYTES], uint8_t wire[FAB_REQ_WIRE])
 {
     crypto_auth(wire + FAB_REQ_BODY, wire, FAB_REQ_BODY, key);

@@ -133,6 +133,7 @@ void fab_conn_teardown(struct fab_conn *conn)
     free(conn->msgbuf);
     conn->ring = NULL;
     conn->msgbuf = NULL;
+    fab_auth_wipe(conn->req_key, sizeof conn->req_key);
 }
 
 int fab_send_msg(struct fab_conn *conn, uint32_t kind, uint64_t value)
@@ -183,15 +184,16 @@ static const char *fab_request_refused(const struct fab_ep *ep, const struct fab
     return NULL;
 }
 
-/* Checks the request's MAC with the group keys: the index of the key that
- * made it, or -1 after rejecting the request. Without keys, a request that
- * carries a MAC is refused rather than taken unauthenticated. */
+/* Checks the request's MAC with the group keys (keys, num_keys: the
+ * endpoint's at the request's arrival): the index of the key that made it,
+ * or -1 after rejecting the request. Without keys, a request that carries
+ * a MAC is refused rather than taken unauthenticated. */
 static int fab_request_authentic(struct fab_ep *ep, struct fi_info *info,
-                                 const uint8_t wire[FAB_REQ_WIRE], const struct fab_req_data *req)
+                                 const uint8_t wire[FAB_REQ_WIRE], const struct fab_req_data *req,
+                                 const uint8_t (*keys)[FAB_MAC_BYTES], uint32_t num_keys)
 {
-    if (ep->num_auth_keys > 0) {
-        int key =
-            fab_req_check((const uint8_t(*)[FAB_MAC_BYTES])ep->auth_keys, ep->num_auth_keys, wire);
+    if (num_keys > 0) {
+        int key = fab_req_check(keys, num_keys, wire);
         if (key < 0) {
             char why[200];
             snprintf(why, sizeof why,
@@ -208,6 +210,10 @@ static int fab_request_authentic(struct fab_ep *ep, struct fi_info *info,
     }
     return 0;
 }
+
+static void fab_accept_request(struct fab_ep *ep, struct fi_eq_cm_entry *entry,
+                               const uint8_t wire[FAB_REQ_WIRE], const struct fab_req_data *request,
+                               const uint8_t (*keys)[FAB_MAC_BYTES], uint32_t num_keys);
 
 /* Progress thread: a writer asks to connect. Validates who it expects us to
  * be and, with a group key, that it holds the key and is no replay, before
@@ -231,7 +237,21 @@ void fab_handle_connreq(struct fab_ep *ep, struct fi_eq_cm_entry *entry, size_t 
         fab_reject(ep, entry->info, "request is for another endpoint (stale address?)");
         return;
     }
-    int key = fab_request_authentic(ep, entry->info, wire, &req);
+    /* One copy of the keys for the check and the accept: tp_set_keys may
+     * replace the endpoint's meanwhile. */
+    uint8_t keys[FAB_KEYS_MAX][FAB_MAC_BYTES];
+    uint32_t num_keys = fab_auth_snapshot(ep, keys);
+    fab_accept_request(ep, entry, wire, &req, keys, num_keys);
+    fab_auth_wipe(keys, sizeof keys);
+}
+
+/* fab_handle_connreq, once the request is well formed and for us. */
+static void fab_accept_request(struct fab_ep *ep, struct fi_eq_cm_entry *entry,
+                               const uint8_t wire[FAB_REQ_WIRE], const struct fab_req_data *request,
+                               const uint8_t (*keys)[FAB_MAC_BYTES], uint32_t num_keys)
+{
+    const struct fab_req_data req = *request;
+    int key = fab_request_authentic(ep, entry->info, wire, &req, keys, num_keys);
     if (key < 0)
         return;
     char why[200];
@@ -262,8 +282,8 @@ void fab_handle_connreq(struct fab_ep *ep, struct fi_eq_cm_entry *entry, size_t 
         acc.ring_key = fi_mr_key(conn->ring_mr);
         uint8_t acc_wire[FAB_ACC_WIRE];
         fab_acc_encode(&acc, acc_wire);
-        if (ep->num_auth_keys > 0)
-            fab_acc_seal(ep->auth_keys[key], wire, acc_wire);
+        if (num_keys > 0)
+            fab_acc_seal(keys[key], wire, acc_wire);
         rc = fi_accept(conn->fep, acc_wire, sizeof acc_wire);
         if (rc != 0)
             rc = sp_error(SPINDLE_EIO, "fi_accept: %s", fi_strerror(-rc));

@@ -156,8 +156,12 @@ struct fab_conn {
     uint64_t remote_nonce;
     uint64_t conn_nonce;            /* the request's fresh nonce (replay check) */
     uint8_t req_wire[FAB_REQ_WIRE]; /* outgoing: the request sent, to check the accept */
-    char name[FAB_HOST_MAX + 32];   /* "host:port" (outgoing) or "member N" */
-    char why[160];                  /* failure reason, set once before state turns FAILED */
+    /* outgoing, with a group key: the subkey that sealed req_wire (the
+     * endpoint's may change before the accept comes), wiped once used */
+    uint8_t req_key[FAB_MAC_BYTES];
+    int req_sealed;
+    char name[FAB_HOST_MAX + 32]; /* "host:port" (outgoing) or "member N" */
+    char why[160];                /* failure reason, set once before state turns FAILED */
 
     /* ring: staging (outgoing) or landing (incoming) */
     uint8_t *ring;
@@ -228,7 +232,10 @@ struct fab_ep {
     uint16_t port;
     uint64_t nonce;
     int failure_timeout_ms;
-    /* subkeys of the group keys for connection set-up (fabric_auth.c) */
+    /* subkeys of the group keys for connection set-up (fabric_auth.c),
+     * under auth_lock: tp_set_keys replaces them while connecting and
+     * accepting go on (read them with fab_auth_snapshot) */
+    pthread_mutex_t auth_lock;
     uint8_t auth_keys[FAB_KEYS_MAX][FAB_MAC_BYTES];
     uint32_t num_auth_keys; /* 0: no key, requests are not authenticated */
 
@@ -322,6 +329,17 @@ int fab_repost_recv(struct fab_conn *conn, struct fab_ctx *ctx);
 int fab_auth_init(struct fab_ep *ep, const struct tp_config *config);
 /* Wipes the subkeys. */
 void fab_auth_clear(struct fab_ep *ep);
+/* The table's set_keys (tp_set_keys): derives the subkeys of keys and
+ * replaces the endpoint's under auth_lock; later requests are made and
+ * checked with them. SPINDLE_EINVAL for a key count of 0 or above
+ * FAB_KEYS_MAX, or an endpoint opened without a key (its peers would
+ * refuse every request it made). */
+int fab_set_keys(struct tp_endpoint *tep, const uint8_t (*keys)[TP_KEY_BYTES], uint32_t key_count);
+/* Copies the current subkeys into out; their count (0: no key). Wipe out
+ * after use (fab_auth_wipe). */
+uint32_t fab_auth_snapshot(struct fab_ep *ep, uint8_t out[FAB_KEYS_MAX][FAB_MAC_BYTES]);
+/* Zeroes len bytes of key material where the compiler cannot elide it. */
+void fab_auth_wipe(void *bytes, size_t len);
 void fab_req_seal(const uint8_t key[FAB_MAC_BYTES], uint8_t wire[FAB_REQ_WIRE]);
 int fab_req_check(const uint8_t (*keys)[FAB_MAC_BYTES], uint32_t num_keys,
                   const uint8_t wire[FAB_REQ_WIRE]);

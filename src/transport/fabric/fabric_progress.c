@@ -351,8 +351,10 @@ static void fab_handle_connected(struct fab_ep *ep, struct fab_conn *conn,
             fab_conn_fail(conn, SPINDLE_EPROTO, spindle_errmsg());
             return;
         }
-        if (conn->ep->num_auth_keys > 0 &&
-            fab_acc_check(conn->ep->auth_keys[0], conn->req_wire, entry->data) != 0) {
+        int forged =
+            conn->req_sealed && fab_acc_check(conn->req_key, conn->req_wire, entry->data) != 0;
+        fab_auth_wipe(conn->req_key, sizeof conn->req_key);
+        if (forged) {
             fab_conn_fail(conn, SPINDLE_EAUTH, spindle_errmsg());
             return;
         }

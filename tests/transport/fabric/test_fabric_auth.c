@@ -2,9 +2,10 @@
  * fabric backend, connection set-up with a group key (docs/SECURITY.md):
  * members holding the key connect and write; a member holding another key,
  * or none, is refused either way; a listener holding two keys (a rotation)
- * takes either. A raw libfabric client sends hand-made requests: a wrong
- * MAC, no MAC, a replayed request and a second live connection from the
- * same endpoint are refused, the listener keeps accepting good ones, and
+ * takes either, and one whose keys are replaced while it runs
+ * (tp_set_keys) takes the new ones only. A raw libfabric client sends
+ * hand-made requests: a wrong MAC, no MAC, a replayed request and a second
+ * live connection from the same endpoint are refused, the listener keeps accepting good ones, and
  * the accept it gets back is authenticated over its request. Runs for the
  * provider given as argv[1].
  */
@@ -113,6 +114,46 @@ static void test_a_listener_with_two_keys_takes_either(void **state)
     static const uint8_t three[3][TP_KEY_BYTES] = {{1}, {2}, {3}};
     assert_int_equal(tf_open_keyed(provider, 1, 0, 2000, three, 3, &too_many), SPINDLE_EINVAL);
     assert_non_null(strstr(spindle_errmsg(), "3 group keys"));
+}
+
+/* A running endpoint's keys replaced in place (tp_set_keys, the rotation
+ * steps of docs/SECURITY.md): given (old, new) it takes requests made with
+ * either and proves with old; given (new) alone it refuses old-key
+ * requests and proves with new. */
+static void test_a_listener_rotates_its_keys_in_place(void **state)
+{
+    (void)state;
+    static const uint8_t old_then_new[2][TP_KEY_BYTES] = {{0x11, 0x22, 0x33}, {0x44, 0x55, 0x66}};
+    struct tp_endpoint *listener = NULL, *old_key = NULL, *new_key = NULL, *none = NULL;
+    assert_int_equal(tf_open_keyed(provider, 1, 0, 2000, key_a, 1, &listener), 0);
+    assert_int_equal(tf_open_keyed(provider, 2, 0, 2000, key_a, 1, &old_key), 0);
+    assert_int_equal(tf_open_keyed(provider, 3, 0, 2000, key_b, 1, &new_key), 0);
+    connect_and_write(old_key, listener);
+    assert_refused(new_key, listener);
+
+    assert_int_equal(tp_set_keys(listener, old_then_new, 2), 0);
+    connect_and_write(new_key, listener);
+    connect_and_write(old_key, listener);
+    assert_refused(listener, new_key); /* it still proves with old */
+
+    assert_int_equal(tp_set_keys(listener, key_b, 1), 0);
+    connect_and_write(new_key, listener);
+    assert_refused(old_key, listener);
+    connect_and_write(listener, new_key); /* now it proves with new */
+    assert_refused(listener, old_key);
+
+    assert_int_equal(tp_set_keys(listener, key_a, 0), SPINDLE_EINVAL);
+    static const uint8_t three[3][TP_KEY_BYTES] = {{1}, {2}, {3}};
+    assert_int_equal(tp_set_keys(listener, three, 3), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "3 group keys"));
+    connect_and_write(new_key, listener); /* a refused change leaves the keys */
+    assert_int_equal(tf_open(provider, 4, 0, 2000, &none), 0);
+    assert_int_equal(tp_set_keys(none, key_a, 1), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "without a group key"));
+    tp_close(none);
+    tp_close(new_key);
+    tp_close(old_key);
+    tp_close(listener);
 }
 
 /* A bare libfabric client: sends one connection request with the given
@@ -267,6 +308,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_members_with_the_key_connect_and_others_are_refused),
         cmocka_unit_test(test_a_listener_with_two_keys_takes_either),
+        cmocka_unit_test(test_a_listener_rotates_its_keys_in_place),
         cmocka_unit_test(test_forged_replayed_and_duplicate_requests_are_refused),
     };
     return cmocka_run_group_tests_name(provider, tests, NULL, NULL);
