@@ -36,10 +36,13 @@
  * whose peers import whole regions; on one with a slice alignment (shm)
  * the rings are grouped by writer instead, one aligned slice per writer,
  * and each sender imports only its own slice of a peer's side region
- * (struct smc_side_shape). Every member computes every member's layout
- * (smc_side_ring), so sender s copies its ring from its own side region
- * to its ring's offset in each peer's side region, and the push of
- * sent_num that follows guards it (T2 across the two regions).
+ * (struct smc_side_shape); a writer's rings start SMC_RING_STAGGER x its
+ * index (modulo the alignment) into its slice, so that slot k of
+ * different senders does not lie at one page offset. Every member
+ * computes every member's layout (smc_side_ring), so sender s copies its
+ * ring from its own side region to its ring's offset in each peer's side
+ * region, and the push of sent_num that follows guards it (T2 across the
+ * two regions).
  *
  * Positions: a sender's stream is a sequence of positions 0, 1, 2, ...;
  * each holds an application message (in the ring) or a null. A slot header
@@ -81,7 +84,13 @@
 /* Version of the ring and column layout above (slot headers, positions,
  * side-region placement); carried in the control channel's hello so that
  * members of incompatible builds refuse each other. Bump on any change. */
-#define SMC_LAYOUT_VERSION 5u
+#define SMC_LAYOUT_VERSION 6u
+
+/* Sliced layout: how far each writer's rings are moved into its slice,
+ * per writer index (smc_side_ring): just over a slot of 1 KB messages, so
+ * that up to three writers' slots k of that size sit on disjoint cache
+ * sets; more writers wrap around the page. */
+#define SMC_RING_STAGGER (17ull * SST_CACHE_LINE)
 
 #define SMC_HEADER_SIZE   8u
 #define SMC_LENGTH_BITS   24u

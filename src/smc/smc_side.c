@@ -34,16 +34,28 @@ static uint64_t round_up(uint64_t bytes, uint32_t align)
     return align == 0 ? bytes : (bytes + align - 1) / align * align;
 }
 
-/* Bytes of writer's slice of row's side region before rounding: its ring
- * in each subgroup (in index order) that it sends in and row is a member
- * of, then its point-to-point ring to row. */
+/* Sliced layout: bytes between the start of writer's slice and its first
+ * ring. Slices are page-aligned, so without it slot k of every sender
+ * would sit at the same page offset and a receiver scanning slot k of all
+ * senders would hit the same cache sets; SMC_RING_STAGGER per writer index
+ * (a multiple of the cache line, wrapped within the alignment) moves each
+ * sender's rings onto other sets. */
+static uint64_t ring_stagger(const struct smc_side_shape *shape, uint32_t writer)
+{
+    return (uint64_t)writer * SMC_RING_STAGGER % shape->align;
+}
+
+/* Bytes of writer's slice of row's side region before rounding: the
+ * stagger, then its ring in each subgroup (in index order) that it sends
+ * in and row is a member of, then its point-to-point ring to row; 0 if
+ * it writes nothing there. */
 static uint64_t writer_bytes(const struct smc_side_shape *shape, uint32_t writer, uint32_t row)
 {
     uint64_t bytes = shape->p2p_ring_bytes;
     for (uint32_t g = 0; g < shape->num_subgroups; g++)
         if (writes_to(&shape->layouts[g], writer, row))
             bytes += smc_ring_stride(&shape->layouts[g]);
-    return bytes;
+    return bytes == 0 ? 0 : bytes + ring_stagger(shape, writer);
 }
 
 /* Sliced layout: where writer's slice of row's side region starts (the
@@ -64,7 +76,7 @@ uint64_t smc_side_ring(const struct smc_side_shape *shape, uint32_t g, uint32_t 
     if (shape->align == 0)
         return smc_ring_base(layouts, g, row) + sender_rank * smc_ring_stride(&layouts[g]);
     uint32_t writer = layouts[g].senders[sender_rank];
-    uint64_t offset = slice_start(shape, writer, row);
+    uint64_t offset = slice_start(shape, writer, row) + ring_stagger(shape, writer);
     for (uint32_t h = 0; h < g; h++)
         if (writes_to(&layouts[h], writer, row))
             offset += smc_ring_stride(&layouts[h]);

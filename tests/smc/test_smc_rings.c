@@ -226,13 +226,15 @@ static void test_ring_layout_is_the_same_function_everywhere(void **state)
 }
 
 /* On shm (4 KiB slices), a member's side region holds one page-aligned
- * slice per writer: the writer's rings in the subgroups both share, then
- * its point-to-point ring to the member. Worked by hand for the four
- * layouts (point-to-point rings of 65792 bytes):
- *   member 0: writer 0: 448 + 65792, writer 1: 448 + 65792, writer 2:
- *             64 + 65792, writer 3: 65792; each 17 pages (69632).
- *   member 2: writer 0: 69632; writer 1: 8064 + 65792 -> 77824; writer 2:
- *             8064 + 64 + 65792 -> 77824; writer 3: 69632.
+ * slice per writer: a stagger of writer x 1088 bytes (SMC_RING_STAGGER),
+ * the writer's rings in the subgroups both share, then its point-to-point
+ * ring to the member. Worked by hand for the four layouts (point-to-point
+ * rings of 65792 bytes):
+ *   member 0: writer 0: 0 + 448 + 65792, writer 1: 1088 + 448 + 65792,
+ *             writer 2: 2176 + 64 + 65792, writer 3: 3264 + 65792; each
+ *             17 pages (69632).
+ *   member 2: writer 0: 69632; writer 1: 1088 + 8064 + 65792 -> 77824;
+ *             writer 2: 2176 + 8064 + 64 + 65792 -> 77824; writer 3: 69632.
  * Then the member's own four outgoing staging rings. */
 static void test_sliced_layout_gives_each_writer_its_own_pages(void **state)
 {
@@ -241,15 +243,16 @@ static void test_sliced_layout_gives_each_writer_its_own_pages(void **state)
     four_layouts(layouts);
     struct smc_side_shape shape = {layouts, 4, 4, 4096, p2p_ring};
     assert_int_equal(p2p_ring, 65792);
+    assert_int_equal(SMC_RING_STAGGER, 1088);
     assert_int_equal(smc_side_ring(&shape, 0, 0, 0), 0);
-    assert_int_equal(smc_side_ring(&shape, 0, 1, 0), 69632);
-    assert_int_equal(smc_side_ring(&shape, 2, 0, 0), 2 * 69632);
-    assert_int_equal(smc_side_p2p_in(&shape, 2, 0), 2 * 69632 + 64);
+    assert_int_equal(smc_side_ring(&shape, 0, 1, 0), 69632 + 1088);
+    assert_int_equal(smc_side_ring(&shape, 2, 0, 0), 2 * 69632 + 2176);
+    assert_int_equal(smc_side_p2p_in(&shape, 2, 0), 2 * 69632 + 2176 + 64);
     assert_int_equal(smc_side_p2p_out(&shape, 0, 0), 4 * 69632);
     assert_int_equal(smc_side_size(&shape, 0), 4 * 69632 + 4 * p2p_ring);
-    assert_int_equal(smc_side_ring(&shape, 1, 1, 2), 69632);
-    assert_int_equal(smc_side_ring(&shape, 1, 0, 2), 69632 + 77824);
-    assert_int_equal(smc_side_ring(&shape, 2, 0, 2), 69632 + 77824 + 8064);
+    assert_int_equal(smc_side_ring(&shape, 1, 1, 2), 69632 + 1088);
+    assert_int_equal(smc_side_ring(&shape, 1, 0, 2), 69632 + 77824 + 2176);
+    assert_int_equal(smc_side_ring(&shape, 2, 0, 2), 69632 + 77824 + 2176 + 8064);
     assert_int_equal(smc_side_size(&shape, 2), 2 * 69632 + 2 * 77824 + 4 * p2p_ring);
     uint64_t offset, length;
     smc_side_slice(&shape, 2, 2, &offset, &length);
@@ -291,13 +294,39 @@ static void test_sliced_layout_gives_each_writer_its_own_pages(void **state)
     struct smc_group *group = NULL;
     assert_int_equal(smc_group_create(engine, layouts, 4, 4, 2, &options, &group), 0);
     assert_int_equal(smc_group_table(group)->side_size, smc_side_size(&shape, 2));
-    assert_int_equal(group->subgroups[2].ring_at[0], 69632 + 77824 + 8064);
-    assert_int_equal(group->subgroups[2].ring_at_peer[0], 2 * 69632);
-    assert_int_equal(group->subgroups[1].ring_at[1], 69632);
-    assert_int_equal(group->p2p.at_peer[0], 2 * 69632 + 64);
-    assert_int_equal(group->p2p.in_at[3], 69632 + 2 * 77824);
+    assert_int_equal(group->subgroups[2].ring_at[0], 69632 + 77824 + 2176 + 8064);
+    assert_int_equal(group->subgroups[2].ring_at_peer[0], 2 * 69632 + 2176);
+    assert_int_equal(group->subgroups[1].ring_at[1], 69632 + 1088);
+    assert_int_equal(group->p2p.at_peer[0], 2 * 69632 + 2176 + 64);
+    assert_int_equal(group->p2p.in_at[3], 69632 + 2 * 77824 + 3264);
     smc_group_destroy(group);
     sst_engine_destroy(engine);
+}
+
+/* Slices start on pages, so without the stagger slot k of every sender
+ * would lie at one page offset, on the same cache sets. Three members all
+ * sending 1 KB messages, window 100 (the throughput benchmark's shape):
+ * in every member's side region, slot k of two senders are at least one
+ * slot apart modulo the page. */
+static void test_sliced_rings_of_different_writers_do_not_alias(void **state)
+{
+    (void)state;
+    struct smc_layout layout = {.num_members = 3,
+                                .members = {0, 1, 2},
+                                .num_senders = 3,
+                                .senders = {0, 1, 2},
+                                .window_size = 100,
+                                .max_payload = 1024,
+                                .mode = SPINDLE_MODE_ATOMIC};
+    struct smc_side_shape shape = {&layout, 1, 3, 4096, p2p_ring};
+    const uint64_t slot = SMC_HEADER_SIZE + 1024;
+    for (uint32_t row = 0; row < 3; row++)
+        for (uint32_t a = 0; a < 3; a++)
+            for (uint32_t b = a + 1; b < 3; b++) {
+                uint64_t apart =
+                    (smc_side_ring(&shape, 0, b, row) - smc_side_ring(&shape, 0, a, row)) % 4096;
+                assert_true(apart >= slot && 4096 - apart >= slot);
+            }
 }
 
 /* Each member allocates exactly the rings of its own subgroups, then the
@@ -401,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_slot_headers_name_positions_across_the_40_bit_wrap),
         cmocka_unit_test(test_ring_layout_is_the_same_function_everywhere),
         cmocka_unit_test(test_sliced_layout_gives_each_writer_its_own_pages),
+        cmocka_unit_test(test_sliced_rings_of_different_writers_do_not_alias),
         cmocka_unit_test(test_rings_are_allocated_only_for_own_subgroups),
         cmocka_unit_test(test_pinned_bytes_follow_the_transport),
         cmocka_unit_test(test_group_stats_report_the_transports_pinned_bytes),
