@@ -598,7 +598,7 @@ netns_configurations() {
     cat <<EOF
 - Three namespaces on one bridge ($(sed -n 's/^host = //p' "$WORK/netns.ini" | xargs)):
   libspindle from this file, each member
-  \`spindle-bench --config FILE --id I --mode MODE --msg-size SIZE --window 100 --duration S\`:
+  \`spindle-bench --config FILE --id I --mode MODE --msg-size SIZE --window 100 [--rate R] --duration S\`:
 
 \`\`\`ini
 $(cat "$WORK/netns.ini")
@@ -610,9 +610,10 @@ $(cat "$WORK/netns.ini")
 $(cat "$WORK/corosync-netns.conf")
 \`\`\`
 
-  and \`cpgbench --members 3 --id I --group NAME --size SIZE --window 100\` in each;
+  and \`cpgbench --members 3 --id I --group NAME --size SIZE --window 100|--rate R\` in each;
   Cyclone: the XML above with NetworkInterface set to the namespace's address and the three
-  addresses as Peers, and the same ddsperf command in each.
+  addresses as Peers, and the same ddsperf command in each (light load: the ping in the first
+  namespace, the pong in the second).
 
 EOF
 }

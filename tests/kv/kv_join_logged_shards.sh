@@ -14,6 +14,7 @@
 set -u
 kv=${1:?usage: kv_join_logged_shards.sh SPINDLE_KV}
 python=/usr/bin/python3
+. "$(dirname "$0")/kv_lib.sh"
 if ! command -v redis-cli >/dev/null 2>&1; then
     echo "kv_join_logged_shards: redis-cli missing (sh scripts/install-deps.sh)" >&2
     exit 1
@@ -33,27 +34,7 @@ fail() {
     exit 1
 }
 
-# Seven consecutive free ports for RESP and seven for the group, below
-# 32768 (where Linux's ephemeral ports start).
-ports=$("$python" - <<'PY'
-import random, socket
-def free(base):
-    for p in range(base, base + 8):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-        except OSError:
-            return False
-        finally:
-            s.close()
-    return True
-for _ in range(200):
-    base = random.randrange(20000, 25992, 8)
-    if free(base) and free(base + 6000):
-        print(base, base + 6000)
-        break
-PY
-)
+ports=$(kv_free_ports)
 [ -n "$ports" ] || fail "no free ports"
 set -- $ports
 port=$1
@@ -67,15 +48,7 @@ p6=$((port + 6))
 "$kv" --local 6 --replicas 3 --port "$port" --control-port "$control" --log-dir "$dir/logs" \
     --pid-dir "$dir" >"$dir/log" 2>&1 &
 parent=$!
-for p in "$p0" "$p3" "$p4" "$p5"; do
-    n=0
-    until [ "$(redis-cli -p "$p" PING 2>/dev/null)" = "PONG" ]; do
-        n=$((n + 1))
-        [ "$n" -lt 600 ] || fail "replica on port $p never served"
-        kill -0 "$parent" 2>/dev/null || fail "spindle-kv exited before serving"
-        sleep 0.1
-    done
-done
+wait_serving "$p0" "$p3" "$p4" "$p5"
 
 # Keys of both shards: {foo} hashes to slot 12182 (shard 1), {b} to 3300
 # (shard 0).

@@ -19,6 +19,7 @@ kv=${1:?usage: kv_service.sh SPINDLE_KV KV_REDIS_CLIENT_PY}
 client_py=${2:?usage: kv_service.sh SPINDLE_KV KV_REDIS_CLIENT_PY}
 cluster_py=$(dirname "$client_py")/kv_cluster_client.py
 python=/usr/bin/python3 # Debian's, with python3-redis (not a pyenv shim)
+. "$(dirname "$0")/kv_lib.sh"
 if ! command -v redis-cli >/dev/null 2>&1 || ! "$python" -c 'import redis' 2>/dev/null; then
     echo "kv_service: redis-cli or python3-redis missing (sh scripts/install-deps.sh)" >&2
     exit 1
@@ -45,28 +46,7 @@ fail() {
     exit 1
 }
 
-# Free ports: eight consecutive for RESP and eight for the group bootstrap,
-# all below 32768, where Linux's ephemeral ports start (an outgoing
-# connection of another test could take one between the check and the use).
-ports=$("$python" - <<'PY'
-import random, socket
-def free(base):
-    for p in range(base, base + 8):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-        except OSError:
-            return False
-        finally:
-            s.close()
-    return True
-for _ in range(200):
-    base = random.randrange(20000, 25992, 8)
-    if free(base) and free(base + 6000):
-        print(base, base + 6000)
-        break
-PY
-)
+ports=$(kv_free_ports)
 [ -n "$ports" ] || fail "no free ports"
 set -- $ports
 port=$1
@@ -81,19 +61,6 @@ stop_service() {
     kill -TERM "$parent"
     wait "$parent" || fail "a replica did not exit cleanly"
     parent=""
-}
-
-# Waits (polling, up to 60 s) until every given port answers PONG.
-wait_serving() {
-    for p in "$@"; do
-        n=0
-        until [ "$(redis-cli -p "$p" PING 2>/dev/null)" = "PONG" ]; do
-            n=$((n + 1))
-            [ "$n" -lt 600 ] || fail "replica on port $p never served"
-            kill -0 "$parent" 2>/dev/null || fail "spindle-kv exited before serving"
-            sleep 0.1
-        done
-    done
 }
 
 "$kv" --local 3 --port "$port" --control-port "$control" --pid-dir "$dir" \
