@@ -422,7 +422,8 @@ bool view_restart_ahead(const struct view_join_log_ends *ends,
  * view up to the one the group restarted from, of which the restart point
  * (a running status with VIEW_RESTART_ENDS; false without) holds nothing;
  * *subgroup is the first such. The restart point's member was then not a
- * member of that subgroup: its history is in other logs only. */
+ * member of that subgroup (or had logged none of it yet): its history is
+ * in other logs only. */
 bool view_restart_missing_subgroup(const struct view_join_log_ends *ends,
                                    const struct view_restart_status *point, uint32_t *subgroup);
 /* 0, or SPINDLE_EINVAL naming the subgroup (whose: the log, for the

@@ -596,18 +596,18 @@ int view_restart_check_subgroups(const struct view_join_log_ends *ends,
     uint32_t g = 0;
     if (!view_restart_missing_subgroup(ends, point, &g))
         return 0;
-    const struct view_join_log_end *end = NULL;
+    struct view_join_log_end end = {g, 0, 0};
     for (uint32_t i = 0; i < ends->count; i++)
         if (ends->ends[i].subgroup == g)
-            end = &ends->ends[i];
+            end = ends->ends[i];
     return sp_error(SPINDLE_EINVAL,
                     "the group restarted from a log of view %" PRIu64
                     " that holds nothing of logged subgroup %u (its member was not a member of "
-                    "that subgroup), but %s holds it up to (%" PRIu64 ", %" PRIu64
+                    "it, or had logged none of it), but %s holds it up to (%" PRIu64 ", %" PRIu64
                     "): a total restart takes every logged subgroup from that one log, so this "
                     "subgroup's history would be lost; not joining (docs/LOGS.md \"Total "
                     "restart\")",
-                    point->latest_view, g, whose, end->view_id, end->seq);
+                    point->latest_view, g, whose, end.view_id, end.seq);
 }
 
 /* Joins the restarted group through the running member the round heard. */
