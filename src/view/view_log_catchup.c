@@ -478,10 +478,17 @@ static int make_plan(struct view_membership *m, uint32_t joiner, uint64_t view,
     }
     pthread_mutex_unlock(&m->snapshot_lock);
     free(files);
+    /* A joiner holding a subgroup the restart's log holds nothing of
+     * would lose it in a reset: refused, its log untouched. */
+    if (rc == 0 && m->restart != NULL) {
+        char whose[48];
+        snprintf(whose, sizeof whose, "joiner %u's log", joiner);
+        rc = view_restart_check_subgroups(ends, &m->restart->running, whose);
+    }
     /* A joiner whose log went past the point a restart recovered (it was
      * not among the members the group restarted from, and came back with
      * options.join) holds messages the group does not: it starts over. */
-    if (m->restart != NULL && view_restart_ahead(ends, &m->restart->running)) {
+    if (rc == 0 && m->restart != NULL && view_restart_ahead(ends, &m->restart->running)) {
         sp_log(SP_LOG_WARN, "log",
                "joiner %u's log goes past the point the group restarted from: it starts over",
                joiner);

@@ -27,6 +27,7 @@
  * most one member starts.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -562,6 +563,53 @@ bool view_restart_ahead(const struct view_join_log_ends *ends,
     return false;
 }
 
+bool view_restart_missing_subgroup(const struct view_join_log_ends *ends,
+                                   const struct view_restart_status *point, uint32_t *subgroup)
+{
+    if ((point->flags & VIEW_RESTART_ENDS) == 0)
+        return false;
+    for (uint32_t i = 0; i < ends->count; i++) {
+        const struct view_join_log_end *end = &ends->ends[i];
+        if (end->view_id > point->latest_view || (end->view_id == 0 && end->seq == 0))
+            continue;       /* a view of the restarted group, or nothing of it */
+        bool holds = false; /* the point's log holds some of it */
+        for (uint32_t k = 0; k < point->ends.count; k++) {
+            const struct view_join_log_end *theirs = &point->ends.ends[k];
+            if (theirs->subgroup == end->subgroup)
+                holds = theirs->view_id > 0 || theirs->seq > 0;
+        }
+        if (!holds) {
+            *subgroup = end->subgroup;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* SPINDLE_EINVAL when this member's log holds part of a logged subgroup
+ * of which the restart point holds nothing: the group's history of that
+ * subgroup is in no log of the restarted group, and starting this log
+ * over (or joining with it and being sent nothing of it) would lose it. */
+int view_restart_check_subgroups(const struct view_join_log_ends *ends,
+                                 const struct view_restart_status *point, const char *whose)
+{
+    uint32_t g = 0;
+    if (!view_restart_missing_subgroup(ends, point, &g))
+        return 0;
+    struct view_join_log_end end = {g, 0, 0};
+    for (uint32_t i = 0; i < ends->count; i++)
+        if (ends->ends[i].subgroup == g)
+            end = ends->ends[i];
+    return sp_error(SPINDLE_EINVAL,
+                    "the group restarted from a log of view %" PRIu64
+                    " that holds nothing of logged subgroup %u (its member was not a member of "
+                    "it, or had logged none of it), but %s holds it up to (%" PRIu64 ", %" PRIu64
+                    "): a total restart takes every logged subgroup from that one log, so this "
+                    "subgroup's history would be lost; not joining (docs/LOGS.md \"Total "
+                    "restart\")",
+                    point->latest_view, g, whose, end.view_id, end.seq);
+}
+
 /* Joins the restarted group through the running member the round heard. */
 static int follow(struct view_membership *m, struct election *e, uint32_t via,
                   const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)
@@ -575,6 +623,11 @@ static int follow(struct view_membership *m, struct election *e, uint32_t via,
                         ": a later view went on without it, or the group restarted without "
                         "the members that had it; move the log aside to join as a new member",
                         running->latest_view, m->config.log_dir, mine->latest_view);
+    char whose[PATH_MAX + 32];
+    snprintf(whose, sizeof whose, "this member's log (%s)", m->config.log_dir);
+    int refused = view_restart_check_subgroups(&mine->ends, running, whose);
+    if (refused < 0)
+        return refused;
     ctl_close(e->ctl);
     e->ctl = NULL;
     if (view_restart_ahead(&mine->ends, running)) {

@@ -6,7 +6,8 @@
  * 1..64 distinct members, a latest view with a view after it, ends in
  * increasing subgroup order none after the latest view; it must re-encode
  * to the input and decode again to the same struct, and the election must
- * take it without going out of bounds. A refused one must be
+ * take it without going out of bounds, and as a restart point it must
+ * hold every subgroup its own ends hold. A refused one must be
  * SPINDLE_EPROTO naming the offset.
  */
 #include "fuzz_common.h"
@@ -51,5 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     view_restart_decide(&round_, &d);
     FUZZ_CHECK(d.vote < SPINDLE_MAX_MEMBERS && d.voters <= d.num_latest);
     FUZZ_CHECK(d.action != VIEW_RESTART_FOLLOW || d.follow == status.id);
+    /* As a restart point, its own log lacks none of its subgroups. */
+    uint32_t missing = 0;
+    FUZZ_CHECK(!view_restart_missing_subgroup(&status.ends, &status, &missing));
     return 0;
 }

@@ -19,6 +19,10 @@ spindle_add_test(test_log_restart SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_res
   TIMEOUT 240 LABELS log group)
 spindle_add_test(test_log_total_restart
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_total_restart.c TIMEOUT 240 LABELS log group faults)
+# A total restart whose elected log holds nothing of a logged subgroup
+# (disjoint subgroups): that subgroup's member keeps its log and refuses.
+spindle_add_test(test_log_restart_disjoint
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_log_restart_disjoint.c TIMEOUT 120 LABELS log group faults)
 # Restart of one member from its log (restart.sh): kill -9 mid-stream,
 # restarted with its log directory, it is sent exactly what its log lacks
 # and the three logs agree (about 8 s a run).

@@ -190,6 +190,43 @@ static void test_a_log_past_the_restart_point_is_told_apart(void **unused)
     assert_false(view_restart_ahead(&ends, &point));
 }
 
+static void test_a_subgroup_the_restart_point_holds_nothing_of_is_not_dropped(void **unused)
+{
+    (void)unused;
+    /* The group restarted from view 4 at a member of subgroup 0 only: its
+     * log holds subgroup 0 up to 120 and nothing of subgroup 1. */
+    struct view_restart_status point = status(0, 4, 6, 120);
+    point.flags = VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS;
+    point.ends.count = 2;
+    point.ends.ends[1] = (struct view_join_log_end){1, 0, 0};
+    struct view_join_log_ends ends = {.join_view = 9, .next_view = 5, .count = 2};
+    ends.ends[0] = (struct view_join_log_end){0, 0, 0};
+    ends.ends[1] = (struct view_join_log_end){1, 4, 200};
+    uint32_t g = 99;
+    /* A member of subgroup 1: its history of it is in no log of the
+     * restarted group, and being "ahead" must not start it over. */
+    assert_true(view_restart_ahead(&ends, &point));
+    assert_true(view_restart_missing_subgroup(&ends, &point, &g));
+    assert_int_equal(g, 1);
+    assert_int_equal(view_restart_check_subgroups(&ends, &point, "the log"), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "subgroup 1"));
+    ends.ends[1] = (struct view_join_log_end){1, 2, 7}; /* behind, in an earlier view: too */
+    assert_true(view_restart_missing_subgroup(&ends, &point, &g));
+    ends.ends[1] = (struct view_join_log_end){1, 6, 3}; /* only views of the restarted group */
+    assert_false(view_restart_missing_subgroup(&ends, &point, &g));
+    ends.ends[1] = (struct view_join_log_end){1, 0, 0}; /* nothing of it: a fresh member */
+    assert_false(view_restart_missing_subgroup(&ends, &point, &g));
+    assert_int_equal(view_restart_check_subgroups(&ends, &point, "the log"), 0);
+    ends.ends[0] = (struct view_join_log_end){0, 4, 121}; /* past the point in subgroup 0 */
+    assert_false(view_restart_missing_subgroup(&ends, &point, &g));
+    assert_true(view_restart_ahead(&ends, &point)); /* started over, as before */
+    point.ends.count = 1; /* a point that does not log subgroup 1 at all */
+    ends.ends[1] = (struct view_join_log_end){1, 3, 1};
+    assert_true(view_restart_missing_subgroup(&ends, &point, &g));
+    point.flags = VIEW_RESTART_RUNNING; /* no point known: nothing to compare */
+    assert_false(view_restart_missing_subgroup(&ends, &point, &g));
+}
+
 static void test_the_status_round_trips_and_lies_are_refused(void **unused)
 {
     (void)unused;
@@ -236,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_half_is_not_enough_without_the_tie_breaker),
         cmocka_unit_test(test_a_running_member_is_followed_and_outsiders_do_not_count),
         cmocka_unit_test(test_a_log_past_the_restart_point_is_told_apart),
+        cmocka_unit_test(test_a_subgroup_the_restart_point_holds_nothing_of_is_not_dropped),
         cmocka_unit_test(test_the_status_round_trips_and_lies_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
