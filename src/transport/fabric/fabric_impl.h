@@ -41,14 +41,15 @@
 
 #include "transport/transport.h"
 
-#define FAB_RING_SIZE       (1u << 20)  /* landing/staging ring bytes per direction */
-#define FAB_REC_ALIGN       64u         /* records start on 64-byte boundaries */
-#define FAB_REC_HDR         64u         /* record header size */
-#define FAB_CHUNK_MAX       (64u << 10) /* larger writes are split into chunks */
-#define FAB_OPS_MAX         1024u       /* outstanding write operations per connection */
-#define FAB_RECVS           64u         /* receive buffers posted per connection */
-#define FAB_MSG_SIZE        64u         /* receive buffer size */
-#define FAB_CONNS_MAX       1024u       /* incoming connections per endpoint */
+#define FAB_RING_SIZE       (1u << 20)          /* landing/staging ring bytes per direction */
+#define FAB_REC_ALIGN       64u                 /* records start on 64-byte boundaries */
+#define FAB_REC_HDR         64u                 /* record header size */
+#define FAB_CHUNK_MAX       (64u << 10)         /* larger writes are split into chunks */
+#define FAB_CREDIT_EAGER    (FAB_RING_SIZE / 4) /* returned at once from this much */
+#define FAB_OPS_MAX         1024u               /* outstanding write operations per connection */
+#define FAB_RECVS           64u                 /* receive buffers posted per connection */
+#define FAB_MSG_SIZE        64u                 /* receive buffer size */
+#define FAB_CONNS_MAX       1024u               /* incoming connections per endpoint */
 #define FAB_CM_DATA_MAX     256u
 #define FAB_HOST_MAX        128u
 #define FAB_ADDR_WIRE       20u /* fixed part of an address descriptor, before the host */

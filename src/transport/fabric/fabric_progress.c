@@ -291,15 +291,21 @@ static void fab_handle_cq_error(struct fab_ep *ep)
     fab_conn_fail(ctx->conn, SPINDLE_EPEERFAILED, why);
 }
 
-/* Returns credits to writers: at least every quarter ring, and always once
- * the completion queue has run dry, so an idle writer is never left waiting. */
-static void fab_return_credits(struct fab_ep *ep, int drained)
+/* Returns credits to writers: those that have a quarter ring or more to come
+ * back, or (all) every writer with any. A return is a message the writer's
+ * progress thread must wake for, so it is not sent per drain: at light load
+ * that was a send here and a wake-up there for every record, on the CPUs the
+ * members that must answer need. Holding less than a quarter ring never
+ * starves a writer (it may have a whole ring outstanding: with the target
+ * caught up, three quarters stay free), and the timer returns the rest
+ * within FAB_WAIT_MS, well inside any failure timeout. */
+static void fab_return_credits(struct fab_ep *ep, int all)
 {
     for (uint32_t i = 0; i < ep->num_incoming; i++) {
         struct fab_conn *conn = ep->incoming[i];
         if (atomic_load(&conn->state) != FAB_CONN_CONNECTED || conn->applied == conn->credit_sent)
             continue;
-        if (!drained && conn->applied - conn->credit_sent < FAB_RING_SIZE / 4)
+        if (!all && conn->applied - conn->credit_sent < FAB_CREDIT_EAGER)
             continue;
         int rc = fab_send_msg(conn, FAB_MSG_CREDIT, conn->applied);
         if (rc == 0)
@@ -312,7 +318,6 @@ static void fab_return_credits(struct fab_ep *ep, int drained)
 static void fab_drain_cq(struct fab_ep *ep, int timeout_ms)
 {
     struct fi_cq_data_entry entries[FAB_CQ_BATCH];
-    int applied = 0;
     /* A non-blocking read first: it drives progress over data a provider
      * has already pulled off the socket, which would not wake an fd wait. */
     ssize_t n = fi_cq_read(ep->cq, entries, FAB_CQ_BATCH);
@@ -322,8 +327,13 @@ static void fab_drain_cq(struct fab_ep *ep, int timeout_ms)
         if (n == -FI_EAVAIL) {
             fab_handle_cq_error(ep);
         } else if (n > 0) {
+            int applied = 0;
             for (ssize_t i = 0; i < n; i++)
                 applied |= fab_handle_completion(ep, &entries[i]);
+            /* Wake the readers before anything else: a credit return is a
+             * send, and the reader's answer is what a message waits for. */
+            if (applied)
+                fab_bell_ring(ep);
             fab_return_credits(ep, 0);
         } else {
             break;
@@ -332,9 +342,6 @@ static void fab_drain_cq(struct fab_ep *ep, int timeout_ms)
             break; /* let the EQ and the timers have a turn */
         n = fi_cq_read(ep->cq, entries, FAB_CQ_BATCH);
     }
-    fab_return_credits(ep, 1);
-    if (applied)
-        fab_bell_ring(ep);
 }
 
 static void fab_handle_connected(struct fab_ep *ep, struct fab_conn *conn,
@@ -522,6 +529,7 @@ void *fab_progress_main(void *arg)
         uint64_t now = sp_now_ns();
         if (now - last_timer > FAB_WAIT_MS * 1000000ull) {
             fab_check_timers(ep);
+            fab_return_credits(ep, 1);
             last_timer = now;
         }
     }
