@@ -152,8 +152,12 @@ int fab_rec_read(const uint8_t *ring, uint64_t off, uint64_t applied, struct fab
     int in_order =
         hdr->start == applied || (hdr->start % FAB_RING_SIZE == 0 && hdr->start > applied &&
                                   hdr->start - applied < FAB_RING_SIZE);
+    /* A record followed by another of the same write cannot end the ring:
+     * a write never wraps. */
+    int flags_ok = (hdr->flags & ~FAB_REC_MORE) == 0 &&
+                   !((hdr->flags & FAB_REC_MORE) && off + size == FAB_RING_SIZE);
     if (hdr->magic != FAB_REC_MAGIC || hdr->start % FAB_RING_SIZE != off || !in_order ||
-        hdr->end != hdr->start + size || off + size > FAB_RING_SIZE)
+        hdr->end != hdr->start + size || off + size > FAB_RING_SIZE || !flags_ok)
         return sp_error(SPINDLE_EPROTO,
                         "record at %" PRIu64 " is malformed or out of order (start %" PRIu64
                         ", applied %" PRIu64 ")",
@@ -171,14 +175,16 @@ int fab_rec_fits(const struct fab_rec_hdr *hdr, const struct fab_region *region)
     return 0;
 }
 
-/* Applies the record at ring offset off of an incoming connection. Returns
- * 0, or an error after which the connection is failed. */
-static int fab_apply_record(struct fab_ep *ep, struct fab_conn *conn, uint64_t off)
+/* Applies one record at ring offset off of an incoming connection into
+ * *hdr. Returns 0, or an error after which the connection is failed. */
+static int fab_apply_one(struct fab_ep *ep, struct fab_conn *conn, uint64_t off,
+                         struct fab_rec_hdr *out)
 {
     struct fab_rec_hdr hdr;
     int rc = fab_rec_read(conn->ring, off, conn->applied, &hdr);
     if (rc != 0)
         return rc;
+    *out = hdr;
     pthread_mutex_lock(&ep->region_lock);
     struct fab_region *region = fab_region_find(ep, hdr.region);
     if (region == NULL && hdr.region != 0 && hdr.region < ep->next_region) {
@@ -200,6 +206,21 @@ static int fab_apply_record(struct fab_ep *ep, struct fab_conn *conn, uint64_t o
     pthread_mutex_unlock(&ep->region_lock);
     conn->applied = hdr.end;
     return 0;
+}
+
+/* Applies the records of one write, the first at ring offset off, the
+ * others back to back after it while a header says another follows (all of
+ * a write has landed once its completion is read). Returns 0, or an error
+ * after which the connection is failed. */
+static int fab_apply_record(struct fab_ep *ep, struct fab_conn *conn, uint64_t off)
+{
+    for (;;) {
+        struct fab_rec_hdr hdr;
+        int rc = fab_apply_one(ep, conn, off, &hdr);
+        if (rc != 0 || (hdr.flags & FAB_REC_MORE) == 0)
+            return rc;
+        off = hdr.end % FAB_RING_SIZE;
+    }
 }
 
 static void fab_handle_msg(struct fab_ep *ep, struct fab_conn *conn, const void *buf, size_t len)
