@@ -197,9 +197,9 @@ static int fab_apply_one(struct fab_ep *ep, struct fab_conn *conn, uint64_t off,
     rc = fab_rec_fits(&hdr, region);
     if (rc == 0)
         rc = fab_rec_granted(&hdr, region, conn->remote_id);
-    if (rc != 0) {
+    if (rc != 0 || region == NULL) { /* fab_rec_fits refuses an unknown region */
         pthread_mutex_unlock(&ep->region_lock);
-        return rc;
+        return rc != 0 ? rc : SPINDLE_EPROTO;
     }
     fab_apply_copy((uint8_t *)region->addr + hdr.offset, conn->ring + off + FAB_REC_HDR,
                    hdr.length);
