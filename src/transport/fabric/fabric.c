@@ -7,9 +7,10 @@
  * 8-byte word, and a guard in the same write can appear before its data.
  * This backend therefore never exposes a region as an RMA target. Every
  * write is copied, behind a record header, into a per-connection staging
- * ring and posted with fi_writedata into the same position of a per-writer
+ * ring and posted, with the records of its batch that lie back to back, as
+ * one RMA write with remote CQ data into the same position of a per-writer
  * landing ring at the target. The target's FI_REMOTE_CQ_DATA completion is
- * generated only after the whole record has arrived; the progress thread
+ * generated only after the whole write has arrived; the progress thread
  * then copies the payload into the real region with aligned 8-byte release
  * stores (T1: each aligned word is one store), and it applies records in
  * ring order, which is posting order (T2: a guard is a later write, so it is
@@ -19,8 +20,8 @@
  *
  * Flow control: the landing ring is the credit pool. A writer may have at
  * most FAB_RING_SIZE bytes of records outstanding; the target reports the
- * ring position it has applied with a small message (at least every quarter
- * ring, and whenever its completion queue runs dry), so memory stays bounded
+ * ring position it has applied with a small message (at once when a quarter
+ * ring is due, else from its 10 ms timer), so memory stays bounded
  * when a peer goes silent, and a peer that holds credits longer than
  * failure_timeout_ms is declared failed (T4).
  *

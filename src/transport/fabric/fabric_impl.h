@@ -6,12 +6,15 @@
  * progress thread, per-connection landing and staging rings.
  *
  * Data path (see fabric.c for the T1/T2 argument): a writer copies each
- * write, behind a 64-byte record header, into its staging ring and posts one
- * fi_writedata per record into the same position of the target's landing
- * ring. The remote CQ data names the incoming connection and the record's
- * ring position. The target's progress thread applies records in posting
- * order to the real region with aligned 8-byte release stores and returns
- * credits (the cumulative ring position consumed) with a small message.
+ * write, behind a 64-byte record header, into its staging ring and posts the
+ * records of a batch that lie back to back (up to FAB_RUN_MAX bytes) as one
+ * fi_writemsg with remote CQ data into the same position of the target's
+ * landing ring. The remote CQ data names the incoming connection and the
+ * ring position of the write's first record; each header says whether
+ * another record of the same write follows it. The target's progress thread applies records in
+ * posting order to the real region with aligned 8-byte release stores and returns credits (the
+ * cumulative ring position consumed) with a small message, at once from a quarter ring, else from
+ * its timer.
  *
  * Threads: the progress thread is the only reader of the CQ and EQ and the
  * only owner of incoming connections. Outgoing connections (tp_peer) are
@@ -45,10 +48,12 @@
 #define FAB_REC_ALIGN       64u         /* records start on 64-byte boundaries */
 #define FAB_REC_HDR         64u         /* record header size */
 #define FAB_CHUNK_MAX       (64u << 10) /* larger writes are split into chunks */
-#define FAB_OPS_MAX         1024u       /* outstanding write operations per connection */
-#define FAB_RECVS           64u         /* receive buffers posted per connection */
-#define FAB_MSG_SIZE        64u         /* receive buffer size */
-#define FAB_CONNS_MAX       1024u       /* incoming connections per endpoint */
+#define FAB_RUN_MAX         (64u << 10) /* bytes of back-to-back records posted as one write */
+#define FAB_CREDIT_EAGER    (FAB_RING_SIZE / 4) /* returned at once from this much */
+#define FAB_OPS_MAX         1024u               /* outstanding write operations per connection */
+#define FAB_RECVS           64u                 /* receive buffers posted per connection */
+#define FAB_MSG_SIZE        64u                 /* receive buffer size */
+#define FAB_CONNS_MAX       1024u               /* incoming connections per endpoint */
 #define FAB_CM_DATA_MAX     256u
 #define FAB_HOST_MAX        128u
 #define FAB_ADDR_WIRE       20u /* fixed part of an address descriptor, before the host */
@@ -69,6 +74,7 @@
 #define FAB_ACC_MAGIC  0x53504643u
 #define FAB_MSG_MAGIC  0x5350464bu
 #define FAB_REC_MAGIC  0x53505245u
+#define FAB_REC_MORE   1u /* fab_rec_hdr.flags */
 
 enum fab_msg_kind { FAB_MSG_CREDIT = 1, FAB_MSG_DOORBELL = 2, FAB_MSG_BYE = 3 };
 
@@ -94,7 +100,8 @@ struct fab_rec_hdr {
     uint64_t end;    /* virtual position after it (what the target acknowledges) */
     uint64_t region; /* target region id */
     uint64_t offset; /* byte offset inside the region */
-    uint8_t pad[FAB_REC_HDR - 40];
+    uint32_t flags;  /* FAB_REC_MORE: the same write carries another record at end */
+    uint8_t pad[FAB_REC_HDR - 44];
 };
 _Static_assert(sizeof(struct fab_rec_hdr) == FAB_REC_HDR, "record header is 64 bytes");
 

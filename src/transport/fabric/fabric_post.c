@@ -1,6 +1,7 @@
 /*
- * libfabric backend: the posting path (records into the staging ring, one
- * fi_writedata each, FI_MORE on all but the last of a batch) and the
+ * libfabric backend: the posting path (records into the staging ring, the
+ * records of a batch that lie back to back posted as one fi_writemsg with
+ * remote CQ data, FI_MORE on all but the last write of a batch) and the
  * doorbell (a futex word bumped by the progress thread whenever it applies
  * writes or queues an event).
  */
@@ -9,6 +10,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -122,9 +124,12 @@ static int fab_fits(struct fab_conn *conn, uint64_t end, uint32_t ops)
     return end - released <= FAB_RING_SIZE && in_flight + ops <= conn->ops_max;
 }
 
-static int fab_post_record(struct fab_conn *conn, const struct tp_write *w, uint64_t off,
-                           uint32_t chunk, uint64_t flags, int last, unsigned post_flags,
-                           uint64_t cookie)
+/* Copies one record (header, then the chunk of w at destination offset
+ * off) into the staging ring at the next place for it; returns its ring
+ * position. Publishes posted past it: the credit for it may come back as
+ * soon as the write that carries it is posted. */
+static uint64_t fab_stage_record(struct fab_conn *conn, const struct tp_write *w, uint64_t off,
+                                 uint32_t chunk)
 {
     uint64_t size = fab_rec_bytes(chunk);
     uint64_t start = fab_place(atomic_load_explicit(&conn->posted, memory_order_relaxed), size);
@@ -139,19 +144,37 @@ static int fab_post_record(struct fab_conn *conn, const struct tp_write *w, uint
     if (chunk > 0)
         fab_copy_source(conn->ring + ring_off + FAB_REC_HDR,
                         (const uint8_t *)w->local + (off - w->remote_offset), chunk);
+    atomic_store_explicit(&conn->posted, start + size, memory_order_release);
+    return start;
+}
 
+/* Marks the staged record at ring position start as followed, in the same
+ * write, by another record at its end. */
+static void fab_mark_more(struct fab_conn *conn, uint64_t start)
+{
+    uint8_t *flags = conn->ring + start % FAB_RING_SIZE + offsetof(struct fab_rec_hdr, flags);
+    uint32_t value = FAB_REC_MORE;
+    memcpy(flags, &value, sizeof value);
+}
+
+/* Posts one write carrying the staged records [start, end) of the ring
+ * (contiguous: no skip inside). The CQ data names the first; each record's
+ * header says whether another follows it. */
+static int fab_post_run(struct fab_conn *conn, uint64_t start, uint64_t end, uint64_t flags,
+                        int signaled, uint64_t cookie)
+{
+    uint64_t ring_off = start % FAB_RING_SIZE;
     struct fab_ctx *ctx = &conn->ops[conn->ops_posted % FAB_OPS_MAX];
     ctx->conn = conn;
-    ctx->end = start + size;
-    ctx->signaled = last && (post_flags & TP_POST_SIGNALED);
+    ctx->end = end;
+    ctx->signaled = signaled;
     ctx->cookie = cookie;
     /* Publishes the fields to the progress thread, which sees the
      * context again only through libfabric. */
     atomic_store_explicit(&ctx->kind, FAB_CTX_WRITE, memory_order_release);
-    struct iovec iov = {conn->ring + ring_off, FAB_REC_HDR + chunk};
+    struct iovec iov = {conn->ring + ring_off, end - start};
     void *desc = conn->ring_desc;
-    struct fi_rma_iov rma = {conn->remote_ring_addr + ring_off, FAB_REC_HDR + chunk,
-                             conn->remote_ring_key};
+    struct fi_rma_iov rma = {conn->remote_ring_addr + ring_off, end - start, conn->remote_ring_key};
     struct fi_msg_rma msg = {.msg_iov = &iov,
                              .desc = &desc,
                              .iov_count = 1,
@@ -161,9 +184,6 @@ static int fab_post_record(struct fab_conn *conn, const struct tp_write *w, uint
                              .context = &ctx->fi,
                              .data = ((uint64_t)conn->remote_conn_index << 16) |
                                      (ring_off / FAB_REC_ALIGN)};
-    /* Published before posting: the credit for this record may come back
-     * before fi_writemsg returns. */
-    atomic_store_explicit(&conn->posted, start + size, memory_order_release);
     ssize_t rc;
     /* Credits and the operation limit keep the provider's queue from
      * filling; a transient refusal mid-batch is retried so that a batch is
@@ -180,13 +200,43 @@ static int fab_post_record(struct fab_conn *conn, const struct tp_write *w, uint
     return 0;
 }
 
-/* Posts the records of one part, [from, to). The last record of the part
+/* The records of a part that lie back to back in the ring, up to
+ * FAB_RUN_MAX bytes, go out as one write: the tcp provider turns every
+ * write into its own send system call (and, with TCP_NODELAY, its own
+ * segment and completions at both ends) whatever FI_MORE says, and an SST
+ * push is typically a slot and two counters, three records. */
+struct fab_run {
+    uint64_t start, last, end; /* first record, last record, end; start == end: empty */
+};
+
+static int fab_flush_run(struct fab_conn *conn, struct fab_run *run, int part_end, int signaled,
+                         uint64_t cookie, uint32_t *posted_ops)
+{
+    if (run->start == run->end)
+        return 0;
+    uint64_t fi_flags = FI_REMOTE_CQ_DATA | FI_COMPLETION | (part_end ? 0 : FI_MORE);
+    int rc = fab_post_run(conn, run->start, run->end, fi_flags, signaled, cookie);
+    if (rc != 0) {
+        char why[160];
+        snprintf(why, sizeof why, "fi_writemsg: %s", fi_strerror(-rc));
+        fab_conn_fail(conn, SPINDLE_EPEERFAILED, why);
+        return sp_error(SPINDLE_EPEERFAILED, "fabric peer %s (member %u) failed: %s", conn->name,
+                        conn->remote_id, why);
+    }
+    run->start = run->end;
+    (*posted_ops)++;
+    return 0;
+}
+
+/* Posts the records of one part, [from, to). The last write of the part
  * goes without FI_MORE; only the end of the batch carries the signal. */
 static int fab_post_part(struct fab_conn *conn, const struct tp_write *writes, unsigned count,
                          struct fab_cursor from, struct fab_cursor to, unsigned flags,
                          uint64_t cookie, uint32_t *posted_ops)
 {
     struct fab_cursor at = from;
+    uint64_t pos = atomic_load_explicit(&conn->posted, memory_order_relaxed);
+    struct fab_run run = {pos, pos, pos};
     while (at.index < to.index || (at.index == to.index && at.done < to.done)) {
         const struct tp_write *w = &writes[at.index];
         uint64_t off = w->remote_offset + at.done;
@@ -196,20 +246,25 @@ static int fab_post_part(struct fab_conn *conn, const struct tp_write *writes, u
             at.index++;
             at.done = 0;
         }
-        int part_end = at.index == to.index && at.done == to.done;
-        int last = part_end && to.index == count;
-        uint64_t fi_flags = FI_REMOTE_CQ_DATA | FI_COMPLETION | (part_end ? 0 : FI_MORE);
-        int frc = fab_post_record(conn, w, off, chunk, fi_flags, last, flags, cookie);
-        if (frc != 0) {
-            char why[160];
-            snprintf(why, sizeof why, "fi_writemsg: %s", fi_strerror(-frc));
-            fab_conn_fail(conn, SPINDLE_EPEERFAILED, why);
-            return sp_error(SPINDLE_EPEERFAILED, "fabric peer %s (member %u) failed: %s",
-                            conn->name, conn->remote_id, why);
+        uint64_t size = fab_rec_bytes(chunk);
+        /* The ring's end (reached or skipped to), or a full run, ends the
+         * run: a write is contiguous in the ring. */
+        if (run.end % FAB_RING_SIZE == 0 || fab_place(run.end, size) != run.end ||
+            run.end + size - run.start > FAB_RUN_MAX) {
+            int rc = fab_flush_run(conn, &run, 0, 0, cookie, posted_ops);
+            if (rc != 0)
+                return rc;
         }
-        (*posted_ops)++;
+        uint64_t start = fab_stage_record(conn, w, off, chunk);
+        if (run.start == run.end)
+            run.start = start;
+        else
+            fab_mark_more(conn, run.last);
+        run.last = start;
+        run.end = start + size;
     }
-    return 0;
+    return fab_flush_run(conn, &run, 1, to.index == count && (flags & TP_POST_SIGNALED), cookie,
+                         posted_ops);
 }
 
 /* A later part of a batch larger than one ring waits for credits: the

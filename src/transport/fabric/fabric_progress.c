@@ -152,8 +152,12 @@ int fab_rec_read(const uint8_t *ring, uint64_t off, uint64_t applied, struct fab
     int in_order =
         hdr->start == applied || (hdr->start % FAB_RING_SIZE == 0 && hdr->start > applied &&
                                   hdr->start - applied < FAB_RING_SIZE);
+    /* A record followed by another of the same write cannot end the ring:
+     * a write never wraps. */
+    int flags_ok = (hdr->flags & ~FAB_REC_MORE) == 0 &&
+                   !((hdr->flags & FAB_REC_MORE) && off + size == FAB_RING_SIZE);
     if (hdr->magic != FAB_REC_MAGIC || hdr->start % FAB_RING_SIZE != off || !in_order ||
-        hdr->end != hdr->start + size || off + size > FAB_RING_SIZE)
+        hdr->end != hdr->start + size || off + size > FAB_RING_SIZE || !flags_ok)
         return sp_error(SPINDLE_EPROTO,
                         "record at %" PRIu64 " is malformed or out of order (start %" PRIu64
                         ", applied %" PRIu64 ")",
@@ -171,14 +175,16 @@ int fab_rec_fits(const struct fab_rec_hdr *hdr, const struct fab_region *region)
     return 0;
 }
 
-/* Applies the record at ring offset off of an incoming connection. Returns
- * 0, or an error after which the connection is failed. */
-static int fab_apply_record(struct fab_ep *ep, struct fab_conn *conn, uint64_t off)
+/* Applies one record at ring offset off of an incoming connection into
+ * *hdr. Returns 0, or an error after which the connection is failed. */
+static int fab_apply_one(struct fab_ep *ep, struct fab_conn *conn, uint64_t off,
+                         struct fab_rec_hdr *out)
 {
     struct fab_rec_hdr hdr;
     int rc = fab_rec_read(conn->ring, off, conn->applied, &hdr);
     if (rc != 0)
         return rc;
+    *out = hdr;
     pthread_mutex_lock(&ep->region_lock);
     struct fab_region *region = fab_region_find(ep, hdr.region);
     if (region == NULL && hdr.region != 0 && hdr.region < ep->next_region) {
@@ -191,15 +197,30 @@ static int fab_apply_record(struct fab_ep *ep, struct fab_conn *conn, uint64_t o
     rc = fab_rec_fits(&hdr, region);
     if (rc == 0)
         rc = fab_rec_granted(&hdr, region, conn->remote_id);
-    if (rc != 0) {
+    if (rc != 0 || region == NULL) { /* fab_rec_fits refuses an unknown region */
         pthread_mutex_unlock(&ep->region_lock);
-        return rc;
+        return rc != 0 ? rc : SPINDLE_EPROTO;
     }
     fab_apply_copy((uint8_t *)region->addr + hdr.offset, conn->ring + off + FAB_REC_HDR,
                    hdr.length);
     pthread_mutex_unlock(&ep->region_lock);
     conn->applied = hdr.end;
     return 0;
+}
+
+/* Applies the records of one write, the first at ring offset off, the
+ * others back to back after it while a header says another follows (all of
+ * a write has landed once its completion is read). Returns 0, or an error
+ * after which the connection is failed. */
+static int fab_apply_record(struct fab_ep *ep, struct fab_conn *conn, uint64_t off)
+{
+    for (;;) {
+        struct fab_rec_hdr hdr;
+        int rc = fab_apply_one(ep, conn, off, &hdr);
+        if (rc != 0 || (hdr.flags & FAB_REC_MORE) == 0)
+            return rc;
+        off = hdr.end % FAB_RING_SIZE;
+    }
 }
 
 static void fab_handle_msg(struct fab_ep *ep, struct fab_conn *conn, const void *buf, size_t len)
@@ -291,15 +312,21 @@ static void fab_handle_cq_error(struct fab_ep *ep)
     fab_conn_fail(ctx->conn, SPINDLE_EPEERFAILED, why);
 }
 
-/* Returns credits to writers: at least every quarter ring, and always once
- * the completion queue has run dry, so an idle writer is never left waiting. */
-static void fab_return_credits(struct fab_ep *ep, int drained)
+/* Returns credits to writers: those that have a quarter ring or more to come
+ * back, or (all) every writer with any. A return is a message the writer's
+ * progress thread must wake for, so it is not sent per drain: at light load
+ * that was a send here and a wake-up there for every record, on the CPUs the
+ * members that must answer need. Holding less than a quarter ring never
+ * starves a writer (it may have a whole ring outstanding: with the target
+ * caught up, three quarters stay free), and the timer returns the rest
+ * within FAB_WAIT_MS, well inside any failure timeout. */
+static void fab_return_credits(struct fab_ep *ep, int all)
 {
     for (uint32_t i = 0; i < ep->num_incoming; i++) {
         struct fab_conn *conn = ep->incoming[i];
         if (atomic_load(&conn->state) != FAB_CONN_CONNECTED || conn->applied == conn->credit_sent)
             continue;
-        if (!drained && conn->applied - conn->credit_sent < FAB_RING_SIZE / 4)
+        if (!all && conn->applied - conn->credit_sent < FAB_CREDIT_EAGER)
             continue;
         int rc = fab_send_msg(conn, FAB_MSG_CREDIT, conn->applied);
         if (rc == 0)
@@ -312,7 +339,6 @@ static void fab_return_credits(struct fab_ep *ep, int drained)
 static void fab_drain_cq(struct fab_ep *ep, int timeout_ms)
 {
     struct fi_cq_data_entry entries[FAB_CQ_BATCH];
-    int applied = 0;
     /* A non-blocking read first: it drives progress over data a provider
      * has already pulled off the socket, which would not wake an fd wait. */
     ssize_t n = fi_cq_read(ep->cq, entries, FAB_CQ_BATCH);
@@ -322,8 +348,13 @@ static void fab_drain_cq(struct fab_ep *ep, int timeout_ms)
         if (n == -FI_EAVAIL) {
             fab_handle_cq_error(ep);
         } else if (n > 0) {
+            int applied = 0;
             for (ssize_t i = 0; i < n; i++)
                 applied |= fab_handle_completion(ep, &entries[i]);
+            /* Wake the readers before anything else: a credit return is a
+             * send, and the reader's answer is what a message waits for. */
+            if (applied)
+                fab_bell_ring(ep);
             fab_return_credits(ep, 0);
         } else {
             break;
@@ -332,9 +363,6 @@ static void fab_drain_cq(struct fab_ep *ep, int timeout_ms)
             break; /* let the EQ and the timers have a turn */
         n = fi_cq_read(ep->cq, entries, FAB_CQ_BATCH);
     }
-    fab_return_credits(ep, 1);
-    if (applied)
-        fab_bell_ring(ep);
 }
 
 static void fab_handle_connected(struct fab_ep *ep, struct fab_conn *conn,
@@ -522,6 +550,7 @@ void *fab_progress_main(void *arg)
         uint64_t now = sp_now_ns();
         if (now - last_timer > FAB_WAIT_MS * 1000000ull) {
             fab_check_timers(ep);
+            fab_return_credits(ep, 1);
             last_timer = now;
         }
     }
