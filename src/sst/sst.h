@@ -249,9 +249,10 @@ int sst_table_grant_rows(struct sst_table *table, const uint32_t *member_of_row)
  * Lets member write [offset, offset + length) of this table's side region
  * (tp_mr_grant; several grants add up). Once the side region has one
  * grant, on a backend that enforces them (fabric) a member writing outside
- * its grants there has its connection failed. Call before exporting the
- * table. SPINDLE_EINVAL when the table has no side region; otherwise the
- * transport's grant error.
+ * its grants there has its connection failed. A length of 0 grants member
+ * nothing but counts as a grant: no peer may write a side region whose
+ * only grant it is. Call before exporting the table. SPINDLE_EINVAL when the table has no side
+ * region; otherwise the transport's grant error.
  */
 int sst_table_grant_side(struct sst_table *table, uint32_t member, uint64_t offset,
                          uint64_t length);

@@ -313,10 +313,12 @@ static inline int tp_mr_export(struct tp_mr *mr, struct tp_desc *out)
  * region mr (several grants add up). On a backend that enforces grants at
  * the target (fabric), once a region has a grant, a write into it from a
  * member outside its grants fails that member's connection and nothing of
- * it is applied; a region without grants takes writes anywhere from any
- * connected member. Grant before the peer may write. Other backends do
- * nothing and return 0. SPINDLE_EINVAL naming a range outside the region,
- * SPINDLE_ENOMEM.
+ * it is applied; a region never granted takes writes anywhere from any
+ * connected member. A grant of 0 bytes (offset within the region) lets
+ * peer_id write nothing but counts as a grant: it is how an owner that
+ * lets no peer write a region says so. Grant before the peer may write.
+ * Other backends do nothing and return 0. SPINDLE_EINVAL naming a range
+ * outside the region, SPINDLE_ENOMEM.
  */
 static inline int tp_mr_grant(struct tp_mr *mr, uint32_t peer_id, uint64_t offset, uint64_t length)
 {

@@ -29,6 +29,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <rdma/fabric.h>
@@ -202,8 +203,11 @@ struct fab_region {
     uint64_t id;
     void *addr;
     size_t length;
-    struct fab_grant *grants; /* none: any connected member writes anywhere */
+    struct fab_grant *grants;
     uint32_t num_grants, cap_grants;
+    /* Set by the first grant, even of 0 bytes: the region then takes only
+     * granted writes. Unset: any connected member writes anywhere. */
+    bool granted;
     struct fab_region *next;
 };
 
@@ -351,7 +355,7 @@ int fab_acc_check(const uint8_t key[FAB_MAC_BYTES], const uint8_t req_wire[FAB_R
 /*
  * fabric_grant.c: write grants (tp_mr_grant). fab_mr_grant is the table's
  * entry. fab_rec_granted is pure (exposed for tests/fuzz): 0 when region
- * has no grants or one of member's covers the record's payload;
+ * was never granted or one of member's grants covers the record's payload;
  * SPINDLE_EPERM naming member, region, offset and length otherwise.
  * fab_region_grants_free releases a region's grants.
  */
