@@ -241,8 +241,11 @@ uint32_t sst_table_slice_align(const struct sst_table *table);
  * Lets the member member_of_row[row] write only row `row` of this table,
  * for every row but ours (tp_mr_grant): on a backend that enforces grants
  * at the target (fabric), a member writing any other part of the table
- * has its connection failed. Call before exporting the table. The
- * transport's grant error.
+ * has its connection failed. It also lets exactly the members of the
+ * engine's granted tables connect to its endpoint from then on
+ * (tp_set_members: this table's rows and those of any other granted table
+ * still held, until that is destroyed). Call before exporting the table.
+ * The transport's error, or SPINDLE_ENOMEM.
  */
 int sst_table_grant_rows(struct sst_table *table, const uint32_t *member_of_row);
 /*

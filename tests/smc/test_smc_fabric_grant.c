@@ -13,7 +13,9 @@
  * And a member that receives from nobody (two members, row 0 the only
  * sender, the point-to-point rings' grants left out as if they were off)
  * still exports a side region no peer may write: row 1 writing there
- * fails row 0's connection with it and leaves the bytes 0.
+ * fails row 0's connection with it and leaves the bytes 0. The grants
+ * also name who may connect at all: an endpoint claiming member id 13,
+ * in no row, is refused by every member.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -216,6 +218,24 @@ static void test_a_sender_writes_only_its_own_rings_at_a_peer(void **state)
     destroy_members(m);
 }
 
+static void test_an_id_outside_the_view_cannot_connect(void **state)
+{
+    (void)state;
+    struct member m[MEMBERS];
+    create_members(m);
+    struct tp_endpoint *stranger = NULL;
+    assert_int_equal(tf_open(provider, ID_BASE + MEMBERS, 0, 2000, &stranger), 0);
+    for (uint32_t row = 0; row < MEMBERS; row++) {
+        struct tp_desc addr;
+        struct tp_peer *peer = NULL;
+        assert_int_equal(tp_address(m[row].engine->endpoint, &addr), 0);
+        assert_int_equal(tp_connect(stranger, &addr, 5000, &peer), SPINDLE_EUNREACH);
+        assert_null(peer);
+    }
+    tp_close(stranger);
+    destroy_members(m);
+}
+
 static void test_a_member_that_receives_from_nobody_takes_no_writes(void **state)
 {
     (void)state;
@@ -237,6 +257,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_sender_writes_only_its_own_rings_at_a_peer),
         cmocka_unit_test(test_a_member_that_receives_from_nobody_takes_no_writes),
+        cmocka_unit_test(test_an_id_outside_the_view_cannot_connect),
     };
     return cmocka_run_group_tests_name(provider, tests, NULL, NULL);
 }
