@@ -48,7 +48,8 @@
  * each holds an application message (in the ring) or a null. A slot header
  * is (1 << 63 | (position + 1 mod 2^39) << 24 | length): the top bit marks
  * a written slot, and the position is read relative to the one a receiver
- * expects (smc_header_distance), so streams longer than 2^39 positions go
+ * expects (smc_slot_header_decode in smc_slot_wire.h, which also refuses
+ * a length above max_payload), so streams longer than 2^39 positions go
  * on across the wrap; sent_num is pushed in a later write
  * than the slots it covers (T2), so a receiver that sees sent_num > p reads
  * slot headers that are current for every application message below p: the
@@ -79,6 +80,7 @@
 
 #include <spindle/group.h>
 
+#include "smc/smc_slot_wire.h"
 #include "sst/sst.h"
 
 /* Version of the ring and column layout above (slot headers, positions,
@@ -92,8 +94,6 @@
  * sets; more writers wrap around the page. */
 #define SMC_RING_STAGGER (17ull * SST_CACHE_LINE)
 
-#define SMC_HEADER_SIZE   8u
-#define SMC_LENGTH_BITS   24u
 #define SMC_MAX_RING_SIZE SPINDLE_MAX_RING_BYTES /* bytes of one sender ring */
 /* Bound of smc_options.first_position: half the positions a stream may use
  * before delivered_num (position * senders) could overflow. */

@@ -306,13 +306,18 @@ int smc_group_create(struct sst_engine *engine, const struct smc_layout *layouts
  * it sends in and I belong to, and its point-to-point ring to me: the
  * bytes a writer imports of a peer's side region on a sliced transport
  * (smc_side_slice), named one ring at a time because the packed layout
- * scatters a writer's rings. With two rows or more every other member has
- * a point-to-point ring here, so the region always has grants (a region
- * without any would take every peer's writes). */
+ * scatters a writer's rings. First a grant of nothing (to myself): a
+ * region never granted would take every peer's writes, and whether any
+ * ring here has another writer depends on the subgroups and on the
+ * point-to-point rings, so a member that receives from nobody still
+ * exports a region no peer may write. */
 static int grant_side(struct smc_group *group, const uint32_t *member_of_row)
 {
     if (sst_side(group->table) == NULL)
         return 0;
+    int none = sst_table_grant_side(group->table, member_of_row[group->my_row], 0, 0);
+    if (none != 0)
+        return none;
     for (uint32_t g = 0; g < group->num_subgroups; g++) {
         const struct smc_subgroup *sub = &group->subgroups[g];
         if (sub->my_member_rank < 0)

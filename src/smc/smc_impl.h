@@ -176,42 +176,6 @@ static inline uint8_t *smc_ring(struct smc_group *group, const struct smc_subgro
     return sst_side(group->table) + sub->ring_at[sender_rank];
 }
 
-/* A slot header: the written bit, position + 1 modulo 2^39 (the counters
- * themselves are 64-bit), and the length. A receiver reads the position
- * relative to the one it expects, which never lags the sender's by 2^38
- * (the windows bound it), so the header may wrap. */
-#define SMC_POSITION_BITS  (63u - SMC_LENGTH_BITS)
-#define SMC_HEADER_WRITTEN (1ull << 63)
-/* smc_header_distance: the header names no position at or after the
- * expected one (an older message, or a slot never written). */
-#define SMC_HEADER_OLDER UINT64_MAX
-
-static inline uint64_t smc_header(uint64_t position, uint32_t length)
-{
-    const uint64_t mask = (1ull << SMC_POSITION_BITS) - 1;
-    return SMC_HEADER_WRITTEN | (((position + 1) & mask) << SMC_LENGTH_BITS) | length;
-}
-
-/*
- * How far after `next` (the position a receiver expects of the sender)
- * lies the position a slot header names: 0 when it names `next` (an
- * application message), d in [1, 2^38) when it names next + d (the
- * positions before it are nulls), SMC_HEADER_OLDER when it names an
- * earlier position or none (never written: positions up to sent_num are
- * nulls). Computed modulo 2^39, so that a stream of more than 2^39
- * positions (a sender that runs for months) goes on across the wrap
- * (tests/smc/test_smc_wrap.c streams across it, smc_options.first_position).
- */
-static inline uint64_t smc_header_distance(uint64_t header, uint64_t next)
-{
-    const uint64_t mask = (1ull << SMC_POSITION_BITS) - 1;
-    if ((header & SMC_HEADER_WRITTEN) == 0)
-        return SMC_HEADER_OLDER;
-    uint64_t named = (header >> SMC_LENGTH_BITS) & mask; /* position + 1 (mod 2^39) */
-    uint64_t d = (named - (next + 1)) & mask;
-    return d < (1ull << (SMC_POSITION_BITS - 1)) ? d : SMC_HEADER_OLDER;
-}
-
 /* Log2 bucket of a batch size n >= 1. */
 static inline unsigned smc_bucket(uint64_t n)
 {

@@ -243,7 +243,7 @@ static void push_slots(struct smc_group *group, struct smc_subgroup *sub, uint64
         uint64_t offset = (uint64_t)(start + i) * sub->slot_size;
         uint64_t header =
             __atomic_load_n((const uint64_t *)(const void *)(ring + offset), __ATOMIC_ACQUIRE);
-        uint32_t length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
+        uint32_t length = (uint32_t)(header & SMC_LENGTH_MASK);
         if (offset - end > SMC_PUSH_GAP) {
             push_ring(group, sub, begin, (uint32_t)(end - begin));
             begin = offset;
@@ -319,16 +319,19 @@ static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub
         uint32_t index = (uint32_t)(sender->recv_app % window);
         uint8_t *slot = ring + (size_t)index * sub->slot_size;
         uint64_t header = __atomic_load_n((uint64_t *)(void *)slot, __ATOMIC_ACQUIRE);
-        uint64_t distance = smc_header_distance(header, sender->recv_position);
-        uint32_t length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
-        if (distance == 0 && length > sub->layout.max_payload) {
+        struct smc_slot_header decoded;
+        if (smc_slot_header_decode(header, sender->recv_position, sub->layout.max_payload,
+                                   sub->slot_size, &decoded) != 0) {
             /* The upcall would read past the slot: never taken. */
             sender->lied = true;
-            fail_liar(group, sub, sender->row, "slot length", length);
+            fail_liar(group, sub, sender->row, "slot length",
+                      (unsigned long long)(header & SMC_LENGTH_MASK));
             break;
         }
+        bool here = decoded.kind == SMC_SLOT_MESSAGE;
+        uint32_t length = decoded.length;
         bool delivers = sub->layout.mode == SPINDLE_MODE_UNORDERED && sender->skip == 0;
-        if (distance == 0 && delivers) {
+        if (here && delivers) {
             size_t cost = (size_t)group->options.deliver_overhead + length;
             if (cost > *room) {
                 /* Bounded delivery: it waits in the ring, unacknowledged,
@@ -338,7 +341,7 @@ static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub
             }
             *room -= cost;
         }
-        if (distance == 0) {
+        if (here) {
             sender->app_position[index] = sender->recv_position;
             sender->app_length[index] = length;
             if (sub->layout.mode == SPINDLE_MODE_UNORDERED && sender->skip > 0) {
@@ -364,7 +367,7 @@ static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub
             /* The next application message sits later (or is not yet
              * published): everything before it is null (Spindle 3.3). */
             uint64_t next_app =
-                distance != SMC_HEADER_OLDER ? sender->recv_position + distance : sent;
+                decoded.kind == SMC_SLOT_LATER ? sender->recv_position + decoded.distance : sent;
             sender->recv_position = next_app < sent ? next_app : sent;
         }
         if (!group->options.batching)

@@ -219,6 +219,6 @@ const void *smc_group_message(struct smc_group *group, uint32_t subgroup, uint64
     uint8_t *slot = smc_ring(group, sub, (uint32_t)sub->my_sender_rank) +
                     (size_t)(index % sub->layout.window_size) * sub->slot_size;
     uint64_t header = __atomic_load_n((uint64_t *)(void *)slot, __ATOMIC_ACQUIRE);
-    *length = (uint32_t)(header & ((1u << SMC_LENGTH_BITS) - 1));
+    *length = (uint32_t)(header & SMC_LENGTH_MASK);
     return slot + SMC_HEADER_SIZE;
 }

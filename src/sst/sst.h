@@ -241,17 +241,21 @@ uint32_t sst_table_slice_align(const struct sst_table *table);
  * Lets the member member_of_row[row] write only row `row` of this table,
  * for every row but ours (tp_mr_grant): on a backend that enforces grants
  * at the target (fabric), a member writing any other part of the table
- * has its connection failed. Call before exporting the table. The
- * transport's grant error.
+ * has its connection failed. It also lets exactly the members of the
+ * engine's granted tables connect to its endpoint from then on
+ * (tp_set_members: this table's rows and those of any other granted table
+ * still held, until that is destroyed). Call before exporting the table.
+ * The transport's error, or SPINDLE_ENOMEM.
  */
 int sst_table_grant_rows(struct sst_table *table, const uint32_t *member_of_row);
 /*
  * Lets member write [offset, offset + length) of this table's side region
  * (tp_mr_grant; several grants add up). Once the side region has one
  * grant, on a backend that enforces them (fabric) a member writing outside
- * its grants there has its connection failed. Call before exporting the
- * table. SPINDLE_EINVAL when the table has no side region; otherwise the
- * transport's grant error.
+ * its grants there has its connection failed. A length of 0 grants member
+ * nothing but counts as a grant: no peer may write a side region whose
+ * only grant it is. Call before exporting the table. SPINDLE_EINVAL when the table has no side
+ * region; otherwise the transport's grant error.
  */
 int sst_table_grant_side(struct sst_table *table, uint32_t member, uint64_t offset,
                          uint64_t length);

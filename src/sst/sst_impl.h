@@ -83,6 +83,10 @@ struct sst_table {
     uint64_t beat_at_ns[SST_MAX_ROWS];
     bool beat_moved[SST_MAX_ROWS];
     bool removed_reported; /* this member's removal was reported */
+    /* sst_table_grant_rows: the member id of each row, which the endpoint
+     * lets connect while this table exists (admit_members). */
+    uint32_t member_of_row[SST_MAX_ROWS];
+    bool members_known;
     struct sst_table *next;
 };
 

@@ -102,9 +102,45 @@ uint32_t sst_table_slice_align(const struct sst_table *table)
     return tp_attr(table->engine->endpoint)->slice_align;
 }
 
+/* Tells the endpoint the member ids that may connect (tp_set_members): the
+ * rows of every granted table the engine holds, so the current view's
+ * members and, while a view change or a join builds the next table, the
+ * next view's (a joiner is a row there before it can learn an address to
+ * connect to: the table is granted before it is exported). With no
+ * granted table left the last set stays. Takes the engine lock. */
+static int admit_members(struct sst_engine *engine)
+{
+    pthread_mutex_lock(&engine->lock);
+    size_t tables = 0;
+    for (const struct sst_table *t = engine->tables; t != NULL; t = t->next)
+        tables += t->members_known;
+    uint32_t *ids = tables > 0 ? malloc(tables * SST_MAX_ROWS * sizeof *ids) : NULL;
+    uint32_t count = 0;
+    for (const struct sst_table *t = engine->tables; ids != NULL && t != NULL; t = t->next) {
+        for (uint32_t row = 0; t->members_known && row < t->num_rows; row++) {
+            bool seen = false;
+            for (uint32_t i = 0; i < count && !seen; i++)
+                seen = ids[i] == t->member_of_row[row];
+            if (!seen)
+                ids[count++] = t->member_of_row[row];
+        }
+    }
+    pthread_mutex_unlock(&engine->lock);
+    if (tables > 0 && ids == NULL)
+        return sp_error(SPINDLE_ENOMEM, "sst: out of memory for the member ids of %zu tables",
+                        tables);
+    int rc = count > 0 ? tp_set_members(engine->endpoint, ids, count) : 0;
+    free(ids);
+    return rc;
+}
+
 int sst_table_grant_rows(struct sst_table *table, const uint32_t *member_of_row)
 {
-    int rc = 0;
+    pthread_mutex_lock(&table->engine->lock);
+    memcpy(table->member_of_row, member_of_row, table->num_rows * sizeof *member_of_row);
+    table->members_known = true;
+    pthread_mutex_unlock(&table->engine->lock);
+    int rc = admit_members(table->engine);
     for (uint32_t row = 0; row < table->num_rows && rc == 0; row++)
         if (row != table->my_row)
             rc = tp_mr_grant(table->mr, member_of_row[row], (uint64_t)row * table->row_stride,
@@ -234,6 +270,10 @@ void sst_table_destroy(struct sst_table *table)
     }
     pthread_mutex_unlock(&engine->post_lock);
     pthread_mutex_unlock(&engine->lock);
+    /* Its members no longer connect unless another table has them (a
+     * member the next view removed). */
+    if (table->members_known)
+        (void)admit_members(engine);
     if (table->side_mr != NULL)
         tp_mr_free(engine->endpoint, table->side_mr);
     tp_mr_free(engine->endpoint, table->mr);

@@ -209,6 +209,8 @@ struct tp_ops {
     /* Optional (NULL: tp_set_keys does nothing). */
     int (*set_keys)(struct tp_endpoint *ep, const uint8_t (*keys)[TP_KEY_BYTES],
                     uint32_t key_count);
+    /* Optional (NULL: tp_set_members does nothing). */
+    int (*set_members)(struct tp_endpoint *ep, const uint32_t *ids, uint32_t count);
 };
 
 /* ---- registry (registry.c) ------------------------------------------- */
@@ -258,6 +260,21 @@ static inline int tp_set_keys(struct tp_endpoint *ep, const uint8_t (*keys)[TP_K
                               uint32_t key_count)
 {
     return ep->ops->set_keys != NULL ? ep->ops->set_keys(ep, keys, key_count) : 0;
+}
+
+/*
+ * The member ids that may connect to ep from now on: ids[0..count),
+ * replacing the set of any earlier call (before the first, any id may).
+ * On a backend whose connection request claims the connector's member id
+ * and binds its writes to that id's grants (fabric), a request claiming
+ * another id is refused and the refusal logged with the id; the connector
+ * sees SPINDLE_EUNREACH. Connections already up stay. May be called while
+ * the endpoint is in use. Other backends do nothing and return 0.
+ * SPINDLE_EINVAL for count 0 or ids NULL, SPINDLE_ENOMEM.
+ */
+static inline int tp_set_members(struct tp_endpoint *ep, const uint32_t *ids, uint32_t count)
+{
+    return ep->ops->set_members != NULL ? ep->ops->set_members(ep, ids, count) : 0;
 }
 /* The backend's capabilities and limits. */
 static inline const struct tp_attr *tp_attr(const struct tp_endpoint *ep)
@@ -313,10 +330,12 @@ static inline int tp_mr_export(struct tp_mr *mr, struct tp_desc *out)
  * region mr (several grants add up). On a backend that enforces grants at
  * the target (fabric), once a region has a grant, a write into it from a
  * member outside its grants fails that member's connection and nothing of
- * it is applied; a region without grants takes writes anywhere from any
- * connected member. Grant before the peer may write. Other backends do
- * nothing and return 0. SPINDLE_EINVAL naming a range outside the region,
- * SPINDLE_ENOMEM.
+ * it is applied; a region never granted takes writes anywhere from any
+ * connected member. A grant of 0 bytes (offset within the region) lets
+ * peer_id write nothing but counts as a grant: it is how an owner that
+ * lets no peer write a region says so. Grant before the peer may write.
+ * Other backends do nothing and return 0. SPINDLE_EINVAL naming a range
+ * outside the region, SPINDLE_ENOMEM.
  */
 static inline int tp_mr_grant(struct tp_mr *mr, uint32_t peer_id, uint64_t offset, uint64_t length)
 {

@@ -24,10 +24,13 @@ static uint64_t record_size(uint32_t length)
 /* Write grants (fab_rec_granted, fabric_grant.c): with member 7 granted
  * the middle half of the region, a record passes for member 7 only when
  * its payload lies inside that half, never for member 8, which has no
- * grant; without grants every member passes. Refusals are SPINDLE_EPERM. */
+ * grant; in a region never granted every member passes, in one granted
+ * nothing (a grant of 0 bytes) none. Refusals are SPINDLE_EPERM. */
 static void check_grants(const struct fab_rec_hdr *hdr, struct fab_region *region)
 {
     FUZZ_CHECK(fab_rec_granted(hdr, region, 8) == 0);
+    region->granted = true;
+    FUZZ_CHECK(fab_rec_granted(hdr, region, 8) == SPINDLE_EPERM);
     struct fab_grant grant = {
         .member = 7, .offset = region->length / 4, .length = region->length / 2};
     region->grants = &grant;
@@ -39,6 +42,7 @@ static void check_grants(const struct fab_rec_hdr *hdr, struct fab_region *regio
     FUZZ_CHECK(fab_rec_granted(hdr, region, 8) == SPINDLE_EPERM);
     region->grants = NULL;
     region->num_grants = 0;
+    region->granted = false;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

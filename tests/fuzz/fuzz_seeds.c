@@ -29,6 +29,7 @@
 #include "log/log_format.h"
 #include "log/log_snapshot.h"
 #include "smc/smc_p2p_wire.h"
+#include "smc/smc_slot_wire.h"
 #include "transport/shm/shm_impl.h"
 #include "util/crc32c.h"
 #include "view/view_wire_samples.h"
@@ -503,6 +504,33 @@ static void p2p_seeds(void)
     }
 }
 
+/* Multicast ring slots: a header as smc_send.c writes it (the message
+ * expected, a later one, an older one, one across the 2^39 wrap) and a
+ * slot never written, each with the position expected, a max_payload of
+ * 1000 and its slot size. */
+static void ring_seeds(void)
+{
+    const uint64_t lap = 1ull << SMC_POSITION_BITS;
+    static const char *const names[] = {"message", "later", "older", "wrap", "unwritten"};
+    const uint64_t words[][2] = {{smc_header(41, 1000), 41},
+                                 {smc_header(45, 8), 41},
+                                 {smc_header(40, 8), 41},
+                                 {smc_header(lap + 2, 0), lap - 1},
+                                 {0, 41}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        uint8_t input[24];
+        uint32_t max_payload = 1000, slot_size = SMC_HEADER_SIZE + 1000;
+        memcpy(input, &words[i][0], 8);
+        memcpy(input + 8, &words[i][1], 8);
+        memcpy(input + 16, &max_payload, 4);
+        memcpy(input + 20, &slot_size, 4);
+        struct smc_slot_header back;
+        require(smc_slot_header_decode(words[i][0], words[i][1], max_payload, slot_size, &back),
+                "fuzz_ring_slot", names[i]);
+        write_seed("fuzz_ring_slot", names[i], input, sizeof input);
+    }
+}
+
 /* spindle-kv: client requests (array, pipelined, inline), operations as
  * replicas multicast them (a write with expiry, in a session, a tick) and
  * a state as a joiner receives it. */
@@ -787,6 +815,7 @@ int main(int argc, char **argv)
     log_seeds();
     admin_seeds();
     p2p_seeds();
+    ring_seeds();
     kv_seeds();
     kv_transfer_seeds();
     dds_seeds(argv[3]);

@@ -15,6 +15,9 @@ spindle_add_test(test_smc_wrap SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_wrap.c
                  TIMEOUT 60 LABELS smc)
 spindle_add_test(test_smc_rings SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_rings.c
                  TIMEOUT 60 LABELS smc)
+# The ring slot header decoder: messages, nulls, and the lengths it refuses.
+spindle_add_test(test_smc_slot_wire SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_slot_wire.c
+                 TIMEOUT 30 LABELS smc security)
 # A peer that breaks the protocol (slot lengths, counters, the point-to-point
 # rings' too) is failed, not believed: two engines in one process, the test
 # writing the lies.

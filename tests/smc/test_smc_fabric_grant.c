@@ -10,6 +10,12 @@
  *   - row 0 writing into row 1's ring at row 2 fails row 2's connection
  *     with row 0 and leaves the bytes as they were;
  *   - row 1 writing into row 2's point-to-point ring at row 0 likewise.
+ * And a member that receives from nobody (two members, row 0 the only
+ * sender, the point-to-point rings' grants left out as if they were off)
+ * still exports a side region no peer may write: row 1 writing there
+ * fails row 0's connection with it and leaves the bytes 0. The grants
+ * also name who may connect at all: an endpoint claiming member id 13,
+ * in no row, is refused by every member.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -83,12 +89,60 @@ static void create_members(struct member *m)
         memset(sst_side(smc_group_table(m[row].group)), 0xab, 8);
 }
 
-static void destroy_members(struct member *m)
+/* Two members, one subgroup of both, row 0 its only sender; the grants
+ * made as a view makes them but without the point-to-point rings' (as if
+ * they were off), then connected. Row 1 fills the first word of its side
+ * region, what it posts. */
+static void create_lone_sender(struct member *m)
 {
-    for (uint32_t row = 0; row < MEMBERS; row++) {
+    struct smc_layout layout;
+    memset(&layout, 0, sizeof layout);
+    layout.num_members = 2;
+    layout.members[0] = 0;
+    layout.members[1] = 1;
+    layout.senders[0] = 0;
+    layout.num_senders = 1;
+    layout.window_size = 4;
+    layout.max_payload = 8;
+    layout.mode = SPINDLE_MODE_ATOMIC;
+    const uint32_t member_of_row[2] = {ID_BASE, ID_BASE + 1};
+    struct sst_member_desc descs[2];
+    memset(descs, 0, sizeof descs);
+    for (uint32_t row = 0; row < 2; row++) {
+        struct tp_config config = {.backend = "fabric",
+                                   .group_name = "smc-fabric-grant-lone-test",
+                                   .self_id = member_of_row[row],
+                                   .provider = provider,
+                                   .host = "127.0.0.1",
+                                   .failure_timeout_ms = 60000};
+        memset(&m[row], 0, sizeof m[row]);
+        assert_int_equal(sst_engine_create(&config, NULL, &m[row].engine), 0);
+        struct smc_options options = {
+            .batching = true, .null_sends = true, .deliver = on_deliver, .deliver_ctx = &m[row]};
+        assert_int_equal(
+            smc_group_create(m[row].engine, &layout, 1, 2, row, &options, &m[row].group), 0);
+        assert_true(m[row].group->p2p.enabled);
+        m[row].group->p2p.enabled = false;
+        assert_int_equal(smc_group_grant_writes(m[row].group, member_of_row), 0);
+        m[row].group->p2p.enabled = true;
+        assert_int_equal(smc_group_export(m[row].group, &descs[row]), 0);
+    }
+    for (uint32_t row = 0; row < 2; row++)
+        assert_int_equal(smc_group_connect(m[row].group, descs, 5000, NULL), 0);
+    memset(sst_side(smc_group_table(m[1].group)), 0xab, 8);
+}
+
+static void destroy_count(struct member *m, uint32_t count)
+{
+    for (uint32_t row = 0; row < count; row++) {
         smc_group_destroy(m[row].group);
         sst_engine_destroy(m[row].engine);
     }
+}
+
+static void destroy_members(struct member *m)
+{
+    destroy_count(m, MEMBERS);
 }
 
 static struct tp_peer *peer_of(struct member *from, uint32_t row)
@@ -164,6 +218,37 @@ static void test_a_sender_writes_only_its_own_rings_at_a_peer(void **state)
     destroy_members(m);
 }
 
+static void test_an_id_outside_the_view_cannot_connect(void **state)
+{
+    (void)state;
+    struct member m[MEMBERS];
+    create_members(m);
+    struct tp_endpoint *stranger = NULL;
+    assert_int_equal(tf_open(provider, ID_BASE + MEMBERS, 0, 2000, &stranger), 0);
+    for (uint32_t row = 0; row < MEMBERS; row++) {
+        struct tp_desc addr;
+        struct tp_peer *peer = NULL;
+        assert_int_equal(tp_address(m[row].engine->endpoint, &addr), 0);
+        assert_int_equal(tp_connect(stranger, &addr, 5000, &peer), SPINDLE_EUNREACH);
+        assert_null(peer);
+    }
+    tp_close(stranger);
+    destroy_members(m);
+}
+
+static void test_a_member_that_receives_from_nobody_takes_no_writes(void **state)
+{
+    (void)state;
+    struct member m[2];
+    create_lone_sender(m);
+    /* Row 0's own ring, which no peer has a reason to write. */
+    assert_int_equal(side_word(&m[0], 0), 0);
+    post_side(&m[1], 0, 0);
+    assert_true(connection_fails(&m[0], 1));
+    assert_int_equal(side_word(&m[0], 0), 0);
+    destroy_count(m, 2);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -171,6 +256,8 @@ int main(int argc, char **argv)
     tf_require_provider(provider);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_sender_writes_only_its_own_rings_at_a_peer),
+        cmocka_unit_test(test_a_member_that_receives_from_nobody_takes_no_writes),
+        cmocka_unit_test(test_an_id_outside_the_view_cannot_connect),
     };
     return cmocka_run_group_tests_name(provider, tests, NULL, NULL);
 }

@@ -347,6 +347,7 @@ static void fab_close_objects(struct fab_ep *ep)
     }
     free(ep->eventq.events);
     fab_auth_clear(ep);
+    free(ep->members);
     pthread_mutex_destroy(&ep->auth_lock);
     pthread_mutex_destroy(&ep->cm_lock);
     pthread_cond_destroy(&ep->cm_cond);
@@ -720,4 +721,5 @@ const struct tp_ops tp_fabric_ops = {
     .stats = fab_stats,
     .mr_grant = fab_mr_grant,
     .set_keys = fab_set_keys,
+    .set_members = fab_set_members,
 };

@@ -9,12 +9,15 @@
  * The listener refuses a request whose (member, request nonce) it already
  * accepted, so a request seen on the network cannot be replayed. The
  * accept's MAC covers the accept and the whole request it answers, so the
- * connector knows which listener gave it the landing ring.
+ * connector knows which listener gave it the landing ring. With the
+ * view's member ids given (tp_set_members), a request claiming another id
+ * is refused, key or not (fabric_conn.c).
  *
  * The MAC is crypto_auth (HMAC-SHA-512-256) with a subkey of the group key
  * (crypto_kdf, context "spfabric"): the control channel's key is never used
  * for a second purpose.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -77,6 +80,34 @@ int fab_set_keys(struct tp_endpoint *tep, const uint8_t (*keys)[TP_KEY_BYTES], u
     pthread_mutex_unlock(&ep->auth_lock);
     sodium_memzero(derived, sizeof derived);
     return rc;
+}
+
+int fab_set_members(struct tp_endpoint *tep, const uint32_t *ids, uint32_t count)
+{
+    if (tep == NULL || ids == NULL || count == 0)
+        return sp_error(SPINDLE_EINVAL, "fabric set_members: no member ids given");
+    uint32_t *copy = malloc((size_t)count * sizeof *copy);
+    if (copy == NULL)
+        return sp_error(SPINDLE_ENOMEM, "fabric set_members: out of memory for %u ids", count);
+    memcpy(copy, ids, (size_t)count * sizeof *copy);
+    struct fab_ep *ep = fab_ep_of(tep);
+    pthread_mutex_lock(&ep->auth_lock);
+    uint32_t *old = ep->members;
+    ep->members = copy;
+    ep->num_members = count;
+    pthread_mutex_unlock(&ep->auth_lock);
+    free(old);
+    return 0;
+}
+
+bool fab_member_admitted(struct fab_ep *ep, uint32_t id)
+{
+    pthread_mutex_lock(&ep->auth_lock);
+    bool admitted = ep->members == NULL;
+    for (uint32_t i = 0; i < ep->num_members && !admitted; i++)
+        admitted = ep->members[i] == id;
+    pthread_mutex_unlock(&ep->auth_lock);
+    return admitted;
 }
 
 uint32_t fab_auth_snapshot(struct fab_ep *ep, uint8_t out[FAB_KEYS_MAX][FAB_MAC_BYTES])

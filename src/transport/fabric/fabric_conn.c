@@ -255,6 +255,14 @@ static void fab_accept_request(struct fab_ep *ep, struct fi_eq_cm_entry *entry,
     if (key < 0)
         return;
     char why[200];
+    if (!fab_member_admitted(ep, req.src_id)) {
+        /* Its writes would be held to that id's grants: an id outside the
+         * view is not one this member expects anything from. */
+        snprintf(why, sizeof why, "request claims member %u, which is not in this member's view",
+                 req.src_id);
+        fab_reject(ep, entry->info, why);
+        return;
+    }
     if (fab_request_refused(ep, &req, why, sizeof why) != NULL) {
         fab_reject(ep, entry->info, why);
         return;

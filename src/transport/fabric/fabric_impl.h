@@ -32,6 +32,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <rdma/fabric.h>
@@ -209,8 +210,11 @@ struct fab_region {
     uint64_t id;
     void *addr;
     size_t length;
-    struct fab_grant *grants; /* none: any connected member writes anywhere */
+    struct fab_grant *grants;
     uint32_t num_grants, cap_grants;
+    /* Set by the first grant, even of 0 bytes: the region then takes only
+     * granted writes. Unset: any connected member writes anywhere. */
+    bool granted;
     struct fab_region *next;
 };
 
@@ -245,6 +249,10 @@ struct fab_ep {
     pthread_mutex_t auth_lock;
     uint8_t auth_keys[FAB_KEYS_MAX][FAB_MAC_BYTES];
     uint32_t num_auth_keys; /* 0: no key, requests are not authenticated */
+    /* tp_set_members, under auth_lock: the member ids a request may claim
+     * (members NULL: any, until the first call) */
+    uint32_t *members;
+    uint32_t num_members;
 
     struct fi_info *info;
     struct fid_fabric *fabric;
@@ -342,6 +350,11 @@ void fab_auth_clear(struct fab_ep *ep);
  * FAB_KEYS_MAX, or an endpoint opened without a key (its peers would
  * refuse every request it made). */
 int fab_set_keys(struct tp_endpoint *tep, const uint8_t (*keys)[TP_KEY_BYTES], uint32_t key_count);
+/* The table's set_members (tp_set_members): replaces, under auth_lock,
+ * the member ids a connection request may claim. fab_member_admitted: true
+ * when id is one of them, or no set was given. */
+int fab_set_members(struct tp_endpoint *tep, const uint32_t *ids, uint32_t count);
+bool fab_member_admitted(struct fab_ep *ep, uint32_t id);
 /* Copies the current subkeys into out; their count (0: no key). Wipe out
  * after use (fab_auth_wipe). */
 uint32_t fab_auth_snapshot(struct fab_ep *ep, uint8_t out[FAB_KEYS_MAX][FAB_MAC_BYTES]);
@@ -358,7 +371,7 @@ int fab_acc_check(const uint8_t key[FAB_MAC_BYTES], const uint8_t req_wire[FAB_R
 /*
  * fabric_grant.c: write grants (tp_mr_grant). fab_mr_grant is the table's
  * entry. fab_rec_granted is pure (exposed for tests/fuzz): 0 when region
- * has no grants or one of member's covers the record's payload;
+ * was never granted or one of member's grants covers the record's payload;
  * SPINDLE_EPERM naming member, region, offset and length otherwise.
  * fab_region_grants_free releases a region's grants.
  */

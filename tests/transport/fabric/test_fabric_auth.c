@@ -6,9 +6,11 @@
  * (tp_set_keys) takes the new ones only. A raw libfabric client sends
  * hand-made requests: a wrong MAC, no MAC, a replayed request and a second
  * live connection from the same endpoint are refused, the listener keeps accepting good ones, and
- * the accept it gets back is authenticated over its request. Runs for the
- * provider given as argv[1].
+ * the accept it gets back is authenticated over its request. A listener
+ * told its view's member ids (tp_set_members) refuses a key holder that
+ * claims another id, and logs the id. Runs for the provider given as argv[1].
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
+#include <spindle/log.h>
 
 #include "test_fabric_util.h"
 #include "transport/fabric/fabric_impl.h"
@@ -91,6 +94,50 @@ static void test_members_with_the_key_connect_and_others_are_refused(void **stat
     connect_and_write(b, a);  /* a still accepts its own */
     tp_close(none);
     tp_close(other);
+    tp_close(b);
+    tp_close(a);
+}
+
+/* The listener's log lines that contain `want` (its progress thread
+ * writes them). */
+struct log_watch {
+    pthread_mutex_t lock;
+    const char *want;
+    int seen;
+};
+
+static void watch_log(void *ctx, enum spindle_log_level level, const char *module,
+                      const char *message)
+{
+    (void)level;
+    struct log_watch *watch = ctx;
+    pthread_mutex_lock(&watch->lock);
+    if (strcmp(module, "fabric") == 0 && strstr(message, watch->want) != NULL)
+        watch->seen++;
+    pthread_mutex_unlock(&watch->lock);
+}
+
+static void test_a_key_holder_claiming_an_id_outside_the_view_is_refused(void **state)
+{
+    (void)state;
+    struct tp_endpoint *a = NULL, *b = NULL;
+    assert_int_equal(tf_open_keyed(provider, 1, 0, 2000, key_a, 1, &a), 0);
+    assert_int_equal(tf_open_keyed(provider, 7, 0, 2000, key_a, 1, &b), 0);
+    const uint32_t view[] = {1, 2, 3};
+    assert_int_equal(tp_set_members(a, view, 3), 0);
+    struct log_watch watch = {PTHREAD_MUTEX_INITIALIZER,
+                              "request claims member 7, which is not in this member's view", 0};
+    spindle_log_set_sink(watch_log, &watch);
+    assert_refused(b, a);
+    spindle_log_set_sink(NULL, NULL);
+    pthread_mutex_lock(&watch.lock);
+    assert_int_equal(watch.seen, 1);
+    pthread_mutex_unlock(&watch.lock);
+    /* Once 7 is in the view (a joiner admitted), the same endpoint connects. */
+    const uint32_t next[] = {1, 2, 3, 7};
+    assert_int_equal(tp_set_members(a, next, 4), 0);
+    connect_and_write(b, a);
+    assert_int_equal(tp_set_members(a, NULL, 0), SPINDLE_EINVAL);
     tp_close(b);
     tp_close(a);
 }
@@ -310,6 +357,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_a_listener_with_two_keys_takes_either),
         cmocka_unit_test(test_a_listener_rotates_its_keys_in_place),
         cmocka_unit_test(test_forged_replayed_and_duplicate_requests_are_refused),
+        cmocka_unit_test(test_a_key_holder_claiming_an_id_outside_the_view_is_refused),
     };
     return cmocka_run_group_tests_name(provider, tests, NULL, NULL);
 }

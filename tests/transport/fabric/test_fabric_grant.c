@@ -5,8 +5,8 @@
  * writing outside it, or a member without a grant, has its connection
  * failed (the owner's connection back to it reports the failure) and the
  * owner's bytes stay as they were, including those of later writes of the
- * same batch. A region without grants takes writes anywhere. Runs for the
- * provider given as argv[1].
+ * same batch. A region never granted takes writes anywhere; one granted
+ * 0 bytes takes none. Runs for the provider given as argv[1].
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,6 +35,11 @@ struct setup {
     struct tp_rmr *rmr;
 };
 
+/* grant: 0 none, GRANT_MEMBER2 member 2 [GRANT_AT, + GRANT_SIZE),
+ * GRANT_NOTHING 0 bytes to member 1 (the owner itself). */
+#define GRANT_MEMBER2 1
+#define GRANT_NOTHING 2
+
 static void setup_open(struct setup *s, uint32_t writer_id, int grant)
 {
     memset(s, 0, sizeof *s);
@@ -43,8 +48,10 @@ static void setup_open(struct setup *s, uint32_t writer_id, int grant)
     void *mem;
     assert_int_equal(tp_mr_alloc(s->owner, REGION, TP_MR_REMOTE_WRITE, &mem, &s->region), 0);
     s->mem = mem;
-    if (grant)
+    if (grant == GRANT_MEMBER2)
         assert_int_equal(tp_mr_grant(s->region, 2, GRANT_AT, GRANT_SIZE), 0);
+    if (grant == GRANT_NOTHING)
+        assert_int_equal(tp_mr_grant(s->region, 1, 0, 0), 0);
     struct tp_desc addr, rdesc;
     assert_int_equal(tp_address(s->owner, &addr), 0);
     assert_int_equal(tp_connect(s->writer, &addr, 5000, &s->to_owner), 0);
@@ -105,7 +112,7 @@ static void test_writes_inside_the_grant_land_and_outside_fail_the_writer(void *
 {
     (void)state;
     struct setup s;
-    setup_open(&s, 2, 1);
+    setup_open(&s, 2, GRANT_MEMBER2);
     assert_true(write_lands(&s, GRANT_AT, 64));
     assert_true(write_lands(&s, GRANT_AT + GRANT_SIZE - 8, 8)); /* its last word */
     /* One write straddling the grant's end, then one inside it. */
@@ -128,7 +135,7 @@ static void test_a_member_without_a_grant_writes_nothing(void **state)
 {
     (void)state;
     struct setup s;
-    setup_open(&s, 3, 1); /* the grant is member 2's */
+    setup_open(&s, 3, GRANT_MEMBER2); /* the grant is member 2's */
     struct tp_write w = {s.src, s.src_mr, s.rmr, GRANT_AT, 8};
     assert_int_equal(tp_post_writes(s.to_owner, &w, 1, 0, 0), 0);
     assert_true(owner_sees_failure(&s));
@@ -149,6 +156,22 @@ static void test_a_region_without_grants_takes_writes_anywhere(void **state)
     setup_close(&s);
 }
 
+/* An owner that lets no member write the region grants 0 bytes: the
+ * region is then closed to every writer, not open to all. */
+static void test_a_region_granted_nothing_takes_no_writes(void **state)
+{
+    (void)state;
+    struct setup s;
+    setup_open(&s, 3, GRANT_NOTHING);
+    struct tp_write w = {s.src, s.src_mr, s.rmr, 0, 8};
+    assert_int_equal(tp_post_writes(s.to_owner, &w, 1, 0, 0), 0);
+    assert_true(owner_sees_failure(&s));
+    assert_int_equal(tp_peer_state(s.to_writer), SPINDLE_EPEERFAILED);
+    assert_non_null(strstr(spindle_errmsg(), "member 3 wrote"));
+    assert_true(all_zero(s.mem, 0, REGION));
+    setup_close(&s);
+}
+
 static void test_grants_outside_the_region_are_refused(void **state)
 {
     (void)state;
@@ -159,7 +182,8 @@ static void test_grants_outside_the_region_are_refused(void **state)
     assert_int_equal(tp_mr_alloc(ep, 4096, TP_MR_REMOTE_WRITE, &mem, &region), 0);
     assert_int_equal(tp_mr_grant(region, 2, 4000, 200), SPINDLE_EINVAL);
     assert_non_null(strstr(spindle_errmsg(), "mr_grant"));
-    assert_int_equal(tp_mr_grant(region, 2, 0, 0), SPINDLE_EINVAL);
+    assert_int_equal(tp_mr_grant(region, 2, 4097, 0), SPINDLE_EINVAL);
+    assert_int_equal(tp_mr_grant(region, 2, 0, 0), 0); /* nothing, but granted */
     assert_int_equal(tp_mr_grant(region, 2, 0, 4096), 0);
     assert_int_equal(tp_mr_grant(region, 3, 0, 64), 0); /* grants add up */
     tp_mr_free(ep, region);
@@ -175,6 +199,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_writes_inside_the_grant_land_and_outside_fail_the_writer),
         cmocka_unit_test(test_a_member_without_a_grant_writes_nothing),
         cmocka_unit_test(test_a_region_without_grants_takes_writes_anywhere),
+        cmocka_unit_test(test_a_region_granted_nothing_takes_no_writes),
         cmocka_unit_test(test_grants_outside_the_region_are_refused),
     };
     return cmocka_run_group_tests_name(provider, tests, NULL, NULL);
