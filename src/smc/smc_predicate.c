@@ -106,10 +106,11 @@ static bool can_pass(struct smc_group *group, const struct smc_subgroup *sub)
      * so a lying row is found while the subgroup is idle too. */
     uint64_t all[SST_MAX_ROWS];
     held_by_all(group, sub, all);
-    if (sub->delivered >= first_missing(sub))
+    uint32_t senders = sub->layout.num_senders;
+    if (senders == 0 || sub->delivered >= first_missing(sub))
         return false;
-    uint32_t s = (uint32_t)(sub->delivered % sub->layout.num_senders);
-    uint64_t round = sub->delivered / sub->layout.num_senders;
+    uint32_t s = (uint32_t)(sub->delivered % senders);
+    uint64_t round = sub->delivered / senders;
     const struct smc_sender *sender = &sub->senders[s];
     uint32_t index = (uint32_t)(sender->deliv_app % sub->layout.window_size);
     if (sender->deliv_app >= sender->recv_app || sender->app_position[index] != round)
