@@ -32,8 +32,11 @@
  *  - no duplicate, no gap, sender order: member j delivers message a of
  *    sender s only as the a-th message of s it delivers;
  *  - total order agreement: every member delivers the same sequence;
- *  - stability: a message is delivered only once every member holds it
- *    (what the ragged-edge trim relies on, src/view/trim.h point 3);
+ *  - stability: a message is delivered only once every member holds it,
+ *    and a null is passed only by a member that holds it (what the
+ *    ragged-edge trim relies on, src/view/trim.h); a null need not be
+ *    held by the others, which saves the round of acknowledgements of
+ *    the nulls that a message of a later rank used to wait for;
  *  - no busy predicate: a trigger run because the predicate held changes
  *    something;
  *  - quiescence: no sender ever needs more than NS * MSGS positions (a
@@ -52,6 +55,9 @@
  *  BROKEN_NULL_AHEAD        a null answers one round more than needed
  *  BROKEN_GUARD_FIRST       sent_num is pushed before the ring slots it
  *                           covers (breaks T2)
+ *  BROKEN_PASS_UNRECEIVED_NULL  pass a null its sender published but this
+ *                           member has not received (the trim could then
+ *                           not tell that member's stream from the others')
  */
 
 #ifndef NM
@@ -87,6 +93,8 @@ byte glog[NS * MSGS]; /* s * MSGS + app + 1 */
 byte total_committed;
 byte total_delivered; /* over all members */
 byte total_quota;     /* messages the senders will commit */
+byte gnext[NS];                   /* next_position of each sender */
+bool gmsg[NS * (NS * MSGS + 1)];  /* position holds an application message */
 
 #if NM > 3
 #define IN3(x) link[3 * NM + (x)]
@@ -100,8 +108,8 @@ byte total_quota;     /* messages the senders will commit */
 
 #define SCRATCH_RESET() \
 	kind = 0; f1 = 0; f2 = 0; f3 = 0; f4 = 0; i = 0; s = 0; k = 0; v = 0; \
-	snt = 0; dist = 0; nxt = 0; rnd = 0; needed = 0; stable = 0; before = 0; \
-	pub = 0; ack = 0; progress = 0
+	snt = 0; dist = 0; nxt = 0; rnd = 0; needed = 0; before = 0; \
+	pub = 0; ack = 0; progress = 0; canpass = false
 
 /* One write to peer p (link[j * NM + p]). */
 inline send_to(p, kd, a1, a2, a3, a4)
@@ -110,25 +118,48 @@ inline send_to(p, kd, a1, a2, a3, a4)
 	link[j * NM + p]!kd, a1, a2, a3, a4
 }
 
-/* smc_predicate.c: stable_count over this member's copies of the rows
- * (its own row is local): min over members m, senders s of
- * received_num[m][s] * S + s. */
-inline stable_count()
+/* smc_predicate.c: passable (the delivery rule). Position delivered =
+ * (sender s, round rnd) may be passed when this member holds it
+ * (recv_position[s] > rnd) and it is a null, or it is an application
+ * message every member holds (received_num[m][s] > rnd at every member m,
+ * read from this member's copies of the rows; its own row is local). A
+ * null need not be held by the others (Spindle 3.3 nulls carry nothing to
+ * deliver): the trim delivers every message within its sender's trim
+ * (view/trim.h), so no survivor depends on another's passing a null.
+ * Sets canpass. */
+inline passable()
 {
-	stable = 255;
-	for (i : 0 .. NM - 1) {
-		for (s : 0 .. NS - 1) {
+	s = delivered % NS;
+	rnd = delivered / NS;
+	k = deliv_app[s] % WIN;
+	canpass = false;
+	if
+	:: recv_position[s] > rnd ->
+		if
+		:: deliv_app[s] < recv_app[s] && app_position[RI(s, k)] == rnd ->
+			canpass = true;
+			for (i : 0 .. NM - 1) {
 #ifdef BROKEN_DELIVER_UNSTABLE
-			v = recv_position[s];
+				v = recv_position[s];
 #else
-			v = (i == j -> recv_position[s] : c_recv[i * NS + s]);
+				v = (i == j -> recv_position[s] : c_recv[i * NS + s]);
 #endif
-			if
-			:: v * NS + s < stable -> stable = v * NS + s
-			:: else -> skip
-			fi
-		}
-	}
+				if
+				:: v <= rnd -> canpass = false
+				:: else -> skip
+				fi
+			}
+		:: else -> canpass = true /* a null this member holds */
+		fi
+#ifdef BROKEN_PASS_UNRECEIVED_NULL
+	/* a null the sender published that this member has not received:
+	 * passed on the sender's word alone (ghost knowledge) */
+	:: recv_position[s] <= rnd && rnd < gnext[s] && !gmsg[s * MAXPOS + rnd] -> canpass = true
+	:: else -> skip
+#else
+	:: else -> skip
+#endif
+	fi
 }
 
 /* smc_predicate.c: subgroup_has_work; smc_send.c: smc_slot_free. */
@@ -142,9 +173,9 @@ inline after_step()
 		:: else -> skip
 		fi
 	}
-	stable_count();
+	passable();
 	if
-	:: delivered < stable -> work = true
+	:: canpass -> work = true
 	:: else -> skip
 	fi;
 	slot_free = true;
@@ -172,7 +203,9 @@ inline commit()
 	slot_position[k] = next_position;
 	ring_pos[RI(j, k)] = next_position + 1;
 	ring_app[RI(j, k)] = committed;
+	gmsg[j * MAXPOS + next_position] = true;
 	next_position++;
+	gnext[j] = next_position;
 	committed++;
 	total_committed++
 }
@@ -316,6 +349,7 @@ inline trigger()
 		if
 		:: needed > next_position ->
 			next_position = needed;
+			gnext[j] = needed;
 			published = needed;
 			pub = 1
 		:: else -> skip
@@ -323,14 +357,19 @@ inline trigger()
 	:: else -> skip
 	fi;
 #endif
-	/* delivery_step / smc_deliver_range: everything stable, in
-	 * round-robin order; nulls are skipped */
-	stable_count();
+	/* delivery_step / smc_deliver_range: in round-robin order, every
+	 * null this member holds and every message all members hold; nulls
+	 * are skipped */
 	do
-	:: delivered < stable ->
-		s = delivered % NS;
-		rnd = delivered / NS;
-		k = deliv_app[s] % WIN;
+	:: true ->
+		passable();
+		if
+		:: !canpass -> break
+		:: else -> skip
+		fi;
+		/* what the trim relies on (view/trim.h): a position is passed
+		 * only by a member that holds it */
+		assert(holds[j * NS + s] > rnd);
 		delivered++;
 		ack = 1;
 		if
@@ -339,7 +378,6 @@ inline trigger()
 			deliv_app[s]++
 		:: else -> skip /* a null */
 		fi
-	:: else -> break
 	od;
 	/* the writes, posted when the trigger ends, in call order per peer:
 	 * sent_num (publish), then received_num[] + delivered_num in one
@@ -390,7 +428,8 @@ proctype member(byte j; byte quota; chan in0, in1, in2, in3)
 	/* Derived: smc_predicate, smc_slot_free. */
 	bool work, slot_free = true;
 	/* Scratch (reset after each step, not part of the state). */
-	byte kind, f1, f2, f3, f4, i, s, k, v, snt, dist, nxt, rnd, needed, stable, before;
+	byte kind, f1, f2, f3, f4, i, s, k, v, snt, dist, nxt, rnd, needed, before;
+	bool canpass;
 	byte pub, ack, progress;
 
 end:

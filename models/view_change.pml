@@ -32,19 +32,21 @@
  * so received counts stop), so each member's blob counts are fixed and
  * nothing before the trim depends on them. The trim is checked, at each
  * install, against every SMC state the invariants allow (enumerated in one
- * step): each member received a prefix of each sender's messages, and
- * delivered at most what every member, the failed included, held (stable,
- * models/smc.pml).
+ * step): each member received a prefix of each sender's positions, each
+ * position is a message or a null, and each member passed, in round-robin
+ * order, only nulls it held and messages every member, the failed
+ * included, held (models/smc.pml).
  *
  * Properties:
  *  - one next view: no two members install different sets (assertion);
  *  - majority: the installed set's survivors are a majority of view 0
  *    (assertion);
- *  - same sequence: every member that installs delivers the same prefix
- *    of view 0's round-robin order, holding every message of it, never
- *    below what it or anyone (the failed included) delivered before
- *    (assertions); a failed sender's message is thus delivered by all
- *    survivors or none;
+ *  - same sequence: every member that installs computes the same trim
+ *    and delivers, in round-robin order, every message within its
+ *    sender's trim (Derecho's cleanup, view/trim.h), holding each of them;
+ *    every message anyone (the failed included) delivered before is among
+ *    them (assertions); a failed sender's message is thus delivered by
+ *    all survivors or none;
  *  - termination (LTL, pan -a): with a majority alive and no false
  *    suspicion, every live member installs view 1 and starts it.
  *
@@ -58,6 +60,12 @@
  *  BROKEN_NO_MAJORITY     no majority check of the next view
  *                         (view.c: view_check_majority skipped): must
  *                         yield a counterexample (scripts/check-models.sh)
+ *  BROKEN_PREFIX_TRIM     the survivors deliver only up to the first
+ *                         position one of them lacks (the trim before
+ *                         nulls were passed unstable): a member that
+ *                         passed a null another lacks delivered a message
+ *                         beyond it, which the others would not; must
+ *                         yield a counterexample
  * and three that the sizes checked so far do NOT catch (docs/MODELS.md,
  * "Not caught yet"): with three members a set has at most one other
  * survivor, so the commit and lock rules cannot go wrong there, and the
@@ -116,7 +124,8 @@ byte installed_set; /* the first installed set, PRESENT set */
 byte n_installed, n_done, n_alive;
 /* Scratch of the trim check (one d_step; not part of the state). */
 hidden byte recv[N * NSEND]; /* received counts at the wedge */
-hidden byte ti, ts, tv, tw, total, stable;
+hidden byte ti, ts, tv, tw, tp, nul, prefix;
+hidden byte trv[2 * NSEND]; /* trim vectors: this member's, the first installer's */
 
 #define MAJORITY(m) (2 * (HAS(m, 0) + HAS(m, 1) + HAS(m, 2) + HAS(m, 3) + HAS(m, 4)) > N)
 
@@ -209,10 +218,10 @@ inline receive()
 	:: atomic { (UNREPORTED | FALSELY) != 0 -> report() }
 
 /* trim.c: trim_compute over the blobs of the survivors of `set` (counts
- * in recv[]): the delivered_total of the ragged-edge trim. */
-inline trim_of(set, out)
+ * in recv[]): trim[s] = min over the survivors of received[s], into
+ * trv[base + s]. */
+inline trim_of(set, base)
 {
-	out = 255;
 	for (ts : 0 .. NSEND - 1) {
 		tv = 255;
 		for (ti : 0 .. N - 1) {
@@ -221,55 +230,94 @@ inline trim_of(set, out)
 			:: else -> skip
 			fi
 		}
-		if
-		:: tv * NSEND + ts < out -> out = tv * NSEND + ts
-		:: else -> skip
-		fi
+		trv[base + ts] = tv
 	}
 }
 
-/* view_install.c: deliver_trim (trim_compute, smc_group_deliver_upto) for
- * the set `mask`, checked against every SMC state at the wedge (see the
- * top): each member received a prefix of each sender's messages, and
- * delivered at most what every member, the failed included, held
- * (stable). Deterministic: the states are enumerated, not chosen. */
+/* Position p (sender p % NSEND, round p / NSEND) is an application
+ * message (not a null) in the enumerated state. */
+#define IS_MSG(p) (!((nul >> (p)) & 1))
+/* The survivors deliver position p when it is a message within its
+ * sender's trim (view/trim.h: Derecho's cleanup); BROKEN_PREFIX_TRIM:
+ * only below the first position some survivor lacks, as before nulls
+ * were passed unstable. */
+#ifdef BROKEN_PREFIX_TRIM
+#define TRIMMED(p) ((p) < prefix)
+#else
+#define TRIMMED(p) ((p) / NSEND < trv[(p) % NSEND])
+#endif
+
+/* view_install.c: deliver_trim (trim_compute, smc_group_deliver_trim)
+ * for the set `mask`, checked against every SMC state at the wedge (see
+ * the top): each member received a prefix of each sender's positions,
+ * each position is a message or a null, and each member passed, in
+ * round-robin order, only nulls it held and messages every member held
+ * (models/smc.pml). Deterministic: the states are enumerated, not
+ * chosen. */
 inline trim_and_check()
 {
 	d_step {
 		for (ti : 0 .. N * NSEND - 1) {
 			recv[ti] = 0
 		}
+		nul = 0;
 		do
 		:: true ->
-			/* stable over all members: the most anyone delivered */
-			stable = 255;
-			for (ti : 0 .. N - 1) {
-				for (ts : 0 .. NSEND - 1) {
-					if
-					:: recv[ti * NSEND + ts] * NSEND + ts < stable ->
-						stable = recv[ti * NSEND + ts] * NSEND + ts
-					:: else -> skip
-					fi
-				}
-			}
-			trim_of(mask, total);
-			/* this member holds every message of the trim */
+			trim_of(mask, 0);
+			prefix = 255;
 			for (ts : 0 .. NSEND - 1) {
-				tv = (total > ts -> (total - ts + NSEND - 1) / NSEND : 0);
-				assert(recv[me * NSEND + ts] >= tv)
+				if
+				:: trv[ts] * NSEND + ts < prefix -> prefix = trv[ts] * NSEND + ts
+				:: else -> skip
+				fi
+			}
+			/* this member holds every position the cleanup delivers */
+			for (tp : 0 .. NSEND * MSGS - 1) {
+				if
+				:: IS_MSG(tp) && TRIMMED(tp) -> assert(recv[me * NSEND + tp % NSEND] > tp / NSEND)
+				:: else -> skip
+				fi
 			}
 			/* nothing delivered before, here or anywhere (failed members
-			 * too), is taken back: a failed member's message is
-			 * delivered by all survivors or none */
-			assert(stable <= total);
-			/* the same prefix as the first member that installed */
+			 * too), is left out: every message below the furthest each
+			 * member can have passed is delivered by the cleanup, so a
+			 * failed member's message is delivered by all survivors or
+			 * none, and each survivor ends with the same messages */
+			for (ti : 0 .. N - 1) {
+				tp = 0;
+				do
+				:: tp == NSEND * MSGS -> break
+				:: tp < NSEND * MSGS && !IS_MSG(tp) ->
+					/* a null: passed by a member that holds it */
+					if
+					:: recv[ti * NSEND + tp % NSEND] > tp / NSEND -> tp++
+					:: else -> break
+					fi
+				:: tp < NSEND * MSGS && IS_MSG(tp) ->
+					/* a message: passed (delivered) once every member holds it */
+					tv = 1;
+					for (tw : 0 .. N - 1) {
+						if
+						:: recv[tw * NSEND + tp % NSEND] <= tp / NSEND -> tv = 0
+						:: else -> skip
+						fi
+					}
+					if
+					:: tv -> assert(TRIMMED(tp)); tp++
+					:: else -> break
+					fi
+				od
+			}
+			/* the same trim as the first member that installed */
 			if
 			:: installed_set != 0 ->
-				trim_of(SET(installed_set), tw);
-				assert(tw == total)
+				trim_of(SET(installed_set), NSEND);
+				for (ts : 0 .. NSEND - 1) {
+					assert(trv[NSEND + ts] == trv[ts])
+				}
 			:: else -> skip
 			fi;
-			/* next counts (odometer) */
+			/* next state (odometer): counts, then the nulls */
 			ti = 0;
 			do
 			:: ti < N * NSEND && recv[ti] < MSGS -> recv[ti]++; break
@@ -277,11 +325,16 @@ inline trim_and_check()
 			:: ti == N * NSEND -> break
 			od;
 			if
-			:: ti == N * NSEND -> break
+			:: ti == N * NSEND && nul + 1 < (1 << (NSEND * MSGS)) -> nul++
+			:: ti == N * NSEND && nul + 1 >= (1 << (NSEND * MSGS)) -> break
 			:: else -> skip
 			fi
 		od;
-		ti = 0; ts = 0; tv = 0; total = 0; stable = 0
+		ti = 0; ts = 0; tv = 0; tw = 0; tp = 0; nul = 0; prefix = 0;
+		for (ts : 0 .. 2 * NSEND - 1) {
+			trv[ts] = 0
+		}
+		ts = 0
 	}
 }
 

@@ -149,7 +149,7 @@ if [ "$full" = 0 ]; then
     smc="-DNM=3 -DNS=2 -DWIN=1 -DMSGS=1"
     run smc-safety pass smc.pml "$smc" "$SMC_CC_SAFETY" "-m100000 -w24"
     run smc-liveness pass smc.pml "$smc" "$SMC_CC_LTL" "-a -m100000 -w24"
-    for broken in DELIVER_UNSTABLE NO_NULLS NULL_AHEAD GUARD_FIRST; do
+    for broken in DELIVER_UNSTABLE NO_NULLS NULL_AHEAD GUARD_FIRST PASS_UNRECEIVED_NULL; do
         run "smc-broken-$broken" fail smc.pml "$smc -DBROKEN_$broken" "$SMC_CC_SAFETY" \
             "-m100000 -w22"
     done
@@ -169,6 +169,8 @@ if [ "$full" = 0 ]; then
         "$VC_CC_SAFETY" "-m1000000"
     run vc-liveness pass view_change.pml "-DN=3 -DMAXCRASH=1" "$VC_CC_LTL" "-a -m1000000"
     run vc-broken-NO_MAJORITY fail view_change.pml "-DN=3 -DFALSE_SUSP=1 -DBROKEN_NO_MAJORITY" \
+        "$VC_CC_SAFETY" "-m1000000"
+    run vc-broken-PREFIX_TRIM fail view_change.pml "-DN=3 -DMAXCRASH=1 -DBROKEN_PREFIX_TRIM" \
         "$VC_CC_SAFETY" "-m1000000"
 
     run join-safety pass join.pml "$join -DMCRASH=0 -DJFAULTS=2" "$JOIN_CC_SAFETY" "-m1000000"

@@ -236,8 +236,8 @@ struct spindle_group_options {
     spindle_deliver_fn deliver;
     void *deliver_ctx;
     /* Virtual synchrony: when a member fails or leaves, the survivors agree
-     * over the bootstrap channel on the ragged-edge trim, deliver exactly
-     * up to it, install the next view and resend their undelivered
+     * over the bootstrap channel on the ragged-edge trim, deliver every
+     * message within it, install the next view and resend their undelivered
      * messages; sends block during the change. A view needs a majority of
      * the previous one: a member that cannot reach one stops
      * (spindle_group_status). Off: a failure fails the group. */

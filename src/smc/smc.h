@@ -369,22 +369,27 @@ struct sst_table *smc_group_table(struct smc_group *group);
  * every step of the predicate (no sends, received counters frozen) and
  * fails later reserves with SPINDLE_ESHUTDOWN. smc_group_received copies
  * row's received_num[] of subgroup (one count per sender, round-robin
- * order) into received[0..cap). smc_group_deliver_upto delivers, in order,
- * every sequence number below delivered_total that is not yet delivered,
- * whether stable or not (the trim is the agreement); SPINDLE_EPROTO when
- * this member lacks one of them. All return SPINDLE_EINVAL for an unknown
- * subgroup or row; deliver_upto requires a wedged group.
+ * order) into received[0..cap). smc_group_deliver_trim delivers, in
+ * round-robin order, every application message of sender s at a round
+ * below trim[s] that is not yet delivered, whether stable or not (the trim
+ * is the agreement), skips every position at or beyond its sender's trim,
+ * and leaves delivered_num at `end` (one past the last position within a
+ * trim: trim_result.delivered_total); SPINDLE_EPROTO when this member
+ * lacks a position within the trim, SPINDLE_EINVAL when num_senders is not
+ * the subgroup's. All return SPINDLE_EINVAL for an unknown subgroup or
+ * row; deliver_trim requires a wedged group.
  */
 void smc_group_wedge(struct smc_group *group);
 int smc_group_received(struct smc_group *group, uint32_t subgroup, uint32_t row, uint64_t *received,
                        uint32_t cap);
-int smc_group_deliver_upto(struct smc_group *group, uint32_t subgroup, uint64_t delivered_total);
+int smc_group_deliver_trim(struct smc_group *group, uint32_t subgroup, const uint64_t *trim,
+                           uint32_t num_senders, uint64_t end);
 /* This member's delivered_num of subgroup (atomic: sequence numbers,
  * unordered: messages); 0 for an unknown subgroup. */
 uint64_t smc_group_delivered(struct smc_group *group, uint32_t subgroup);
 
 /*
- * Resend support (wedged group, after deliver_upto): *first = this member's
+ * Resend support (wedged group, after deliver_trim): *first = this member's
  * own application messages of subgroup delivered, *count = committed ones
  * not delivered. They are still in the ring (a slot is reused only after
  * every member delivered it). smc_group_message returns the payload of own

@@ -190,10 +190,23 @@ bool smc_slot_free(struct smc_group *group, const struct smc_subgroup *sub);
 /* Wakes application threads blocked in reserve or flush. */
 void smc_wake_waiters(struct smc_group *group);
 
-/* Delivers sequence numbers [delivered, bound) this member holds, in
- * order (one message when batching is off). Lock held. */
-void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t bound,
-                       size_t room);
+/* What smc_deliver_range may pass. */
+struct smc_pass_limits {
+    /* deliverable[s]: a message of sender s at a round below it may be
+     * delivered (every member holds it; at the trim: within the trim). */
+    const uint64_t *deliverable;
+    uint64_t bound; /* positions below it only */
+    /* The trim of a view change: positions at or beyond deliverable[s]
+     * are skipped (delivered nowhere) instead of stopping the walk. */
+    bool at_trim;
+};
+
+/* Passes positions from delivered_num in round-robin order as far as the
+ * delivery rule and limits allow, delivering the messages among them (one
+ * message when batching is off; smc_predicate.c has the rule). Lock
+ * held. */
+void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub,
+                       const struct smc_pass_limits *limits, size_t room);
 
 /* The committing thread's pass over its own unordered message
  * (smc_options.own_inline; smc_predicate.c). Lock held; the caller then

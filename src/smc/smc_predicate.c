@@ -55,12 +55,15 @@ static uint64_t read_sent(struct smc_group *group, struct smc_subgroup *sub,
     return sender->sent_seen;
 }
 
-/* Sequence numbers every member of sub holds: min over members m and
- * senders s of received_num[m][s] * S + s (the first hole in m's prefix). */
-static uint64_t stable_count(struct smc_group *group, const struct smc_subgroup *sub)
+/* held_by_all[s] = min over members m of received_num[m][s]: a message of
+ * sender s at a round below it is held by every member (stable, Spindle
+ * 2.1), and may be delivered. */
+static void held_by_all(struct smc_group *group, const struct smc_subgroup *sub,
+                        uint64_t *held_by_all)
 {
     uint32_t senders = sub->layout.num_senders;
-    uint64_t stable = UINT64_MAX;
+    for (uint32_t s = 0; s < senders; s++)
+        held_by_all[s] = UINT64_MAX;
     for (uint32_t m = 0; m < sub->layout.num_members; m++) {
         uint32_t row = sub->layout.members[m];
         for (uint32_t s = 0; s < senders; s++) {
@@ -75,55 +78,84 @@ static uint64_t stable_count(struct smc_group *group, const struct smc_subgroup 
                           (unsigned long long)received);
                 received = 0; /* holds delivery back until the change removes it */
             }
-            uint64_t first_missing = received * senders + s;
-            if (first_missing < stable)
-                stable = first_missing;
+            if (received < held_by_all[s])
+                held_by_all[s] = received;
         }
     }
-    return stable;
 }
 
-/*
- * Persistence frontier (docs/LOGS.md "Persistence frontiers"). A member's
- * persisted_num can never pass what it delivered, and nobody delivers a
- * sequence number before every member, this one included, received it
- * (Spindle 2.1): so no honest column exceeds the first sequence number
- * this member misses, min over senders s of received[s] * S + s. That
- * bound holds however the column's writes are ordered against the
- * owner's delivered_num (a NIC may read a queued write's source late), so
- * it is the check; a column that exceeds it or goes back fails its owner,
- * whose last good value is kept (it holds the frontier back until the view
- * change removes it). Own column: read from local state.
- */
-static uint64_t persist_bound(const struct smc_subgroup *sub)
+/* The first sequence number this member lacks: min over senders s of
+ * recv_position[s] * S + s. Nothing at or past it can be passed here. */
+static uint64_t first_missing(const struct smc_subgroup *sub)
 {
     uint32_t senders = sub->layout.num_senders;
     uint64_t bound = UINT64_MAX;
     for (uint32_t s = 0; s < senders; s++) {
-        uint64_t first_missing = sub->senders[s].recv_position * senders + s;
-        if (first_missing < bound)
-            bound = first_missing;
+        uint64_t missing = sub->senders[s].recv_position * senders + s;
+        if (missing < bound)
+            bound = missing;
     }
     return bound;
 }
 
+/* True when the delivery step can pass the next position (smc_deliver_range
+ * says when). */
+static bool can_pass(struct smc_group *group, const struct smc_subgroup *sub)
+{
+    /* Every row is read (and checked) whatever the next position holds,
+     * so a lying row is found while the subgroup is idle too. */
+    uint64_t all[SST_MAX_ROWS];
+    held_by_all(group, sub, all);
+    uint32_t senders = sub->layout.num_senders;
+    if (senders == 0 || sub->delivered >= first_missing(sub))
+        return false;
+    uint32_t s = (uint32_t)(sub->delivered % senders);
+    uint64_t round = sub->delivered / senders;
+    const struct smc_sender *sender = &sub->senders[s];
+    uint32_t index = (uint32_t)(sender->deliv_app % sub->layout.window_size);
+    if (sender->deliv_app >= sender->recv_app || sender->app_position[index] != round)
+        return true; /* a null this member holds */
+    return round < all[s];
+}
+
+/*
+ * Persistence frontier (docs/LOGS.md "Persistence frontiers"). A member's
+ * persisted_num can never pass what it delivered, nor what it holds: so
+ * no honest column passes this member's first unpublished position
+ * (published * S + my sender rank; others only hold what was published),
+ * however its writes are ordered against the owner's other counters (a
+ * NIC may read a queued write's source late). A column past that bound or
+ * going back fails its owner, whose last good value is kept (it holds the
+ * frontier back until the view change removes it). The frontier is the
+ * minimum of every column and this member's own, which is at most what it
+ * delivered, below the first sequence number it misses (min over senders
+ * s of received[s] * S + s): so a peer's column counts only up to that.
+ * An honest peer's column may be above it (it passes nulls that it holds
+ * and this member does not yet, smc_deliver_range): such a column is
+ * clamped, not taken for a lie. Own column: read from local state.
+ */
 static uint64_t global_frontier(struct smc_group *group, struct smc_subgroup *sub)
 {
     uint64_t frontier = sub->persisted;
-    uint64_t bound = persist_bound(sub);
+    uint64_t bound = first_missing(sub);
+    uint64_t most = sub->my_sender_rank >= 0
+                        ? sub->published * sub->layout.num_senders + (uint64_t)sub->my_sender_rank
+                        : SMC_COUNTER_MAX;
     for (uint32_t m = 0; m < sub->layout.num_members; m++) {
         uint32_t row = sub->layout.members[m];
         if (row == group->my_row)
             continue;
         uint64_t column = sst_read_u64(group->table, row, sub->persisted_offset);
-        if (column > bound || column < sub->column_seen[m]) {
+        if (column > most || column < sub->column_seen[m]) {
             fail_liar(group, sub, row,
-                      column > bound ? "persisted_num past what it can have delivered"
-                                     : "persisted_num going back to",
+                      column > most ? "persisted_num past what it can have delivered"
+                                    : "persisted_num going back to",
                       (unsigned long long)column);
             column = sub->column_seen[m];
         }
         sub->column_seen[m] = column;
+        if (column > bound)
+            column = bound;
         if (column < frontier)
             frontier = column;
     }
@@ -170,7 +202,7 @@ static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
             return true;
     if (held)
         return false;
-    return sub->layout.mode == SPINDLE_MODE_ATOMIC && sub->delivered < stable_count(group, sub);
+    return sub->layout.mode == SPINDLE_MODE_ATOMIC && can_pass(group, sub);
 }
 
 bool smc_predicate(void *ctx)
@@ -492,14 +524,18 @@ static void null_step(struct smc_group *group, struct smc_subgroup *sub)
     publish(group, sub, sub->next_position);
 }
 
-/* Delivery step (Spindle 3.2, 3.5): everything stable, in round-robin
- * order, as one upcall; nulls are skipped. Baseline: one message. */
+/* Delivery step (Spindle 3.2, 3.5): in round-robin order, every message
+ * every member holds and every null this member holds, as one upcall;
+ * nulls are skipped. Baseline: one message. */
 static void delivery_step(struct smc_group *group, struct smc_subgroup *sub)
 {
     uint64_t token = 0;
     size_t room = delivery_room(group, sub, &token);
     uint64_t held_before = group->stats.deliveries_held;
-    smc_deliver_range(group, sub, stable_count(group, sub), room);
+    uint64_t all[SST_MAX_ROWS];
+    held_by_all(group, sub, all);
+    struct smc_pass_limits limits = {all, first_missing(sub), false};
+    smc_deliver_range(group, sub, &limits, room);
     sub->held = group->stats.deliveries_held != held_before;
     sub->held_token = token;
 }
@@ -559,36 +595,59 @@ static void persist_step(struct smc_group *group, struct smc_subgroup *sub)
 
 /* The sequence number of the next application message this member can
  * deliver in sub (every position before it that it received is null), or
- * `limit` when it holds none below it. */
-static uint64_t next_app_seq(const struct smc_subgroup *sub, uint64_t limit)
+ * the bound when it holds none below it. At the trim, a message beyond
+ * its sender's trim is not one (nor is any later one of that sender). */
+static uint64_t next_app_seq(const struct smc_subgroup *sub, const struct smc_pass_limits *limits)
 {
     uint32_t senders = sub->layout.num_senders;
-    uint64_t next = limit;
+    uint64_t next = limits->bound;
     for (uint32_t t = 0; t < senders; t++) {
         const struct smc_sender *sender = &sub->senders[t];
         if (sender->deliv_app >= sender->recv_app)
             continue;
-        uint64_t seq =
-            sender->app_position[sender->deliv_app % sub->layout.window_size] * senders + t;
+        uint64_t round = sender->app_position[sender->deliv_app % sub->layout.window_size];
+        if (limits->at_trim && round >= limits->deliverable[t])
+            continue;
+        uint64_t seq = round * senders + t;
         if (seq < next)
             next = seq;
     }
     return next;
 }
 
-void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64_t stable,
-                       size_t room)
+/*
+ * The delivery rule. Position (sender s, round r) is passed, in
+ * round-robin order (Spindle 2.1), when this member holds it and it is a
+ * null (Spindle 3.3), or it is an application message every member holds
+ * (r < deliverable[s]); the walk stops at the first position it cannot
+ * pass. A null need not be held by every member: what the others do with
+ * it cannot differ (a position is a null or a message for everyone), and
+ * at a view change the trim delivers every message within its sender's
+ * trim rather than a gap-free prefix (view/trim.h), so no survivor needs
+ * another to have passed it. This saves, at light load, the round of
+ * acknowledgements of the nulls that a message of a later rank waited for.
+ * At the trim (limits->at_trim) every position below the bound is held or
+ * beyond its sender's trim: messages within the trim are delivered and the
+ * rest is skipped.
+ */
+void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub,
+                       const struct smc_pass_limits *limits, size_t room)
 {
     uint32_t senders = sub->layout.num_senders;
     uint32_t window = sub->layout.window_size;
     uint32_t count = 0, nulls_in_a_row = 0;
     uint64_t start = sub->delivered;
-    while (sub->delivered < stable) {
+    while (sub->delivered < limits->bound) {
         uint32_t s = (uint32_t)(sub->delivered % senders);
         uint64_t round = sub->delivered / senders;
         struct smc_sender *sender = &sub->senders[s];
         uint32_t index = (uint32_t)(sender->deliv_app % window);
         bool message = sender->deliv_app < sender->recv_app && sender->app_position[index] == round;
+        if (round >= limits->deliverable[s]) {
+            if (!limits->at_trim && message)
+                break;       /* not held by every member yet */
+            message = false; /* at the trim: beyond it, delivered nowhere */
+        }
         if (message) {
             size_t cost = (size_t)group->options.deliver_overhead + sender->app_length[index];
             if (cost > room) {
@@ -617,7 +676,7 @@ void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub, uint64
              * a long run of them (idle senders, or a peer's counter far
              * ahead) costs one step, not one per position. */
             if (++nulls_in_a_row >= senders) {
-                uint64_t next = next_app_seq(sub, stable);
+                uint64_t next = next_app_seq(sub, limits);
                 if (next > sub->delivered) {
                     group->stats.nulls_received += next - sub->delivered;
                     sub->delivered = next;

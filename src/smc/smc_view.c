@@ -1,7 +1,7 @@
 /*
  * View-change hooks of SMC: wedge the group, read the received counters the
- * ragged-edge trim is computed from, deliver exactly up to the agreed trim
- * (view/trim.h). The next view builds a fresh smc_group.
+ * ragged-edge trim is computed from, deliver exactly the messages within
+ * the agreed trim (view/trim.h). The next view builds a fresh smc_group.
  */
 #include "smc/smc_impl.h"
 #include "util/error.h"
@@ -41,33 +41,37 @@ int smc_group_received(struct smc_group *group, uint32_t subgroup, uint32_t row,
     return (int)senders;
 }
 
-int smc_group_deliver_upto(struct smc_group *group, uint32_t subgroup, uint64_t delivered_total)
+int smc_group_deliver_trim(struct smc_group *group, uint32_t subgroup, const uint64_t *trim,
+                           uint32_t num_senders, uint64_t end)
 {
     struct smc_subgroup *sub = NULL;
     int rc = lookup(group, subgroup, &sub);
     if (rc < 0)
         return rc;
     if (!__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE))
-        return sp_error(SPINDLE_EINVAL, "deliver_upto: subgroup %u is not wedged", subgroup);
-    if (sub->my_member_rank < 0 || sub->layout.num_senders == 0)
-        return 0;
+        return sp_error(SPINDLE_EINVAL, "deliver_trim: subgroup %u is not wedged", subgroup);
+    if (num_senders != sub->layout.num_senders)
+        return sp_error(SPINDLE_EINVAL, "deliver_trim: %u trims for subgroup %u of %u senders",
+                        num_senders, subgroup, sub->layout.num_senders);
+    if (sub->my_member_rank < 0 || num_senders == 0 || sub->layout.mode != SPINDLE_MODE_ATOMIC)
+        return 0; /* unordered subgroups delivered on receipt */
     sst_engine_lock(group->engine);
-    uint32_t senders = sub->layout.num_senders;
-    for (uint32_t s = 0; s < senders && rc == 0; s++) {
-        /* Sequence numbers below the trim that belong to sender s. */
-        uint64_t need = delivered_total > s ? (delivered_total - s + senders - 1) / senders : 0;
-        if (sub->senders[s].recv_position < need)
+    for (uint32_t s = 0; s < num_senders && rc == 0; s++)
+        if (sub->senders[s].recv_position < trim[s])
             rc = sp_error(SPINDLE_EPROTO,
                           "subgroup %u: trim needs %llu positions of sender %u, this member "
                           "holds %llu",
-                          subgroup, (unsigned long long)need, s,
+                          subgroup, (unsigned long long)trim[s], s,
                           (unsigned long long)sub->senders[s].recv_position);
-    }
-    while (rc == 0 && sub->delivered < delivered_total) {
-        if (sub->layout.mode != SPINDLE_MODE_ATOMIC)
-            break; /* unordered subgroups delivered on receipt */
-        smc_deliver_range(group, sub, delivered_total, SIZE_MAX);
-    }
+    struct smc_pass_limits limits = {trim, end, true};
+    while (rc == 0 && sub->delivered < end)
+        smc_deliver_range(group, sub, &limits, SIZE_MAX);
+    /* Every survivor ends at the same count (the view records agree):
+     * what this member passed beyond `end` was nulls it held (a message is
+     * passed only once every member holds it, so within the trim), so
+     * nothing delivered is dropped from the count. */
+    if (rc == 0)
+        sub->delivered = end;
     sst_engine_unlock(group->engine);
     return rc;
 }

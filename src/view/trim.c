@@ -5,21 +5,32 @@
 
 #include "util/error.h"
 
-/* d[s] and N from a trim vector (trim.h: N = min_s trim[s]*S + s). */
-static void derive_prefix(struct trim_result *out)
+/* d[s] and the end from a trim vector (trim.h: every position of s below
+ * trim[s] is delivered or skipped as a null; the end is one past the last
+ * such position of any sender). */
+static void derive_end(struct trim_result *out)
 {
     uint32_t senders = out->num_senders;
-    uint64_t total = UINT64_MAX;
+    uint64_t end = 0;
     for (uint32_t s = 0; s < senders; s++) {
-        uint64_t first_missing = out->trim[s] * senders + s;
-        if (first_missing < total)
-            total = first_missing;
+        out->sender_delivered[s] = out->trim[s];
+        uint64_t past_last = out->trim[s] > 0 ? (out->trim[s] - 1) * senders + s + 1 : 0;
+        if (past_last > end)
+            end = past_last;
     }
-    if (senders == 0)
-        total = 0;
-    out->delivered_total = total;
-    for (uint32_t s = 0; s < senders; s++)
-        out->sender_delivered[s] = total > s ? (total - s + senders - 1) / senders : 0;
+    out->delivered_total = end;
+}
+
+/* The first sequence number row lacks: min over s of received[s] * S + s. */
+static uint64_t row_first_missing(const struct trim_input *in, uint32_t row)
+{
+    uint64_t first = UINT64_MAX;
+    for (uint32_t s = 0; s < in->num_senders; s++) {
+        uint64_t missing = in->received[(size_t)row * in->num_senders + s] * in->num_senders + s;
+        if (missing < first)
+            first = missing;
+    }
+    return first;
 }
 
 static int check_input(const struct trim_input *in)
@@ -72,18 +83,18 @@ int trim_compute(const struct trim_input *in, struct trim_result *out)
                 out->sender_known[s] = received;
         }
     }
-    derive_prefix(out);
+    derive_end(out);
     if (in->delivered == NULL)
         return 0;
     for (uint32_t row = 0; row < in->num_members; row++) {
         if ((in->failed_mask >> row) & 1)
             continue;
-        if (in->delivered[row] > out->delivered_total)
+        uint64_t first = row_first_missing(in, row);
+        if (in->delivered[row] > first)
             return sp_error(SPINDLE_EPROTO,
-                            "trim: row %u already delivered %llu messages but the survivors "
-                            "only share a prefix of %llu",
-                            row, (unsigned long long)in->delivered[row],
-                            (unsigned long long)out->delivered_total);
+                            "trim: row %u already passed %llu sequence numbers but lacks "
+                            "number %llu",
+                            row, (unsigned long long)in->delivered[row], (unsigned long long)first);
     }
     return 0;
 }

@@ -16,7 +16,8 @@
  *     its blob is then a member of the next view, marked failed when its
  *     table cannot be connected, and removed by the next change.
  *  4. Each survivor computes the trim itself (trim_compute is deterministic
- *     over identical inputs), delivers exactly up to it, connects the next
+ *     over identical inputs), delivers every message within it (Derecho's
+ *     cleanup, view/trim.h), connects the next
  *     table (reusing connections to survivors), retires the old view,
  *     meets the others in the new view and resends its undelivered
  *     messages in their original order before any new one, then reports
@@ -134,8 +135,9 @@ static int carry_unordered_edge(struct view_membership *m, const struct view_nex
     return rc;
 }
 
-/* Computes subgroup g's trim from the gathered counts and delivers up to it
- * (atomic), or carries its edge into the next view (unordered). */
+/* Computes subgroup g's trim from the gathered counts and delivers the
+ * messages within it (atomic), or carries its edge into the next view
+ * (unordered). */
 static int deliver_trim(struct view_membership *m, const struct view_next *next, uint32_t g)
 {
     const struct view *current = &m->current->view;
@@ -163,9 +165,12 @@ static int deliver_trim(struct view_membership *m, const struct view_next *next,
     if (old->mode == SPINDLE_MODE_UNORDERED)
         return rc == 0 ? carry_unordered_edge(m, next, g, &result) : rc;
     if (rc == 0)
-        rc = smc_group_deliver_upto(m->current->smc, g, result.delivered_total);
+        rc = smc_group_deliver_trim(m->current->smc, g, result.trim, senders,
+                                    result.delivered_total);
     if (rc == 0)
-        sp_log(SP_LOG_INFO, "view", "view %llu subgroup %u: trim delivers %llu sequence numbers",
+        sp_log(SP_LOG_INFO, "view",
+               "view %llu subgroup %u: trim delivers the messages within each sender's trim, "
+               "through sequence number %llu",
                (unsigned long long)current->id, g, (unsigned long long)result.delivered_total);
     return rc;
 }

@@ -23,6 +23,10 @@ spindle_add_test(test_smc_slot_wire SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_s
 # writing the lies.
 spindle_add_test(test_smc_liar SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_liar.c TIMEOUT 60
                  LABELS smc)
+# A null held here is passed before every member holds it; a message waits
+# for every member (the delivery rule, smc_deliver_range).
+spindle_add_test(test_smc_null_pass SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_null_pass.c
+                 TIMEOUT 60 LABELS smc)
 # The persistence column against a log the test plays: nothing persisted
 # before it is durable, a full FIFO of marks thinned, the frontier upcall.
 spindle_add_test(test_smc_frontier SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_frontier.c

@@ -1,7 +1,7 @@
 /*
  * SMC view-change hooks on a one-member group built from the internal API:
  * wedging stops sends, received counts are readable per sender,
- * deliver_upto refuses a trim this member cannot honour, and an unordered
+ * deliver_trim refuses a trim this member cannot honour, and an unordered
  * edge counts the resends still to skip from an earlier change.
  */
 #include <setjmp.h>
@@ -97,11 +97,15 @@ static void test_wedge_then_trim_hooks(void **state)
     assert_int_equal(smc_group_received(group, 0, 0, received, 1), 1);
     assert_int_equal(received[0], 10);
     assert_int_equal(smc_group_received(group, 3, 0, received, 1), SPINDLE_EINVAL);
-    /* Everything up to the trim is already delivered: a no-op. */
-    assert_int_equal(smc_group_deliver_upto(group, 0, 10), 0);
+    /* Everything within the trim is already delivered: a no-op. */
+    uint64_t trim[1] = {10};
+    assert_int_equal(smc_group_deliver_trim(group, 0, trim, 1, 10), 0);
     assert_int_equal(__atomic_load_n(&delivered, __ATOMIC_ACQUIRE), 10);
+    assert_int_equal(smc_group_delivered(group, 0), 10);
     /* A trim beyond what this member holds is a protocol error. */
-    assert_int_equal(smc_group_deliver_upto(group, 0, 11), SPINDLE_EPROTO);
+    trim[0] = 11;
+    assert_int_equal(smc_group_deliver_trim(group, 0, trim, 1, 11), SPINDLE_EPROTO);
+    assert_int_equal(smc_group_deliver_trim(group, 0, trim, 2, 11), SPINDLE_EINVAL);
     close_group(engine, group);
 }
 

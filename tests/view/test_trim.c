@@ -51,20 +51,22 @@ static void test_failed_sender_cuts_delivery_at_its_trim(void **state)
     assert_int_equal(trim_compute(&in, &out), 0);
     assert_int_equal(out.trim[0], 4);
     assert_int_equal(out.trim[1], 1);
-    /* seq 0 = s0m0, 1 = s1m0, 2 = s0m1, 3 = s1m1 is missing at row 0. */
-    assert_int_equal(out.delivered_total, 3);
-    assert_int_equal(out.sender_delivered[0], 2);
+    /* seq 3 = s1m1 is missing at row 0: it is skipped, and s0's
+     * positions 2 and 3 (seq 4, 6) are delivered after it. */
+    assert_int_equal(out.delivered_total, 7);
+    assert_int_equal(out.sender_delivered[0], 4);
     assert_int_equal(out.sender_delivered[1], 1);
     assert_true(out.sender_failed[1]);
     assert_int_equal(out.sender_known[1], 3); /* s1 m1, m2 are dropped */
 }
 
-static void test_surviving_sender_gap_stops_later_rounds(void **state)
+static void test_surviving_sender_gap_skips_only_its_positions(void **state)
 {
     (void)state;
     /* Three senders, all alive; row 3 (receiver) failed. Row 1 lacks
-     * sender 1's messages 1..3, so delivery stops at seq 4 = s1m1 even
-     * though every survivor holds rounds 1..3 of senders 0 and 2. */
+     * sender 1's positions 1..3: they are skipped (resent in the next
+     * view), and rounds 1..3 of senders 0 and 2, which every survivor
+     * holds, are delivered. */
     struct trim_input in = {.num_members = 4,
                             .num_senders = 3,
                             .sender_row = (const uint32_t[]){0, 1, 2},
@@ -72,10 +74,10 @@ static void test_surviving_sender_gap_stops_later_rounds(void **state)
                             .failed_mask = 0x8};
     struct trim_result out;
     assert_int_equal(trim_compute(&in, &out), 0);
-    assert_int_equal(out.delivered_total, 4);
-    assert_int_equal(out.sender_delivered[0], 2);
+    assert_int_equal(out.delivered_total, 12); /* through seq 11 = s2m3 */
+    assert_int_equal(out.sender_delivered[0], 4);
     assert_int_equal(out.sender_delivered[1], 1);
-    assert_int_equal(out.sender_delivered[2], 1);
+    assert_int_equal(out.sender_delivered[2], 4);
 }
 
 static void test_empty_and_single_sender_cases(void **state)
@@ -89,16 +91,18 @@ static void test_empty_and_single_sender_cases(void **state)
                               .received = ROWS(0, 0, 0, 0)};
     assert_int_equal(trim_compute(&none, &out), 0);
     assert_int_equal(out.delivered_total, 0);
-    /* Sender 0 has nothing but sender 1 has plenty: seq 0 = s0m0 blocks. */
+    /* Sender 0 has nothing but sender 1 has plenty: its 7 are delivered,
+     * through seq 13 = s1m6. */
     struct trim_input blocked = none;
     blocked.received = ROWS(0, 7, 0, 7);
     assert_int_equal(trim_compute(&blocked, &out), 0);
-    assert_int_equal(out.delivered_total, 0);
-    assert_int_equal(out.sender_delivered[1], 0);
-    /* Only sender 1 lags: s0m0 delivers, then s1m0 blocks. */
+    assert_int_equal(out.delivered_total, 14);
+    assert_int_equal(out.sender_delivered[0], 0);
+    assert_int_equal(out.sender_delivered[1], 7);
+    /* Only sender 1 lags: sender 0's 7, through seq 12 = s0m6. */
     blocked.received = ROWS(7, 0, 7, 0);
     assert_int_equal(trim_compute(&blocked, &out), 0);
-    assert_int_equal(out.delivered_total, 1);
+    assert_int_equal(out.delivered_total, 13);
     /* No senders: nothing to deliver. */
     struct trim_input silent = {.num_members = 3, .num_senders = 0};
     assert_int_equal(trim_compute(&silent, &out), 0);
@@ -142,7 +146,7 @@ static void test_rejects_bad_input(void **state)
     assert_int_equal(trim_compute(&in, &out), SPINDLE_EINVAL);
 }
 
-static void test_delivered_beyond_prefix_is_a_protocol_error(void **state)
+static void test_delivered_past_own_holdings_is_a_protocol_error(void **state)
 {
     (void)state;
     struct trim_result out;
@@ -150,8 +154,11 @@ static void test_delivered_beyond_prefix_is_a_protocol_error(void **state)
                             .num_senders = 2,
                             .sender_row = (const uint32_t[]){0, 1},
                             .received = ROWS(3, 2, 2, 3),
-                            .delivered = ROWS(4, 4)};
-    assert_int_equal(trim_compute(&in, &out), 0); /* prefix is 4 */
+                            .delivered = ROWS(5, 4)};
+    /* Row 0 passed seq 4 = s0m2, a null it holds that row 1 lacks. */
+    assert_int_equal(trim_compute(&in, &out), 0);
+    assert_int_equal(out.delivered_total, 4);
+    /* Row 1 lacks seq 4 (s0m2): it cannot have passed it. */
     in.delivered = ROWS(4, 5);
     assert_int_equal(trim_compute(&in, &out), SPINDLE_EPROTO);
     assert_non_null(strstr(spindle_errmsg(), "row 1"));
@@ -159,10 +166,36 @@ static void test_delivered_beyond_prefix_is_a_protocol_error(void **state)
     in.failed_mask = 0x2;
     in.received = ROWS(3, 2, 0, 0);
     assert_int_equal(trim_compute(&in, &out), 0);
-    assert_int_equal(out.delivered_total, 5);
+    assert_int_equal(out.delivered_total, 5); /* through seq 4 = s0m2 */
 }
 
-static void test_prefix_is_the_earliest_first_missing_message(void **state)
+/* A survivor passed a null that another lacks, and the message after it,
+ * stable when it was delivered, is delivered by all. Senders 0 and 1:
+ * every row holds s0's positions 0 and 1 (messages, seq 0 and 2); only
+ * row 0 holds s1's position 0 (a null, seq 1), which it passed before
+ * delivering seq 2; row 2 failed. */
+static void test_null_passed_by_one_survivor_keeps_later_message(void **state)
+{
+    (void)state;
+    struct trim_input in = {.num_members = 3,
+                            .num_senders = 2,
+                            .sender_row = (const uint32_t[]){0, 1},
+                            .received = ROWS(2, 1, 2, 0, 2, 0),
+                            .failed_mask = 0x4,
+                            .delivered = ROWS(3, 1, 0)};
+    struct trim_result out;
+    assert_int_equal(trim_compute(&in, &out), 0);
+    assert_int_equal(out.trim[0], 2);
+    assert_int_equal(out.trim[1], 0);
+    /* Seq 2 (s0m1), delivered by row 0, is within the trim: row 1
+     * delivers it too; seq 1 (s1m0) is skipped by both. The old prefix
+     * trim stopped at seq 1 and rejected row 0's count. */
+    assert_int_equal(out.delivered_total, 3);
+    assert_int_equal(out.sender_delivered[0], 2);
+    assert_int_equal(out.sender_delivered[1], 0);
+}
+
+static void test_end_is_past_the_last_position_within_a_trim(void **state)
 {
     (void)state;
     struct trim_input in = {.num_members = 3,
@@ -171,14 +204,14 @@ static void test_prefix_is_the_earliest_first_missing_message(void **state)
                             .received = ROWS(7, 5, 6, 7, 6, 6, 8, 5, 9)};
     struct trim_result out;
     assert_int_equal(trim_compute(&in, &out), 0);
-    /* trim = {7,5,6}: N = min(21, 16, 20) = 16. */
+    /* trim = {7,5,6}: last positions 18 (s0m6), 13 (s1m4), 17 (s2m5). */
     assert_int_equal(out.trim[0], 7);
     assert_int_equal(out.trim[1], 5);
     assert_int_equal(out.trim[2], 6);
-    assert_int_equal(out.delivered_total, 16);
-    assert_int_equal(out.sender_delivered[0], 6);
+    assert_int_equal(out.delivered_total, 19);
+    assert_int_equal(out.sender_delivered[0], 7);
     assert_int_equal(out.sender_delivered[1], 5);
-    assert_int_equal(out.sender_delivered[2], 5);
+    assert_int_equal(out.sender_delivered[2], 6);
 }
 
 /* ---- property test ---------------------------------------------------- */
@@ -218,22 +251,39 @@ struct scenario {
     uint64_t received[8 * 8];
     uint64_t delivered[8];
     uint64_t failed;
+    uint16_t nulls[TRIM_MAX_SENDERS]; /* bit r: position r of s is a null */
 };
 
-/* How far row can deliver in round-robin order from what it holds. */
-static uint64_t contiguous_prefix(const struct scenario *sc, uint32_t row)
+static bool is_null(const struct scenario *sc, struct seq_msg msg)
+{
+    return (sc->nulls[msg.sender] >> msg.index) & 1;
+}
+
+static bool held_by_all(const struct scenario *sc, struct seq_msg msg)
+{
+    for (uint32_t row = 0; row < sc->members; row++)
+        if (msg.index >= sc->received[row * sc->senders + msg.sender])
+            return false;
+    return true;
+}
+
+/* How far row can pass in round-robin order by the delivery rule
+ * (smc_predicate.c): nulls it holds, messages every member holds. */
+static uint64_t passable(const struct scenario *sc, uint32_t row)
 {
     uint64_t n = 0;
     while (true) {
         struct seq_msg msg = seq_message(sc->senders, n);
         if (msg.index >= sc->received[row * sc->senders + msg.sender])
             return n;
+        if (!is_null(sc, msg) && !held_by_all(sc, msg))
+            return n;
         n++;
     }
 }
 
-/* Random wedged state consistent with FIFO per sender and with deliveries
- * made while every member was alive (stability over all rows). */
+/* Random wedged state consistent with FIFO per sender and with passes made
+ * by the delivery rule while every member was alive. */
 static void make_scenario(struct scenario *sc)
 {
     memset(sc, 0, sizeof *sc);
@@ -241,23 +291,20 @@ static void make_scenario(struct scenario *sc)
     for (uint32_t row = 0; row < sc->members; row++)
         if (rng_below(3) != 0 && sc->senders < sc->members)
             sc->sender_row[sc->senders++] = row;
-    for (uint32_t s = 0; s < sc->senders; s++)
+    for (uint32_t s = 0; s < sc->senders; s++) {
         sc->sent[s] = rng_below(4) == 0 ? 0 : rng_below(12);
+        sc->nulls[s] = (uint16_t)(rng_below(2) ? rng() : 0);
+    }
     for (uint32_t row = 0; row < sc->members; row++)
         for (uint32_t s = 0; s < sc->senders; s++) {
             /* Mostly near the sender's count, sometimes far behind. */
             uint64_t lag = rng_below(2) ? rng_below(3) : rng_below(sc->sent[s] + 1);
             sc->received[row * sc->senders + s] = sc->sent[s] > lag ? sc->sent[s] - lag : 0;
         }
-    uint64_t stable = UINT64_MAX;
-    for (uint32_t row = 0; row < sc->members && sc->senders > 0; row++) {
-        uint64_t prefix = contiguous_prefix(sc, row);
-        stable = prefix < stable ? prefix : stable;
+    for (uint32_t row = 0; row < sc->members; row++) {
+        uint64_t most = sc->senders > 0 ? passable(sc, row) : 0;
+        sc->delivered[row] = rng_below(2) ? most : rng_below(most + 1);
     }
-    if (sc->senders == 0)
-        stable = 0;
-    for (uint32_t row = 0; row < sc->members; row++)
-        sc->delivered[row] = rng_below(stable + 1);
     uint64_t all = (1ull << sc->members) - 1;
     do
         sc->failed = rng() & all & (rng_below(2) ? rng() : 0); /* often no failure */
@@ -271,38 +318,39 @@ static void check_scenario(const struct scenario *sc)
     struct trim_result out;
     assert_int_equal(trim_compute(&in, &out), 0);
     uint64_t total = out.delivered_total;
-    /* Oracle: walk the round-robin order while every survivor holds the
-     * next message; the trim must stop exactly there. */
-    uint64_t oracle = UINT64_MAX;
-    for (uint32_t row = 0; row < sc->members && sc->senders > 0; row++)
-        if (!((sc->failed >> row) & 1)) {
-            uint64_t prefix = contiguous_prefix(sc, row);
-            oracle = prefix < oracle ? prefix : oracle;
-        }
-    assert_int_equal(total, sc->senders ? oracle : 0);
-    /* Every survivor can deliver from where it is to the end of the prefix
-     * (it holds each message) and never delivered past it. */
-    for (uint32_t row = 0; row < sc->members; row++) {
-        if ((sc->failed >> row) & 1)
-            continue;
-        assert_true(sc->delivered[row] <= total);
-        for (uint64_t n = sc->delivered[row]; n < total; n++) {
-            struct seq_msg msg = seq_message(sc->senders, n);
-            assert_true(msg.index < sc->received[row * sc->senders + msg.sender]);
-        }
-    }
-    /* Gap-free: each sender's delivered messages are exactly [0, d[s]) and
-     * together they are the prefix. */
-    uint64_t sum = 0;
+    /* Oracle: trim[s] = min over survivors; the end is one past the last
+     * position within a trim. */
+    uint64_t end = 0;
     for (uint32_t s = 0; s < sc->senders; s++) {
-        uint64_t in_prefix = 0;
-        for (uint64_t n = s; n < total; n += sc->senders)
-            in_prefix++;
-        assert_int_equal(out.sender_delivered[s], in_prefix);
-        assert_true(out.sender_delivered[s] <= out.trim[s]);
-        sum += in_prefix;
+        uint64_t trim = UINT64_MAX;
+        for (uint32_t row = 0; row < sc->members; row++)
+            if (!((sc->failed >> row) & 1) && sc->received[row * sc->senders + s] < trim)
+                trim = sc->received[row * sc->senders + s];
+        assert_int_equal(out.trim[s], trim);
+        assert_int_equal(out.sender_delivered[s], trim);
+        if (trim > 0 && (trim - 1) * sc->senders + s + 1 > end)
+            end = (trim - 1) * sc->senders + s + 1;
     }
-    assert_int_equal(sum, total);
+    assert_int_equal(total, end);
+    /* Every survivor holds every position within the trim; every message
+     * anyone (a failed member too) passed is within the trim, so the
+     * cleanup delivers it at every survivor; what a member passed beyond
+     * the end was nulls. */
+    for (uint32_t row = 0; row < sc->members; row++) {
+        for (uint64_t n = 0; n < total; n++) {
+            struct seq_msg msg = seq_message(sc->senders, n);
+            bool trimmed = msg.index < out.trim[msg.sender];
+            if (trimmed && !((sc->failed >> row) & 1))
+                assert_true(msg.index < sc->received[row * sc->senders + msg.sender]);
+        }
+        for (uint64_t n = 0; n < sc->delivered[row]; n++) {
+            struct seq_msg msg = seq_message(sc->senders, n);
+            if (!is_null(sc, msg))
+                assert_true(msg.index < out.trim[msg.sender]);
+            else if (n >= total)
+                assert_true(msg.index < sc->received[row * sc->senders + msg.sender]);
+        }
+    }
     /* Failed senders are the failed rows. */
     for (uint32_t s = 0; s < sc->senders; s++)
         assert_int_equal(out.sender_failed[s], (sc->failed >> sc->sender_row[s]) & 1);
@@ -333,11 +381,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_senders_alive_failed_observer),
         cmocka_unit_test(test_failed_sender_cuts_delivery_at_its_trim),
-        cmocka_unit_test(test_surviving_sender_gap_stops_later_rounds),
+        cmocka_unit_test(test_surviving_sender_gap_skips_only_its_positions),
         cmocka_unit_test(test_empty_and_single_sender_cases),
         cmocka_unit_test(test_rejects_bad_input),
-        cmocka_unit_test(test_delivered_beyond_prefix_is_a_protocol_error),
-        cmocka_unit_test(test_prefix_is_the_earliest_first_missing_message),
+        cmocka_unit_test(test_delivered_past_own_holdings_is_a_protocol_error),
+        cmocka_unit_test(test_null_passed_by_one_survivor_keeps_later_message),
+        cmocka_unit_test(test_end_is_past_the_last_position_within_a_trim),
         cmocka_unit_test(test_random_wedged_states_satisfy_virtual_synchrony),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
