@@ -242,7 +242,8 @@ static void shm_seeds(void)
 
 #ifdef SPINDLE_HAVE_FABRIC
 static void fabric_record_seed(const char *name, uint64_t slot, uint64_t applied,
-                               uint64_t region_length, uint64_t start, uint32_t length)
+                               uint64_t region_length, uint64_t start, uint32_t length,
+                               uint32_t flags)
 {
     uint8_t input[FUZZ_REC_PREFIX + FAB_REC_HDR];
     fuzz_put_le(input, slot, 2);
@@ -256,7 +257,8 @@ static void fabric_record_seed(const char *name, uint64_t slot, uint64_t applied
                               .start = start,
                               .end = start + size,
                               .region = 1,
-                              .offset = region_length - length};
+                              .offset = region_length - length,
+                              .flags = flags};
     memcpy(input + FUZZ_REC_PREFIX, &hdr, sizeof hdr);
     static uint8_t ring[FAB_RING_SIZE];
     memcpy(ring + slot * FAB_REC_ALIGN, &hdr, sizeof hdr);
@@ -309,10 +311,12 @@ static void fabric_seeds(void)
     require(fab_acc_decode(acc_wire, sizeof acc_wire, &acc), "fab acc", "sample");
     write_seed("fuzz_fab_acc", "sample", acc_wire, sizeof acc_wire);
 
-    fabric_record_seed("first", 0, 0, 4096, 0, 100);
-    fabric_record_seed("middle", 5, 5 * FAB_REC_ALIGN, 4096, 5 * FAB_REC_ALIGN, 8);
+    fabric_record_seed("first", 0, 0, 4096, 0, 100, 0);
+    fabric_record_seed("middle", 5, 5 * FAB_REC_ALIGN, 4096, 5 * FAB_REC_ALIGN, 8, 0);
     /* The writer skipped the ring's tail: the next record starts a lap. */
-    fabric_record_seed("lap", 0, FAB_RING_SIZE - 2 * FAB_REC_ALIGN, 64, FAB_RING_SIZE, 64);
+    fabric_record_seed("lap", 0, FAB_RING_SIZE - 2 * FAB_REC_ALIGN, 64, FAB_RING_SIZE, 64, 0);
+    /* Not the last record of its write (fab_post_run): another follows. */
+    fabric_record_seed("more", 2, 2 * FAB_REC_ALIGN, 4096, 2 * FAB_REC_ALIGN, 1032, FAB_REC_MORE);
 }
 #endif
 

@@ -27,12 +27,14 @@ PY
 
 # Waits (polling, up to 60 s) until every given port answers PONG; fails
 # when the service ($parent) exits first.
+# Its variables are local: a caller's $n or $p stays as it was.
 wait_serving() {
+    local p tries
     for p in "$@"; do
-        n=0
+        tries=0
         until [ "$(redis-cli -p "$p" PING 2>/dev/null)" = "PONG" ]; do
-            n=$((n + 1))
-            [ "$n" -lt 600 ] || fail "replica on port $p never served"
+            tries=$((tries + 1))
+            [ "$tries" -lt 600 ] || fail "replica on port $p never served"
             kill -0 "$parent" 2>/dev/null || fail "spindle-kv exited before serving"
             sleep 0.1
         done
