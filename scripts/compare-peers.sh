@@ -618,11 +618,11 @@ $(cat "$WORK/corosync-netns.conf")
 EOF
 }
 
-print_configurations() {
+# The same-host part of the configurations: only when the same-host cases ran
+# (not with --netns-only, where no corosync runs on 127.0.0.1).
+host_configurations() {
+    [ -f "$WORK/corosync.conf" ] || return 0
     cat <<EOF
-
-### Configurations
-
 - libspindle: \`$(basename "$BENCH") --local $PROCS --mode atomic|unordered --msg-size SIZE
   --window W [--rate R] --duration S --warmup $WARMUP\`, shared-memory transport, batching,
   null-sends and early unlock on (the defaults).
@@ -633,7 +633,16 @@ print_configurations() {
 $(cat "$WORK/corosync.conf")
 \`\`\`
 
-  cpgbench (scripts/peers/cpgbench.c): $PROCS processes join one CPG group and send with
+EOF
+}
+
+print_configurations() {
+    cat <<EOF
+
+### Configurations
+
+$(host_configurations)
+- cpgbench (scripts/peers/cpgbench.c): $PROCS processes join one CPG group and send with
   cpg_mcast_joined(CPG_TYPE_AGREED); window W = at most W own messages sent and not yet
   delivered back; latency = send to the sender's own delivery.
 - Eclipse Cyclone DDS $(dpkg-query -W -f='${Version}' cyclonedds-tools): ddsperf, reliable (its
@@ -808,7 +817,8 @@ if [ ! -x "$BENCH" ]; then
     make -C "$ROOT" build JOBS=2 >&2
 fi
 cc -O2 -Wall -o "$WORK/cpgbench" "$ROOT/scripts/peers/cpgbench.c" -lcpg
-start_corosync
+# --netns-only runs no same-host case: no corosync on 127.0.0.1 then.
+[ "$NETNS" = 2 ] || start_corosync
 write_cyclone_config
 echo "compare-peers: $PROCS processes, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
     "runs $RUNS, throughput ${DURATION} s, latency ${LAT_DURATION} s, warm-up ${WARMUP} s" >&2
@@ -823,7 +833,8 @@ print_tables "$summary"
 print_configurations
 [ -z "$PLOTS" ] || draw_plots "$summary"
 if [ -n "$OUT" ]; then
-    cp "$WORK/corosync.conf" "$WORK/cyclonedds.xml" "$OUT/"
+    cp "$WORK/cyclonedds.xml" "$OUT/"
+    [ "$NETNS" = 2 ] || cp "$WORK/corosync.conf" "$OUT/"
     [ "$NETNS" = 0 ] || cp "$WORK/netns.ini" "$WORK/corosync-netns.conf" "$OUT/"
     echo "$summary" >"$OUT/medians.json"
 fi

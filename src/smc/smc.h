@@ -86,7 +86,7 @@
 /* Version of the ring and column layout above (slot headers, positions,
  * side-region placement); carried in the control channel's hello so that
  * members of incompatible builds refuse each other. Bump on any change. */
-#define SMC_LAYOUT_VERSION 6u
+#define SMC_LAYOUT_VERSION 7u
 
 /* Sliced layout: how far each writer's rings are moved into its slice,
  * per writer index (smc_side_ring): just over a slot of 1 KB messages, so

@@ -60,7 +60,7 @@
 /* Version of the row layout (row header, column placement, side region
  * rules); members of builds with different versions refuse each other
  * (the control channel's hello carries it). Bump on any change. */
-#define SST_LAYOUT_VERSION 2u
+#define SST_LAYOUT_VERSION 3u
 /* Rows, ring slots and the libfabric backend's record headers travel by
  * one-sided writes in the host's byte order, read in place by peers; the
  * wire codec (util/wire.h) is little-endian, so is every host libspindle
