@@ -198,15 +198,18 @@ struct scenario {
                                 until EOF here (the kill has landed) */
     uint32_t members;
     uint32_t dead_mask;
-    uint32_t stop_mask;      /* these members are stopped (SIGSTOP), resumed at the end */
-    uint32_t slow_mask;      /* these members deliver slowly (slow_member_ms is on) */
-    uint32_t liar_mask;      /* these members claim in their view blob to have
-                                received nothing */
-    uint32_t slot_liar_mask; /* these members write a slot length past
-                                max_payload a quarter into their stream */
-    bool tie_breaker;        /* spindle_group_options.tie_breaker */
-    bool unordered;          /* subgroup 0 is unordered */
-    uint32_t leave_mask;     /* these members leave gracefully after sending */
+    uint32_t stop_mask;          /* these members are stopped (SIGSTOP), resumed at the end */
+    uint32_t slow_mask;          /* these members deliver slowly (slow_member_ms is on) */
+    uint32_t liar_mask;          /* these members claim in their view blob to have
+                                    received nothing */
+    uint32_t protocol_liar_mask; /* these members write a slot length past
+                                    max_payload a quarter into their stream
+                                    (or, with ack_liar, acknowledge more of
+                                    sender 0's positions than it published) */
+    bool ack_liar;
+    bool tie_breaker;    /* spindle_group_options.tie_breaker */
+    bool unordered;      /* subgroup 0 is unordered */
+    uint32_t leave_mask; /* these members leave gracefully after sending */
     const char *dir;
     int progress_fd; /* victims write one byte here once streaming */
     int release[2];  /* leavers stay alive until EOF here: the others must
@@ -292,6 +295,17 @@ static uint64_t long_slot(uint32_t subgroup, uint64_t position, uint64_t header)
     return (header & ~(uint64_t)SMC_LENGTH_MASK) | (SLOT_LIAR_MAX_PAYLOAD + 1);
 }
 
+/* Test hook of an acknowledgement liar (a member patched to lie in its
+ * received_num counters): once it holds a quarter of sender 0's stream it
+ * claims to have received far more of sender 0's positions than sender 0
+ * published (still below SMC_COUNTER_MAX, so only sender 0 can tell). */
+static uint64_t inflated_ack(uint32_t subgroup, uint32_t sender_rank, uint64_t received)
+{
+    if (subgroup != 0 || sender_rank != 0 || received < MESSAGES / 4)
+        return received;
+    return received + SMC_COUNTER_MAX / 2;
+}
+
 static bool hold_own_ring(uint32_t subgroup, uint32_t sender_row)
 {
     (void)subgroup;
@@ -302,7 +316,7 @@ static bool hold_own_ring(uint32_t subgroup, uint32_t sender_row)
 static uint32_t gone_of(const struct scenario *s)
 {
     return s->dead_mask | s->stop_mask | s->slow_mask | s->self_kill_mask | s->leave_mask |
-           s->liar_mask | s->slot_liar_mask;
+           s->liar_mask | s->protocol_liar_mask;
 }
 
 /* Whether the members that are not killed are a quorum of view 0: more than
@@ -329,16 +343,21 @@ static int member_main(const struct scenario *s, uint32_t self)
         c.slow_upcalls = 10;
     if ((s->liar_mask >> self) & 1)
         view_test_blob(lie_in_blob);
-    if ((s->slot_liar_mask >> self) & 1) {
-        slot_liar_row = self;
-        smc_test_hold_receive(hold_own_ring);
-        smc_test_send_header(long_slot);
+    if ((s->protocol_liar_mask >> self) & 1) {
+        if (s->ack_liar) {
+            smc_test_ack_value(inflated_ack);
+        } else {
+            slot_liar_row = self;
+            smc_test_hold_receive(hold_own_ring);
+            smc_test_send_header(long_slot);
+        }
     }
     if (c.records == NULL || create_group(s, self, &c, &group) != 0)
         return 10;
     int rc = 0;
     uint32_t victims = s->dead_mask | s->stop_mask;
-    uint32_t failed = victims | s->slow_mask | s->self_kill_mask | s->liar_mask | s->slot_liar_mask;
+    uint32_t failed =
+        victims | s->slow_mask | s->self_kill_mask | s->liar_mask | s->protocol_liar_mask;
     bool early = (s->early_mask >> self) & 1;
     if (s->early_mask != 0)
         close(s->go[1]); /* EOF on go once the parent closes its end */
@@ -384,7 +403,7 @@ static int member_main(const struct scenario *s, uint32_t self)
         spindle_group_destroy(group);
         return rc == 0 && in_next && !c.bad ? 0 : 21;
     }
-    if ((s->slot_liar_mask >> self) & 1) {
+    if ((s->protocol_liar_mask >> self) & 1) {
         /* Failed by the others at its bad slot: its sends, or else its
          * shutdown, say that it is out of the group (removed, or, when it
          * saw the others drop it before it heard of the new view, in a
@@ -397,7 +416,7 @@ static int member_main(const struct scenario *s, uint32_t self)
         int out = sent_rc != 0 ? sent_rc : shut;
         int removed = out == SPINDLE_EREMOVED || out == SPINDLE_EMINORITY;
         if (!removed || took > 12000)
-            fprintf(stderr, "slot liar %u: sending %d, shutdown %d (%s) after %llu ms\n", self,
+            fprintf(stderr, "protocol liar %u: sending %d, shutdown %d (%s) after %llu ms\n", self,
                     sent_rc, shut, spindle_errmsg(), (unsigned long long)took);
         spindle_group_destroy(group);
         return removed && took <= 12000 ? 0 : 22;
@@ -630,7 +649,7 @@ static void run_scenario(struct scenario *s, int expect_logs)
     if (expect_logs)
         check_logs(dir, members,
                    dead_mask | stop_mask | s->slow_mask | self_kill_mask | s->liar_mask |
-                       s->slot_liar_mask,
+                       s->protocol_liar_mask,
                    leave_mask | s->early_mask, self_kill_mask != 0 ? 2 : 1, s->unordered);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -764,7 +783,22 @@ static void test_member_lying_in_a_ring_slot_is_removed(void **state)
      * in view 1, deliver the same sequence and shut down; its own shutdown
      * returns within its timeout. */
     struct scenario s = {
-        .members = 4, .slot_liar_mask = 1u << 2, .release = {-1, -1}, .go = {-1, -1}};
+        .members = 4, .protocol_liar_mask = 1u << 2, .release = {-1, -1}, .go = {-1, -1}};
+    run_scenario(&s, 1);
+}
+
+static void test_member_lying_in_its_acknowledgements_is_removed(void **state)
+{
+    (void)state;
+    /* Four members: member 2 acknowledges positions of member 0 (sender
+     * rank 0) that member 0 never published. Member 0 fails it, the view
+     * change removes it, the others deliver the same sequence and shut
+     * down; its own shutdown returns within its timeout. */
+    struct scenario s = {.members = 4,
+                         .protocol_liar_mask = 1u << 2,
+                         .ack_liar = true,
+                         .release = {-1, -1},
+                         .go = {-1, -1}};
     run_scenario(&s, 1);
 }
 
@@ -800,6 +834,7 @@ int main(void)
         cmocka_unit_test(test_member_failing_before_its_commitment_leaves_in_the_next_view),
         cmocka_unit_test(test_member_lying_in_its_blob_is_removed),
         cmocka_unit_test(test_member_lying_in_a_ring_slot_is_removed),
+        cmocka_unit_test(test_member_lying_in_its_acknowledgements_is_removed),
         cmocka_unit_test(test_member_in_shutdown_takes_part_in_a_view_change),
         cmocka_unit_test(test_layout_function_moves_a_subgroup),
     };
