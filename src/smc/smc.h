@@ -445,6 +445,22 @@ int smc_group_skipping(struct smc_group *group, uint32_t subgroup, uint32_t send
  */
 typedef bool (*smc_hold_hook_fn)(uint32_t subgroup, uint32_t sender_row);
 void smc_test_hold_receive(smc_hold_hook_fn fn);
+/*
+ * Test hook: this process writes fn(subgroup, position, header) as the
+ * slot header of each message it commits instead of the header itself, so
+ * that a test can play a member patched to lie in its ring slots. NULL,
+ * the default, turns it off; set it before creating a group.
+ */
+typedef uint64_t (*smc_header_hook_fn)(uint32_t subgroup, uint64_t position, uint64_t header);
+void smc_test_send_header(smc_header_hook_fn fn);
+/*
+ * Test hook: this process writes fn(subgroup, sender rank, received) as its
+ * received_num of that sender instead of the count itself, so that a test
+ * can play a member patched to acknowledge messages it was never sent.
+ * NULL, the default, turns it off; set it before creating a group.
+ */
+typedef uint64_t (*smc_ack_hook_fn)(uint32_t subgroup, uint32_t sender_rank, uint64_t received);
+void smc_test_ack_value(smc_ack_hook_fn fn);
 /* Marks the group failed with error (from the engine's failure callback):
  * waiting senders and flushes return it. Lock held. */
 void smc_group_fail(struct smc_group *group, int error);

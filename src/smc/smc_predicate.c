@@ -335,6 +335,15 @@ void smc_test_hold_receive(smc_hold_hook_fn fn)
     hold_receive = fn;
 }
 
+static smc_ack_hook_fn ack_hook;
+
+/* Used by tests only (tests/view/test_view_change.c). */
+// cppcheck-suppress unusedFunction
+void smc_test_ack_value(smc_ack_hook_fn fn)
+{
+    ack_hook = fn;
+}
+
 /* Receives what arrived from one sender; returns the application messages
  * taken. Unordered subgroups hand them to the batch at once. */
 static uint32_t receive_sender(struct smc_group *group, struct smc_subgroup *sub, uint32_t s,
@@ -476,7 +485,10 @@ static void receive_senders(struct smc_group *group, struct smc_subgroup *sub, u
         if (((moved >> s) & 1) == 0)
             continue;
         uint32_t offset = sub->received_offset + 8 * s;
-        sst_write_u64(group->table, offset, sub->senders[s].recv_position);
+        uint64_t received = sub->senders[s].recv_position;
+        if (ack_hook != NULL)
+            received = ack_hook(sub->index, s, received);
+        sst_write_u64(group->table, offset, received);
         if (group->options.batching)
             sub->ack_dirty = true;
         else

@@ -217,6 +217,15 @@ static bool own_pass_allowed(struct smc_group *group, const struct smc_subgroup 
            !__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE);
 }
 
+static smc_header_hook_fn send_header;
+
+/* Used by tests only (tests/view/test_view_change.c). */
+// cppcheck-suppress unusedFunction
+void smc_test_send_header(smc_header_hook_fn fn)
+{
+    send_header = fn;
+}
+
 /* The commit itself; the engine lock is held by the caller. */
 static void commit_slot(struct smc_group *group, struct smc_subgroup *sub)
 {
@@ -229,8 +238,10 @@ static void commit_slot(struct smc_group *group, struct smc_subgroup *sub)
     sub->slot_position[index] = position;
     uint8_t *header =
         smc_ring(group, sub, (uint32_t)sub->my_sender_rank) + (size_t)index * sub->slot_size;
-    __atomic_store_n((uint64_t *)(void *)header, smc_header(position, sub->reserve_size),
-                     __ATOMIC_RELEASE);
+    uint64_t word = smc_header(position, sub->reserve_size);
+    if (send_header != NULL)
+        word = send_header(sub->index, position, word);
+    __atomic_store_n((uint64_t *)(void *)header, word, __ATOMIC_RELEASE);
     __atomic_store_n(&sub->committed, committed + 1, __ATOMIC_RELEASE);
     group->stats.messages_sent++;
 }

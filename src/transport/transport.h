@@ -266,10 +266,11 @@ static inline int tp_set_keys(struct tp_endpoint *ep, const uint8_t (*keys)[TP_K
  * The member ids that may connect to ep from now on: ids[0..count),
  * replacing the set of any earlier call (before the first, any id may).
  * On a backend whose connection request claims the connector's member id
- * and binds its writes to that id's grants (fabric), a request claiming
+ * (fabric, where it binds the connection's writes to that id's grants;
+ * verbs, whose RDMA CM private data carries it), a request claiming
  * another id is refused and the refusal logged with the id; the connector
  * sees SPINDLE_EUNREACH. Connections already up stay. May be called while
- * the endpoint is in use. Other backends do nothing and return 0.
+ * the endpoint is in use. Other backends (shm) do nothing and return 0.
  * SPINDLE_EINVAL for count 0 or ids NULL, SPINDLE_ENOMEM.
  */
 static inline int tp_set_members(struct tp_endpoint *ep, const uint32_t *ids, uint32_t count)

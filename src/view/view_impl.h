@@ -269,6 +269,14 @@ void view_test_before_meet(view_meet_hook_fn fn);
 typedef void (*view_blob_hook_fn)(struct view_blob *mine);
 void view_test_blob(view_blob_hook_fn fn);
 /*
+ * Test hook: the leader passes every admission it answers a join request
+ * with through fn before encoding it, so that a test can play a leader
+ * that lies in its offer. NULL, the default, turns it off; set it before
+ * creating a group.
+ */
+typedef void (*view_offer_hook_fn)(struct view_join_offer *offer);
+void view_test_offer(view_offer_hook_fn fn);
+/*
  * Waits, in short rounds, for the ready of every member of `from` that is
  * not suspected at the start of view (tag), up to EXCHANGE_TIMEOUTS
  * failure timeouts: a member that fails meanwhile is left to the next

@@ -52,14 +52,35 @@
 #include "util/log.h"
 #include "view/view_impl.h"
 
+static view_offer_hook_fn offer_hook;
+
+/* Used by tests only (tests/view/test_view_join.c). */
+// cppcheck-suppress unusedFunction
+void view_test_offer(view_offer_hook_fn fn)
+{
+    offer_hook = fn;
+}
+
 /* Encodes an offer and answers the pending request with it. */
 static int answer(struct view_membership *m, const struct view_join_offer *offer)
 {
+    struct view_join_offer *lie = NULL;
+    if (offer_hook != NULL && offer->kind == VIEW_OFFER_ADMIT) {
+        lie = malloc(sizeof *lie);
+        if (lie == NULL)
+            return sp_error(SPINDLE_ENOMEM, "no memory for a join offer");
+        *lie = *offer;
+        offer_hook(lie);
+        offer = lie;
+    }
     size_t size = view_wire_encode_join_offer(offer, NULL, 0);
     uint8_t *bytes = malloc(size);
-    if (bytes == NULL)
+    if (bytes == NULL) {
+        free(lie);
         return sp_error(SPINDLE_ENOMEM, "no memory for a join offer of %zu bytes", size);
+    }
     view_wire_encode_join_offer(offer, bytes, size);
+    free(lie);
     int rc = ctl_join_answer(m->ctl, bytes, size);
     free(bytes);
     return rc;

@@ -23,6 +23,10 @@
 #   PACE: messages per second per sender (0, the default: as fast as they
 #   can, the benchmark); the test paces the stream so that it outlasts the
 #   joiner's start on a fast machine.
+# Environment: SPINDLE_ATTACK_BENCH_ARGS  extra spindle-bench arguments for
+#                  the members, the joiner and the strangers (for example
+#                  --transport fabric --provider tcp),
+#              SPINDLE_ATTACK_KEEP  a directory to copy each run's outputs to.
 set -u
 BENCH=$1
 ATTACK=$2
@@ -84,7 +88,9 @@ strangers() {
     shift 2
     while kill -0 "$launcher" 2>/dev/null; do
         n=$((n + 1))
-        if "$BENCH" --join "127.0.0.1:$PORT" --listen "127.0.0.1:$((PORT + 20 + n % 50))" \
+        # shellcheck disable=SC2086 # word splitting of the extra arguments is meant
+        if "$BENCH" ${SPINDLE_ATTACK_BENCH_ARGS:-} --join "127.0.0.1:$PORT" \
+            --listen "127.0.0.1:$((PORT + 20 + n % 50))" \
             --tolerate-failures --messages "$MESSAGES" --msg-size "$SIZE" --timeout 2 "$@" \
             >"$RUN_DIR/$name-$n.out" 2>&1; then
             echo "a stranger ($name) was admitted" >"$RUN_DIR/$name.admitted"
@@ -99,8 +105,9 @@ run_once() {
     mkdir -p "$RUN_DIR"
     PORT=$((10000 + RANDOM % (EPHEMERAL_LOW - 10000 - 100)))
     what="round $RUN_NUMBER ($mode, ports $PORT..)"
-    local common=(--tolerate-failures --trace "$RUN_DIR" --messages "$MESSAGES" --msg-size "$SIZE"
-        --timeout "$TIMEOUT" --key-file "$WORK/group.key")
+    # shellcheck disable=SC2206 # word splitting of the extra arguments is meant
+    local common=(${SPINDLE_ATTACK_BENCH_ARGS:-} --tolerate-failures --trace "$RUN_DIR"
+        --messages "$MESSAGES" --msg-size "$SIZE" --timeout "$TIMEOUT" --key-file "$WORK/group.key")
     [ "$PACE" = 0 ] || common+=(--rate "$PACE")
     "$BENCH" --local 3 --control-port "$PORT" "${common[@]}" >"$RUN_DIR/members.out" 2>&1 &
     launcher=$!

@@ -34,7 +34,10 @@
  * the leader's partner stops when the leader fails.
  * A member that lies in its view blob (it claims to have received nothing,
  * which its acknowledgements contradict) is removed by the others, who go
- * on, and its own next call says that it was removed.
+ * on, and its own next call says that it was removed. So is a member
+ * patched to write a ring slot length past max_payload: the others fail it
+ * at that slot, remove it, agree and shut down, and its own shutdown
+ * returns within its timeout.
  * And the majority rule: a lone survivor of three stops with
  * SPINDLE_EMINORITY instead of installing a view. A graceful leave is
  * checked the same way: the leaver's messages must all be delivered, by
@@ -62,6 +65,8 @@
 #include <spindle/spindle.h>
 
 #include "control/ctl.h"
+#include "smc/smc.h"
+#include "smc/smc_slot_wire.h"
 #include "view/view_impl.h"
 
 #define MAX_MEMBERS 8
@@ -193,10 +198,15 @@ struct scenario {
                                 until EOF here (the kill has landed) */
     uint32_t members;
     uint32_t dead_mask;
-    uint32_t stop_mask;  /* these members are stopped (SIGSTOP), resumed at the end */
-    uint32_t slow_mask;  /* these members deliver slowly (slow_member_ms is on) */
-    uint32_t liar_mask;  /* these members claim in their view blob to have
-                            received nothing */
+    uint32_t stop_mask;          /* these members are stopped (SIGSTOP), resumed at the end */
+    uint32_t slow_mask;          /* these members deliver slowly (slow_member_ms is on) */
+    uint32_t liar_mask;          /* these members claim in their view blob to have
+                                    received nothing */
+    uint32_t protocol_liar_mask; /* these members write a slot length past
+                                    max_payload a quarter into their stream
+                                    (or, with ack_liar, acknowledge more of
+                                    sender 0's positions than it published) */
+    bool ack_liar;
     bool tie_breaker;    /* spindle_group_options.tie_breaker */
     bool unordered;      /* subgroup 0 is unordered */
     uint32_t leave_mask; /* these members leave gracefully after sending */
@@ -257,11 +267,56 @@ static void lie_in_blob(struct view_blob *mine)
     memset(mine->counts, 0, (size_t)mine->num_subgroups * SST_MAX_ROWS * sizeof *mine->counts);
 }
 
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Test hooks of a slot liar (a member patched to lie in its ring slots):
+ * its message a quarter into its stream (MESSAGES / 4) gets a length of
+ * max_payload + 1 in its header, pushed as such (the bytes it pushes, up
+ * to that length, stay inside its ring). From then on it takes nothing
+ * from its own ring (it would find its own lie), so only the others read
+ * it. Both hooks run under the engine lock. */
+#define SLOT_LIAR_MAX_PAYLOAD 64u /* subgroup 0's max_payload (create_group) */
+static uint32_t slot_liar_row;
+static bool slot_lied;
+
+static uint64_t long_slot(uint32_t subgroup, uint64_t position, uint64_t header)
+{
+    (void)position;
+    static uint64_t committed; /* messages of subgroup 0 before this one */
+    if (subgroup != 0 || __atomic_load_n(&slot_lied, __ATOMIC_ACQUIRE) ||
+        committed++ < MESSAGES / 4)
+        return header;
+    __atomic_store_n(&slot_lied, true, __ATOMIC_RELEASE);
+    return (header & ~(uint64_t)SMC_LENGTH_MASK) | (SLOT_LIAR_MAX_PAYLOAD + 1);
+}
+
+/* Test hook of an acknowledgement liar (a member patched to lie in its
+ * received_num counters): once it holds a quarter of sender 0's stream it
+ * claims to have received far more of sender 0's positions than sender 0
+ * published (still below SMC_COUNTER_MAX, so only sender 0 can tell). */
+static uint64_t inflated_ack(uint32_t subgroup, uint32_t sender_rank, uint64_t received)
+{
+    if (subgroup != 0 || sender_rank != 0 || received < MESSAGES / 4)
+        return received;
+    return received + SMC_COUNTER_MAX / 2;
+}
+
+static bool hold_own_ring(uint32_t subgroup, uint32_t sender_row)
+{
+    (void)subgroup;
+    return sender_row == slot_liar_row && __atomic_load_n(&slot_lied, __ATOMIC_ACQUIRE);
+}
+
 /* Members that leave the group in the scenario, one way or another. */
 static uint32_t gone_of(const struct scenario *s)
 {
     return s->dead_mask | s->stop_mask | s->slow_mask | s->self_kill_mask | s->leave_mask |
-           s->liar_mask;
+           s->liar_mask | s->protocol_liar_mask;
 }
 
 /* Whether the members that are not killed are a quorum of view 0: more than
@@ -288,11 +343,21 @@ static int member_main(const struct scenario *s, uint32_t self)
         c.slow_upcalls = 10;
     if ((s->liar_mask >> self) & 1)
         view_test_blob(lie_in_blob);
+    if ((s->protocol_liar_mask >> self) & 1) {
+        if (s->ack_liar) {
+            smc_test_ack_value(inflated_ack);
+        } else {
+            slot_liar_row = self;
+            smc_test_hold_receive(hold_own_ring);
+            smc_test_send_header(long_slot);
+        }
+    }
     if (c.records == NULL || create_group(s, self, &c, &group) != 0)
         return 10;
     int rc = 0;
     uint32_t victims = s->dead_mask | s->stop_mask;
-    uint32_t failed = victims | s->slow_mask | s->self_kill_mask | s->liar_mask;
+    uint32_t failed =
+        victims | s->slow_mask | s->self_kill_mask | s->liar_mask | s->protocol_liar_mask;
     bool early = (s->early_mask >> self) & 1;
     if (s->early_mask != 0)
         close(s->go[1]); /* EOF on go once the parent closes its end */
@@ -337,6 +402,24 @@ static int member_main(const struct scenario *s, uint32_t self)
         pthread_mutex_unlock(&c.lock);
         spindle_group_destroy(group);
         return rc == 0 && in_next && !c.bad ? 0 : 21;
+    }
+    if ((s->protocol_liar_mask >> self) & 1) {
+        /* Failed by the others at its bad slot: its sends, or else its
+         * shutdown, say that it is out of the group (removed, or, when it
+         * saw the others drop it before it heard of the new view, in a
+         * minority of one), and its shutdown returns within its timeout
+         * (10 s) all the same. */
+        int sent_rc = rc;
+        uint64_t start = now_ms();
+        int shut = spindle_group_shutdown(group, 10000);
+        uint64_t took = now_ms() - start;
+        int out = sent_rc != 0 ? sent_rc : shut;
+        int removed = out == SPINDLE_EREMOVED || out == SPINDLE_EMINORITY;
+        if (!removed || took > 12000)
+            fprintf(stderr, "protocol liar %u: sending %d, shutdown %d (%s) after %llu ms\n", self,
+                    sent_rc, shut, spindle_errmsg(), (unsigned long long)took);
+        spindle_group_destroy(group);
+        return removed && took <= 12000 ? 0 : 22;
     }
     if (((s->stop_mask | s->slow_mask | s->liar_mask) >> self) & 1) {
         /* Resumed (or back from its slow upcall, or found lying) after the
@@ -565,7 +648,8 @@ static void run_scenario(struct scenario *s, int expect_logs)
      * delivered, as a leaver's. */
     if (expect_logs)
         check_logs(dir, members,
-                   dead_mask | stop_mask | s->slow_mask | self_kill_mask | s->liar_mask,
+                   dead_mask | stop_mask | s->slow_mask | self_kill_mask | s->liar_mask |
+                       s->protocol_liar_mask,
                    leave_mask | s->early_mask, self_kill_mask != 0 ? 2 : 1, s->unordered);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -691,6 +775,33 @@ static void test_member_lying_in_its_blob_is_removed(void **state)
     run_scenario(&s, 1);
 }
 
+static void test_member_lying_in_a_ring_slot_is_removed(void **state)
+{
+    (void)state;
+    /* Four members: member 2 writes a slot length past max_payload. The
+     * others fail it (SPINDLE_EPROTO) without reading the slot, remove it
+     * in view 1, deliver the same sequence and shut down; its own shutdown
+     * returns within its timeout. */
+    struct scenario s = {
+        .members = 4, .protocol_liar_mask = 1u << 2, .release = {-1, -1}, .go = {-1, -1}};
+    run_scenario(&s, 1);
+}
+
+static void test_member_lying_in_its_acknowledgements_is_removed(void **state)
+{
+    (void)state;
+    /* Four members: member 2 acknowledges positions of member 0 (sender
+     * rank 0) that member 0 never published. Member 0 fails it, the view
+     * change removes it, the others deliver the same sequence and shut
+     * down; its own shutdown returns within its timeout. */
+    struct scenario s = {.members = 4,
+                         .protocol_liar_mask = 1u << 2,
+                         .ack_liar = true,
+                         .release = {-1, -1},
+                         .go = {-1, -1}};
+    run_scenario(&s, 1);
+}
+
 static void test_member_in_shutdown_takes_part_in_a_view_change(void **state)
 {
     (void)state;
@@ -722,6 +833,8 @@ int main(void)
         cmocka_unit_test(test_unordered_survivors_miss_nothing_of_surviving_senders),
         cmocka_unit_test(test_member_failing_before_its_commitment_leaves_in_the_next_view),
         cmocka_unit_test(test_member_lying_in_its_blob_is_removed),
+        cmocka_unit_test(test_member_lying_in_a_ring_slot_is_removed),
+        cmocka_unit_test(test_member_lying_in_its_acknowledgements_is_removed),
         cmocka_unit_test(test_member_in_shutdown_takes_part_in_a_view_change),
         cmocka_unit_test(test_layout_function_moves_a_subgroup),
     };

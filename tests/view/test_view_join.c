@@ -17,6 +17,14 @@
  * joiners leave back to back: the second leave lands inside the view
  * change of the first, and the survivors must start that change again
  * under both (they read each other's second blob of the change).
+ *
+ * A joiner pointed at a hostile contact fails with an error within its
+ * bootstrap timeout, never crashing or hanging: a contact that answers
+ * every connection with garbage (with a key and without), one that
+ * accepts and says nothing, and a leader that lies in its admission
+ * (view_test_offer): members' addresses the joiner cannot reach, or the
+ * joiner's id given to a member too. The lying leader's shutdown returns
+ * in time.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,7 +33,11 @@
 #include <cmocka.h>
 
 #include "test_ports.h"
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +45,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <spindle/spindle.h>
@@ -414,12 +427,238 @@ static void test_a_member_failing_as_a_joiner_starts_is_removed(void **state)
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
+/* ---- a joiner pointed at a hostile contact ------------------------------ */
+
+#define HOSTILE_TIMEOUT_MS 2000
+#define HOSTILE_SLACK_MS   5000 /* a loaded machine: a bound against a hang */
+
+enum contact_kind { CONTACT_GARBAGE, CONTACT_SILENT };
+
+struct hostile {
+    int listener;
+    int stop[2];
+    enum contact_kind kind;
+    int held[64]; /* CONTACT_SILENT: connections held open, never answered */
+    unsigned num_held;
+    unsigned accepted;
+};
+
+/* Accepts connections until stop: answers each with 4 KiB of garbage and
+ * closes it, or holds it open and says nothing. */
+static void *hostile_main(void *arg)
+{
+    struct hostile *h = arg;
+    uint8_t garbage[4096];
+    for (size_t i = 0; i < sizeof garbage; i++)
+        garbage[i] = (uint8_t)(i * 131u + 7u);
+    for (;;) {
+        struct pollfd fds[2] = {{.fd = h->listener, .events = POLLIN},
+                                {.fd = h->stop[0], .events = POLLIN}};
+        if (poll(fds, 2, -1) < 0 || (fds[1].revents & POLLIN))
+            break;
+        int fd = accept(h->listener, NULL, NULL);
+        if (fd < 0)
+            continue;
+        h->accepted++;
+        if (h->kind == CONTACT_GARBAGE) {
+            ssize_t n = send(fd, garbage, sizeof garbage, MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)n;
+            close(fd);
+        } else if (h->num_held < sizeof h->held / sizeof h->held[0]) {
+            h->held[h->num_held++] = fd;
+        } else {
+            close(fd);
+        }
+    }
+    return NULL;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Joins through contact with a bootstrap timeout of HOSTILE_TIMEOUT_MS
+ * (and key_file, unless NULL): the join must fail, within the timeout and
+ * the slack, with an error whose message holds why. Returns the error. */
+static int join_must_fail(const char *contact, const char *key_file, const char *why)
+{
+    char self[32];
+    snprintf(self, sizeof self, "127.0.0.1:%u", test_free_port());
+    struct app app = {0};
+    struct spindle_group_options o;
+    join_app_options(&o, &app, self);
+    o.join = contact;
+    o.key_file = key_file;
+    o.bootstrap_timeout_ms = HOSTILE_TIMEOUT_MS;
+    struct spindle_subgroup_config sg = {everyone, 1, everyone, 0, 16, 64, SPINDLE_MODE_ATOMIC};
+    spindle_group_t *g = NULL;
+    uint64_t start = now_ms();
+    int rc = spindle_group_create(&o, &sg, 1, &g);
+    uint64_t took = now_ms() - start;
+    if (rc == 0)
+        spindle_group_destroy(g);
+    assert_int_not_equal(rc, 0);
+    assert_null(g);
+    if (strstr(spindle_errmsg(), why) == NULL)
+        fail_msg("the join through %s failed with %d (%s), not naming '%s'", contact, rc,
+                 spindle_errmsg(), why);
+    if (took > HOSTILE_TIMEOUT_MS + HOSTILE_SLACK_MS)
+        fail_msg("the join through %s took %llu ms to fail: %s", contact, (unsigned long long)took,
+                 spindle_errmsg());
+    return rc;
+}
+
+static void hostile_contact(enum contact_kind kind, const char *key_file, const char *why)
+{
+    struct hostile h = {.kind = kind};
+    h.listener = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(h.listener >= 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(h.listener, (struct sockaddr *)&sin, sizeof sin), 0);
+    assert_int_equal(listen(h.listener, 64), 0);
+    socklen_t len = sizeof sin;
+    assert_int_equal(getsockname(h.listener, (struct sockaddr *)&sin, &len), 0);
+    assert_int_equal(pipe(h.stop), 0);
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, hostile_main, &h), 0);
+    char contact[32];
+    snprintf(contact, sizeof contact, "127.0.0.1:%u", ntohs(sin.sin_port));
+    join_must_fail(contact, key_file, why);
+    assert_int_equal(write(h.stop[1], "s", 1), 1);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_true(h.accepted >= 1); /* the joiner did reach it */
+    for (unsigned i = 0; i < h.num_held; i++)
+        close(h.held[i]);
+    close(h.listener);
+    close(h.stop[0]);
+    close(h.stop[1]);
+}
+
+/* A 32-byte key file of mode 0600 in a new directory; *dir to remove. */
+static void make_key(char *path, size_t size, char *dir)
+{
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, size, "%s/group.key", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    uint8_t key[32];
+    for (size_t i = 0; i < sizeof key; i++)
+        key[i] = (uint8_t)(i * 37u + 1u);
+    assert_int_equal(write(fd, key, sizeof key), sizeof key);
+    close(fd);
+}
+
+static void test_a_joiner_fails_in_time_against_a_contact_answering_garbage(void **state)
+{
+    (void)state;
+    hostile_contact(CONTACT_GARBAGE, NULL, "answered with a bad hello");
+    char key[64], dir[] = "/tmp/spindle-hostile-XXXXXX";
+    make_key(key, sizeof key, dir);
+    hostile_contact(CONTACT_GARBAGE, key, "failed authentication with the group key");
+    unlink(key);
+    rmdir(dir);
+}
+
+static void test_a_joiner_fails_in_time_against_a_silent_contact(void **state)
+{
+    (void)state;
+    hostile_contact(CONTACT_SILENT, NULL, "could not join within 2000 ms");
+}
+
+/* Lies of a leader in its admission (view_test_offer). */
+static uint16_t dead_port;
+
+/* Every member's address names a port nobody listens on: well formed, so
+ * the joiner acts on it and must give up connecting in time. */
+static void lie_about_addresses(struct view_join_offer *offer)
+{
+    for (uint32_t row = 0; row < offer->num_rows; row++)
+        offer->addresses[row].port = dead_port;
+}
+
+/* The joiner's id is also a member's: the decoder refuses the offer. */
+static void lie_about_ids(struct view_join_offer *offer)
+{
+    offer->member_ids[offer->my_row] = offer->member_ids[0];
+}
+
+/* A lone member that lies in every admission it gives; it stays until its
+ * byte on `stop` comes, then shuts down, which must succeed in time. */
+static int lying_leader(const char *members, view_offer_hook_fn lie, int ready, int stop)
+{
+    view_test_offer(lie);
+    struct app app = {0};
+    struct spindle_group_options o;
+    join_app_options(&o, &app, members);
+    o.self = 0;
+    o.num_members = 1;
+    struct spindle_subgroup_config sg = {everyone, 1, everyone, 1, 16, 64, SPINDLE_MODE_ATOMIC};
+    spindle_group_t *g = NULL;
+    if (spindle_group_create(&o, &sg, 1, &g) != 0) {
+        fprintf(stderr, "lying leader: %s\n", spindle_errmsg());
+        return 2;
+    }
+    char byte;
+    if (write(ready, "r", 1) != 1 || read(stop, &byte, 1) != 0)
+        return 3;
+    uint64_t start = now_ms();
+    int rc = spindle_group_shutdown(g, 10000);
+    uint64_t took = now_ms() - start;
+    spindle_group_destroy(g);
+    if (rc != 0 || took > 12000) {
+        fprintf(stderr, "lying leader: shutdown %d after %llu ms: %s\n", rc,
+                (unsigned long long)took, spindle_errmsg());
+        return 4;
+    }
+    return 0;
+}
+
+static void lying_offer(view_offer_hook_fn lie, const char *why)
+{
+    char members[32];
+    uint16_t port = test_free_port();
+    dead_port = test_free_port();
+    snprintf(members, sizeof members, "127.0.0.1:%u", port);
+    int ready[2], stop[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(stop), 0);
+    pid_t leader = fork();
+    assert_true(leader >= 0);
+    if (leader == 0) {
+        alarm(90);
+        close(ready[0]);
+        close(stop[1]);
+        _exit(lying_leader(members, lie, ready[1], stop[0]));
+    }
+    close(ready[1]);
+    close(stop[0]);
+    char byte;
+    assert_int_equal(read(ready[0], &byte, 1), 1);
+    join_must_fail(members, NULL, why);
+    close(stop[1]);
+    close(ready[0]);
+    expect_exit_0(leader, "lying leader", 0);
+}
+
+static void test_a_joiner_fails_in_time_against_a_lying_offer(void **state)
+{
+    (void)state;
+    lying_offer(lie_about_addresses, "is unreachable");
+    lying_offer(lie_about_ids, "answered the join request with garbage");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_join_while_members_shut_down),
         cmocka_unit_test(test_ids_of_departed_joiners_are_given_again),
         cmocka_unit_test(test_a_member_failing_as_a_joiner_starts_is_removed),
+        cmocka_unit_test(test_a_joiner_fails_in_time_against_a_contact_answering_garbage),
+        cmocka_unit_test(test_a_joiner_fails_in_time_against_a_silent_contact),
+        cmocka_unit_test(test_a_joiner_fails_in_time_against_a_lying_offer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

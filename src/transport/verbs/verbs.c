@@ -299,6 +299,7 @@ static void vb_close(struct tp_endpoint *tep)
         api->close_device(ep->ctx);
     if (ep->self_fd >= 0)
         close(ep->self_fd);
+    free(ep->members);
     pthread_mutex_destroy(&ep->conn_lock);
     pthread_mutex_destroy(&ep->stats_lock);
     free(ep);
@@ -570,4 +571,5 @@ const struct tp_ops tp_verbs_ops = {
     .doorbell_arm = vb_doorbell_arm,
     .doorbell_wait = vb_doorbell_wait,
     .stats = vb_stats,
+    .set_members = vb_set_members,
 };

@@ -12,11 +12,17 @@
  * Both sides carry struct vb_cm_private (member id and the nonce of the
  * process) in the CM private data; the connecting side checks that the
  * process that accepted is the one whose descriptor it was given, so a
- * restarted process on the same host:port is not mistaken for it.
+ * restarted process on the same host:port is not mistaken for it. The
+ * listener refuses, before it creates anything, a request without that
+ * identity and, once the view's member ids are given (tp_set_members), one
+ * claiming an id outside them: its connection would be an RC QP with
+ * remote-write access, and a member expects doorbells only from its view.
+ * Without a key the claimed id is taken on trust, as on libfabric.
  */
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,14 +146,65 @@ static int vb_same_device(struct vb_ep *ep, struct rdma_cm_id *id, const char *w
 
 /* ---- passive side ------------------------------------------------------ */
 
-static void vb_accept(struct vb_ep *ep, struct rdma_cm_id *id)
+int vb_set_members(struct tp_endpoint *tep, const uint32_t *ids, uint32_t count)
+{
+    if (tep == NULL || ids == NULL || count == 0)
+        return sp_error(SPINDLE_EINVAL, "verbs set_members: no member ids given");
+    uint32_t *copy = malloc((size_t)count * sizeof *copy);
+    if (copy == NULL)
+        return sp_error(SPINDLE_ENOMEM, "verbs set_members: out of memory for %u ids", count);
+    memcpy(copy, ids, (size_t)count * sizeof *copy);
+    struct vb_ep *ep = (struct vb_ep *)tep;
+    pthread_mutex_lock(&ep->conn_lock);
+    uint32_t *old = ep->members;
+    ep->members = copy;
+    ep->num_members = count;
+    pthread_mutex_unlock(&ep->conn_lock);
+    free(old);
+    return 0;
+}
+
+/* Checks, under conn_lock, the identity a connection request carries in
+ * its first priv_len bytes of private data (IB CM pads it: the identity is
+ * the first VB_CM_WIRE bytes): present and well formed, and naming a member
+ * of the view when one was given. 0, or SPINDLE_EPROTO saying
+ * why. */
+static int vb_check_request(const struct vb_ep *ep, const uint8_t *priv, size_t priv_len)
+{
+    if (priv_len < VB_CM_WIRE)
+        return sp_error(SPINDLE_EPROTO,
+                        "verbs: connection request carries %zu bytes of private data, not the "
+                        "%u of a member's id and nonce",
+                        priv_len, VB_CM_WIRE);
+    struct vb_cm_private claim;
+    if (vb_cm_decode(priv, VB_CM_WIRE, &claim.id, &claim.nonce) != 0)
+        return sp_error(SPINDLE_EPROTO, "verbs: connection request: %s", spindle_errmsg());
+    bool admitted = ep->members == NULL;
+    for (uint32_t i = 0; i < ep->num_members && !admitted; i++)
+        admitted = ep->members[i] == claim.id;
+    if (!admitted)
+        return sp_error(SPINDLE_EPROTO,
+                        "verbs: connection request claims member %u, which is not in this "
+                        "member's view",
+                        claim.id);
+    return 0;
+}
+
+static void vb_accept(struct vb_ep *ep, struct rdma_cm_id *id, const uint8_t *priv, size_t priv_len)
 {
     const struct verbs_api *api = verbs_api_get();
     pthread_mutex_lock(&ep->conn_lock);
-    int rc = ep->incoming_count < VB_INCOMING_MAX
-                 ? vb_same_device(ep, id, "incoming connection")
-                 : sp_error(SPINDLE_EINVAL, "verbs: incoming limit %u", VB_INCOMING_MAX);
-    struct vb_incoming *in = rc == 0 ? &ep->incoming[ep->incoming_count] : NULL;
+    /* A slot whose peer disconnected is taken again before a new one. */
+    unsigned slot = 0;
+    while (slot < ep->incoming_count && ep->incoming[slot].id != NULL)
+        slot++;
+    int rc = slot < VB_INCOMING_MAX
+                 ? vb_check_request(ep, priv, priv_len)
+                 : sp_error(SPINDLE_EINVAL, "verbs: all %u incoming connections are in use",
+                            VB_INCOMING_MAX);
+    if (rc == 0)
+        rc = vb_same_device(ep, id, "incoming connection");
+    struct vb_incoming *in = rc == 0 ? &ep->incoming[slot] : NULL;
     struct ibv_qp_init_attr attr = {
         .send_cq = ep->send_cq,
         .recv_cq = ep->recv_cq,
@@ -171,10 +228,10 @@ static void vb_accept(struct vb_ep *ep, struct rdma_cm_id *id)
     if (rc == 0)
         rc = vb_qp_to(id, in->qp, IBV_QPS_RTS);
     if (rc == 0) {
-        uint8_t priv[VB_CM_WIRE];
-        vb_cm_encode(ep->self_id, ep->nonce, priv);
-        struct rdma_conn_param param = {.private_data = priv,
-                                        .private_data_len = sizeof priv,
+        uint8_t mine[VB_CM_WIRE];
+        vb_cm_encode(ep->self_id, ep->nonce, mine);
+        struct rdma_conn_param param = {.private_data = mine,
+                                        .private_data_len = sizeof mine,
                                         .qp_num = in->qp->qp_num,
                                         .responder_resources = 1,
                                         .initiator_depth = 1,
@@ -185,7 +242,8 @@ static void vb_accept(struct vb_ep *ep, struct rdma_cm_id *id)
     }
     if (rc == 0) {
         in->id = id;
-        ep->incoming_count++;
+        if (slot == ep->incoming_count)
+            ep->incoming_count++;
     } else {
         sp_log(SP_LOG_WARN, "verbs", "rejecting a connection: %s", spindle_errmsg());
         if (in != NULL && in->qp != NULL)
@@ -194,6 +252,32 @@ static void vb_accept(struct vb_ep *ep, struct rdma_cm_id *id)
             in->qp = NULL;
         api->rdma_reject(id, NULL, 0);
         api->rdma_destroy_id(id);
+    }
+    pthread_mutex_unlock(&ep->conn_lock);
+}
+
+/* The peer of an accepted connection disconnected (or it never became
+ * established): its slot is freed for a later connection. Its QP is
+ * destroyed under conn_lock, which vb_drain_recv holds to re-post a
+ * receive, so a receive is never posted to a destroyed QP; a completion
+ * reaped after the slot was taken again re-posts on the new QP one receive
+ * more than it lacks (refused: its queue is full) and counts one spurious
+ * ring. Ids the listener does not hold (a rejected request's) are left. */
+static void vb_release_incoming(struct vb_ep *ep, struct rdma_cm_id *id)
+{
+    const struct verbs_api *api = verbs_api_get();
+    pthread_mutex_lock(&ep->conn_lock);
+    for (unsigned i = 0; i < ep->incoming_count; i++) {
+        struct vb_incoming *in = &ep->incoming[i];
+        if (in->id != id)
+            continue;
+        api->destroy_qp(in->qp);
+        api->rdma_destroy_id(in->id);
+        in->qp = NULL;
+        in->id = NULL;
+        while (ep->incoming_count > 0 && ep->incoming[ep->incoming_count - 1].id == NULL)
+            ep->incoming_count--;
+        break;
     }
     pthread_mutex_unlock(&ep->conn_lock);
 }
@@ -216,9 +300,20 @@ static void *vb_listener_main(void *arg)
             continue;
         struct rdma_cm_id *id = event->id;
         enum rdma_cm_event_type type = event->event;
+        /* The private data lives in the event: copy it before the ack. */
+        uint8_t priv[VB_CM_WIRE];
+        size_t priv_len = 0;
+        if (event->param.conn.private_data != NULL) {
+            priv_len = event->param.conn.private_data_len;
+            memcpy(priv, event->param.conn.private_data,
+                   priv_len < VB_CM_WIRE ? priv_len : VB_CM_WIRE);
+        }
         api->rdma_ack_cm_event(event);
         if (type == RDMA_CM_EVENT_CONNECT_REQUEST)
-            vb_accept(ep, id);
+            vb_accept(ep, id, priv, priv_len);
+        else if (type == RDMA_CM_EVENT_DISCONNECTED || type == RDMA_CM_EVENT_CONNECT_ERROR ||
+                 type == RDMA_CM_EVENT_UNREACHABLE)
+            vb_release_incoming(ep, id);
     }
     return NULL;
 }
@@ -281,9 +376,13 @@ void vb_listen_stop(struct vb_ep *ep)
         ep->listener_started = 0;
     }
     for (unsigned i = 0; i < ep->incoming_count; i++) {
+        if (ep->incoming[i].id == NULL)
+            continue; /* freed when its peer disconnected */
         api->rdma_disconnect(ep->incoming[i].id);
         api->destroy_qp(ep->incoming[i].qp);
         api->rdma_destroy_id(ep->incoming[i].id);
+        ep->incoming[i].qp = NULL;
+        ep->incoming[i].id = NULL;
     }
     ep->incoming_count = 0;
     if (ep->listen_id != NULL)

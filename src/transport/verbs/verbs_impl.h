@@ -17,7 +17,9 @@
  * and the polling thread (completed), so both are atomics. A DCI is shared
  * by several peers: posts to it, and its reset after an error completion
  * (done by the polling thread, verbs_dci.c), hold its lock. The listener
- * thread only creates incoming connections under conn_lock.
+ * thread creates incoming connections, and frees those whose peer
+ * disconnected, under conn_lock; the polling thread re-posts a doorbell
+ * receive under it.
  *
  * Invariants: posted - completed <= VB_SQ_DEPTH per QP; every VB_SIGNAL_EVERY-th
  * work request of a QP is signaled, so at most VB_SIGNAL_EVERY-1 posted
@@ -311,6 +313,10 @@ struct vb_ep {
     pthread_mutex_t conn_lock;
     struct vb_incoming incoming[VB_INCOMING_MAX];
     unsigned incoming_count;
+    /* tp_set_members, under conn_lock: the member ids a connection request
+     * may claim in its private data (NULL: any, before the first call). */
+    uint32_t *members;
+    uint32_t num_members;
 
     struct vb_peer *peers;    /* published with release stores: vb_poll walks it */
     _Atomic int fail_pending; /* a peer failed outside a completion: vb_poll reports it */
@@ -394,6 +400,10 @@ int vb_region_decode(const struct tp_desc *desc, struct vb_region *out);
  * nonzero pad. An accepted message re-encodes to the same bytes. */
 void vb_cm_encode(uint32_t id, uint64_t nonce, uint8_t out[VB_CM_WIRE]);
 int vb_cm_decode(const uint8_t *buf, size_t len, uint32_t *id, uint64_t *nonce);
+/* The table's set_members (tp_set_members): replaces, under conn_lock, the
+ * member ids an incoming connection request may claim. SPINDLE_EINVAL for
+ * no ids, SPINDLE_ENOMEM. */
+int vb_set_members(struct tp_endpoint *tep, const uint32_t *ids, uint32_t count);
 
 /* Marks peer failed after an error completion with status and fills ev with
  * its TP_EVENT_PEER_FAILED; returns 1, or 0 when it was reported before. */

@@ -181,8 +181,12 @@ static int vb_drain_recv(struct vb_ep *ep)
                 continue; /* flushed: the connection is gone */
             struct vb_incoming *in =
                 (struct vb_incoming *)((char *)ctx - offsetof(struct vb_incoming, recv_ctx));
+            /* Under conn_lock: the listener destroys the QP of a
+             * disconnected peer under it (vb_release_incoming). */
+            pthread_mutex_lock(&ep->conn_lock);
             if (in->qp != NULL || in->srq != NULL)
                 vb_post_recvs(in, 1);
+            pthread_mutex_unlock(&ep->conn_lock);
             total++;
         }
     }

@@ -14,7 +14,12 @@
  *   - the listener accepts a CONNECT_REQUEST with a receive-only QP whose
  *     receives are posted before RTR, carries its own identity in
  *     rdma_accept, rejects a request routed through another device, ignores
- *     ESTABLISHED/DISCONNECTED, and releases everything when stopped;
+ *     ESTABLISHED, and releases everything when stopped;
+ *   - the listener refuses, creating nothing, a request without a
+ *     well-formed identity or, once the view's ids are given
+ *     (tp_set_members), one claiming an id outside the view, logging why;
+ *   - a peer's DISCONNECTED frees its incoming slot (QP and id released),
+ *     so a listener with every slot taken accepts again;
  *   - the DCT is created on the SRQ with the DC key and remote-write access,
  *     the pool has VB_DCI_POOL DCIs, each created with the send queue depth
  *     and inline size and moved INIT -> RTR -> RTS, and a failed creation
@@ -75,7 +80,7 @@ enum { STEP_ADDR, STEP_ROUTE, STEP_CONNECT, STEPS };
 
 static struct {
     _Atomic int channels, channels_freed, ids, ids_freed, qps, qps_freed;
-    _Atomic int recvs_posted, srq_recvs_posted, disconnects, establishes, rejects;
+    _Atomic int recvs_posted, srq_recvs_posted, disconnects, establishes, rejects, accepts;
     int answer[STEPS];        /* enum rdma_cm_event_type + 1 */
     int answer_status;        /* status of a failure event */
     struct cm_identity reply; /* accepting side's identity */
@@ -233,6 +238,7 @@ static int fake_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
     if (param->private_data_len >= sizeof cm.accept_priv)
         memcpy(&cm.accept_priv, param->private_data, sizeof cm.accept_priv);
     cm.accept_param.private_data = NULL;
+    cm.accepts++;
     sem_post(&cm.answered);
     return 0;
 }
@@ -357,6 +363,7 @@ static struct vb_ep *new_ep(void)
     ep->lid = 5;
     ep->mtu = IBV_MTU_4096;
     ep->self_id = 3;
+    ep->base.ops = &tp_verbs_ops;
     ep->nonce = 0x1122334455667788ull;
     ep->self_fd = -1;
     ep->stop_fd = -1;
@@ -655,11 +662,10 @@ static void test_listener_accepts_with_a_receive_qp(void **state)
     assert_int_equal(cm.accept_param.rnr_retry_count, 7);
     assert_int_equal(cm.rejects, 0);
 
-    /* ESTABLISHED and DISCONNECTED change nothing; a request routed through
-     * another device is rejected (and, processed in order, tells us the
-     * events before it were handled). */
+    /* ESTABLISHED changes nothing; a request routed through another device
+     * is rejected (and, processed in order, tells us the events before it
+     * were handled). */
     channel_push(ep->cm_channel, id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
-    channel_push(ep->cm_channel, id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
     struct rdma_cm_id *stray = new_id(ep->cm_channel, &other_ctx);
     channel_push(ep->cm_channel, stray, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &joiner, sizeof joiner);
     wait_answered();
@@ -688,7 +694,8 @@ static void test_listener_rejects_when_the_qp_cannot_be_set_up(void **state)
     assert_int_equal(ep->port, 7000);
     modifies.fail_state = IBV_QPS_RTR + 1;
     struct rdma_cm_id *id = new_id(ep->cm_channel, &fake_ctx);
-    channel_push(ep->cm_channel, id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, NULL, 0);
+    struct cm_identity joiner = {.id = 9, .nonce = 77};
+    channel_push(ep->cm_channel, id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &joiner, sizeof joiner);
     wait_answered();
     assert_int_equal(cm.rejects, 1);
     assert_int_equal(cm.qps, 1);
@@ -698,6 +705,126 @@ static void test_listener_rejects_when_the_qp_cannot_be_set_up(void **state)
     assert_int_equal(cm.ids_freed, 2);
     assert_int_equal(ep->incoming_count, 0);
     assert_int_equal(cm.disconnects, 0);
+}
+
+/* Runs one CONNECT_REQUEST carrying priv (len bytes) through the listener
+ * with stderr captured into text; returns 1 when it was accepted. */
+static int request(struct vb_ep *ep, const void *priv, uint8_t len, char *text, size_t size)
+{
+    int accepts = cm.accepts, rejects = cm.rejects;
+    FILE *log = tmpfile();
+    assert_non_null(log);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(log), STDERR_FILENO) >= 0);
+    struct rdma_cm_id *id = new_id(ep->cm_channel, &fake_ctx);
+    channel_push(ep->cm_channel, id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, priv, len);
+    wait_answered();
+    fflush(stderr);
+    assert_true(dup2(saved, STDERR_FILENO) >= 0);
+    close(saved);
+    rewind(log);
+    size_t got = fread(text, 1, size - 1, log);
+    fclose(log);
+    text[got] = '\0';
+    assert_int_equal(cm.accepts + cm.rejects, accepts + rejects + 1);
+    return cm.accepts > accepts;
+}
+
+/* The listener takes a request only with a well-formed identity and, once
+ * the view's ids are given, only for a member of the view; a refused
+ * request leaves nothing behind (no QP) and a log line saying why. */
+static void test_listener_checks_the_claimed_identity(void **state)
+{
+    struct vb_ep *ep = *state;
+    ep->port = 0;
+    assert_int_equal(vb_listen_start(ep), 0);
+    char text[1024];
+    struct cm_identity member9 = {.id = 9, .nonce = 77}, stranger = {.id = 13, .nonce = 78};
+
+    /* No view given yet: any well-formed id is taken (the first table's
+     * ids are given before anyone learns this address). */
+    assert_true(request(ep, &stranger, sizeof stranger, text, sizeof text));
+    assert_int_equal(cm.qps, 1);
+
+    uint32_t view[] = {0, 3, 9};
+    struct tp_endpoint *tep = (struct tp_endpoint *)ep;
+    assert_int_equal(tp_set_members(tep, view, 3), 0);
+    assert_false(request(ep, &stranger, sizeof stranger, text, sizeof text));
+    assert_non_null(strstr(text, "claims member 13, which is not in this member's view"));
+    assert_false(request(ep, NULL, 0, text, sizeof text));
+    assert_non_null(strstr(text, "0 bytes of private data"));
+    assert_false(request(ep, &member9, 8, text, sizeof text));
+    assert_non_null(strstr(text, "8 bytes of private data"));
+    struct cm_identity padded = member9;
+    padded.pad = 1;
+    assert_false(request(ep, &padded, sizeof padded, text, sizeof text));
+    assert_non_null(strstr(text, "pad"));
+    assert_int_equal(cm.qps, 1); /* nothing was created for a refused request */
+
+    /* A member of the view is taken; IB CM's padding past the identity is
+     * ignored. */
+    uint8_t long_priv[56] = {0};
+    memcpy(long_priv, &member9, sizeof member9);
+    assert_true(request(ep, long_priv, sizeof long_priv, text, sizeof text));
+    assert_int_equal(cm.qps, 2);
+    assert_int_equal(cm.accept_priv.id, 3);
+
+    /* A later view without 9 refuses it. */
+    uint32_t next[] = {0, 3};
+    assert_int_equal(tp_set_members(tep, next, 2), 0);
+    assert_false(request(ep, &member9, sizeof member9, text, sizeof text));
+    assert_non_null(strstr(text, "claims member 9"));
+    assert_int_equal(tp_set_members(tep, NULL, 0), SPINDLE_EINVAL);
+    vb_listen_stop(ep);
+    assert_int_equal(cm.qps_freed, 2);
+}
+
+/* An accepted connection whose peer disconnects gives its slot back: with
+ * every slot taken a request is refused, and after one peer disconnects
+ * the next request is accepted in its slot; the disconnected connection's
+ * QP and id are released at once. */
+static void test_listener_frees_the_slot_of_a_disconnected_peer(void **state)
+{
+    struct vb_ep *ep = *state;
+    ep->port = 0;
+    assert_int_equal(vb_listen_start(ep), 0);
+    char text[1024];
+    struct cm_identity joiner = {.id = 9, .nonce = 77};
+    for (unsigned i = 0; i < VB_INCOMING_MAX; i++)
+        assert_true(request(ep, &joiner, sizeof joiner, text, sizeof text));
+    assert_false(request(ep, &joiner, sizeof joiner, text, sizeof text));
+    assert_non_null(strstr(text, "incoming connections are in use"));
+    assert_int_equal(cm.qps, VB_INCOMING_MAX);
+
+    pthread_mutex_lock(&ep->conn_lock);
+    struct rdma_cm_id *gone = ep->incoming[5].id;
+    pthread_mutex_unlock(&ep->conn_lock);
+    int ids_freed = cm.ids_freed;
+    channel_push(ep->cm_channel, gone, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+    /* Handled in order: the answer to this request follows the release. */
+    assert_true(request(ep, &joiner, sizeof joiner, text, sizeof text));
+    assert_int_equal(cm.qps_freed, 1);
+    assert_int_equal(cm.ids_freed, ids_freed + 1);
+    assert_int_equal(cm.qps, VB_INCOMING_MAX + 1);
+    pthread_mutex_lock(&ep->conn_lock);
+    assert_int_equal(ep->incoming_count, VB_INCOMING_MAX);
+    assert_non_null(ep->incoming[5].id);
+    assert_non_null(ep->incoming[5].qp);
+    pthread_mutex_unlock(&ep->conn_lock);
+
+    /* The last slot freed shrinks the table; stopping releases the rest
+     * once each. */
+    pthread_mutex_lock(&ep->conn_lock);
+    gone = ep->incoming[VB_INCOMING_MAX - 1].id;
+    pthread_mutex_unlock(&ep->conn_lock);
+    channel_push(ep->cm_channel, gone, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+    assert_true(request(ep, &joiner, sizeof joiner, text, sizeof text));
+    assert_int_equal(cm.qps_freed, 2);
+    vb_listen_stop(ep);
+    assert_int_equal(cm.qps, cm.qps_freed);
+    assert_int_equal(cm.disconnects, VB_INCOMING_MAX);
 }
 
 /* ---- DCT and DCI pool ------------------------------------------------------ */
@@ -989,6 +1116,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_listener_accepts_with_a_receive_qp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listener_rejects_when_the_qp_cannot_be_set_up, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_listener_checks_the_claimed_identity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_listener_frees_the_slot_of_a_disconnected_peer, setup,
                                         teardown),
         cmocka_unit_test(test_descriptors_the_encoder_cannot_write_are_refused),
 #ifdef SPINDLE_HAVE_MLX5DV
