@@ -15,8 +15,8 @@
 #     window: its writer's history cache holds back a keep-all writer);
 #   light load: every process sends 1000, then 10 messages per second of
 #     1 KB; p50/p99 of the latency from send to the sender's own delivery
-#     (libspindle, CPG), and ddsperf's ping-pong round trip (Cyclone, two
-#     processes);
+#     (libspindle atomic, unordered, and unordered with --own-inline; CPG),
+#     and ddsperf's ping-pong round trip (Cyclone, two processes);
 #   with --netns, three hosts for real: three network namespaces on one
 #     bridge (veth pairs, 10.x addresses, as tests/fabric-hosts does), one
 #     process in each, throughput at 1 KB and 10 KB, window 100: libspindle
@@ -228,12 +228,14 @@ samples_dir() {
 }
 
 # spindle MODE SIZE WINDOW RATE DURATION [SAMPLES_DIR]: the JSON line of one
-# run.
+# run. MODE unordered-inline is unordered with --own-inline (own_inline: a
+# sender delivers its own message inside its send call).
 spindle() {
-    local pace=()
+    local pace=() mode=(--mode "$1")
+    [ "$1" != unordered-inline ] || mode=(--mode unordered --own-inline)
     [ "$4" -eq 0 ] || pace=(--rate "$4")
     [ -z "${6:-}" ] || pace+=(--latency-out "$6")
-    "$BENCH" --local "$PROCS" --mode "$1" --msg-size "$2" --window "$3" "${pace[@]}" \
+    "$BENCH" --local "$PROCS" "${mode[@]}" --msg-size "$2" --window "$3" "${pace[@]}" \
         --duration "$5" --warmup "$WARMUP" --timeout 60 2>"$WORK/bench.err" | tail -n 1 ||
         { tail -n 5 "$WORK/bench.err" >&2; return 1; }
 }
@@ -494,7 +496,7 @@ run_cases() {
             record cyclone-dds throughput "$size" 0 0 "$run" cyclone_throughput "$size"
         done
         for rate in "${RATES[@]}"; do
-            for mode in atomic unordered; do
+            for mode in atomic unordered unordered-inline; do
                 record "libspindle-$mode" latency 1024 100 "$rate" "$run" \
                     spindle "$mode" 1024 100 "$rate" "$LAT_DURATION" \
                     "$(samples_dir "libspindle-$mode" "$rate" "$run")"
@@ -579,9 +581,10 @@ latency_table() {
     echo
     echo "### $2, medians of $RUNS runs"
     echo
-    echo "| msgs/s per sender | libspindle atomic | libspindle unordered | Corosync CPG agreed |" \
+    echo "| msgs/s per sender | libspindle atomic | libspindle unordered |" \
+        "libspindle unordered, own_inline | Corosync CPG agreed |" \
         "Cyclone DDS ping-pong round trip | atomic / CPG (p50) | atomic / Cyclone (p50) |"
-    echo "| --- | --- | --- | --- | --- | --- | --- |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
     jq -r --arg case "$1" '
         def cell: if . == null then "-" else "\(.p50_us * 10 | round / 10) / \(.p99_us * 10 | round / 10)" end;
         def ratio(a; b): if a == null or b == null or b.p50_us == 0 then "-"
@@ -589,7 +592,7 @@ latency_table() {
         map(select(.case == $case)) as $l |
         ($l | map(.rate) | unique | reverse)[] as $r |
         ($l | map(select(.rate == $r)) | INDEX(.system)) as $row |
-        "| \($r) | \($row["libspindle-atomic"] | cell) | \($row["libspindle-unordered"] | cell) | \($row["corosync-cpg"] | cell) | \($row["cyclone-dds"] | cell) | \(ratio($row["libspindle-atomic"]; $row["corosync-cpg"])) | \(ratio($row["libspindle-atomic"]; $row["cyclone-dds"])) |"
+        "| \($r) | \($row["libspindle-atomic"] | cell) | \($row["libspindle-unordered"] | cell) | \($row["libspindle-unordered-inline"] | cell) | \($row["corosync-cpg"] | cell) | \($row["cyclone-dds"] | cell) | \(ratio($row["libspindle-atomic"]; $row["corosync-cpg"])) | \(ratio($row["libspindle-atomic"]; $row["cyclone-dds"])) |"
     ' <<<"$3"
 }
 
@@ -625,7 +628,10 @@ host_configurations() {
     cat <<EOF
 - libspindle: \`$(basename "$BENCH") --local $PROCS --mode atomic|unordered --msg-size SIZE
   --window W [--rate R] --duration S --warmup $WARMUP\`, shared-memory transport, batching,
-  null-sends and early unlock on (the defaults).
+  null-sends and early unlock on (the defaults). "unordered, own_inline" (light load only):
+  the same unordered command with \`--own-inline\` (spindle_group_options.own_inline: the
+  sending thread delivers its own message inside its send call instead of waking the
+  predicate thread; other members' deliveries are unchanged).
 - Corosync $(corosync -v | sed -n "s/.*version '\(.*\)'.*/\1/p"): one corosync, one node, on
   loopback, started by this script with this corosync.conf (transport knet, no crypto):
 
@@ -719,13 +725,14 @@ $(jq -r '
     def at(s; f): (map(select(.system == s)) | first | .[f] // 0);
     map(select(.case == "latency")) as $l | ($l | map(.rate) | unique | reverse)[] as $r |
     ($l | map(select(.rate == $r))) as $row |
-    "\"\($r)/s\" \($row | at("libspindle-atomic"; "p50_us")) \($row | at("libspindle-atomic"; "p99_us")) \($row | at("libspindle-unordered"; "p50_us")) \($row | at("libspindle-unordered"; "p99_us")) \($row | at("corosync-cpg"; "p50_us")) \($row | at("corosync-cpg"; "p99_us")) \($row | at("cyclone-dds"; "p50_us")) \($row | at("cyclone-dds"; "p99_us"))"
+    "\"\($r)/s\" \($row | at("libspindle-atomic"; "p50_us")) \($row | at("libspindle-atomic"; "p99_us")) \($row | at("libspindle-unordered"; "p50_us")) \($row | at("libspindle-unordered"; "p99_us")) \($row | at("libspindle-unordered-inline"; "p50_us")) \($row | at("libspindle-unordered-inline"; "p99_us")) \($row | at("corosync-cpg"; "p50_us")) \($row | at("corosync-cpg"; "p99_us")) \($row | at("cyclone-dds"; "p50_us")) \($row | at("cyclone-dds"; "p99_us"))"
 ' <<<"$summary")
 EOD
 plot \$d using 2:xtic(1) title "libspindle atomic p50", '' using 3 title "p99", \
      '' using 4 title "libspindle unordered p50", '' using 5 title "p99", \
-     '' using 6 title "CPG agreed p50", '' using 7 title "p99", \
-     '' using 8 title "Cyclone round trip p50", '' using 9 title "p99"
+     '' using 6 title "unordered, own_inline p50", '' using 7 title "p99", \
+     '' using 8 title "CPG agreed p50", '' using 9 title "p99", \
+     '' using 10 title "Cyclone round trip p50", '' using 11 title "p99"
 EOF
     [ ! -d "$SAMPLES" ] || draw_cdf
     echo "compare-peers: plots in $PLOTS/peers-throughput.png and $PLOTS/peers-latency.png" >&2
@@ -778,13 +785,14 @@ cyclone_points() {
 draw_cdf() {
     local rate system panels=""
     for rate in "${RATES[@]}"; do
-        for system in libspindle-atomic libspindle-unordered corosync-cpg; do
+        for system in libspindle-atomic libspindle-unordered libspindle-unordered-inline corosync-cpg; do
             cdf_points "$system" "$rate" >"$WORK/cdf-$system-$rate.dat"
         done
         cyclone_points "$rate" >"$WORK/cdf-cyclone-dds-$rate.dat"
         panels+="set title \"$rate msgs/s per sender\"
 plot '$WORK/cdf-libspindle-atomic-$rate.dat' with lines lw 2 title 'libspindle atomic', \\
      '$WORK/cdf-libspindle-unordered-$rate.dat' with lines lw 2 title 'libspindle unordered (own)', \\
+     '$WORK/cdf-libspindle-unordered-inline-$rate.dat' with lines lw 2 title 'libspindle unordered (own, own_inline)', \\
      '$WORK/cdf-corosync-cpg-$rate.dat' with lines lw 2 title 'Corosync CPG agreed', \\
      '$WORK/cdf-cyclone-dds-$rate.dat' with points pt 7 ps 1.5 title 'Cyclone round trip p50/p90/p99'
 "

@@ -172,16 +172,17 @@ static void reap_while_stuck(struct sst_engine *engine, uint64_t *last_wake)
     }
 }
 
-/* Posts one batch to one peer; post_lock held. A full send queue or
- * exhausted credits are waited out (reaping meanwhile) for at most
- * give_up_ns; then the peer is failed rather than the batch dropped, and
- * nothing more is posted to it: a later guard must never reach a peer that
- * missed the data it guards. */
-static void post_batch(struct sst_engine *engine, struct tp_peer *peer, struct tp_write *writes,
-                       unsigned count, bool ring)
+/* Posts one batch to one peer; post_lock held. Returns true when it was
+ * posted (the caller may ring the peer). A full send queue or exhausted
+ * credits are waited out (reaping meanwhile) for at most give_up_ns; then
+ * the peer is failed rather than the batch dropped, and nothing more is
+ * posted to it: a later guard must never reach a peer that missed the data
+ * it guards. */
+static bool post_batch(struct sst_engine *engine, struct tp_peer *peer, struct tp_write *writes,
+                       unsigned count)
 {
     if (stuck_find(engine, peer) != NULL)
-        return;
+        return false;
     uint64_t start = sp_now_ns(), last_wake = 0;
     int rc;
     while ((rc = tp_post_writes(peer, writes, count, 0, 0)) == SPINDLE_EAGAIN) {
@@ -200,12 +201,11 @@ static void post_batch(struct sst_engine *engine, struct tp_peer *peer, struct t
         sst_stat_add(&engine->stats.writes_posted, count);
         sst_stat_add(&engine->stats.batches, 1);
         sst_stat_add(&engine->stats.doorbells, 1);
-        if (ring) /* enqueue decided: always when cheap, else for a sleeper */
-            (void)tp_doorbell_ring(peer);
     } else if (rc != SPINDLE_EPEERFAILED && rc != SPINDLE_EAGAIN) {
         SP_LOG_WARNING("sst", "posting %u writes failed: %s", count, spindle_errmsg());
     }
     sst_stat_add(&engine->stats.post_ns, sp_now_ns() - start);
+    return rc == 0;
 }
 
 void sst_report_stuck(struct sst_engine *engine)
@@ -237,25 +237,55 @@ void sst_stuck_forget(struct sst_engine *engine, const struct tp_peer *peer)
     }
 }
 
-/* Posts the queue grouped per peer, preserving order within each peer:
- * one batch, one doorbell per peer (Spindle 3.2). */
+/* Rings (enqueue decided which: always when cheap, else a sleeper) the
+ * peers of one post_pending call, after every peer's writes are posted. */
+struct ring_list {
+    struct tp_peer *peers[SST_MAX_ROWS];
+    uint32_t count;
+};
+
+static void ring_later(struct ring_list *rings, struct tp_peer *peer)
+{
+    for (uint32_t i = 0; i < rings->count; i++)
+        if (rings->peers[i] == peer)
+            return;
+    if (rings->count == SST_MAX_ROWS) {
+        (void)tp_doorbell_ring(peer); /* more peers than rows: ring at once */
+        return;
+    }
+    rings->peers[rings->count++] = peer;
+}
+
+/*
+ * Posts the queue grouped per peer, preserving order within each peer:
+ * one batch, one doorbell per peer (Spindle 3.2). The doorbells are rung
+ * after every peer's batch is posted, not after each: on shm a ring that
+ * wakes a sleeper is a futex wake, and on few CPUs the woken thread often
+ * takes this one's CPU inside that system call, for as long as the
+ * scheduler keeps it off (hundreds of microseconds were traced at light
+ * load). Posting everything first means every peer already holds its data
+ * then: a peer woken meanwhile by someone else (the first peer's
+ * acknowledgement) finds it, rather than waking to nothing and sleeping
+ * again. A ring still follows its peer's writes (T2).
+ */
 static void post_pending(struct sst_engine *engine, struct sst_pending *pending, uint32_t count)
 {
     struct tp_write writes[BATCH_MAX];
+    struct ring_list rings = {.count = 0};
     bool *done = calloc(count, sizeof *done);
     for (uint32_t first = 0; first < count; first++) {
         if (done != NULL && done[first])
             continue;
         struct tp_peer *peer = pending[first].target;
         unsigned n = 0;
-        bool ring = false;
+        bool ring = false, posted = true;
         for (uint32_t i = first; i < count; i++) {
             if ((done != NULL && done[i]) || pending[i].target != peer)
                 continue;
             if (done == NULL && i != first)
                 break; /* no memory for grouping: post one by one */
             if (n == BATCH_MAX) {
-                post_batch(engine, peer, writes, n, ring);
+                posted = post_batch(engine, peer, writes, n) && posted;
                 n = 0;
             }
             writes[n++] = pending[i].write;
@@ -263,9 +293,17 @@ static void post_pending(struct sst_engine *engine, struct sst_pending *pending,
             if (done != NULL)
                 done[i] = true;
         }
-        post_batch(engine, peer, writes, n, ring);
+        posted = post_batch(engine, peer, writes, n) && posted;
+        if (ring && posted)
+            ring_later(&rings, peer);
     }
     free(done);
+    if (rings.count == 0)
+        return;
+    uint64_t start = sp_now_ns();
+    for (uint32_t i = 0; i < rings.count; i++)
+        (void)tp_doorbell_ring(rings.peers[i]);
+    sst_stat_add(&engine->stats.post_ns, sp_now_ns() - start); /* as when rung per batch */
 }
 
 void sst_unlock_and_post(struct sst_engine *engine)

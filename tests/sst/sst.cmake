@@ -6,3 +6,6 @@ if(SPINDLE_FABRIC_FOUND)
                    TIMEOUT 45 LABELS sst fabric)
   target_include_directories(test_sst_connect PRIVATE ${CMAKE_SOURCE_DIR}/tests/transport/fabric)
 endif()
+# One post rings no peer before every peer's batch is posted (post_pending).
+spindle_add_test(test_sst_post_order SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_post_order.c
+                 TIMEOUT 30 LABELS sst)

@@ -28,6 +28,7 @@ FAILURE_TIMEOUT_MS=1000
 RUN_TIMEOUT=60
 SIZE=64
 WINDOW=16
+RATE=4000 # messages per second per sender: a run takes at least MESSAGES / RATE s
 
 # shellcheck source-path=SCRIPTDIR source=seed.sh
 . "$(dirname "$0")/seed.sh"
@@ -143,11 +144,13 @@ partition_run() {
     write_config "$RUN_DIR/config.ini"
     pick_mode "$MODE"
     for ((m = 0; m < MEMBERS; m++)); do net ip -n "$BRIDGE_NS" link set "$TAG-p$m" up; done
+    # Paced: unpaced, a run can end in 0.3 s, before the loop below (a
+    # 10 ms poll of the traces) cuts the port, and nobody is cut off.
     for ((m = 0; m < MEMBERS; m++)); do
         ip netns exec "$TAG-$m" "$BENCH" --config "$RUN_DIR/config.ini" --id "$m" \
             --transport fabric --provider tcp --tolerate-failures --trace "$RUN_DIR" \
             --messages "$MESSAGES" --msg-size "$SIZE" --window "$WINDOW" --timeout 50 \
-            --mode "$RUN_MODE" >"$RUN_DIR/out-$m" 2>&1 &
+            --mode "$RUN_MODE" --rate "$RATE" >"$RUN_DIR/out-$m" 2>&1 &
         PIDS[m]=$!
     done
     expected=$((MEMBERS * MESSAGES * 22))
