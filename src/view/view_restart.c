@@ -590,7 +590,7 @@ static void report_sources(const struct election *e)
         if (end->view_id > 0 || end->seq > 0)
             continue;
         uint32_t source = view_restart_source(&e->round, mine, end->subgroup);
-        if (source != mine->id && source < SPINDLE_MAX_MEMBERS)
+        if (source < SPINDLE_MAX_MEMBERS && source != mine->id)
             sp_log(SP_LOG_WARN, "restart",
                    "this log holds nothing of logged subgroup %u, of which member %u's log "
                    "holds the most: its members will not join (taking a subgroup from a "
