@@ -20,8 +20,12 @@
  *       heard this round (itself included); when X did not answer, R keeps
  *       its vote: it waits;
  *    3. the start (view_restart_decide: START; start_group): voting for itself, with more than
- *       N/2 members (R included) voting for R in this round's answers, R
- *       starts a group (running; it never votes again).
+ *       N/2 members (R included) voting for R in this round's answers, and
+ *       a member of each logged subgroup heard this round (a source:
+ *       view_restart_source), R starts a group (running; it never votes
+ *       again). Member SOURCE (N - 1, the worst-ranked) stands for the
+ *       only member of a logged subgroup the others do not log: R starts
+ *       only when it answered this round (or R is it).
  * Rounds repeat (elect). A member that joined answers with its
  * vote set to the member it joined, not running.
  *
@@ -56,13 +60,14 @@
  * Properties:
  *  - at most one member ever starts (assertion at the start);
  *  - a member that joins joins the one that started (assertion);
- *  - with no crash, no lost answer and a majority up (LTL `elected`, pan -a
- *    -f): eventually a member started and every up member runs or joined
- *    it. Weak fairness is needed: rounds repeat while a member waits, so
+ *  - with no crash, no lost answer, a majority up and SOURCE up (LTL
+ *    `elected`, pan -a -f): eventually a member started and every up
+ *    member runs or joined it (with SOURCE never up, no member starts: the
+ *    group does not restart without a logged subgroup's history). Weak fairness is needed: rounds repeat while a member waits, so
  *    without it one member could ask for ever while another never moves;
  *  - with crashes (LTL `elected_or_waits`, pan -a -f): eventually the same,
  *    or a live member's vote names a crashed member, or at most half the
- *    members are alive. `elected` fails then (scripts/check-models.sh
+ *    members are alive, or SOURCE is not. `elected` fails then (scripts/check-models.sh
  *    checks that it does): a voter of a member that crashed before
  *    starting waits for it for ever (restarting the waiting process
  *    withdraws its vote); and when the starter crashes after some joined
@@ -99,6 +104,7 @@
 #endif
 
 #define NONE 255
+#define SOURCE (N - 1)
 #define BIT(x) (1 << (x))
 #define HAS(m, x) (((m) >> (x)) & 1)
 
@@ -129,6 +135,7 @@ inline forget()
 	count = 1;
 	cand_heard = false;
 	cand_released = false;
+	src_heard = (me == SOURCE);
 	run_peer = NONE
 }
 
@@ -141,6 +148,7 @@ proctype member(byte me)
 	bool cand_heard;      /* the member it votes for answered */
 	bool cand_released;   /* and released it */
 	byte run_peer = NONE; /* a member that answered running */
+	bool src_heard = (me == SOURCE); /* SOURCE answered (or is this one) */
 
 	atomic { state[me] = UP; printf("MSC: %d up\n", me) };
 	do
@@ -166,6 +174,10 @@ proctype member(byte me)
 				fi;
 				if
 				:: running[i] && run_peer == NONE -> run_peer = i
+				:: else
+				fi;
+				if
+				:: i == SOURCE -> src_heard = true
 				:: else
 				fi
 #if LOSS
@@ -212,7 +224,7 @@ proctype member(byte me)
 #ifdef BROKEN_NO_MAJORITY
 			:: vote[me] == me && 2 * count >= N ->
 #else
-			:: vote[me] == me && 2 * count > N ->
+			:: vote[me] == me && 2 * count > N && src_heard ->
 #endif
 				printf("MSC: %d starts with %d votes\n", me, count);
 				running[me] = true;
@@ -287,5 +299,6 @@ init {
 #define SOME_WAIT (WAITS(0) || WAITS(1) || WAITS(2) || WAITS(3))
 #define NLIVE ((0 < N && LIVE(0)) + (1 < N && LIVE(1)) + (2 < N && LIVE(2)) + (3 < N && LIVE(3)))
 
-ltl elected { <> [] (starters == 1 && ALL_SETTLED) }
-ltl elected_or_waits { <> [] ((starters == 1 && ALL_SETTLED) || SOME_WAIT || 2 * NLIVE <= N) }
+ltl elected { <> [] ((starters == 1 && ALL_SETTLED) || !LIVE(SOURCE)) }
+ltl elected_or_waits { <> [] ((starters == 1 && ALL_SETTLED) || SOME_WAIT || 2 * NLIVE <= N ||
+                              !LIVE(SOURCE)) }

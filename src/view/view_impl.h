@@ -384,6 +384,11 @@ struct view_restart_round {
     uint64_t heard; /* bit i: peers[i] answered in this round */
     struct view_restart_status peers[SPINDLE_MAX_MEMBERS];
     bool tie_breaker;
+    /* The application's subgroups by member id (NULL: every member of
+     * the latest view is taken for a member of each subgroup), for the
+     * logged subgroups' sources. */
+    const struct smc_layout *configured;
+    uint32_t num_configured;
 };
 enum view_restart_action {
     VIEW_RESTART_WAIT = 0,   /* ask again */
@@ -398,6 +403,10 @@ struct view_restart_decision {
     uint32_t voters;     /* members of it voting for this member */
     uint32_t num_latest; /* members of it */
     uint64_t missing;    /* members of it not heard (ids, bit i) */
+    /* Logged subgroups of which no member of the latest view was heard
+     * (view_restart_source): how many, and the first. */
+    uint32_t num_unsourced;
+    uint32_t unsourced;
 };
 /*
  * The election's rules, pure (models/restart.pml): follow a running member
@@ -406,9 +415,23 @@ struct view_restart_decision {
  * most messages of it, then the lowest id) when voting for oneself or when
  * the member voted for gave its vote to another; start when voting for
  * oneself with more than half of the latest view's members (exactly half
- * holding its first member, with tie_breaker) voting so too.
+ * holding its first member, with tie_breaker) voting so too, and once a
+ * member of the latest view was heard for each logged subgroup (each has a
+ * source: view_restart_source; its own logged subgroups are those of its
+ * status's ends).
  */
 void view_restart_decide(const struct view_restart_round *round, struct view_restart_decision *out);
+/*
+ * The source of logged subgroup g in a round (docs/LOGS.md "Total
+ * restart"): among this member and the members heard, those of the latest
+ * view (latest: the status that names it) that are members of g there (by
+ * round->configured; every member of that view when none of g's configured
+ * members is in it, as the restart's default layout), the one whose log
+ * holds the most of g (the latest end of g; ties by view_restart_better).
+ * SPINDLE_MAX_MEMBERS when none was heard.
+ */
+uint32_t view_restart_source(const struct view_restart_round *round,
+                             const struct view_restart_status *latest, uint32_t g);
 /* True when a is the better member to restart from. */
 bool view_restart_better(const struct view_restart_status *a, const struct view_restart_status *b);
 

@@ -111,8 +111,76 @@ void view_restart_decide(const struct view_restart_round *round, struct view_res
     bool first_votes = votes_for(round, latest->members[0], out->vote, mine->id);
     bool majority = 2 * out->voters > out->num_latest ||
                     (round->tie_breaker && 2 * out->voters == out->num_latest && first_votes);
-    if (out->vote == mine->id && majority)
+    out->unsourced = UINT32_MAX;
+    for (uint32_t i = 0; i < mine->ends.count; i++) {
+        uint32_t g = mine->ends.ends[i].subgroup;
+        if (view_restart_source(round, latest, g) == SPINDLE_MAX_MEMBERS &&
+            out->num_unsourced++ == 0)
+            out->unsourced = g;
+    }
+    /* A logged subgroup none of whose members was heard: its history may
+     * be in no log heard, and the group would restart without it. */
+    if (out->vote == mine->id && majority && out->num_unsourced == 0)
         out->action = VIEW_RESTART_START;
+}
+
+/* The status of member id in the round: this member's, a heard one's, or
+ * NULL. */
+static const struct view_restart_status *status_of(const struct view_restart_round *round,
+                                                   uint32_t id)
+{
+    if (id == round->mine.id)
+        return &round->mine;
+    return heard(round, id) ? &round->peers[id] : NULL;
+}
+
+/* Whether member id is one of g's members in the latest view. */
+static bool member_of(const struct view_restart_round *round,
+                      const struct view_restart_status *latest, uint32_t g, uint32_t id)
+{
+    if (round->configured == NULL || g >= round->num_configured)
+        return true;
+    const struct smc_layout *c = &round->configured[g];
+    bool any_in_view = false;
+    for (uint32_t i = 0; i < c->num_members; i++)
+        for (uint32_t k = 0; k < latest->num_members; k++)
+            if (latest->members[k] == c->members[i]) {
+                any_in_view = true;
+                if (c->members[i] == id)
+                    return true;
+            }
+    return !any_in_view; /* the default layout: received by all */
+}
+
+/* The end of subgroup g in a status: (0, 0) when its log holds none. */
+static struct view_join_log_end end_in(const struct view_restart_status *s, uint32_t g)
+{
+    struct view_join_log_end end = {g, 0, 0};
+    for (uint32_t i = 0; i < s->ends.count; i++)
+        if (s->ends.ends[i].subgroup == g)
+            end = s->ends.ends[i];
+    return end;
+}
+
+uint32_t view_restart_source(const struct view_restart_round *round,
+                             const struct view_restart_status *latest, uint32_t g)
+{
+    const struct view_restart_status *best = NULL;
+    struct view_join_log_end best_end = {g, 0, 0};
+    for (uint32_t k = 0; k < latest->num_members; k++) {
+        uint32_t id = latest->members[k];
+        const struct view_restart_status *s = status_of(round, id);
+        if (s == NULL || !member_of(round, latest, g, id))
+            continue;
+        struct view_join_log_end end = end_in(s, g);
+        bool more = log_point_before(best_end.view_id, best_end.seq, end.view_id, end.seq);
+        bool less = log_point_before(end.view_id, end.seq, best_end.view_id, best_end.seq);
+        if (best == NULL || more || (!less && view_restart_better(s, best))) {
+            best = s;
+            best_end = end;
+        }
+    }
+    return best != NULL ? best->id : SPINDLE_MAX_MEMBERS;
 }
 
 /* ---- the layout of a restarted group ------------------------------- */
@@ -372,11 +440,30 @@ static void report_waiting(const struct election *e, const struct view_restart_d
                d->vote < e->num_initial ? e->hosts[d->vote].port : 0);
     else if (d->vote != e->mine.id)
         sp_log(SP_LOG_INFO, "restart", "waiting for member %u to restart the group", d->vote);
+    else if (d->num_unsourced > 0)
+        sp_log(SP_LOG_WARN, "restart",
+               "waiting for a member of logged subgroup %u (%u logged subgroup(s) of view %" PRIu64
+               " have no member heard; missing: %s)",
+               d->unsourced, d->num_unsourced, d->latest, missing[0] != '\0' ? missing : "none");
     else
         sp_log(SP_LOG_WARN, "restart",
                "waiting for a majority of view %" PRIu64 " (%u of its %u members voted to "
                "restart from this member's log; missing: %s)",
                d->latest, d->voters, d->num_latest, missing[0] != '\0' ? missing : "none");
+}
+
+/* The election's end without a member heard of some logged subgroup. */
+static int no_source(const struct election *e, const struct view_restart_decision *d,
+                     const char *missing)
+{
+    return sp_error(SPINDLE_ETIMEDOUT,
+                    "no restart within %d ms: no member of logged subgroup %u (%u logged "
+                    "subgroup(s) without one) in view %" PRIu64
+                    " was heard, so that subgroup's history may be in no log of the restarted "
+                    "group; not restarting without it (not heard: %s; docs/LOGS.md \"Total "
+                    "restart\")",
+                    e->m->config.bootstrap_timeout_ms, d->unsourced, d->num_unsourced, d->latest,
+                    missing[0] != '\0' ? missing : "none");
 }
 
 /* Runs rounds until this member starts or follows, or time is up. */
@@ -412,12 +499,15 @@ static int elect(struct election *e, struct view_restart_decision *d)
         if (now >= deadline) {
             char missing[512];
             describe_missing(e, d->missing, missing, sizeof missing);
-            rc = sp_error(SPINDLE_ETIMEDOUT,
-                          "no restart within %d ms: of the %u members of view %" PRIu64
-                          ", more than half must vote for one; %u voted for this member, "
-                          "which votes for member %u; not heard: %s",
-                          m->config.bootstrap_timeout_ms, d->num_latest, d->latest, d->voters,
-                          d->vote, missing[0] != '\0' ? missing : "none");
+            if (d->num_unsourced > 0 && d->vote == e->mine.id)
+                rc = no_source(e, d, missing);
+            else
+                rc = sp_error(SPINDLE_ETIMEDOUT,
+                              "no restart within %d ms: of the %u members of view %" PRIu64
+                              ", more than half must vote for one; %u voted for this member, "
+                              "which votes for member %u; not heard: %s",
+                              m->config.bootstrap_timeout_ms, d->num_latest, d->latest, d->voters,
+                              d->vote, missing[0] != '\0' ? missing : "none");
             break;
         }
         if (now - reported >= WAITING_REPORT_NS) {
@@ -475,11 +565,46 @@ static int keep_restart(struct view_membership *m, const struct election *e,
     return 0;
 }
 
+/* The layout refused a first view of the elected member alone: a layout
+ * that needs a member in each subgroup (spindle-kv's shards) cannot yet be
+ * restarted whole (docs/LOGS.md "Total restart"). */
+static int alone_refused(int rc)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", spindle_errmsg());
+    return sp_error(rc,
+                    "a total restart opens its first view with the elected member alone, and "
+                    "the layout refused that view (%s); a first view of a member of each "
+                    "logged subgroup is not done yet (docs/LOGS.md \"Total restart\")",
+                    why);
+}
+
+/* Names, for each logged subgroup this member's log holds nothing of, the
+ * member heard whose log holds the most of it: the guard refuses that
+ * subgroup's members when they join (view_restart_check_subgroups). */
+static void report_sources(const struct election *e)
+{
+    const struct view_restart_status *mine = &e->mine;
+    for (uint32_t i = 0; i < mine->ends.count; i++) {
+        const struct view_join_log_end *end = &mine->ends.ends[i];
+        if (end->view_id > 0 || end->seq > 0)
+            continue;
+        uint32_t source = view_restart_source(&e->round, mine, end->subgroup);
+        if (source < SPINDLE_MAX_MEMBERS && source != mine->id)
+            sp_log(SP_LOG_WARN, "restart",
+                   "this log holds nothing of logged subgroup %u, of which member %u's log "
+                   "holds the most: its members will not join (taking a subgroup from a "
+                   "member other than the one restarted from is not done yet)",
+                   end->subgroup, source);
+    }
+}
+
 /* Starts the restarted group at this member: a group of one in view
  * latest + 1, whose history is this member's log. */
 static int start_group(struct view_membership *m, struct election *e)
 {
     const struct view_restart_status *mine = &e->mine;
+    report_sources(e);
     m->config.num_initial = e->num_initial;
     m->addresses[mine->id] = e->hosts[mine->id];
     m->admission = 1;
@@ -505,6 +630,8 @@ static int start_group(struct view_membership *m, struct election *e)
         view.identities[0] = m->config.identity;
         rc = view_next_layouts(&alone, &how, m->config.layout, m->config.layout_ctx, &view);
         view_clear(&alone);
+        if (rc < 0)
+            rc = alone_refused(rc);
     }
     if (rc == 0)
         rc = view_open_first(m, &view);
@@ -660,6 +787,8 @@ int view_restart(struct view_membership *m, const struct ctl_address *hosts, uin
     e->hosts = hosts;
     e->num_initial = num_initial;
     e->round.tie_breaker = m->config.tie_breaker;
+    e->round.configured = layouts;
+    e->round.num_configured = num_subgroups;
     pthread_mutex_init(&e->lock, NULL);
     int rc = read_status(m, &e->mine);
     struct ctl_member members[SPINDLE_MAX_MEMBERS];

@@ -12,6 +12,11 @@
  *    not join it by starting its log over (which would lose subgroup 1's
  *    whole history): spindle_group_create fails with SPINDLE_EINVAL
  *    naming subgroup 1, and its log is unchanged.
+ *
+ * And when member 2 stays down: members 0 and 1 alone do not restart the
+ * group (no member of logged subgroup 1 is heard, so its history is in no
+ * log they hold): both time out, the elected one naming subgroup 1, and
+ * no log changes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -77,6 +82,7 @@ static void on_persisted(void *ctx, uint32_t subgroup, uint64_t view_id, uint64_
 }
 
 static int created_rc;
+static int boot_timeout_ms = 60000;
 
 static spindle_group_t *open_member(struct app *app, uint32_t self, uint64_t incarnation)
 {
@@ -89,7 +95,7 @@ static spindle_group_t *open_member(struct app *app, uint32_t self, uint64_t inc
     o.self = self;
     o.num_members = MEMBERS;
     o.failure_timeout_ms = FAILURE_MS;
-    o.bootstrap_timeout_ms = 60000;
+    o.bootstrap_timeout_ms = boot_timeout_ms;
     o.tolerate_failures = true;
     o.deliver = on_deliver;
     o.deliver_ctx = app;
@@ -206,9 +212,11 @@ static void wait_exit(pid_t pid, int want)
         fail_msg("process %d: status 0x%x, expected exit %d", (int)pid, status, want);
 }
 
-static void test_a_subgroup_the_restarted_log_lacks_is_not_started_over(void **unused)
+/* Runs the three members' first life and kills them once subgroup 1's
+ * messages are persistent; returns the records of member 2's log and
+ * their checksum. */
+static uint64_t first_lives_killed(uint32_t *crc_before)
 {
-    (void)unused;
     strcpy(root, "/tmp/spindle-test-disjoint-XXXXXX");
     assert_non_null(mkdtemp(root));
     snprintf(members, sizeof members, "127.0.0.1:%u,127.0.0.1:%u,127.0.0.1:%u", test_free_port(),
@@ -253,10 +261,26 @@ static void test_a_subgroup_the_restarted_log_lacks_is_not_started_over(void **u
         assert_int_equal(waitpid(first[i], &status, 0), first[i]);
         assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     }
+    uint64_t messages1 = 0;
+    uint64_t records = log_records(2, crc_before, &messages1);
+    assert_int_equal(messages1, SENT1);
+    return records;
+}
+
+static void remove_root(void)
+{
+    munmap(reported, MEMBERS * sizeof *reported);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_a_subgroup_the_restarted_log_lacks_is_not_started_over(void **unused)
+{
+    (void)unused;
     uint32_t crc_before = 0;
     uint64_t messages1 = 0;
-    uint64_t records_before = log_records(2, &crc_before, &messages1);
-    assert_int_equal(messages1, SENT1);
+    uint64_t records_before = first_lives_killed(&crc_before);
 
     /* 2: all three restart; member 2 refuses to join, its log intact. */
     int out[2], go[2];
@@ -294,17 +318,56 @@ static void test_a_subgroup_the_restarted_log_lacks_is_not_started_over(void **u
     assert_int_equal(write(go[1], "gg", 2), 2);
     wait_exit(second[0], 0);
     wait_exit(second[1], 0);
+    remove_root();
+}
 
-    munmap(reported, MEMBERS * sizeof *reported);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-    assert_int_equal(system(cmd), 0);
+static void test_no_restart_without_a_member_of_each_logged_subgroup(void **unused)
+{
+    (void)unused;
+    uint32_t crc2 = 0, crc0 = 0, crc0_after = 0;
+    uint64_t messages1 = 0;
+    uint64_t records2 = first_lives_killed(&crc2);
+    uint64_t records0 = log_records(0, &crc0, &messages1);
+
+    /* Members 0 and 1 restart, member 2 stays down. */
+    boot_timeout_ms = 3000;
+    int out[2], go[2];
+    assert_int_equal(pipe(out), 0);
+    assert_int_equal(pipe(go), 0);
+    pid_t second[2];
+    for (uint32_t i = 0; i < 2; i++) {
+        second[i] = fork();
+        assert_true(second[i] >= 0);
+        if (second[i] == 0) {
+            alarm(60);
+            _exit(second_life(i, out[1], go[0]));
+        }
+    }
+    boot_timeout_ms = 60000;
+    int named = 0;
+    for (int i = 0; i < 2; i++) {
+        struct second_life r;
+        assert_int_equal(read(out[0], &r, sizeof r), (ssize_t)sizeof r);
+        print_message("member %u: %s\n", r.self, r.why);
+        assert_int_equal(r.create_rc, SPINDLE_ETIMEDOUT);
+        named += strstr(r.why, "no member of logged subgroup 1") != NULL;
+    }
+    assert_int_equal(named, 1); /* the elected one; the other waited for it */
+    wait_exit(second[0], 0);
+    wait_exit(second[1], 0);
+    uint32_t crc2_after = 0;
+    assert_int_equal(log_records(2, &crc2_after, &messages1), records2);
+    assert_int_equal(crc2_after, crc2);
+    assert_int_equal(log_records(0, &crc0_after, &messages1), records0);
+    assert_int_equal(crc0_after, crc0);
+    remove_root();
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_subgroup_the_restarted_log_lacks_is_not_started_over),
+        cmocka_unit_test(test_no_restart_without_a_member_of_each_logged_subgroup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

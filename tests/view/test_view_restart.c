@@ -227,6 +227,88 @@ static void test_a_subgroup_the_restart_point_holds_nothing_of_is_not_dropped(vo
     assert_false(view_restart_missing_subgroup(&ends, &point, &g));
 }
 
+/* A status of member id of view 4 (members 0..4) with ends of subgroups 0
+ * and 1 (its messages: the positions of view 4). */
+static struct view_restart_status sharded(uint32_t id, struct view_join_log_end end0,
+                                          struct view_join_log_end end1)
+{
+    struct view_restart_status s = status(id, 4, 5, 0);
+    s.messages = (end0.view_id == 4 ? end0.seq : 0) + (end1.view_id == 4 ? end1.seq : 0);
+    s.ends.count = 2;
+    s.ends.ends[0] = end0;
+    s.ends.ends[1] = end1;
+    return s;
+}
+
+static void test_each_logged_subgroup_needs_a_member_heard_before_the_start(void **unused)
+{
+    (void)unused;
+    /* Subgroup 0 is member 0 alone, subgroup 1 members 1-5 (5 is not in
+     * view 4). Member 1 is elected: its log holds nothing of subgroup 0. */
+    struct smc_layout configured[2];
+    memset(configured, 0, sizeof configured);
+    configured[0].num_members = 1;
+    configured[0].members[0] = 0;
+    configured[1].num_members = 5;
+    for (uint32_t i = 0; i < 5; i++)
+        configured[1].members[i] = i + 1;
+    struct view_join_log_end none0 = {0, 0, 0}, none1 = {1, 0, 0};
+    struct view_restart_round round;
+    memset(&round, 0, sizeof round);
+    round.configured = configured;
+    round.num_configured = 2;
+    round.mine = sharded(1, none0, (struct view_join_log_end){1, 4, 200});
+    struct view_restart_status two = sharded(2, none0, (struct view_join_log_end){1, 4, 150});
+    struct view_restart_status three = sharded(3, none0, (struct view_join_log_end){1, 3, 900});
+    two.vote = three.vote = 1;
+    hear(&round, &two);
+    hear(&round, &three);
+    struct view_restart_decision d;
+    view_restart_decide(&round, &d);
+    /* Three of five vote for member 1, but no member of subgroup 0 was
+     * heard: its history may be in no log heard. */
+    assert_int_equal(d.voters, 3);
+    assert_int_equal(d.action, VIEW_RESTART_WAIT);
+    assert_int_equal(d.num_unsourced, 1);
+    assert_int_equal(d.unsourced, 0);
+    assert_int_equal(view_restart_source(&round, &round.mine, 0), SPINDLE_MAX_MEMBERS);
+    /* Subgroup 1's source: the most of it (a later view beats more
+     * positions of an earlier one). */
+    assert_int_equal(view_restart_source(&round, &round.mine, 1), 1);
+
+    struct view_restart_status zero = sharded(0, (struct view_join_log_end){0, 4, 30}, none1);
+    hear(&round, &zero);
+    view_restart_decide(&round, &d);
+    assert_int_equal(d.action, VIEW_RESTART_START);
+    assert_int_equal(d.num_unsourced, 0);
+    assert_int_equal(view_restart_source(&round, &round.mine, 0), 0);
+
+    /* Member 2 holds more of subgroup 1 than the elected member: it is
+     * that subgroup's source. Equal ends go by the election's order. */
+    two.ends.ends[1] = (struct view_join_log_end){1, 4, 210};
+    hear(&round, &two);
+    assert_int_equal(view_restart_source(&round, &round.mine, 1), 2);
+    two.ends.ends[1] = (struct view_join_log_end){1, 4, 200};
+    two.messages = 10; /* fewer messages: the elected member wins the tie */
+    hear(&round, &two);
+    assert_int_equal(view_restart_source(&round, &round.mine, 1), 1);
+
+    /* Member 5 holds the most but is not in view 4: not a source. */
+    struct view_restart_status five = sharded(5, none0, (struct view_join_log_end){1, 4, 999});
+    hear(&round, &five);
+    assert_int_equal(view_restart_source(&round, &round.mine, 1), 1);
+
+    /* None of a subgroup's configured members in the view: every member
+     * of the view is one of it (the restart's default layout). */
+    configured[0].members[0] = 7;
+    assert_int_equal(view_restart_source(&round, &round.mine, 0), 0);
+    round.heard &= ~(1ull << 0);
+    assert_int_equal(view_restart_source(&round, &round.mine, 0), 1);
+    /* No configured layouts: the same. */
+    round.configured = NULL;
+    assert_int_equal(view_restart_source(&round, &round.mine, 0), 1);
+}
+
 static void test_the_status_round_trips_and_lies_are_refused(void **unused)
 {
     (void)unused;
@@ -274,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_a_running_member_is_followed_and_outsiders_do_not_count),
         cmocka_unit_test(test_a_log_past_the_restart_point_is_told_apart),
         cmocka_unit_test(test_a_subgroup_the_restart_point_holds_nothing_of_is_not_dropped),
+        cmocka_unit_test(test_each_logged_subgroup_needs_a_member_heard_before_the_start),
         cmocka_unit_test(test_the_status_round_trips_and_lies_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
