@@ -411,15 +411,25 @@ int view_join(struct view_membership *m, const struct ctl_address *self,
     if (opened < 0)
         return opened;
     uint64_t deadline = sp_now_ns() + (uint64_t)m->config.bootstrap_timeout_ms * 1000000ull;
+    /* Why the last attempt that ended before the deadline failed: the
+     * attempt the deadline cuts short only says that time ran out, while
+     * the reason (a contact answering garbage, a refusal) is this one. */
+    char earlier[256] = "";
     for (;;) {
         int rc = join_attempt(m, subgroups, num_subgroups, self, contact, deadline);
         if (rc == 0)
             return view_thread_start(m);
         if (rc != SPINDLE_EAGAIN)
             return rc;
-        if (sp_now_ns() >= deadline)
-            return sp_error(SPINDLE_ETIMEDOUT, "could not join within %d ms: %s",
-                            m->config.bootstrap_timeout_ms, spindle_errmsg());
+        if (sp_now_ns() >= deadline) {
+            const char *last = spindle_errmsg();
+            if (earlier[0] == '\0' || strcmp(earlier, last) == 0)
+                return sp_error(SPINDLE_ETIMEDOUT, "could not join within %d ms: %s",
+                                m->config.bootstrap_timeout_ms, last);
+            return sp_error(SPINDLE_ETIMEDOUT, "could not join within %d ms: %s (before that: %s)",
+                            m->config.bootstrap_timeout_ms, last, earlier);
+        }
+        snprintf(earlier, sizeof earlier, "%s", spindle_errmsg());
         sp_log(SP_LOG_INFO, "join", "join attempt failed (%s); asking again", spindle_errmsg());
         join_undo(m);
         /* Back off before asking again: the leader is busy or moved. */
