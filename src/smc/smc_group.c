@@ -137,7 +137,8 @@ static int init_subgroup(struct smc_group *group, struct smc_subgroup *sub, uint
     uint32_t senders = layout->num_senders;
     if (sub->my_sender_rank >= 0) {
         sub->slot_position = calloc(window, sizeof *sub->slot_position);
-        if (sub->slot_position == NULL)
+        sub->slot_length = calloc(window, sizeof *sub->slot_length);
+        if (sub->slot_position == NULL || sub->slot_length == NULL)
             return sp_error(SPINDLE_ENOMEM, "subgroup %u: no memory for %u slots", index, window);
     }
     bool persists = (group->options.persist[index / 64] >> (index % 64)) & 1;
@@ -176,6 +177,7 @@ static void free_subgroup(struct smc_subgroup *sub)
     free(sub->senders);
     free(sub->batch);
     free(sub->slot_position);
+    free(sub->slot_length);
     free(sub->marks);
     free(sub->column_seen);
 }

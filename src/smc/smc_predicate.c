@@ -285,6 +285,22 @@ static void push_slots(struct smc_group *group, struct smc_subgroup *sub, uint64
     push_ring(group, sub, begin, (uint32_t)(end - begin));
 }
 
+/* Gives the committed message app (not yet pushed) the next position and
+ * writes its slot header. The position is taken here, not at commit: the
+ * predicate may have sent nulls since (Spindle 3.3), and nulls are only
+ * ever assigned when nothing committed is unpushed (null_step), so
+ * positions still follow commit order. */
+static void assign_position(struct smc_group *group, struct smc_subgroup *sub, uint64_t app)
+{
+    uint32_t index = (uint32_t)(app % sub->layout.window_size);
+    uint64_t position = sub->next_position++;
+    sub->slot_position[index] = position;
+    uint8_t *header =
+        smc_ring(group, sub, (uint32_t)sub->my_sender_rank) + (size_t)index * sub->slot_size;
+    __atomic_store_n((uint64_t *)(void *)header, smc_header(position, sub->slot_length[index]),
+                     __ATOMIC_RELEASE);
+}
+
 /* Send step (Spindle 3.2): every ready contiguous slot in one post per peer
  * (one write, or a few when the messages leave long unused tails, two
  * runs when the ring wraps), then the counter; baseline: one message. */
@@ -296,20 +312,22 @@ static void send_step(struct smc_group *group, struct smc_subgroup *sub)
     uint32_t window = sub->layout.window_size;
     uint64_t count = group->options.batching ? committed - sub->pushed : 1;
     uint64_t first = sub->pushed;
+    for (uint64_t i = 0; i < count; i++)
+        assign_position(group, sub, first + i);
     uint32_t to_ring_end = window - (uint32_t)(first % window);
     uint32_t head = count < to_ring_end ? (uint32_t)count : to_ring_end;
     push_slots(group, sub, first, head);
     if (count > head)
         push_slots(group, sub, first + head, (uint32_t)(count - head));
-    sub->pushed += count;
+    /* Release: slot_holder reads the positions of pushed slots. */
+    __atomic_store_n(&sub->pushed, first + count, __ATOMIC_RELEASE);
+    group->stats.messages_sent += count;
     group->stats.send_batches[smc_bucket(count)]++;
     group->stats.send_batch_count++;
     group->stats.send_batch_messages += count;
-    /* Nulls are only ever assigned when nothing is pending, so every
-     * position below the next unpushed message is pushed or a null. */
-    uint64_t sent =
-        sub->pushed == committed ? sub->next_position : sub->slot_position[sub->pushed % window];
-    publish(group, sub, sent);
+    /* Every position below the next one is pushed or a null; the next
+     * unpushed message (if any) will take it. */
+    publish(group, sub, sub->next_position);
 }
 
 /* What sub may deliver now (smc_options.deliver_room; SIZE_MAX without

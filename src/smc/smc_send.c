@@ -5,7 +5,15 @@
  * except with smc_options.own_inline in an unordered subgroup, where
  * smc_commit runs the predicate's send and own-receive steps itself
  * (smc_own_pass).
- * Modelled in models/smc.pml (inlines commit, after_step: slot_free).
+ * A commit takes no lock: it records the message's length and advances
+ * committed (release). The message's position is assigned by the send
+ * step that pushes it, under the engine lock (smc_predicate.c), so a
+ * commit never waits for a predicate pass to end, nor wakes a committing
+ * thread blocked on the lock at its end (at window 100 with three senders
+ * on two CPUs, a sleep and a wake-up every few commits). Until it is
+ * pushed, nothing outside this thread can tell the message from one not
+ * yet committed: models/smc.pml's commit is that send step's assignment
+ * (inlines commit, after_step: slot_free).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,6 +37,10 @@ static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *s
     uint32_t window = sub->layout.window_size;
     if (committed < window)
         return -1;
+    /* The message the slot holds has no position until it is pushed, and
+     * no member holds it before: this member's own send step does. */
+    if (committed - window >= __atomic_load_n(&sub->pushed, __ATOMIC_ACQUIRE))
+        return (int32_t)group->my_row;
     uint64_t position = sub->slot_position[committed % window];
     bool atomic = sub->layout.mode == SPINDLE_MODE_ATOMIC;
     if (!atomic && committed - window >= __atomic_load_n(&sub->posted_mark, __ATOMIC_ACQUIRE))
@@ -217,22 +229,14 @@ static bool own_pass_allowed(struct smc_group *group, const struct smc_subgroup 
            !__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE);
 }
 
-/* The commit itself; the engine lock is held by the caller. */
-static void commit_slot(struct smc_group *group, struct smc_subgroup *sub)
+/* The commit itself, with or without the engine lock: only the thread
+ * holding the reservation writes committed and slot_length. The slot
+ * header and the position are the send step's (smc_predicate.c). */
+static void commit_slot(struct smc_subgroup *sub)
 {
-    uint32_t window = sub->layout.window_size;
-    uint64_t committed = sub->committed;
-    uint32_t index = (uint32_t)(committed % window);
-    /* The position is taken at commit, not at reserve: the predicate may
-     * have sent nulls in between (Spindle 3.3). */
-    uint64_t position = sub->next_position++;
-    sub->slot_position[index] = position;
-    uint8_t *header =
-        smc_ring(group, sub, (uint32_t)sub->my_sender_rank) + (size_t)index * sub->slot_size;
-    __atomic_store_n((uint64_t *)(void *)header, smc_header(position, sub->reserve_size),
-                     __ATOMIC_RELEASE);
+    uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_RELAXED);
+    sub->slot_length[committed % sub->layout.window_size] = sub->reserve_size;
     __atomic_store_n(&sub->committed, committed + 1, __ATOMIC_RELEASE);
-    group->stats.messages_sent++;
 }
 
 static int open_reservation(struct smc_group *group, uint32_t subgroup, struct smc_subgroup **sub)
@@ -251,19 +255,21 @@ static int commit(struct smc_group *group, uint32_t subgroup, bool own_pass)
     int rc = open_reservation(group, subgroup, &sub);
     if (rc < 0)
         return rc;
-    sst_engine_lock(group->engine);
-    commit_slot(group, sub);
-    if (own_pass && own_pass_allowed(group, sub)) {
-        /* The upcall may send again in this subgroup: the reservation
-         * closes first. */
-        __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
-        smc_own_pass(group, sub);
-        uint64_t pushed = sub->pushed;
+    commit_slot(sub);
+    if (own_pass && group->options.own_inline) {
+        sst_engine_lock(group->engine);
+        if (own_pass_allowed(group, sub)) {
+            /* The upcall may send again in this subgroup: the reservation
+             * closes first. */
+            __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
+            smc_own_pass(group, sub);
+            uint64_t pushed = sub->pushed;
+            sst_engine_unlock(group->engine);
+            smc_own_posted(group, sub, pushed);
+            return 0;
+        }
         sst_engine_unlock(group->engine);
-        smc_own_posted(group, sub, pushed);
-        return 0;
     }
-    sst_engine_unlock(group->engine);
     __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
     sst_engine_wake(group->engine);
     return 0;
@@ -285,7 +291,7 @@ int smc_commit_locked(struct smc_group *group, uint32_t subgroup)
     int rc = open_reservation(group, subgroup, &sub);
     if (rc < 0)
         return rc;
-    commit_slot(group, sub);
+    commit_slot(sub);
     __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
     /* The predicate sees it in this pass (a later subgroup) or the next:
      * a commit counts as work (subgroup_has_work). */
