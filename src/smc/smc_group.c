@@ -462,9 +462,12 @@ void smc_group_fail(struct smc_group *group, int error)
     smc_wake_waiters(group);
 }
 
+/* The lock orders the wake after a waiter's check (a waiter that found
+ * nothing is then in its wait); the broadcast comes after the unlock, so
+ * that a woken waiter does not block at once on the lock still held. */
 void smc_wake_waiters(struct smc_group *group)
 {
     pthread_mutex_lock(&group->wait_lock);
-    pthread_cond_broadcast(&group->wait_cond);
     pthread_mutex_unlock(&group->wait_lock);
+    pthread_cond_broadcast(&group->wait_cond);
 }

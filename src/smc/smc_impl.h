@@ -188,6 +188,9 @@ static inline unsigned smc_bucket(uint64_t n)
 /* True when my next slot in sub may be (re)used: every member delivered
  * (atomic) or received (unordered) the message it held. */
 bool smc_slot_free(struct smc_group *group, const struct smc_subgroup *sub);
+/* True when enough of my slots in sub are free to wake a sender blocked
+ * on a full window (smc_send.c, wait_for_slot). */
+bool smc_room_for_waiter(struct smc_group *group, const struct smc_subgroup *sub);
 
 /* Wakes application threads blocked in reserve or flush. */
 void smc_wake_waiters(struct smc_group *group);

@@ -179,9 +179,10 @@ static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
     if (sub->my_sender_rank >= 0) {
         if (__atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE) != sub->pushed)
             return true;
-        bool waiting = __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) ||
-                       __atomic_load_n(&sub->room_wanted, __ATOMIC_ACQUIRE);
-        if (waiting && smc_slot_free(group, sub))
+        bool reserver = __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE);
+        bool room = __atomic_load_n(&sub->room_wanted, __ATOMIC_ACQUIRE);
+        bool waiting = reserver || room;
+        if ((reserver && smc_room_for_waiter(group, sub)) || (room && smc_slot_free(group, sub)))
             return true;
         if (waiting && __atomic_load_n(&sub->posted_mark, __ATOMIC_RELAXED) != sub->pushed)
             return true; /* a pass marks the last pass's slots posted */
@@ -756,8 +757,10 @@ void smc_trigger(void *ctx)
                 persist_step(group, sub);
             push_acks(group, sub);
         }
+        /* Once per wait (wait_for_slot raises the flag again). */
         if (sub->my_sender_rank >= 0 && __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) &&
-            smc_slot_free(group, sub))
+            smc_room_for_waiter(group, sub) &&
+            __atomic_exchange_n(&sub->reserve_waiting, 0, __ATOMIC_SEQ_CST) != 0)
             wake = true;
         /* After this pass's delivery: the upcall's own messages count as
          * delivered now. */

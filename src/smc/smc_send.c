@@ -25,15 +25,18 @@
 #include "util/log.h"
 
 /* The row of the member furthest behind among those that still hold the
- * slot the next commit would reuse (it has not delivered, or for unordered
- * received, the message there), or -1 when the slot is free. Furthest
+ * slot the commit `ahead` commits from now would reuse (0: the next one;
+ * it has not delivered, or for unordered received, the message there), or
+ * -1 when the slot is free. Slots free in commit order, so that slot free
+ * means every one before it is free too. Furthest
  * behind, not the first found: a member stuck in its delivery upcall also
  * stops acknowledging what it receives, so the others cannot deliver either
  * and all hold the slot; the one that holds them back has the lowest
  * count. */
-static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *sub)
+static int32_t slot_holder_ahead(struct smc_group *group, const struct smc_subgroup *sub,
+                                 uint32_t ahead)
 {
-    uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
+    uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE) + ahead;
     uint32_t window = sub->layout.window_size;
     if (committed < window)
         return -1;
@@ -70,9 +73,30 @@ static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *s
     return holder;
 }
 
+static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *sub)
+{
+    return slot_holder_ahead(group, sub, 0);
+}
+
 bool smc_slot_free(struct smc_group *group, const struct smc_subgroup *sub)
 {
     return slot_holder(group, sub) < 0;
+}
+
+/* Slots that must be free before a sender blocked on a full window is
+ * woken: a quarter of the window. Woken when one slot frees, it commits
+ * one message and blocks again, a sleep and a wake-up (two context
+ * switches, on two CPUs shared by three members) per slot; a quarter
+ * gives it a batch to fill per wake-up and the predicate a batch to push. */
+static uint32_t wake_room(const struct smc_subgroup *sub)
+{
+    uint32_t quarter = sub->layout.window_size / 4;
+    return quarter > 0 ? quarter : 1;
+}
+
+bool smc_room_for_waiter(struct smc_group *group, const struct smc_subgroup *sub)
+{
+    return slot_holder_ahead(group, sub, wake_room(sub) - 1) < 0;
 }
 
 /* Counts a reserve that met a full window (held by row) and how long it
@@ -130,18 +154,27 @@ static bool check_slow_holder(struct smc_group *group, const struct smc_subgroup
     return true;
 }
 
-/* Waits for a free slot; the predicate wakes us when one frees up (the
- * short timed wait only bounds the cost of a missed wake-up). */
+/* Waits for room: the predicate wakes us once a quarter of the window is
+ * free (smc_room_for_waiter), clearing reserve_waiting as it does, so one
+ * wait costs one wake-up however many passes free slots meanwhile; the
+ * flag is raised again before each check. A wait that ends otherwise (the
+ * short timed wait only bounds the cost of a missed wake-up) goes on as
+ * soon as one slot is free. */
 static int wait_for_slot(struct smc_group *group, struct smc_subgroup *sub)
 {
     int rc = 0;
     int32_t holder = -1;
     uint64_t since = 0;
     bool watch = group->options.slow_member_ms > 0;
-    __atomic_store_n(&sub->reserve_waiting, 1, __ATOMIC_RELEASE);
-    sst_engine_wake(group->engine);
+    bool first = true;
     pthread_mutex_lock(&group->wait_lock);
-    while (!smc_slot_free(group, sub)) {
+    for (;;) {
+        __atomic_store_n(&sub->reserve_waiting, 1, __ATOMIC_SEQ_CST);
+        if (first)
+            sst_engine_wake(group->engine);
+        first = false;
+        if (smc_slot_free(group, sub))
+            break;
         rc = smc_group_state_error(group);
         if (rc < 0)
             break;
