@@ -206,7 +206,7 @@ struct smc_options {
 
 /* Counters of one smc_group (statistics of spindle_stats that SMC owns). */
 struct smc_stats {
-    uint64_t messages_sent;
+    uint64_t messages_sent; /* the sum of the subgroups' committed counts */
     uint64_t messages_delivered;
     uint64_t nulls_sent;
     uint64_t nulls_received;

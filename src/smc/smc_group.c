@@ -413,6 +413,10 @@ void smc_group_stats(struct smc_group *group, struct smc_stats *out, bool locked
     *out = group->stats;
     if (!locked)
         sst_engine_unlock(group->engine);
+    /* Commits take no lock (smc_send.c): counted from committed. */
+    out->messages_sent = 0;
+    for (uint32_t g = 0; g < group->num_subgroups; g++)
+        out->messages_sent += __atomic_load_n(&group->subgroups[g].committed, __ATOMIC_RELAXED);
     out->window_full = __atomic_load_n(&group->window_full, __ATOMIC_RELAXED);
     out->window_full_ns = __atomic_load_n(&group->window_full_ns, __ATOMIC_RELAXED);
     out->window_holder_row = __atomic_load_n(&group->window_holder_row, __ATOMIC_RELAXED);

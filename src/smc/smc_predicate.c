@@ -322,7 +322,6 @@ static void send_step(struct smc_group *group, struct smc_subgroup *sub)
         push_slots(group, sub, first + head, (uint32_t)(count - head));
     /* Release: slot_holder reads the positions of pushed slots. */
     __atomic_store_n(&sub->pushed, first + count, __ATOMIC_RELEASE);
-    group->stats.messages_sent += count;
     group->stats.send_batches[smc_bucket(count)]++;
     group->stats.send_batch_count++;
     group->stats.send_batch_messages += count;
