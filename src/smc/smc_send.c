@@ -40,19 +40,21 @@ static int32_t slot_holder_ahead(struct smc_group *group, const struct smc_subgr
     uint32_t window = sub->layout.window_size;
     if (committed < window)
         return -1;
-    /* The message the slot holds has no position until it is pushed, and
-     * no member holds it before: this member's own send step does. */
-    if (committed - window >= __atomic_load_n(&sub->pushed, __ATOMIC_ACQUIRE))
-        return (int32_t)group->my_row;
-    uint64_t position = sub->slot_position[committed % window];
+    uint64_t old = committed - window; /* the message the slot holds */
     bool atomic = sub->layout.mode == SPINDLE_MODE_ATOMIC;
-    if (!atomic && committed - window >= __atomic_load_n(&sub->posted_mark, __ATOMIC_ACQUIRE))
+    if (!atomic && old >= __atomic_load_n(&sub->posted_mark, __ATOMIC_ACQUIRE))
         return (int32_t)group->my_row; /* this member's own post may still read it */
     /* Atomic: the old message is sequence position * S + rank; a member has
      * delivered it once its delivered_num exceeds that. Unordered: it was
-     * delivered on receipt, so received_num[rank] > position suffices. */
-    uint64_t need =
-        atomic ? position * sub->layout.num_senders + (uint64_t)sub->my_sender_rank : position;
+     * delivered on receipt, so received_num[rank] > position suffices. A
+     * message not yet pushed has no position (its slot still holds the
+     * stale one of a window earlier), and every member holds it. */
+    uint64_t need = UINT64_MAX;
+    if (old < __atomic_load_n(&sub->pushed, __ATOMIC_ACQUIRE)) {
+        uint64_t position = sub->slot_position[old % window];
+        need =
+            atomic ? position * sub->layout.num_senders + (uint64_t)sub->my_sender_rank : position;
+    }
     uint32_t offset =
         atomic ? sub->delivered_offset : sub->received_offset + 8u * (uint32_t)sub->my_sender_rank;
     /* These counts come from the members' rows unchecked, on purpose: a
