@@ -290,9 +290,14 @@ static int commit(struct smc_group *group, uint32_t subgroup, bool own_pass)
     int rc = open_reservation(group, subgroup, &sub);
     if (rc < 0)
         return rc;
-    commit_slot(sub);
     if (own_pass && group->options.own_inline) {
+        /* Committed under the lock, so that the predicate thread never
+         * pushes (and publishes sent_num for) a message whose own pass is
+         * to come: only one thread may write sent_num while another posts,
+         * or a queued sent_num push, read when posted, exposes positions
+         * whose data the later post carries (T2). */
         sst_engine_lock(group->engine);
+        commit_slot(sub);
         if (own_pass_allowed(group, sub)) {
             /* The upcall may send again in this subgroup: the reservation
              * closes first. */
@@ -304,6 +309,8 @@ static int commit(struct smc_group *group, uint32_t subgroup, bool own_pass)
             return 0;
         }
         sst_engine_unlock(group->engine);
+    } else {
+        commit_slot(sub);
     }
     __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
     sst_engine_wake(group->engine);
