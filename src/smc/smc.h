@@ -206,7 +206,7 @@ struct smc_options {
 
 /* Counters of one smc_group (statistics of spindle_stats that SMC owns). */
 struct smc_stats {
-    uint64_t messages_sent;
+    uint64_t messages_sent; /* the sum of the subgroups' committed counts */
     uint64_t messages_delivered;
     uint64_t nulls_sent;
     uint64_t nulls_received;
@@ -447,7 +447,8 @@ typedef bool (*smc_hold_hook_fn)(uint32_t subgroup, uint32_t sender_row);
 void smc_test_hold_receive(smc_hold_hook_fn fn);
 /*
  * Test hook: this process writes fn(subgroup, position, header) as the
- * slot header of each message it commits instead of the header itself, so
+ * slot header of each message it sends (the send step writes headers)
+ * instead of the header itself, so
  * that a test can play a member patched to lie in its ring slots. NULL,
  * the default, turns it off; set it before creating a group.
  */

@@ -137,7 +137,8 @@ static int init_subgroup(struct smc_group *group, struct smc_subgroup *sub, uint
     uint32_t senders = layout->num_senders;
     if (sub->my_sender_rank >= 0) {
         sub->slot_position = calloc(window, sizeof *sub->slot_position);
-        if (sub->slot_position == NULL)
+        sub->slot_length = calloc(window, sizeof *sub->slot_length);
+        if (sub->slot_position == NULL || sub->slot_length == NULL)
             return sp_error(SPINDLE_ENOMEM, "subgroup %u: no memory for %u slots", index, window);
     }
     bool persists = (group->options.persist[index / 64] >> (index % 64)) & 1;
@@ -176,6 +177,7 @@ static void free_subgroup(struct smc_subgroup *sub)
     free(sub->senders);
     free(sub->batch);
     free(sub->slot_position);
+    free(sub->slot_length);
     free(sub->marks);
     free(sub->column_seen);
 }
@@ -411,6 +413,10 @@ void smc_group_stats(struct smc_group *group, struct smc_stats *out, bool locked
     *out = group->stats;
     if (!locked)
         sst_engine_unlock(group->engine);
+    /* Commits take no lock (smc_send.c): counted from committed. */
+    out->messages_sent = 0;
+    for (uint32_t g = 0; g < group->num_subgroups; g++)
+        out->messages_sent += __atomic_load_n(&group->subgroups[g].committed, __ATOMIC_RELAXED);
     out->window_full = __atomic_load_n(&group->window_full, __ATOMIC_RELAXED);
     out->window_full_ns = __atomic_load_n(&group->window_full_ns, __ATOMIC_RELAXED);
     out->window_holder_row = __atomic_load_n(&group->window_holder_row, __ATOMIC_RELAXED);
@@ -460,9 +466,12 @@ void smc_group_fail(struct smc_group *group, int error)
     smc_wake_waiters(group);
 }
 
+/* The lock orders the wake after a waiter's check (a waiter that found
+ * nothing is then in its wait); the broadcast comes after the unlock, so
+ * that a woken waiter does not block at once on the lock still held. */
 void smc_wake_waiters(struct smc_group *group)
 {
     pthread_mutex_lock(&group->wait_lock);
-    pthread_cond_broadcast(&group->wait_cond);
     pthread_mutex_unlock(&group->wait_lock);
+    pthread_cond_broadcast(&group->wait_cond);
 }

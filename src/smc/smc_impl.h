@@ -4,12 +4,13 @@
  * application threads) and smc_predicate.c (the predicate thread).
  *
  * Ownership of fields (who writes; everything else only reads):
- *   application thread, under the engine lock: next_position (commit),
- *     committed, slot_position[] (commit);
- *   application thread, no lock: reserve_open, reserve_size;
- *   predicate thread, under the engine lock: pushed, published, nulls,
- *     next_position (nulls), every receiver field, stats;
- *   atomics (read anywhere): committed, delivered_own, failed, stopped, wedged,
+ *   application thread, no lock: committed, slot_length[] (commit),
+ *     reserve_open, reserve_size; a commit takes no lock (smc_send.c);
+ *   predicate thread (or a holder of the engine lock), under the engine
+ *     lock: pushed, next_position, slot_position[] and the slot header (a
+ *     message's position is assigned when its slot is pushed), published,
+ *     nulls, every receiver field, stats;
+ *   atomics (read anywhere): committed, pushed, delivered_own, failed, stopped, wedged,
  *     reserve_waiting, room_wanted, flush_waiters, slow_row, frontier,
  *     frontier_held, delivered_through.
  */
@@ -72,11 +73,12 @@ struct smc_subgroup {
 
     /* Sender side (my_sender_rank >= 0). */
     uint64_t committed;      /* app messages committed (atomic) */
-    uint64_t pushed;         /* app messages whose slots were pushed */
-    uint64_t next_position;  /* positions assigned (commits and nulls) */
+    uint64_t pushed;         /* app messages whose slots were pushed (atomic) */
+    uint64_t next_position;  /* positions assigned (pushed messages and nulls) */
     uint64_t published;      /* sent_num value in my row */
     uint64_t nulls;          /* null_num value in my row */
-    uint64_t *slot_position; /* [W]: position of my message in each slot */
+    uint64_t *slot_position; /* [W]: position of my pushed message in each slot */
+    uint32_t *slot_length;   /* [W]: payload bytes of my committed message in each slot */
     int reserve_open;        /* atomic: a reservation is open */
     uint32_t reserve_size;
     int reserve_waiting; /* atomic: a reserver waits for a free slot */
@@ -186,6 +188,9 @@ static inline unsigned smc_bucket(uint64_t n)
 /* True when my next slot in sub may be (re)used: every member delivered
  * (atomic) or received (unordered) the message it held. */
 bool smc_slot_free(struct smc_group *group, const struct smc_subgroup *sub);
+/* True when enough of my slots in sub are free to wake a sender blocked
+ * on a full window (smc_send.c, wait_for_slot). */
+bool smc_room_for_waiter(struct smc_group *group, const struct smc_subgroup *sub);
 
 /* Wakes application threads blocked in reserve or flush. */
 void smc_wake_waiters(struct smc_group *group);

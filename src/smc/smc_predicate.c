@@ -179,9 +179,10 @@ static bool subgroup_has_work(struct smc_group *group, struct smc_subgroup *sub)
     if (sub->my_sender_rank >= 0) {
         if (__atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE) != sub->pushed)
             return true;
-        bool waiting = __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) ||
-                       __atomic_load_n(&sub->room_wanted, __ATOMIC_ACQUIRE);
-        if (waiting && smc_slot_free(group, sub))
+        bool reserver = __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE);
+        bool room = __atomic_load_n(&sub->room_wanted, __ATOMIC_ACQUIRE);
+        bool waiting = reserver || room;
+        if ((reserver && smc_room_for_waiter(group, sub)) || (room && smc_slot_free(group, sub)))
             return true;
         if (waiting && __atomic_load_n(&sub->posted_mark, __ATOMIC_RELAXED) != sub->pushed)
             return true; /* a pass marks the last pass's slots posted */
@@ -285,6 +286,33 @@ static void push_slots(struct smc_group *group, struct smc_subgroup *sub, uint64
     push_ring(group, sub, begin, (uint32_t)(end - begin));
 }
 
+static smc_header_hook_fn send_header;
+
+/* Used by tests only (tests/view/test_view_change.c). */
+// cppcheck-suppress unusedFunction
+void smc_test_send_header(smc_header_hook_fn fn)
+{
+    send_header = fn;
+}
+
+/* Gives the committed message app (not yet pushed) the next position and
+ * writes its slot header. The position is taken here, not at commit: the
+ * predicate may have sent nulls since (Spindle 3.3), and nulls are only
+ * ever assigned when nothing committed is unpushed (null_step), so
+ * positions still follow commit order. */
+static void assign_position(struct smc_group *group, struct smc_subgroup *sub, uint64_t app)
+{
+    uint32_t index = (uint32_t)(app % sub->layout.window_size);
+    uint64_t position = sub->next_position++;
+    sub->slot_position[index] = position;
+    uint8_t *header =
+        smc_ring(group, sub, (uint32_t)sub->my_sender_rank) + (size_t)index * sub->slot_size;
+    uint64_t word = smc_header(position, sub->slot_length[index]);
+    if (send_header != NULL)
+        word = send_header(sub->index, position, word);
+    __atomic_store_n((uint64_t *)(void *)header, word, __ATOMIC_RELEASE);
+}
+
 /* Send step (Spindle 3.2): every ready contiguous slot in one post per peer
  * (one write, or a few when the messages leave long unused tails, two
  * runs when the ring wraps), then the counter; baseline: one message. */
@@ -296,20 +324,21 @@ static void send_step(struct smc_group *group, struct smc_subgroup *sub)
     uint32_t window = sub->layout.window_size;
     uint64_t count = group->options.batching ? committed - sub->pushed : 1;
     uint64_t first = sub->pushed;
+    for (uint64_t i = 0; i < count; i++)
+        assign_position(group, sub, first + i);
     uint32_t to_ring_end = window - (uint32_t)(first % window);
     uint32_t head = count < to_ring_end ? (uint32_t)count : to_ring_end;
     push_slots(group, sub, first, head);
     if (count > head)
         push_slots(group, sub, first + head, (uint32_t)(count - head));
-    sub->pushed += count;
+    /* Release: slot_holder reads the positions of pushed slots. */
+    __atomic_store_n(&sub->pushed, first + count, __ATOMIC_RELEASE);
     group->stats.send_batches[smc_bucket(count)]++;
     group->stats.send_batch_count++;
     group->stats.send_batch_messages += count;
-    /* Nulls are only ever assigned when nothing is pending, so every
-     * position below the next unpushed message is pushed or a null. */
-    uint64_t sent =
-        sub->pushed == committed ? sub->next_position : sub->slot_position[sub->pushed % window];
-    publish(group, sub, sent);
+    /* Every position below the next one is pushed or a null; the next
+     * unpushed message (if any) will take it. */
+    publish(group, sub, sub->next_position);
 }
 
 /* What sub may deliver now (smc_options.deliver_room; SIZE_MAX without
@@ -750,8 +779,10 @@ void smc_trigger(void *ctx)
                 persist_step(group, sub);
             push_acks(group, sub);
         }
+        /* Once per wait (wait_for_slot raises the flag again). */
         if (sub->my_sender_rank >= 0 && __atomic_load_n(&sub->reserve_waiting, __ATOMIC_ACQUIRE) &&
-            smc_slot_free(group, sub))
+            smc_room_for_waiter(group, sub) &&
+            __atomic_exchange_n(&sub->reserve_waiting, 0, __ATOMIC_SEQ_CST) != 0)
             wake = true;
         /* After this pass's delivery: the upcall's own messages count as
          * delivered now. */

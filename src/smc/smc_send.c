@@ -5,7 +5,15 @@
  * except with smc_options.own_inline in an unordered subgroup, where
  * smc_commit runs the predicate's send and own-receive steps itself
  * (smc_own_pass).
- * Modelled in models/smc.pml (inlines commit, after_step: slot_free).
+ * A commit takes no lock: it records the message's length and advances
+ * committed (release). The message's position is assigned by the send
+ * step that pushes it, under the engine lock (smc_predicate.c), so a
+ * commit never waits for a predicate pass to end, nor wakes a committing
+ * thread blocked on the lock at its end (at window 100 with three senders
+ * on two CPUs, a sleep and a wake-up every few commits). Until it is
+ * pushed, nothing outside this thread can tell the message from one not
+ * yet committed: models/smc.pml's commit is that send step's assignment
+ * (inlines commit, after_step: slot_free).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,27 +25,36 @@
 #include "util/log.h"
 
 /* The row of the member furthest behind among those that still hold the
- * slot the next commit would reuse (it has not delivered, or for unordered
- * received, the message there), or -1 when the slot is free. Furthest
+ * slot the commit `ahead` commits from now would reuse (0: the next one;
+ * it has not delivered, or for unordered received, the message there), or
+ * -1 when the slot is free. Slots free in commit order, so that slot free
+ * means every one before it is free too. Furthest
  * behind, not the first found: a member stuck in its delivery upcall also
  * stops acknowledging what it receives, so the others cannot deliver either
  * and all hold the slot; the one that holds them back has the lowest
  * count. */
-static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *sub)
+static int32_t slot_holder_ahead(struct smc_group *group, const struct smc_subgroup *sub,
+                                 uint32_t ahead)
 {
-    uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
+    uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE) + ahead;
     uint32_t window = sub->layout.window_size;
     if (committed < window)
         return -1;
-    uint64_t position = sub->slot_position[committed % window];
+    uint64_t old = committed - window; /* the message the slot holds */
     bool atomic = sub->layout.mode == SPINDLE_MODE_ATOMIC;
-    if (!atomic && committed - window >= __atomic_load_n(&sub->posted_mark, __ATOMIC_ACQUIRE))
+    if (!atomic && old >= __atomic_load_n(&sub->posted_mark, __ATOMIC_ACQUIRE))
         return (int32_t)group->my_row; /* this member's own post may still read it */
     /* Atomic: the old message is sequence position * S + rank; a member has
      * delivered it once its delivered_num exceeds that. Unordered: it was
-     * delivered on receipt, so received_num[rank] > position suffices. */
-    uint64_t need =
-        atomic ? position * sub->layout.num_senders + (uint64_t)sub->my_sender_rank : position;
+     * delivered on receipt, so received_num[rank] > position suffices. A
+     * message not yet pushed has no position (its slot still holds the
+     * stale one of a window earlier), and every member holds it. */
+    uint64_t need = UINT64_MAX;
+    if (old < __atomic_load_n(&sub->pushed, __ATOMIC_ACQUIRE)) {
+        uint64_t position = sub->slot_position[old % window];
+        need =
+            atomic ? position * sub->layout.num_senders + (uint64_t)sub->my_sender_rank : position;
+    }
     uint32_t offset =
         atomic ? sub->delivered_offset : sub->received_offset + 8u * (uint32_t)sub->my_sender_rank;
     /* These counts come from the members' rows unchecked, on purpose: a
@@ -58,9 +75,30 @@ static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *s
     return holder;
 }
 
+static int32_t slot_holder(struct smc_group *group, const struct smc_subgroup *sub)
+{
+    return slot_holder_ahead(group, sub, 0);
+}
+
 bool smc_slot_free(struct smc_group *group, const struct smc_subgroup *sub)
 {
     return slot_holder(group, sub) < 0;
+}
+
+/* Slots that must be free before a sender blocked on a full window is
+ * woken: a quarter of the window. Woken when one slot frees, it commits
+ * one message and blocks again, a sleep and a wake-up (two context
+ * switches, on two CPUs shared by three members) per slot; a quarter
+ * gives it a batch to fill per wake-up and the predicate a batch to push. */
+static uint32_t wake_room(const struct smc_subgroup *sub)
+{
+    uint32_t quarter = sub->layout.window_size / 4;
+    return quarter > 0 ? quarter : 1;
+}
+
+bool smc_room_for_waiter(struct smc_group *group, const struct smc_subgroup *sub)
+{
+    return slot_holder_ahead(group, sub, wake_room(sub) - 1) < 0;
 }
 
 /* Counts a reserve that met a full window (held by row) and how long it
@@ -118,18 +156,27 @@ static bool check_slow_holder(struct smc_group *group, const struct smc_subgroup
     return true;
 }
 
-/* Waits for a free slot; the predicate wakes us when one frees up (the
- * short timed wait only bounds the cost of a missed wake-up). */
+/* Waits for room: the predicate wakes us once a quarter of the window is
+ * free (smc_room_for_waiter), clearing reserve_waiting as it does, so one
+ * wait costs one wake-up however many passes free slots meanwhile; the
+ * flag is raised again before each check. A wait that ends otherwise (the
+ * short timed wait only bounds the cost of a missed wake-up) goes on as
+ * soon as one slot is free. */
 static int wait_for_slot(struct smc_group *group, struct smc_subgroup *sub)
 {
     int rc = 0;
     int32_t holder = -1;
     uint64_t since = 0;
     bool watch = group->options.slow_member_ms > 0;
-    __atomic_store_n(&sub->reserve_waiting, 1, __ATOMIC_RELEASE);
-    sst_engine_wake(group->engine);
+    bool first = true;
     pthread_mutex_lock(&group->wait_lock);
-    while (!smc_slot_free(group, sub)) {
+    for (;;) {
+        __atomic_store_n(&sub->reserve_waiting, 1, __ATOMIC_SEQ_CST);
+        if (first)
+            sst_engine_wake(group->engine);
+        first = false;
+        if (smc_slot_free(group, sub))
+            break;
         rc = smc_group_state_error(group);
         if (rc < 0)
             break;
@@ -217,33 +264,14 @@ static bool own_pass_allowed(struct smc_group *group, const struct smc_subgroup 
            !__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE);
 }
 
-static smc_header_hook_fn send_header;
-
-/* Used by tests only (tests/view/test_view_change.c). */
-// cppcheck-suppress unusedFunction
-void smc_test_send_header(smc_header_hook_fn fn)
+/* The commit itself, with or without the engine lock: only the thread
+ * holding the reservation writes committed and slot_length. The slot
+ * header and the position are the send step's (smc_predicate.c). */
+static void commit_slot(struct smc_subgroup *sub)
 {
-    send_header = fn;
-}
-
-/* The commit itself; the engine lock is held by the caller. */
-static void commit_slot(struct smc_group *group, struct smc_subgroup *sub)
-{
-    uint32_t window = sub->layout.window_size;
-    uint64_t committed = sub->committed;
-    uint32_t index = (uint32_t)(committed % window);
-    /* The position is taken at commit, not at reserve: the predicate may
-     * have sent nulls in between (Spindle 3.3). */
-    uint64_t position = sub->next_position++;
-    sub->slot_position[index] = position;
-    uint8_t *header =
-        smc_ring(group, sub, (uint32_t)sub->my_sender_rank) + (size_t)index * sub->slot_size;
-    uint64_t word = smc_header(position, sub->reserve_size);
-    if (send_header != NULL)
-        word = send_header(sub->index, position, word);
-    __atomic_store_n((uint64_t *)(void *)header, word, __ATOMIC_RELEASE);
+    uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_RELAXED);
+    sub->slot_length[committed % sub->layout.window_size] = sub->reserve_size;
     __atomic_store_n(&sub->committed, committed + 1, __ATOMIC_RELEASE);
-    group->stats.messages_sent++;
 }
 
 static int open_reservation(struct smc_group *group, uint32_t subgroup, struct smc_subgroup **sub)
@@ -262,19 +290,28 @@ static int commit(struct smc_group *group, uint32_t subgroup, bool own_pass)
     int rc = open_reservation(group, subgroup, &sub);
     if (rc < 0)
         return rc;
-    sst_engine_lock(group->engine);
-    commit_slot(group, sub);
-    if (own_pass && own_pass_allowed(group, sub)) {
-        /* The upcall may send again in this subgroup: the reservation
-         * closes first. */
-        __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
-        smc_own_pass(group, sub);
-        uint64_t pushed = sub->pushed;
+    if (own_pass && group->options.own_inline) {
+        /* Committed under the lock, so that the predicate thread never
+         * pushes (and publishes sent_num for) a message whose own pass is
+         * to come: only one thread may write sent_num while another posts,
+         * or a queued sent_num push, read when posted, exposes positions
+         * whose data the later post carries (T2). */
+        sst_engine_lock(group->engine);
+        commit_slot(sub);
+        if (own_pass_allowed(group, sub)) {
+            /* The upcall may send again in this subgroup: the reservation
+             * closes first. */
+            __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
+            smc_own_pass(group, sub);
+            uint64_t pushed = sub->pushed;
+            sst_engine_unlock(group->engine);
+            smc_own_posted(group, sub, pushed);
+            return 0;
+        }
         sst_engine_unlock(group->engine);
-        smc_own_posted(group, sub, pushed);
-        return 0;
+    } else {
+        commit_slot(sub);
     }
-    sst_engine_unlock(group->engine);
     __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
     sst_engine_wake(group->engine);
     return 0;
@@ -296,7 +333,7 @@ int smc_commit_locked(struct smc_group *group, uint32_t subgroup)
     int rc = open_reservation(group, subgroup, &sub);
     if (rc < 0)
         return rc;
-    commit_slot(group, sub);
+    commit_slot(sub);
     __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
     /* The predicate sees it in this pass (a later subgroup) or the next:
      * a commit counts as work (subgroup_has_work). */

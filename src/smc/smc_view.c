@@ -114,16 +114,23 @@ int smc_group_undelivered(struct smc_group *group, uint32_t subgroup, uint64_t *
 
 /* The number of app messages below position `lowest` of the first `have`,
  * the last window of which sit at positions[a % window]: walks back from
- * `have` while the message sits at or beyond lowest, at most a window (the
- * slot of a message a window back was reused, which needed every member,
- * each survivor included, to have received it: it lies below lowest). */
-static uint64_t app_below(const uint64_t *positions, uint64_t have, uint32_t window,
-                          uint64_t lowest)
+ * `from` (messages from there on lie beyond lowest) while the message sits
+ * at or beyond lowest, at most a window back from `have` (the slot of a
+ * message a window back was reused, which needed every member, each
+ * survivor included, to have received it: it lies below lowest). */
+static uint64_t app_below_from(const uint64_t *positions, uint64_t have, uint64_t from,
+                               uint32_t window, uint64_t lowest)
 {
-    uint64_t a = have;
+    uint64_t a = from;
     while (a > 0 && have - a < window && positions[(a - 1) % window] >= lowest)
         a--;
     return a;
+}
+
+static uint64_t app_below(const uint64_t *positions, uint64_t have, uint32_t window,
+                          uint64_t lowest)
+{
+    return app_below_from(positions, have, have, window, lowest);
 }
 
 int smc_group_set_edge(struct smc_group *group, uint32_t subgroup, const uint64_t *lowest,
@@ -152,9 +159,14 @@ int smc_group_set_edge(struct smc_group *group, uint32_t subgroup, const uint64_
             sender->edge_app = app_below(sender->app_position, sender->recv_app, window, lowest[s]);
     }
     if (rc == 0 && sub->my_sender_rank >= 0) {
+        /* Committed but unpushed messages have no position yet (the send
+         * step assigns it): no member holds them, they lie beyond lowest. */
         uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
-        sub->resend_from =
-            app_below(sub->slot_position, committed, window, lowest[sub->my_sender_rank]);
+        uint64_t pushed = sub->pushed;
+        if (committed - pushed > window)
+            pushed = committed - window;
+        sub->resend_from = app_below_from(sub->slot_position, committed, pushed, window,
+                                          lowest[sub->my_sender_rank]);
         sub->edge_set = true;
     }
     sst_engine_unlock(group->engine);
@@ -222,7 +234,7 @@ const void *smc_group_message(struct smc_group *group, uint32_t subgroup, uint64
     sub = &group->subgroups[subgroup];
     uint8_t *slot = smc_ring(group, sub, (uint32_t)sub->my_sender_rank) +
                     (size_t)(index % sub->layout.window_size) * sub->slot_size;
-    uint64_t header = __atomic_load_n((uint64_t *)(void *)slot, __ATOMIC_ACQUIRE);
-    *length = (uint32_t)(header & SMC_LENGTH_MASK);
+    /* slot_length, not the header: an unpushed message has none yet. */
+    *length = sub->slot_length[index % sub->layout.window_size];
     return slot + SMC_HEADER_SIZE;
 }

@@ -6,8 +6,11 @@ if(TARGET spindle-bench)
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/smc_traces.sh $<TARGET_FILE:spindle-bench>)
   add_test(NAME smc_batching_cuts_writes
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/smc_batching.sh $<TARGET_FILE:spindle-bench>)
+  add_test(NAME smc_own_inline_sent_num_follows_the_data
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/smc_own_inline_bench.sh
+                   $<TARGET_FILE:spindle-bench>)
   set_tests_properties(smc_traces_agree smc_batching_cuts_writes
-                       PROPERTIES LABELS smc TIMEOUT 180)
+                       smc_own_inline_sent_num_follows_the_data PROPERTIES LABELS smc TIMEOUT 180)
 endif()
 spindle_add_test(test_smc_view SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_view.c
                  TIMEOUT 60 LABELS smc)

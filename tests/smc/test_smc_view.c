@@ -1,8 +1,9 @@
 /*
  * SMC view-change hooks on a one-member group built from the internal API:
  * wedging stops sends, received counts are readable per sender,
- * deliver_trim refuses a trim this member cannot honour, and an unordered
- * edge counts the resends still to skip from an earlier change.
+ * deliver_trim refuses a trim this member cannot honour, an unordered
+ * edge counts the resends still to skip from an earlier change, and a
+ * message committed but never pushed (no position yet) is resent whole.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -132,11 +133,87 @@ static void test_unordered_edge_counts_skips_still_pending(void **state)
     close_group(engine, group);
 }
 
+/* A commit takes no lock and the send step gives a message its position
+ * and header (smc_send.c): a reservation committed once the group is
+ * wedged is never pushed. The view change must still resend it, with its
+ * length: beyond every survivor's edge (unordered), undelivered (atomic),
+ * its length read from the commit, not from a header never written. */
+static void commit_after_wedge_is_resent(enum spindle_delivery_mode mode)
+{
+    struct sst_engine *engine;
+    struct smc_group *group;
+    __atomic_store_n(&delivered, 0, __ATOMIC_RELEASE);
+    open_group(mode, 0, &engine, &group);
+    send_and_flush(group, 2);
+    assert_int_equal(__atomic_load_n(&delivered, __ATOMIC_ACQUIRE), 2);
+    void *slot;
+    assert_int_equal(smc_reserve(group, 0, 5, 0, &slot), 0);
+    memcpy(slot, "late!", 5);
+    smc_group_wedge(group);
+    assert_int_equal(smc_commit(group, 0), 0);
+    if (mode == SPINDLE_MODE_UNORDERED) {
+        const uint64_t lowest[1] = {2};
+        assert_int_equal(smc_group_set_edge(group, 0, lowest, 1), 0);
+    }
+    uint64_t first = 0, count = 0;
+    assert_int_equal(smc_group_undelivered(group, 0, &first, &count), 0);
+    assert_int_equal(first, 2);
+    assert_int_equal(count, 1);
+    uint32_t length = 0;
+    const void *data = smc_group_message(group, 0, 2, &length);
+    assert_non_null(data);
+    assert_int_equal(length, 5);
+    assert_memory_equal(data, "late!", 5);
+    close_group(engine, group);
+}
+
+static void test_unpushed_commit_is_resent_unordered(void **state)
+{
+    (void)state;
+    commit_after_wedge_is_resent(SPINDLE_MODE_UNORDERED);
+}
+
+static void test_unpushed_commit_is_resent_atomic(void **state)
+{
+    (void)state;
+    commit_after_wedge_is_resent(SPINDLE_MODE_ATOMIC);
+}
+
+/* A slot whose message is committed but not pushed has no position yet;
+ * the slot still holds the position of the message a window earlier,
+ * which every member delivered. It is held all the same: a reserve must
+ * not reuse it (here the predicate thread is stopped, so nothing is
+ * pushed), and once the thread runs again every message is delivered. */
+static void test_unpushed_slot_is_not_reused(void **state)
+{
+    (void)state;
+    struct sst_engine *engine;
+    struct smc_group *group;
+    __atomic_store_n(&delivered, 0, __ATOMIC_RELEASE);
+    open_group(SPINDLE_MODE_ATOMIC, 0, &engine, &group);
+    send_and_flush(group, 4); /* a whole window, delivered */
+    sst_engine_stop(engine);
+    void *slot;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(smc_reserve(group, 0, 8, 0, &slot), 0);
+        memset(slot, 0x40 + i, 8);
+        assert_int_equal(smc_commit(group, 0), 0);
+    }
+    assert_int_equal(smc_reserve(group, 0, 8, SPINDLE_RESERVE_NONBLOCK, &slot), SPINDLE_EAGAIN);
+    assert_int_equal(sst_engine_start(engine), 0);
+    assert_int_equal(smc_flush(group, 10000), 0);
+    assert_int_equal(__atomic_load_n(&delivered, __ATOMIC_ACQUIRE), 8);
+    close_group(engine, group);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wedge_then_trim_hooks),
         cmocka_unit_test(test_unordered_edge_counts_skips_still_pending),
+        cmocka_unit_test(test_unpushed_commit_is_resent_unordered),
+        cmocka_unit_test(test_unpushed_commit_is_resent_atomic),
+        cmocka_unit_test(test_unpushed_slot_is_not_reused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,8 @@
  * The waiter takes a token (the sequence) before its last check for work,
  * then stores sleeping=1, re-reads the sequence and waits only while it still
  * equals the token; the ringer stores its data, advances the sequence (always)
- * and issues the futex wake only if sleeping is set. Both sides use
+ * and issues the futex wake only if it is the one that clears sleeping
+ * (exchange), so a sleeper gets one wake however many ring. Both sides use
  * sequentially consistent operations, so either the waiter sees the advanced
  * sequence or the ringer sees sleeping=1 (no lost wake-up), and ringing an
  * awake peer costs one atomic add and one load, no system call.
@@ -515,12 +516,19 @@ static int shm_peer_state(struct tp_peer *tpeer)
 }
 
 /* Advances the sequence; wakes the waiter only when it sleeps (the same
- * store/load pairing as shm_doorbell_wait: no lost wake-up). Returns
- * whether it issued a wake. */
+ * store/load pairing as shm_doorbell_wait: no lost wake-up). Only the
+ * ringer that clears the sleeping flag issues the futex wake: a sleeper
+ * woken but not yet running would otherwise take one system call from
+ * every commit and every peer's post meanwhile (at window 100, as many as
+ * the wakes it needed). A ringer that finds the flag cleared by another
+ * has advanced the sequence before, so the woken thread's next wait
+ * cannot sleep on a token older than its ring. Returns whether it issued
+ * a wake. */
 static bool ring(struct shm_control *control)
 {
     __atomic_add_fetch(&control->doorbell_seq, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&control->sleeping, __ATOMIC_SEQ_CST) == 0)
+    if (__atomic_load_n(&control->sleeping, __ATOMIC_SEQ_CST) == 0 ||
+        __atomic_exchange_n(&control->sleeping, 0, __ATOMIC_SEQ_CST) == 0)
         return false;
     futex(&control->doorbell_seq, FUTEX_WAKE, 1, NULL);
     return true;
