@@ -448,9 +448,9 @@ void smc_test_hold_receive(smc_hold_hook_fn fn);
 /*
  * Test hook: this process writes fn(subgroup, position, header) as the
  * slot header of each message it sends (the send step writes headers)
- * instead of the header itself, so
- * that a test can play a member patched to lie in its ring slots. NULL,
- * the default, turns it off; set it before creating a group.
+ * instead of the header itself, so that a test can play a member patched
+ * to lie in its ring slots. NULL, the default, turns it off; set it before
+ * creating a group.
  */
 typedef uint64_t (*smc_header_hook_fn)(uint32_t subgroup, uint64_t position, uint64_t header);
 void smc_test_send_header(smc_header_hook_fn fn);
