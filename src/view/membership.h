@@ -189,7 +189,7 @@ struct view_membership {
     uint32_t barrier_tag;
     bool stop;
     int terminal;
-    char terminal_msg[384]; /* why the member stopped */
+    char terminal_msg[512]; /* why the member stopped */
     bool thread_started;
     pthread_t thread;
     /* Logged delivery (view_log.c): open from view_prepare to destroy. */

@@ -42,7 +42,9 @@ static void removed(struct view_membership *m, struct view_epoch *epoch)
         snprintf(why, sizeof why,
                  "removed from the group: the other members of view %llu installed the next "
                  "view without it (they suspected it failed: it was stopped, hung or cut off "
-                 "for longer than the failure timeout of %d ms%s; or an administrator had it "
+                 "for longer than the failure timeout of %d ms%s; or it wrote a value the "
+                 "protocol does not allow, such as a counter past what it could hold or a "
+                 "ring slot's length past the largest message; or an administrator had it "
                  "removed, spindle-ctl remove)",
                  view, m->config.failure_timeout_ms, slow);
         view_stop_locked(m, SPINDLE_EREMOVED, why);
