@@ -41,12 +41,17 @@ void kv_hold_reply(struct kv_server *server, uint64_t view_id, uint64_t seq, int
     held->fd = fd;
     held->conn_id = conn_id;
     held->slot = slot;
-    held->reply = malloc(reply->len == 0 ? 1 : reply->len);
-    if (held->reply == NULL) {
-        fprintf(stderr, "spindle-kv: out of memory for a reply of %zu bytes\n", reply->len);
-        abort();
+    held->reply = NULL;
+    if (reply->len <= sizeof held->short_reply) {
+        memcpy(held->short_reply, reply->data, reply->len);
+    } else {
+        held->reply = malloc(reply->len);
+        if (held->reply == NULL) {
+            fprintf(stderr, "spindle-kv: out of memory for a reply of %zu bytes\n", reply->len);
+            abort();
+        }
+        memcpy(held->reply, reply->data, reply->len);
     }
-    memcpy(held->reply, reply->data, reply->len);
     held->reply_len = reply->len;
     server->held_count++;
 }
@@ -72,7 +77,8 @@ void kv_release_persisted(struct kv_server *server)
             return;
         struct kv_conn *conn = kv_client_find(server, held->fd, held->conn_id);
         if (conn != NULL)
-            kv_client_reply(server, conn, held->slot, held->reply, held->reply_len);
+            kv_client_reply(server, conn, held->slot,
+                            held->reply != NULL ? held->reply : held->short_reply, held->reply_len);
         free(held->reply);
         server->held_head = (server->held_head + 1) % server->held_cap;
         server->held_count--;

@@ -58,13 +58,19 @@ struct kv_pending {
 
 /* A reply of a logged shard, waiting for its operation to be persistent
  * at every replica of the shard. */
+#define KV_SHORT_REPLY 24
+
 struct kv_held {
     uint64_t view_id, seq;
     int fd;
     uint64_t conn_id;
     uint64_t slot;
+    /* A reply of up to KV_SHORT_REPLY bytes (+OK, an integer: most of
+     * them) is kept in short_reply, reply NULL, so holding it allocates
+     * nothing; a longer one is a copy of its own. */
     char *reply;
     size_t reply_len;
+    char short_reply[KV_SHORT_REPLY];
 };
 
 /* A joiner's shard state transfer (kv_sync.c). */

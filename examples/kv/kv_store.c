@@ -158,6 +158,13 @@ struct kv_entry *kv_map_set(struct kv_store *store, const char *key, size_t key_
         entry->key_len = key_len;
         *slot = entry;
         store->num_keys++;
+    } else if (entry->value_len == value_len && value_len > 0) {
+        /* A value of the same size (a counter, a fixed-size record: most
+         * overwrites) goes where the old one was, without an allocation.
+         * memmove: value may be the entry's own. */
+        memmove(entry->value, value, value_len);
+        kv_map_set_expiry(store, entry, expire_ms);
+        return entry;
     } else {
         free(entry->value);
     }

@@ -624,10 +624,17 @@ int log_appender_submit(struct log_appender *app, const struct log_record *recor
                           "log: the queue of %s is full (%zu bytes awaiting fdatasync)",
                           app->log->dir, app->cap);
     for (size_t i = 0; rc == 0 && i < count; i++) {
-        struct log_record record = records[i];
-        if (record.type == LOG_REC_VIEW)
-            note_view(app, &record.view);
+        /* The member of the union the type names, not the whole record: a
+         * message's copy is 50 bytes, a view's over 2 KiB. */
+        struct log_record record;
+        record.type = records[i].type;
         record.position = app->submitted_position++;
+        if (record.type == LOG_REC_VIEW) {
+            record.view = records[i].view;
+            note_view(app, &record.view);
+        } else {
+            record.message = records[i].message;
+        }
         size_t size = log_record_size(&record);
         queue_reserve(&app->queue, app->cap, size, &offset);
         log_record_encode(&record, app->buf + offset, size);

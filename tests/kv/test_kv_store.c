@@ -91,6 +91,29 @@ static void test_set_get_del_and_options(void **state)
     assert_string_equal(APPLY(s, "DBSIZE"), ":0\r\n");
 }
 
+/* An overwrite with a value of the same size reuses the old value's
+ * memory (kv_map_set): the value, its expiry and its version are still
+ * the new write's. */
+static void test_same_size_overwrite_takes_value_expiry_and_version(void **state)
+{
+    struct kv_store *s = *state;
+    APPLY(s, "SET", "k", "aaaa");
+    uint64_t before = kv_store_version(s, "k", 1);
+    assert_string_equal(APPLY(s, "SET", "k", "bbbb"), "+OK\r\n");
+    assert_string_equal(APPLY(s, "GET", "k"), "$4\r\nbbbb\r\n");
+    assert_true(kv_store_version(s, "k", 1) > before);
+    assert_string_equal(APPLY(s, "SET", "k", "cc"), "+OK\r\n");
+    assert_string_equal(APPLY(s, "GET", "k"), "$2\r\ncc\r\n");
+    apply_at(s, 1000, 0, 0, "SET", "k", "dd", "PX", "10", NULL);
+    assert_string_equal(APPLY(s, "PTTL", "k"), ":10\r\n");
+    /* A plain SET clears the expiry, in place too. */
+    assert_string_equal(APPLY(s, "SET", "k", "ee"), "+OK\r\n");
+    assert_string_equal(APPLY(s, "PTTL", "k"), ":-1\r\n");
+    assert_string_equal(APPLY(s, "SET", "k", "ff", "KEEPTTL"), "+OK\r\n");
+    assert_string_equal(APPLY(s, "APPEND", "k", "g"), ":3\r\n");
+    assert_string_equal(APPLY(s, "GET", "k"), "$3\r\nffg\r\n");
+}
+
 static void test_incr_checks_integers_and_overflow(void **state)
 {
     struct kv_store *s = *state;
@@ -459,6 +482,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_set_get_del_and_options, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_same_size_overwrite_takes_value_expiry_and_version,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_incr_checks_integers_and_overflow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cas_swaps_only_the_expected_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys_expire_only_by_ordered_ticks, setup, teardown),
