@@ -452,14 +452,6 @@ struct view_restart {
  * does not, which were never on every member's log. */
 bool view_restart_ahead(const struct view_join_log_ends *ends,
                         const struct view_restart_status *point);
-/* True when ends hold messages or a snapshot of a logged subgroup, in a
- * view up to the one the group restarted from, of which the restart point
- * (a running status with VIEW_RESTART_ENDS; false without) holds nothing;
- * *subgroup is the first such. The restart point's member was then not a
- * member of that subgroup (or had logged none of it yet): its history is
- * in other logs only. */
-bool view_restart_missing_subgroup(const struct view_join_log_ends *ends,
-                                   const struct view_restart_status *point, uint32_t *subgroup);
 /*
  * Subgroups the restart point's log holds nothing of
  * (view_restart_subgroup.c). view_restart_point_end: the end the point

@@ -676,29 +676,6 @@ bool view_restart_ahead(const struct view_join_log_ends *ends,
     return false;
 }
 
-bool view_restart_missing_subgroup(const struct view_join_log_ends *ends,
-                                   const struct view_restart_status *point, uint32_t *subgroup)
-{
-    if ((point->flags & VIEW_RESTART_ENDS) == 0)
-        return false;
-    for (uint32_t i = 0; i < ends->count; i++) {
-        const struct view_join_log_end *end = &ends->ends[i];
-        if (end->view_id > point->latest_view || (end->view_id == 0 && end->seq == 0))
-            continue;       /* a view of the restarted group, or nothing of it */
-        bool holds = false; /* the point's log holds some of it */
-        for (uint32_t k = 0; k < point->ends.count; k++) {
-            const struct view_join_log_end *theirs = &point->ends.ends[k];
-            if (theirs->subgroup == end->subgroup)
-                holds = theirs->view_id > 0 || theirs->seq > 0;
-        }
-        if (!holds) {
-            *subgroup = end->subgroup;
-            return true;
-        }
-    }
-    return false;
-}
-
 /* Joins the restarted group through the running member the round heard. */
 static int follow(struct view_membership *m, struct election *e, uint32_t via,
                   const struct spindle_subgroup_config *subgroups, uint32_t num_subgroups)
