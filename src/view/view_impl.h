@@ -442,6 +442,9 @@ struct view_restart {
     char names[SPINDLE_MAX_MEMBERS][SPINDLE_MEMBER_NAME_MAX];
     uint32_t num_subgroups;
     struct smc_layout *configured; /* the application's subgroups, by member id */
+    /* The application's layout, which view_restart_layout_app wraps. */
+    spindle_layout_fn app_layout;
+    void *app_layout_ctx;
 };
 /* True when ends (a log's) go past the point a restarted group recovered
  * (point: a running status with VIEW_RESTART_ENDS; false without) in a
@@ -449,18 +452,48 @@ struct view_restart {
  * does not, which were never on every member's log. */
 bool view_restart_ahead(const struct view_join_log_ends *ends,
                         const struct view_restart_status *point);
-/* True when ends hold messages or a snapshot of a logged subgroup, in a
- * view up to the one the group restarted from, of which the restart point
- * (a running status with VIEW_RESTART_ENDS; false without) holds nothing;
- * *subgroup is the first such. The restart point's member was then not a
- * member of that subgroup (or had logged none of it yet): its history is
- * in other logs only. */
-bool view_restart_missing_subgroup(const struct view_join_log_ends *ends,
-                                   const struct view_restart_status *point, uint32_t *subgroup);
+/*
+ * Subgroups the restart point's log holds nothing of
+ * (view_restart_subgroup.c). view_restart_point_end: the end the point
+ * gives subgroup g (its own, or its source's) and true, or false when it
+ * holds none and names no source.
+ */
+bool view_restart_point_end(const struct view_restart_status *point, uint32_t g,
+                            struct view_join_log_end *end);
 /* 0, or SPINDLE_EINVAL naming the subgroup (whose: the log, for the
- * message) when view_restart_missing_subgroup. */
-int view_restart_check_subgroups(const struct view_join_log_ends *ends,
-                                 const struct view_restart_status *point, const char *whose);
+ * message), when ends (member who's log) hold part of a logged subgroup
+ * the restart point (r->running) holds nothing of, and either it names no
+ * source for it or ends differ from the source's; or when who is one of
+ * such a subgroup's configured members and its log holds none of what
+ * the source's holds. */
+int view_restart_check_subgroups(const struct view_restart *r,
+                                 const struct view_join_log_ends *ends, uint32_t who,
+                                 const char *whose);
+/* True (and the first such subgroup) when ends hold part of a subgroup
+ * the point takes from a source: that part stays (never reset). */
+bool view_restart_keeps(const struct view_restart_status *point,
+                        const struct view_join_log_ends *ends, uint32_t *subgroup);
+/* Names in point (the starting member's status, its ends) the source of
+ * each subgroup its ends hold nothing of, from the round it decided in. */
+void view_restart_name_sources(const struct view_restart_round *round,
+                               struct view_restart_status *point);
+/* The layout of a restarted group whose application gave one (ctx: the
+ * struct view_restart): the application's, with a subgroup it leaves
+ * without members received by every member and sent by none. */
+int view_restart_layout_app(void *ctx, const struct spindle_view_info *view, uint32_t num_subgroups,
+                            struct spindle_subgroup_layout *subgroups);
+/* Answers a VIEW_WIRE_RESTART_FETCH on ctl from the log in log_dir (read
+ * only): the catch-up stream, or a refusal naming why. */
+void view_restart_fetch_answer(struct ctl *ctl, const char *log_dir, uint32_t self,
+                               const uint8_t *bytes, size_t length);
+/* A member that follows a restarted group (m->restart set): for each
+ * subgroup the point takes from a source whose log ends after this
+ * member's (mine->ends), of which it holds some or is a configured
+ * member, asks the source (hosts: the bootstrap list) for what it lacks,
+ * until the bootstrap timeout, and appends it to its log; mine->ends move
+ * on. 0, or the error that stopped it. */
+int view_restart_take_subgroups(struct view_membership *m, const struct ctl_address *hosts,
+                                uint32_t num_hosts, struct view_restart_status *mine);
 /* A member of a running group answers a restarting member's status. */
 void view_restart_answer(struct view_membership *m, const uint8_t *bytes, size_t length);
 /* The member id the leader gives joiner `who` in view: the one its name

@@ -47,6 +47,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log/log.h"
+#include "log/log_append.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -380,6 +382,15 @@ static bool take_request(struct view_membership *m, const uint8_t *bytes, size_t
     bool joined = false;
     if (view_wire_type(bytes, length) == VIEW_WIRE_RESTART) {
         view_restart_answer(m, bytes, length); /* a member restarting from its log */
+    } else if (view_wire_type(bytes, length) == VIEW_WIRE_RESTART_FETCH) {
+        /* A restarting member asks this one, a subgroup's source, for what
+         * its log lacks of it; no segment goes while the log is read. */
+        if (m->appender != NULL)
+            log_appender_hold_compaction(m->appender, true);
+        view_restart_fetch_answer(m->ctl, m->log != NULL ? m->log->dir : NULL, m->config.self,
+                                  bytes, length);
+        if (m->appender != NULL)
+            log_appender_hold_compaction(m->appender, false);
     } else if (view_wire_decode_join_request(bytes, length, req) < 0) {
         char why[VIEW_WHY_MAX];
         snprintf(why, sizeof why, "not a join request of this version: %s", spindle_errmsg());

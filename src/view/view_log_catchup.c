@@ -479,11 +479,15 @@ static int make_plan(struct view_membership *m, uint32_t joiner, uint64_t view,
     pthread_mutex_unlock(&m->snapshot_lock);
     free(files);
     /* A joiner holding a subgroup the restart's log holds nothing of
-     * would lose it in a reset: refused, its log untouched. */
+     * keeps it when it holds what the subgroup's source held, and is
+     * refused otherwise, its log untouched (view_restart_subgroup.c). */
+    bool keeps = false;
+    uint32_t kept = 0;
     if (rc == 0 && m->restart != NULL) {
         char whose[48];
         snprintf(whose, sizeof whose, "joiner %u's log", joiner);
-        rc = view_restart_check_subgroups(ends, &m->restart->running, whose);
+        rc = view_restart_check_subgroups(m->restart, ends, joiner, whose);
+        keeps = view_restart_keeps(&m->restart->running, ends, &kept);
     }
     /* A joiner whose log went past the point a restart recovered (it was
      * not among the members the group restarted from, and came back with
@@ -494,8 +498,16 @@ static int make_plan(struct view_membership *m, uint32_t joiner, uint64_t view,
                joiner);
         must_reset = true;
     }
+    /* A reset starts the whole log over: never one that keeps a subgroup
+     * no other log of the group holds. */
+    if (rc == 0 && must_reset && keeps)
+        rc = sp_error(SPINDLE_EINVAL,
+                      "joiner %u's log would start over, but it keeps logged subgroup %u, "
+                      "which the restart leader's log holds nothing of (docs/LOGS.md \"Total "
+                      "restart\")",
+                      joiner, kept);
     plan->reset = must_reset;
-    if (rc == 0 && !must_reset && snapshot_bytes > 0) {
+    if (rc == 0 && !must_reset && snapshot_bytes > 0 && !keeps) {
         struct plan_costs costs = {.suffix = ends, .reset = from};
         rc = for_each_record(m, view, count_record, &costs);
         plan->reset = rc == 0 && snapshot_bytes + costs.reset_bytes < costs.suffix_bytes;

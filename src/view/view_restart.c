@@ -19,7 +19,11 @@
  *    its log as the group's history (its replay upcall hands it over), and
  *    takes joins; the others join it through the join path with their
  *    logs (view_log_catchup.c), are sent what they lack, and take back
- *    their member ids and configured places.
+ *    their member ids and configured places;
+ *  - a logged subgroup its log holds nothing of is kept as the log of its
+ *    source (the member heard that holds the most of it) holds it: it
+ *    names the sources, and their members take what they lack of it from
+ *    the source before they join (view_restart_subgroup.c).
  *
  * A member can vote for one member at a time and withdraws a vote only
  * once the member it voted for gave its own away, which a member that
@@ -279,7 +283,10 @@ static void *serve(void *arg)
         pthread_mutex_lock(&e->lock);
         *mine = e->mine;
         pthread_mutex_unlock(&e->lock);
-        answer_query(e->ctl, request, length, mine);
+        if (view_wire_type(request, length) == VIEW_WIRE_RESTART_FETCH)
+            view_restart_fetch_answer(e->ctl, e->m->config.log_dir, mine->id, request, length);
+        else
+            answer_query(e->ctl, request, length, mine);
     }
     free(mine);
     free(request);
@@ -560,43 +567,25 @@ static int keep_restart(struct view_membership *m, const struct election *e,
     m->restart = r;
     if (m->config.layout == NULL) {
         m->config.layout = restart_layout;
-        m->config.layout_ctx = r;
+    } else {
+        r->app_layout = m->config.layout;
+        r->app_layout_ctx = m->config.layout_ctx;
+        m->config.layout = view_restart_layout_app;
     }
+    m->config.layout_ctx = r;
     return 0;
 }
 
-/* The layout refused a first view of the elected member alone: a layout
- * that needs a member in each subgroup (spindle-kv's shards) cannot yet be
- * restarted whole (docs/LOGS.md "Total restart"). */
+/* The layout refused a first view of the elected member alone (a subgroup
+ * it leaves empty is filled in: view_restart_layout_app). */
 static int alone_refused(int rc)
 {
     char why[512];
     snprintf(why, sizeof why, "%s", spindle_errmsg());
     return sp_error(rc,
                     "a total restart opens its first view with the elected member alone, and "
-                    "the layout refused that view (%s); a first view of a member of each "
-                    "logged subgroup is not done yet (docs/LOGS.md \"Total restart\")",
+                    "the layout refused that view (%s) (docs/LOGS.md \"Total restart\")",
                     why);
-}
-
-/* Names, for each logged subgroup this member's log holds nothing of, the
- * member heard whose log holds the most of it: the guard refuses that
- * subgroup's members when they join (view_restart_check_subgroups). */
-static void report_sources(const struct election *e)
-{
-    const struct view_restart_status *mine = &e->mine;
-    for (uint32_t i = 0; i < mine->ends.count; i++) {
-        const struct view_join_log_end *end = &mine->ends.ends[i];
-        if (end->view_id > 0 || end->seq > 0)
-            continue;
-        uint32_t source = view_restart_source(&e->round, mine, end->subgroup);
-        if (source < SPINDLE_MAX_MEMBERS && source != mine->id)
-            sp_log(SP_LOG_WARN, "restart",
-                   "this log holds nothing of logged subgroup %u, of which member %u's log "
-                   "holds the most: its members will not join (taking a subgroup from a "
-                   "member other than the one restarted from is not done yet)",
-                   end->subgroup, source);
-    }
 }
 
 /* Starts the restarted group at this member: a group of one in view
@@ -604,7 +593,6 @@ static void report_sources(const struct election *e)
 static int start_group(struct view_membership *m, struct election *e)
 {
     const struct view_restart_status *mine = &e->mine;
-    report_sources(e);
     m->config.num_initial = e->num_initial;
     m->addresses[mine->id] = e->hosts[mine->id];
     m->admission = 1;
@@ -679,62 +667,13 @@ bool view_restart_ahead(const struct view_join_log_ends *ends,
         const struct view_join_log_end *end = &ends->ends[i];
         if (end->view_id > point->latest_view)
             continue; /* a view of the restarted group */
-        const struct view_join_log_end *theirs = NULL;
-        for (uint32_t k = 0; k < point->ends.count; k++)
-            if (point->ends.ends[k].subgroup == end->subgroup)
-                theirs = &point->ends.ends[k];
-        if (theirs == NULL ? end->view_id > 0 || end->seq > 0
-                           : log_point_before(theirs->view_id, theirs->seq, end->view_id, end->seq))
+        /* The point's end of it, or its source's; (0, 0) when neither. */
+        struct view_join_log_end theirs;
+        (void)view_restart_point_end(point, end->subgroup, &theirs);
+        if (log_point_before(theirs.view_id, theirs.seq, end->view_id, end->seq))
             return true;
     }
     return false;
-}
-
-bool view_restart_missing_subgroup(const struct view_join_log_ends *ends,
-                                   const struct view_restart_status *point, uint32_t *subgroup)
-{
-    if ((point->flags & VIEW_RESTART_ENDS) == 0)
-        return false;
-    for (uint32_t i = 0; i < ends->count; i++) {
-        const struct view_join_log_end *end = &ends->ends[i];
-        if (end->view_id > point->latest_view || (end->view_id == 0 && end->seq == 0))
-            continue;       /* a view of the restarted group, or nothing of it */
-        bool holds = false; /* the point's log holds some of it */
-        for (uint32_t k = 0; k < point->ends.count; k++) {
-            const struct view_join_log_end *theirs = &point->ends.ends[k];
-            if (theirs->subgroup == end->subgroup)
-                holds = theirs->view_id > 0 || theirs->seq > 0;
-        }
-        if (!holds) {
-            *subgroup = end->subgroup;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* SPINDLE_EINVAL when this member's log holds part of a logged subgroup
- * of which the restart point holds nothing: the group's history of that
- * subgroup is in no log of the restarted group, and starting this log
- * over (or joining with it and being sent nothing of it) would lose it. */
-int view_restart_check_subgroups(const struct view_join_log_ends *ends,
-                                 const struct view_restart_status *point, const char *whose)
-{
-    uint32_t g = 0;
-    if (!view_restart_missing_subgroup(ends, point, &g))
-        return 0;
-    struct view_join_log_end end = {g, 0, 0};
-    for (uint32_t i = 0; i < ends->count; i++)
-        if (ends->ends[i].subgroup == g)
-            end = ends->ends[i];
-    return sp_error(SPINDLE_EINVAL,
-                    "the group restarted from a log of view %" PRIu64
-                    " that holds nothing of logged subgroup %u (its member was not a member of "
-                    "it, or had logged none of it), but %s holds it up to (%" PRIu64 ", %" PRIu64
-                    "): a total restart takes every logged subgroup from that one log, so this "
-                    "subgroup's history would be lost; not joining (docs/LOGS.md \"Total "
-                    "restart\")",
-                    point->latest_view, g, whose, end.view_id, end.seq);
 }
 
 /* Joins the restarted group through the running member the round heard. */
@@ -750,19 +689,30 @@ static int follow(struct view_membership *m, struct election *e, uint32_t via,
                         ": a later view went on without it, or the group restarted without "
                         "the members that had it; move the log aside to join as a new member",
                         running->latest_view, m->config.log_dir, mine->latest_view);
-    char whose[PATH_MAX + 32];
-    snprintf(whose, sizeof whose, "this member's log (%s)", m->config.log_dir);
-    int refused = view_restart_check_subgroups(&mine->ends, running, whose);
-    if (refused < 0)
-        return refused;
+    /* What it lacks of a subgroup the point takes from a source. */
     ctl_close(e->ctl);
     e->ctl = NULL;
+    int rc = view_restart_take_subgroups(m, e->hosts, e->num_initial, &e->mine);
+    if (rc < 0)
+        return rc;
+    char whose[PATH_MAX + 32];
+    snprintf(whose, sizeof whose, "this member's log (%s)", m->config.log_dir);
+    int refused = view_restart_check_subgroups(m->restart, &mine->ends, mine->id, whose);
+    if (refused < 0)
+        return refused;
+    uint32_t kept = 0;
+    if (view_restart_ahead(&mine->ends, running) && view_restart_keeps(running, &mine->ends, &kept))
+        return sp_error(SPINDLE_EINVAL,
+                        "%s holds messages past the point the group restarted from, and starting "
+                        "it over would lose logged subgroup %u, which the group keeps as this "
+                        "log holds it; not joining (docs/LOGS.md \"Total restart\")",
+                        m->config.log_dir, kept);
     if (view_restart_ahead(&mine->ends, running)) {
         SP_LOG_WARNING("restart",
                        "%s holds messages past the point the group restarted from (they were "
                        "never on every member's log); the log starts over from the group's",
                        m->config.log_dir);
-        int rc = log_wipe(m->config.log_dir);
+        rc = log_wipe(m->config.log_dir);
         if (rc < 0)
             return rc;
     }
@@ -820,6 +770,8 @@ int view_restart(struct view_membership *m, const struct ctl_address *hosts, uin
     leader.flags = VIEW_RESTART_ENDS;
     if (d.action == VIEW_RESTART_FOLLOW)
         leader = e->round.peers[d.follow];
+    else if (rc == 0 && d.action == VIEW_RESTART_START)
+        view_restart_name_sources(&e->round, &leader);
     if (rc == 0)
         rc = keep_restart(m, e, &leader, layouts, num_subgroups);
     if (rc == 0)

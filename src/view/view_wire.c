@@ -706,8 +706,44 @@ size_t view_wire_encode_restart(const struct view_restart_status *status, uint8_
     wire_put_u64(&w, status->messages);
     for (uint32_t i = 0; i < SPINDLE_MAX_MEMBERS; i++)
         wire_put_u32(&w, i < status->num_members ? status->members[i] : 0);
+    wire_put_u32(&w, status->num_sources);
+    wire_put_zero(&w, 4);
+    for (uint32_t i = 0; i < status->num_sources; i++) {
+        wire_put_u32(&w, status->sources[i].subgroup);
+        wire_put_u32(&w, status->sources[i].id);
+        wire_put_u64(&w, status->sources[i].view_id);
+        wire_put_u64(&w, status->sources[i].seq);
+    }
     put_ends(&w, &status->ends);
     return finish_encode(&w);
+}
+
+/* Reads the sources of a restart status (its members already read). */
+static void get_sources(struct wire_reader *r, struct view_restart_status *out, uint64_t members)
+{
+    out->num_sources = wire_get_u32(r, "source count");
+    if (r->rc == 0 && out->num_sources > SPINDLE_MAX_SUBGROUPS)
+        wire_fail(r, "source count %u exceeds %u", out->num_sources, SPINDLE_MAX_SUBGROUPS);
+    uint32_t point = VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS;
+    if (r->rc == 0 && out->num_sources > 0 && (out->flags & point) != point)
+        wire_fail(r, "%u sources in a status that is not a running restart point",
+                  out->num_sources);
+    wire_get_zero(r, 4, "reserved");
+    for (uint32_t i = 0; i < out->num_sources && r->rc == 0; i++) {
+        struct view_restart_source *source = &out->sources[i];
+        source->subgroup = wire_get_u32(r, "source subgroup");
+        if (r->rc == 0 && (source->subgroup >= SPINDLE_MAX_SUBGROUPS ||
+                           (i > 0 && source->subgroup <= out->sources[i - 1].subgroup)))
+            wire_fail(r, "source subgroup %u out of range or order", source->subgroup);
+        source->id = wire_get_u32(r, "source member");
+        if (r->rc == 0 && (source->id >= SPINDLE_MAX_MEMBERS || ((members >> source->id) & 1) == 0))
+            wire_fail(r, "source member %u is not a member of the latest view", source->id);
+        source->view_id = wire_get_u64(r, "source view id");
+        source->seq = wire_get_u64(r, "source seq");
+        if (r->rc == 0 && source->view_id > out->latest_view)
+            wire_fail(r, "subgroup %u's source ends in view %" PRIu64 ", after the latest view",
+                      source->subgroup, source->view_id);
+    }
 }
 
 int view_wire_decode_restart(const uint8_t *buf, size_t len, struct view_restart_status *out)
@@ -746,7 +782,50 @@ int view_wire_decode_restart(const uint8_t *buf, size_t len, struct view_restart
             out->members[i] = id;
         }
     }
+    get_sources(&r, out, seen);
     out->ends.join_view = out->latest_view + 1;
     get_ends(&r, &out->ends);
+    return wire_finish(&r);
+}
+
+size_t view_wire_encode_restart_fetch(const struct view_restart_fetch *fetch, uint8_t *buf,
+                                      size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_RESTART_FETCH);
+    wire_put_u32(&w, fetch->asker);
+    wire_put_u32(&w, fetch->subgroup);
+    wire_put_u64(&w, fetch->latest_view);
+    wire_put_u64(&w, fetch->next_view);
+    wire_put_u64(&w, fetch->view_id);
+    wire_put_u64(&w, fetch->seq);
+    return finish_encode(&w);
+}
+
+int view_wire_decode_restart_fetch(const uint8_t *buf, size_t len, struct view_restart_fetch *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "restart fetch");
+    memset(out, 0, sizeof *out);
+    wire_get_header(&r, VIEW_WIRE_RESTART_FETCH);
+    out->asker = wire_get_u32(&r, "asker");
+    if (r.rc == 0 && out->asker >= SPINDLE_MAX_MEMBERS)
+        wire_fail(&r, "asker %u is not below %u", out->asker, SPINDLE_MAX_MEMBERS);
+    out->subgroup = wire_get_u32(&r, "subgroup");
+    if (r.rc == 0 && out->subgroup >= SPINDLE_MAX_SUBGROUPS)
+        wire_fail(&r, "subgroup %u is not below %u", out->subgroup, SPINDLE_MAX_SUBGROUPS);
+    out->latest_view = wire_get_u64(&r, "latest view");
+    if (r.rc == 0 && out->latest_view == UINT64_MAX)
+        wire_fail(&r, "latest view %" PRIu64 " leaves no view after it", out->latest_view);
+    out->next_view = wire_get_u64(&r, "next view");
+    if (r.rc == 0 && out->next_view > out->latest_view + 1)
+        wire_fail(&r, "next view %" PRIu64 " is after latest view %" PRIu64 " + 1", out->next_view,
+                  out->latest_view);
+    out->view_id = wire_get_u64(&r, "view id");
+    if (r.rc == 0 && out->view_id > out->latest_view)
+        wire_fail(&r, "view id %" PRIu64 " is after latest view %" PRIu64, out->view_id,
+                  out->latest_view);
+    out->seq = wire_get_u64(&r, "seq");
     return wire_finish(&r);
 }

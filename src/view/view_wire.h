@@ -48,6 +48,7 @@ enum view_wire_type {
     VIEW_WIRE_JOIN_STATE_ACK = 0x560d, /* the joiner took the state up to an offset */
     VIEW_WIRE_JOIN_LOG_ENDS = 0x560e,  /* where a restarted joiner's log ends */
     VIEW_WIRE_RESTART = 0x560f,        /* a restarting member's state (total restart) */
+    VIEW_WIRE_RESTART_FETCH = 0x5610,  /* a restarting member asks a subgroup's source */
 };
 
 /* Subgroups a joiner may bring (its request must fit one join frame). */
@@ -255,6 +256,15 @@ struct view_join_log_ends {
  */
 #define VIEW_RESTART_RUNNING 1u
 #define VIEW_RESTART_ENDS    2u
+/* A logged subgroup the restart point's log holds nothing of, and the
+ * member the restart leader found holding the most of it (its source),
+ * with where the source's log of it ends (docs/LOGS.md "Total restart"). */
+struct view_restart_source {
+    uint32_t subgroup; /* < SPINDLE_MAX_SUBGROUPS, increasing */
+    uint32_t id;       /* a member of the latest view */
+    uint64_t view_id;  /* <= latest_view */
+    uint64_t seq;
+};
 struct view_restart_status {
     uint32_t id;    /* its member id (< SPINDLE_MAX_MEMBERS) */
     uint32_t vote;  /* the member id it votes for */
@@ -265,10 +275,35 @@ struct view_restart_status {
     uint32_t num_members;
     uint32_t members[SPINDLE_MAX_MEMBERS]; /* latest_view's, distinct, < 64 */
     struct view_join_log_ends ends;        /* join_view: latest_view + 1 */
+    /* A running status with VIEW_RESTART_ENDS only (else none): the
+     * sources of the subgroups its ends hold nothing of. */
+    uint32_t num_sources;
+    struct view_restart_source sources[SPINDLE_MAX_SUBGROUPS];
 };
-#define VIEW_WIRE_RESTART_SIZE(count)                                                              \
-    (WIRE_HEADER_SIZE + 16u + VIEW_WIRE_IDENTITY_SIZE + 16u + 4u * SPINDLE_MAX_MEMBERS + 16u +     \
-     24u * (size_t)(count))
+/* The bytes of a status with `count` ends and `sources` sources, and a
+ * buffer's size for any status of up to `count` ends. */
+#define VIEW_WIRE_RESTART_BYTES(count, sources)                                                    \
+    (WIRE_HEADER_SIZE + 16u + VIEW_WIRE_IDENTITY_SIZE + 16u + 4u * SPINDLE_MAX_MEMBERS + 8u +      \
+     24u * (size_t)(sources) + 16u + 24u * (size_t)(count))
+#define VIEW_WIRE_RESTART_SIZE(count) VIEW_WIRE_RESTART_BYTES(count, count)
+
+/*
+ * A restarting member's request to the source of a logged subgroup
+ * (docs/LOGS.md "Total restart"): the records of the source's log it
+ * lacks, up to the view the group restarted from (latest_view): the view
+ * records from next_view on, and the messages of `subgroup` from (view_id,
+ * seq) on. Answered by a catch-up stream (log/log_catchup.h) or a join
+ * offer that refuses.
+ */
+struct view_restart_fetch {
+    uint32_t asker;    /* < SPINDLE_MAX_MEMBERS */
+    uint32_t subgroup; /* < SPINDLE_MAX_SUBGROUPS */
+    uint64_t latest_view;
+    uint64_t next_view; /* <= latest_view + 1 */
+    uint64_t view_id;   /* <= latest_view */
+    uint64_t seq;
+};
+#define VIEW_WIRE_RESTART_FETCH_SIZE (WIRE_HEADER_SIZE + 40u)
 
 /* The type of the wire message in buf (0 when too short for a header). */
 uint16_t view_wire_type(const uint8_t *buf, size_t len);
@@ -300,6 +335,8 @@ size_t view_wire_encode_join_state_ack(const struct view_join_state_ack *ack, ui
 size_t view_wire_encode_join_log_ends(const struct view_join_log_ends *ends, uint8_t *buf,
                                       size_t cap);
 size_t view_wire_encode_restart(const struct view_restart_status *status, uint8_t *buf, size_t cap);
+size_t view_wire_encode_restart_fetch(const struct view_restart_fetch *fetch, uint8_t *buf,
+                                      size_t cap);
 
 /*
  * Decoders: 0 and *out, or SPINDLE_EPROTO naming what was wrong. The blob
@@ -326,8 +363,14 @@ int view_wire_decode_join_state_ack(const uint8_t *buf, size_t len,
  * view after join_view. */
 int view_wire_decode_join_log_ends(const uint8_t *buf, size_t len, struct view_join_log_ends *out);
 /* Also refuses a vote or id of 64 or more, unknown flags, a member list
- * that is empty, repeats an id or has non-zero unused entries, and ends
- * as the log ends' decoder does (join_view is latest_view + 1). */
+ * that is empty, repeats an id or has non-zero unused entries, sources
+ * without VIEW_RESTART_RUNNING and VIEW_RESTART_ENDS, out of subgroup
+ * order, of a member not in the list or of a point after the latest view,
+ * and ends as the log ends' decoder does (join_view is latest_view + 1). */
 int view_wire_decode_restart(const uint8_t *buf, size_t len, struct view_restart_status *out);
+/* Also refuses an asker of 64 or more, a subgroup of SPINDLE_MAX_SUBGROUPS
+ * or more, a latest view with none after it, a next view after latest + 1
+ * and a point after the latest view. */
+int view_wire_decode_restart_fetch(const uint8_t *buf, size_t len, struct view_restart_fetch *out);
 
 #endif

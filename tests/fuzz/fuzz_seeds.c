@@ -225,6 +225,15 @@ static void view_seeds(void)
     len = view_wire_encode_restart(&restart, buf, sizeof buf);
     require(view_wire_decode_restart(buf, len, &restart_back), "restart status", "running");
     write_seed("fuzz_view_restart", "running", buf, len);
+    restart.num_sources = 1;
+    restart.sources[0] = (struct view_restart_source){3, 1, 9, 17};
+    len = view_wire_encode_restart(&restart, buf, sizeof buf);
+    require(view_wire_decode_restart(buf, len, &restart_back), "restart status", "sources");
+    write_seed("fuzz_view_restart", "sources", buf, len);
+    struct view_restart_fetch fetch = {2, 3, 9, 6, 8, 40}, fetch_back;
+    len = view_wire_encode_restart_fetch(&fetch, buf, sizeof buf);
+    require(view_wire_decode_restart_fetch(buf, len, &fetch_back), "restart fetch", "fetch");
+    write_seed("fuzz_view_restart", "fetch", buf, len);
 }
 
 static void shm_seeds(void)

@@ -7,8 +7,13 @@
  * increasing subgroup order none after the latest view; it must re-encode
  * to the input and decode again to the same struct, and the election must
  * take it without going out of bounds, and as a restart point it must
- * hold every subgroup its own ends hold. A refused one must be
- * SPINDLE_EPROTO naming the offset.
+ * hold every subgroup its own ends hold; its sources (only in a running
+ * restart point) must name members of its latest view, in subgroup order,
+ * at points not after the latest view. The same input is also decoded as
+ * a fetch of a subgroup's history (VIEW_WIRE_RESTART_FETCH): an accepted
+ * one must have an asker below 64, a subgroup below the limit, a next view
+ * and a point not after the latest view (+ 1) and re-encode to the input.
+ * A refused one must be SPINDLE_EPROTO naming the offset.
  */
 #include "fuzz_common.h"
 #include "view/view_impl.h"
@@ -17,8 +22,28 @@ static struct view_restart_status status, again;
 static struct view_restart_round round_;
 static uint8_t bytes[VIEW_WIRE_RESTART_SIZE(SPINDLE_MAX_SUBGROUPS)];
 
+static void fetch(const uint8_t *data, size_t size)
+{
+    struct view_restart_fetch f, back;
+    int rc = view_wire_decode_restart_fetch(data, size, &f);
+    if (rc != 0) {
+        fuzz_check_wire_refusal(rc, "restart fetch");
+        return;
+    }
+    FUZZ_CHECK(f.asker < SPINDLE_MAX_MEMBERS && f.subgroup < SPINDLE_MAX_SUBGROUPS);
+    FUZZ_CHECK(f.latest_view < UINT64_MAX && f.next_view <= f.latest_view + 1);
+    FUZZ_CHECK(f.view_id <= f.latest_view);
+    uint8_t out[VIEW_WIRE_RESTART_FETCH_SIZE];
+    size_t len = view_wire_encode_restart_fetch(&f, out, sizeof out);
+    FUZZ_CHECK(len == VIEW_WIRE_RESTART_FETCH_SIZE);
+    fuzz_check_same_bytes(data, size, out, len);
+    FUZZ_CHECK(view_wire_decode_restart_fetch(out, len, &back) == 0);
+    FUZZ_CHECK(memcmp(&back, &f, sizeof f) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fetch(data, size);
     int rc = view_wire_decode_restart(data, size, &status);
     if (rc != 0) {
         fuzz_check_wire_refusal(rc, "restart status");
@@ -36,8 +61,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(status.ends.next_view <= status.latest_view + 1);
     for (uint32_t i = 0; i < status.ends.count; i++)
         FUZZ_CHECK(status.ends.ends[i].view_id <= status.latest_view);
+    FUZZ_CHECK(status.num_sources <= SPINDLE_MAX_SUBGROUPS);
+    FUZZ_CHECK(status.num_sources == 0 ||
+               (status.flags & (VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS)) ==
+                   (VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS));
+    for (uint32_t i = 0; i < status.num_sources; i++) {
+        const struct view_restart_source *source = &status.sources[i];
+        FUZZ_CHECK(source->subgroup < SPINDLE_MAX_SUBGROUPS &&
+                   (i == 0 || source->subgroup > status.sources[i - 1].subgroup));
+        FUZZ_CHECK(source->id < SPINDLE_MAX_MEMBERS && ((seen >> source->id) & 1) != 0);
+        FUZZ_CHECK(source->view_id <= status.latest_view);
+    }
     size_t len = view_wire_encode_restart(&status, bytes, sizeof bytes);
-    FUZZ_CHECK(len == VIEW_WIRE_RESTART_SIZE(status.ends.count));
+    FUZZ_CHECK(len == VIEW_WIRE_RESTART_BYTES(status.ends.count, status.num_sources));
     fuzz_check_same_bytes(data, size, bytes, len);
     FUZZ_CHECK(view_wire_decode_restart(bytes, len, &again) == 0);
     FUZZ_CHECK(memcmp(&again, &status, sizeof status) == 0);
@@ -52,8 +88,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     view_restart_decide(&round_, &d);
     FUZZ_CHECK(d.vote < SPINDLE_MAX_MEMBERS && d.voters <= d.num_latest);
     FUZZ_CHECK(d.action != VIEW_RESTART_FOLLOW || d.follow == status.id);
-    /* As a restart point, its own log lacks none of its subgroups. */
-    uint32_t missing = 0;
-    FUZZ_CHECK(!view_restart_missing_subgroup(&status.ends, &status, &missing));
+    /* As a restart point, its own log is not refused. */
+    static struct view_restart r;
+    memset(&r, 0, sizeof r);
+    r.running = status;
+    FUZZ_CHECK(view_restart_check_subgroups(&r, &status.ends, status.id, "its log") == 0);
     return 0;
 }

@@ -27,6 +27,14 @@ if(TARGET spindle-kv)
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kv_join_logged_shards.sh $<TARGET_FILE:spindle-kv>)
   set_tests_properties(kv_logged_joiner_of_a_shard_takes_its_state_from_the_shard PROPERTIES
                        LABELS "kv" TIMEOUT 60)
+  # A total restart of two logged shards, one replica's log behind
+  # (kv_restart_logged_shards.sh): the elected replica's log holds one
+  # shard; the other shard is kept from its replicas' logs (docs/LOGS.md
+  # "Total restart").
+  add_test(NAME kv_total_restart_of_logged_shards_keeps_every_write
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kv_restart_logged_shards.sh $<TARGET_FILE:spindle-kv>)
+  set_tests_properties(kv_total_restart_of_logged_shards_keeps_every_write PROPERTIES
+                       LABELS "kv" TIMEOUT 90)
 endif()
 # Linearizability (kv_linearizability.py, a Wing & Gong search per key): the
 # checker on hand-made histories; a concurrent history across a SIGKILL and a

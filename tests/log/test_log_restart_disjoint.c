@@ -1,17 +1,23 @@
 /*
  * A total restart (docs/LOGS.md "Total restart") of a group whose logged
  * subgroups have disjoint members: subgroup 0 is members 0 and 1,
- * subgroup 1 is member 2 alone. A total restart takes every logged
- * subgroup from one member's log, and the member elected (0 or 1, whose
- * logs hold more) holds nothing of subgroup 1.
+ * subgroup 1 is member 2 alone (or members 2 and 3, member 2 sending).
+ * The member elected (0 or 1, whose logs hold more) holds nothing of
+ * subgroup 1: the group keeps subgroup 1 as its source's log (member 2's)
+ * holds it.
  *
  * 1. Members 0 and 1 stream into subgroup 0; member 2 sends SENT1
  *    messages into subgroup 1 and waits until they are globally
- *    persistent; then all three are killed with SIGKILL at once.
- * 2. All three restart. Members 0 and 1 restart the group; member 2 must
- *    not join it by starting its log over (which would lose subgroup 1's
- *    whole history): spindle_group_create fails with SPINDLE_EINVAL
- *    naming subgroup 1, and its log is unchanged.
+ *    persistent; then all are killed with SIGKILL at once.
+ * 2. All three restart. Members 0 and 1 restart the group; member 2 joins
+ *    it keeping its log of subgroup 1, which is unchanged (not started
+ *    over), and replays it.
+ *
+ * With four members, member 3 is killed once the first SENT1 messages are
+ * persistent and member 2 sends SENT1 more without it: at the restart,
+ * member 3 takes what it lacks of subgroup 1 from member 2 (not from the
+ * elected member, whose log holds none of it), and the logs of each
+ * subgroup's members agree.
  *
  * And when member 2 stays down: members 0 and 1 alone do not restart the
  * group (no member of logged subgroup 1 is heard, so its history is in no
@@ -40,23 +46,30 @@
 #include "test_ports.h"
 #include "util/crc32c.h"
 
-#define MEMBERS    3
-#define FAILURE_MS 1000
-#define PAYLOAD    64
-#define PERSISTED0 600 /* positions of subgroup 0 globally persistent before the kill */
-#define SENT1      40  /* messages member 2 sends into subgroup 1 */
+#define MAX_MEMBERS 4
+#define FAILURE_MS  1000
+#define PAYLOAD     64
+#define PERSISTED0  600 /* positions of subgroup 0 globally persistent before the kill */
+#define SENT1       40  /* messages member 2 sends into subgroup 1 */
 
 static const uint32_t pair[] = {0, 1};
-static const uint32_t alone[] = {2};
+static const uint32_t second_pair[] = {2, 3};
+static const uint32_t sender2[] = {2};
 static char root[64];
-static char members[96];
+static char members[128];
+static uint32_t num_members = 3;
 
 /* The latest global persistence frontier each member reported (of its
- * own subgroup), in memory shared with the parent. */
+ * own subgroup) and its view, packed (view << 40 | frontier) so that both
+ * are read at once, in memory shared with the parent. */
 static uint64_t *reported;
+#define FRONTIER(packed) ((packed) & ((1ull << 40) - 1))
+#define VIEW(packed)     ((packed) >> 40)
 
 struct app {
     uint32_t self;
+    uint64_t replayed[2];  /* messages replayed, by subgroup */
+    uint32_t view_members; /* the current view's, set by the predicate thread */
 };
 
 static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
@@ -68,17 +81,23 @@ static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
 
 static int on_replay(void *ctx, const struct spindle_replayed *item)
 {
-    (void)ctx;
-    (void)item;
+    struct app *app = ctx;
+    if (item->kind == SPINDLE_REPLAY_MESSAGE && item->subgroup < 2)
+        app->replayed[item->subgroup]++;
     return 0;
+}
+
+static void on_view(void *ctx, const struct spindle_view_info *view)
+{
+    struct app *app = ctx;
+    __atomic_store_n(&app->view_members, view->num_members, __ATOMIC_RELEASE);
 }
 
 static void on_persisted(void *ctx, uint32_t subgroup, uint64_t view_id, uint64_t frontier)
 {
     const struct app *app = ctx;
     (void)subgroup;
-    (void)view_id;
-    __atomic_store_n(&reported[app->self], frontier, __ATOMIC_RELEASE);
+    __atomic_store_n(&reported[app->self], view_id << 40 | frontier, __ATOMIC_RELEASE);
 }
 
 static int created_rc;
@@ -93,7 +112,7 @@ static spindle_group_t *open_member(struct app *app, uint32_t self, uint64_t inc
     spindle_group_options_init(&o);
     o.bootstrap = members;
     o.self = self;
-    o.num_members = MEMBERS;
+    o.num_members = num_members;
     o.failure_timeout_ms = FAILURE_MS;
     o.bootstrap_timeout_ms = boot_timeout_ms;
     o.tolerate_failures = true;
@@ -103,6 +122,8 @@ static spindle_group_t *open_member(struct app *app, uint32_t self, uint64_t inc
     o.replay_ctx = app;
     o.persisted = on_persisted;
     o.persisted_ctx = app;
+    o.view_changed = on_view;
+    o.view_ctx = app;
     o.log_dir = dir;
     o.logged_subgroups = logged;
     o.num_logged_subgroups = 2;
@@ -110,7 +131,7 @@ static spindle_group_t *open_member(struct app *app, uint32_t self, uint64_t inc
     o.admin_dir = "off";
     struct spindle_subgroup_config sg[2] = {
         {pair, 2, pair, 2, 16, PAYLOAD, SPINDLE_MODE_ATOMIC},
-        {alone, 1, alone, 1, 16, PAYLOAD, SPINDLE_MODE_ATOMIC},
+        {second_pair, num_members - 2, sender2, 1, 16, PAYLOAD, SPINDLE_MODE_ATOMIC},
     };
     spindle_group_t *g = NULL;
     created_rc = spindle_group_create(&o, sg, 2, &g);
@@ -125,8 +146,25 @@ static int send_one(spindle_group_t *g, uint32_t subgroup, uint32_t self, uint64
     return spindle_send(g, subgroup, payload, sizeof payload, 0);
 }
 
+/* With four members: member 2 says when its first messages are
+ * persistent, and the parent when member 3 is dead. */
+static int phase[2], member3_dead[2];
+
+/* Member 2 sends messages first..first + SENT1 - 1 into subgroup 1. */
+static int send_batch(spindle_group_t *g, uint64_t first)
+{
+    for (uint64_t i = first; i < first + SENT1; i++)
+        if (send_one(g, 1, 2, i) != 0) {
+            fprintf(stderr, "member 2: send: %s\n", spindle_errmsg());
+            return 13;
+        }
+    return 0;
+}
+
 /* First life: members 0 and 1 stream until killed; member 2 sends SENT1
- * messages, then waits (on a pipe nobody writes) to be killed. */
+ * messages (with four members: waits until they are persistent, for
+ * member 3's death, then sends SENT1 more), then waits (on a pipe nobody
+ * writes) to be killed; member 3 only receives. */
 static int first_life(uint32_t self, int up, int never)
 {
     struct app app = {.self = self};
@@ -139,12 +177,26 @@ static int first_life(uint32_t self, int up, int never)
         return 11;
     if (write(up, "x", 1) != 1)
         return 12;
-    for (uint64_t i = 0; self < 2 || i < SENT1; i++)
-        if (send_one(g, self < 2 ? 0 : 1, self, i) != 0) {
+    for (uint64_t i = 0; self < 2; i++)
+        if (send_one(g, 0, self, i) != 0) {
             fprintf(stderr, "member %u: send: %s\n", self, spindle_errmsg());
             return 13;
         }
     char byte;
+    int rc = self == 2 ? send_batch(g, 0) : 0;
+    if (rc == 0 && self == 2 && num_members == 4) {
+        while (FRONTIER(__atomic_load_n(&reported[2], __ATOMIC_ACQUIRE)) < SENT1)
+            usleep(1000);
+        if (write(phase[1], "p", 1) != 1 || read(member3_dead[0], &byte, 1) != 1)
+            return 15;
+        /* Sent in the view without member 3, so that none is delivered
+         * (at the ragged edge) in the one with it. */
+        while (__atomic_load_n(&app.view_members, __ATOMIC_ACQUIRE) != 3)
+            usleep(1000);
+        rc = send_batch(g, SENT1);
+    }
+    if (rc != 0)
+        return rc;
     return read(never, &byte, 1) == 0 ? 0 : 14;
 }
 
@@ -152,6 +204,7 @@ static int first_life(uint32_t self, int up, int never)
 struct second_life {
     int32_t create_rc;
     uint32_t self;
+    uint64_t replayed[2];
     char why[600];
 };
 
@@ -163,6 +216,7 @@ static int second_life(uint32_t self, int out, int go)
     r.self = self;
     spindle_group_t *g = open_member(&app, self, 2);
     r.create_rc = created_rc;
+    memcpy(r.replayed, app.replayed, sizeof r.replayed);
     snprintf(r.why, sizeof r.why, "%s", g == NULL ? spindle_errmsg() : "");
     if (write(out, &r, sizeof r) != (ssize_t)sizeof r)
         return 20;
@@ -176,8 +230,9 @@ static int second_life(uint32_t self, int out, int go)
     return rc == 0 ? 0 : 22;
 }
 
-/* The records of member's log: how many, and a checksum over them. */
-static uint64_t log_records(uint32_t member, uint32_t *crc, uint64_t *messages1)
+/* The records of member's log: how many; and of subgroup's messages, how
+ * many and a checksum over them. */
+static uint64_t log_records(uint32_t member, uint32_t subgroup, uint32_t *crc, uint64_t *messages)
 {
     char dir[256];
     snprintf(dir, sizeof dir, "%s/m%u", root, member);
@@ -188,13 +243,13 @@ static uint64_t log_records(uint32_t member, uint32_t *crc, uint64_t *messages1)
     struct log_record record;
     uint64_t all = 0;
     *crc = 0;
-    *messages1 = 0;
+    *messages = 0;
     int rc;
     while ((rc = log_reader_next(&reader, &record)) == 1) {
         all++;
-        if (record.type != LOG_REC_MESSAGE)
+        if (record.type != LOG_REC_MESSAGE || record.message.subgroup != subgroup)
             continue;
-        *messages1 += record.message.subgroup == 1;
+        (*messages)++;
         *crc = sp_crc32c(*crc, &record.message.seq, sizeof record.message.seq);
         *crc = sp_crc32c(*crc, record.message.payload, record.message.length);
     }
@@ -212,26 +267,64 @@ static void wait_exit(pid_t pid, int want)
         fail_msg("process %d: status 0x%x, expected exit %d", (int)pid, status, want);
 }
 
-/* Runs the three members' first life and kills them once subgroup 1's
- * messages are persistent; returns the records of member 2's log and
- * their checksum. */
+/* Kills member 3 once member 2's first messages are persistent, and
+ * returns the view they were persistent in. */
+static uint64_t member3_killed(pid_t pid)
+{
+    char byte;
+    assert_int_equal(read(phase[0], &byte, 1), 1);
+    uint64_t view = VIEW(__atomic_load_n(&reported[2], __ATOMIC_ACQUIRE));
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    assert_int_equal(write(member3_dead[1], "d", 1), 1);
+    return view;
+}
+
+/* Whether the first lives went far enough to be killed: subgroup 1's
+ * messages persistent (with four members, the second SENT1 in a view
+ * after `view`, the one member 3 died in), and PERSISTED0 positions of
+ * subgroup 0 (with four members, in member 2's latest view, so that
+ * member 0 or 1 is the one elected). */
+static bool far_enough(uint64_t view)
+{
+    uint64_t two = __atomic_load_n(&reported[2], __ATOMIC_ACQUIRE);
+    if (FRONTIER(two) < SENT1 || (num_members == 4 && VIEW(two) <= view))
+        return false;
+    for (uint32_t i = 0; i < 2; i++) {
+        uint64_t mine = __atomic_load_n(&reported[i], __ATOMIC_ACQUIRE);
+        if (FRONTIER(mine) >= PERSISTED0 && (num_members == 3 || VIEW(mine) == VIEW(two)))
+            return true;
+    }
+    return false;
+}
+
+/* Runs the members' first life and kills them once subgroup 1's messages
+ * are persistent (with four members: member 3 after the first SENT1 of
+ * them); returns the records of member 2's log and the checksum of its
+ * subgroup 1 messages. */
 static uint64_t first_lives_killed(uint32_t *crc_before)
 {
     strcpy(root, "/tmp/spindle-test-disjoint-XXXXXX");
     assert_non_null(mkdtemp(root));
-    snprintf(members, sizeof members, "127.0.0.1:%u,127.0.0.1:%u,127.0.0.1:%u", test_free_port(),
-             test_free_port(), test_free_port());
-    reported = mmap(NULL, MEMBERS * sizeof *reported, PROT_READ | PROT_WRITE,
+    int used = 0;
+    for (uint32_t i = 0; i < num_members; i++)
+        used += snprintf(members + used, sizeof members - (size_t)used, "%s127.0.0.1:%u",
+                         i > 0 ? "," : "", test_free_port());
+    reported = mmap(NULL, MAX_MEMBERS * sizeof *reported, PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     assert_true(reported != MAP_FAILED);
-    memset(reported, 0, MEMBERS * sizeof *reported);
+    memset(reported, 0, MAX_MEMBERS * sizeof *reported);
 
-    /* 1: kill -9 all three at once, subgroup 1's messages persistent. */
+    /* 1: kill -9 all at once, subgroup 1's messages persistent. */
     int up[2], never[2];
     assert_int_equal(pipe(up), 0);
     assert_int_equal(pipe(never), 0);
-    pid_t first[MEMBERS];
-    for (uint32_t i = 0; i < MEMBERS; i++) {
+    assert_int_equal(pipe(phase), 0);
+    assert_int_equal(pipe(member3_dead), 0);
+    pid_t first[MAX_MEMBERS];
+    for (uint32_t i = 0; i < num_members; i++) {
         first[i] = fork();
         assert_true(first[i] >= 0);
         if (first[i] == 0) {
@@ -242,52 +335,50 @@ static uint64_t first_lives_killed(uint32_t *crc_before)
         setpgid(first[i], i == 0 ? first[i] : first[0]);
     }
     char byte;
-    for (int i = 0; i < MEMBERS; i++)
+    for (uint32_t i = 0; i < num_members; i++)
         assert_int_equal(read(up[0], &byte, 1), 1);
+    uint64_t view = num_members == 4 ? member3_killed(first[3]) : 0;
     bool enough = false;
     for (int i = 0; i < 60000 && !enough; i++) {
-        enough = __atomic_load_n(&reported[2], __ATOMIC_ACQUIRE) >= SENT1 &&
-                 (__atomic_load_n(&reported[0], __ATOMIC_ACQUIRE) >= PERSISTED0 ||
-                  __atomic_load_n(&reported[1], __ATOMIC_ACQUIRE) >= PERSISTED0);
+        enough = far_enough(view);
         if (!enough)
             usleep(1000);
     }
     assert_int_equal(kill(-first[0], SIGKILL), 0);
     if (!enough)
-        fail_msg("frontiers %llu, %llu, %llu", (unsigned long long)reported[0],
+        fail_msg("frontiers %llx, %llx, %llx", (unsigned long long)reported[0],
                  (unsigned long long)reported[1], (unsigned long long)reported[2]);
-    for (int i = 0; i < MEMBERS; i++) {
+    for (uint32_t i = 0; i < (num_members == 4 ? 3u : num_members); i++) {
         int status = 0;
         assert_int_equal(waitpid(first[i], &status, 0), first[i]);
         assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     }
+    for (int i = 0; i < 2; i++) {
+        close(phase[i]);
+        close(member3_dead[i]);
+    }
     uint64_t messages1 = 0;
-    uint64_t records = log_records(2, crc_before, &messages1);
-    assert_int_equal(messages1, SENT1);
+    uint64_t records = log_records(2, 1, crc_before, &messages1);
+    assert_int_equal(messages1, num_members == 4 ? 2 * SENT1 : SENT1);
     return records;
 }
 
 static void remove_root(void)
 {
-    munmap(reported, MEMBERS * sizeof *reported);
+    munmap(reported, MAX_MEMBERS * sizeof *reported);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     assert_int_equal(system(cmd), 0);
 }
 
-static void test_a_subgroup_the_restarted_log_lacks_is_not_started_over(void **unused)
+/* Restarts every member; they report, then shut down together. */
+static void second_lives(struct second_life *r)
 {
-    (void)unused;
-    uint32_t crc_before = 0;
-    uint64_t messages1 = 0;
-    uint64_t records_before = first_lives_killed(&crc_before);
-
-    /* 2: all three restart; member 2 refuses to join, its log intact. */
     int out[2], go[2];
     assert_int_equal(pipe(out), 0);
     assert_int_equal(pipe(go), 0);
-    pid_t second[MEMBERS];
-    for (uint32_t i = 0; i < MEMBERS; i++) {
+    pid_t second[MAX_MEMBERS];
+    for (uint32_t i = 0; i < num_members; i++) {
         second[i] = fork();
         assert_true(second[i] >= 0);
         if (second[i] == 0) {
@@ -295,29 +386,93 @@ static void test_a_subgroup_the_restarted_log_lacks_is_not_started_over(void **u
             _exit(second_life(i, out[1], go[0]));
         }
     }
-    struct second_life r[MEMBERS];
-    int refused = 0;
-    for (int i = 0; i < MEMBERS; i++) {
-        assert_int_equal(read(out[0], &r[i], sizeof r[i]), (ssize_t)sizeof r[i]);
-        if (r[i].create_rc != 0) {
-            refused++;
-            assert_int_equal(r[i].self, 2);
-            assert_int_equal(r[i].create_rc, SPINDLE_EINVAL);
-            assert_non_null(strstr(r[i].why, "holds nothing of logged subgroup 1"));
-            assert_non_null(strstr(r[i].why, "not joining"));
-            print_message("refused: %s\n", r[i].why);
-        }
+    for (uint32_t i = 0; i < num_members; i++) {
+        struct second_life one;
+        assert_int_equal(read(out[0], &one, sizeof one), (ssize_t)sizeof one);
+        assert_true(one.self < num_members);
+        r[one.self] = one;
+        if (one.create_rc != 0)
+            print_message("member %u: %s\n", one.self, one.why);
     }
-    assert_int_equal(refused, 1);
-    wait_exit(second[2], 0);
+    char bytes[MAX_MEMBERS];
+    memset(bytes, 'g', sizeof bytes);
+    assert_int_equal(write(go[1], bytes, num_members), (ssize_t)num_members);
+    for (uint32_t i = 0; i < num_members; i++)
+        wait_exit(second[i], 0);
+    for (int i = 0; i < 2; i++) {
+        close(out[i]);
+        close(go[i]);
+    }
+}
+
+static void test_a_subgroup_the_restarted_log_lacks_is_kept_from_its_member(void **unused)
+{
+    (void)unused;
+    num_members = 3;
+    uint32_t crc_before = 0;
+    uint64_t messages1 = 0;
+    (void)first_lives_killed(&crc_before);
+
+    /* 2: all three restart; member 2 joins keeping subgroup 1. */
+    struct second_life r[MAX_MEMBERS];
+    second_lives(r);
+    for (uint32_t i = 0; i < num_members; i++)
+        assert_int_equal(r[i].create_rc, 0);
+    assert_int_equal(r[2].replayed[1], SENT1);
     uint32_t crc_after = 0;
-    uint64_t records_after = log_records(2, &crc_after, &messages1);
-    assert_int_equal(records_after, records_before);
-    assert_int_equal(crc_after, crc_before);
+    (void)log_records(2, 1, &crc_after, &messages1);
     assert_int_equal(messages1, SENT1);
-    assert_int_equal(write(go[1], "gg", 2), 2);
-    wait_exit(second[0], 0);
-    wait_exit(second[1], 0);
+    assert_int_equal(crc_after, crc_before);
+    /* Subgroup 0 as the elected log holds it, at every member. */
+    uint32_t crc0[3];
+    uint64_t count0[3];
+    for (uint32_t i = 0; i < num_members; i++)
+        (void)log_records(i, 0, &crc0[i], &count0[i]);
+    assert_true(count0[0] > 0);
+    for (uint32_t i = 1; i < num_members; i++) {
+        assert_int_equal(count0[i], count0[0]);
+        assert_int_equal(crc0[i], crc0[0]);
+    }
+    remove_root();
+}
+
+static void
+test_a_member_behind_in_a_subgroup_the_restarted_log_lacks_takes_it_from_its_source(void **unused)
+{
+    (void)unused;
+    num_members = 4;
+    uint32_t crc2 = 0;
+    (void)first_lives_killed(&crc2);
+    uint32_t crc = 0;
+    uint64_t behind = 0;
+    (void)log_records(3, 1, &crc, &behind);
+    assert_int_equal(behind, SENT1); /* member 3 missed the second SENT1 */
+
+    struct second_life r[MAX_MEMBERS];
+    second_lives(r);
+    for (uint32_t i = 0; i < num_members; i++)
+        assert_int_equal(r[i].create_rc, 0);
+    /* Member 3's state is subgroup 1's whole history. */
+    assert_int_equal(r[2].replayed[1], 2 * SENT1);
+    assert_int_equal(r[3].replayed[1], 2 * SENT1);
+    uint32_t crc1[MAX_MEMBERS], crc0[MAX_MEMBERS];
+    uint64_t count1[MAX_MEMBERS], count0[MAX_MEMBERS];
+    for (uint32_t i = 0; i < num_members; i++) {
+        (void)log_records(i, 1, &crc1[i], &count1[i]);
+        (void)log_records(i, 0, &crc0[i], &count0[i]);
+    }
+    /* Subgroup 1's members agree, member 2's log of it unchanged. */
+    assert_int_equal(count1[2], 2 * SENT1);
+    assert_int_equal(crc1[2], crc2);
+    assert_int_equal(count1[3], count1[2]);
+    assert_int_equal(crc1[3], crc1[2]);
+    /* Subgroup 0 as the elected log holds it, at every member. */
+    assert_true(count0[0] > 0);
+    for (uint32_t i = 1; i < num_members; i++) {
+        assert_int_equal(count0[i], count0[0]);
+        assert_int_equal(crc0[i], crc0[0]);
+    }
+    num_members = 3;
     remove_root();
 }
 
@@ -326,8 +481,9 @@ static void test_no_restart_without_a_member_of_each_logged_subgroup(void **unus
     (void)unused;
     uint32_t crc2 = 0, crc0 = 0, crc0_after = 0;
     uint64_t messages1 = 0;
+    num_members = 3;
     uint64_t records2 = first_lives_killed(&crc2);
-    uint64_t records0 = log_records(0, &crc0, &messages1);
+    uint64_t records0 = log_records(0, 0, &crc0, &messages1);
 
     /* Members 0 and 1 restart, member 2 stays down. */
     boot_timeout_ms = 3000;
@@ -356,9 +512,9 @@ static void test_no_restart_without_a_member_of_each_logged_subgroup(void **unus
     wait_exit(second[0], 0);
     wait_exit(second[1], 0);
     uint32_t crc2_after = 0;
-    assert_int_equal(log_records(2, &crc2_after, &messages1), records2);
+    assert_int_equal(log_records(2, 1, &crc2_after, &messages1), records2);
     assert_int_equal(crc2_after, crc2);
-    assert_int_equal(log_records(0, &crc0_after, &messages1), records0);
+    assert_int_equal(log_records(0, 0, &crc0_after, &messages1), records0);
     assert_int_equal(crc0_after, crc0);
     remove_root();
 }
@@ -366,7 +522,9 @@ static void test_no_restart_without_a_member_of_each_logged_subgroup(void **unus
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_a_subgroup_the_restarted_log_lacks_is_not_started_over),
+        cmocka_unit_test(test_a_subgroup_the_restarted_log_lacks_is_kept_from_its_member),
+        cmocka_unit_test(
+            test_a_member_behind_in_a_subgroup_the_restarted_log_lacks_takes_it_from_its_source),
         cmocka_unit_test(test_no_restart_without_a_member_of_each_logged_subgroup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

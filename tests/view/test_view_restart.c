@@ -190,6 +190,15 @@ static void test_a_log_past_the_restart_point_is_told_apart(void **unused)
     assert_false(view_restart_ahead(&ends, &point));
 }
 
+/* The guard with point as the restart point, for member 3's log. */
+static int check(const struct view_restart_status *point, const struct view_join_log_ends *ends)
+{
+    struct view_restart r;
+    memset(&r, 0, sizeof r);
+    r.running = *point;
+    return view_restart_check_subgroups(&r, ends, 3, "the log");
+}
+
 static void test_a_subgroup_the_restart_point_holds_nothing_of_is_not_dropped(void **unused)
 {
     (void)unused;
@@ -202,29 +211,110 @@ static void test_a_subgroup_the_restart_point_holds_nothing_of_is_not_dropped(vo
     struct view_join_log_ends ends = {.join_view = 9, .next_view = 5, .count = 2};
     ends.ends[0] = (struct view_join_log_end){0, 0, 0};
     ends.ends[1] = (struct view_join_log_end){1, 4, 200};
-    uint32_t g = 99;
     /* A member of subgroup 1: its history of it is in no log of the
      * restarted group, and being "ahead" must not start it over. */
     assert_true(view_restart_ahead(&ends, &point));
-    assert_true(view_restart_missing_subgroup(&ends, &point, &g));
-    assert_int_equal(g, 1);
-    assert_int_equal(view_restart_check_subgroups(&ends, &point, "the log"), SPINDLE_EINVAL);
+    assert_int_equal(check(&point, &ends), SPINDLE_EINVAL);
     assert_non_null(strstr(spindle_errmsg(), "subgroup 1"));
     ends.ends[1] = (struct view_join_log_end){1, 2, 7}; /* behind, in an earlier view: too */
-    assert_true(view_restart_missing_subgroup(&ends, &point, &g));
+    assert_int_equal(check(&point, &ends), SPINDLE_EINVAL);
     ends.ends[1] = (struct view_join_log_end){1, 6, 3}; /* only views of the restarted group */
-    assert_false(view_restart_missing_subgroup(&ends, &point, &g));
+    assert_int_equal(check(&point, &ends), 0);
     ends.ends[1] = (struct view_join_log_end){1, 0, 0}; /* nothing of it: a fresh member */
-    assert_false(view_restart_missing_subgroup(&ends, &point, &g));
-    assert_int_equal(view_restart_check_subgroups(&ends, &point, "the log"), 0);
+    assert_int_equal(check(&point, &ends), 0);
     ends.ends[0] = (struct view_join_log_end){0, 4, 121}; /* past the point in subgroup 0 */
-    assert_false(view_restart_missing_subgroup(&ends, &point, &g));
+    assert_int_equal(check(&point, &ends), 0);
     assert_true(view_restart_ahead(&ends, &point)); /* started over, as before */
     point.ends.count = 1; /* a point that does not log subgroup 1 at all */
     ends.ends[1] = (struct view_join_log_end){1, 3, 1};
-    assert_true(view_restart_missing_subgroup(&ends, &point, &g));
+    assert_int_equal(check(&point, &ends), SPINDLE_EINVAL);
     point.flags = VIEW_RESTART_RUNNING; /* no point known: nothing to compare */
-    assert_false(view_restart_missing_subgroup(&ends, &point, &g));
+    assert_int_equal(check(&point, &ends), 0);
+}
+
+static void test_a_subgroup_the_point_lacks_is_kept_level_with_its_source(void **unused)
+{
+    (void)unused;
+    /* The group restarted from view 4 at a member of subgroup 0 only,
+     * which names member 2 the source of subgroup 1, up to (4, 200);
+     * subgroup 1's configured members are 2 and 3. */
+    struct view_restart r;
+    memset(&r, 0, sizeof r);
+    struct smc_layout configured[2];
+    memset(configured, 0, sizeof configured);
+    configured[1].num_members = 2;
+    configured[1].members[0] = 2;
+    configured[1].members[1] = 3;
+    r.configured = configured;
+    r.num_subgroups = 2;
+    r.running = status(0, 4, 6, 120);
+    r.running.flags = VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS;
+    r.running.ends.count = 2;
+    r.running.ends.ends[1] = (struct view_join_log_end){1, 0, 0};
+    r.running.num_sources = 1;
+    r.running.sources[0] = (struct view_restart_source){1, 2, 4, 200};
+    struct view_join_log_ends ends = {.join_view = 9, .next_view = 5, .count = 2};
+    ends.ends[0] = (struct view_join_log_end){0, 0, 0};
+    ends.ends[1] = (struct view_join_log_end){1, 4, 200};
+    uint32_t g = 99;
+    /* Level with the source: kept, never "ahead". */
+    assert_int_equal(view_restart_check_subgroups(&r, &ends, 3, "the log"), 0);
+    assert_true(view_restart_keeps(&r.running, &ends, &g));
+    assert_int_equal(g, 1);
+    assert_false(view_restart_ahead(&ends, &r.running));
+    /* Behind it, or past it: refused, naming the subgroup and the source. */
+    ends.ends[1] = (struct view_join_log_end){1, 4, 150};
+    assert_int_equal(view_restart_check_subgroups(&r, &ends, 3, "the log"), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "subgroup 1"));
+    assert_non_null(strstr(spindle_errmsg(), "member 2's log"));
+    ends.ends[1] = (struct view_join_log_end){1, 4, 201};
+    assert_int_equal(view_restart_check_subgroups(&r, &ends, 3, "the log"), SPINDLE_EINVAL);
+    assert_true(view_restart_ahead(&ends, &r.running));
+    /* Nothing of it: fine for a member of subgroup 0 only, not for one of
+     * subgroup 1's members (it would start it empty). */
+    ends.ends[1] = (struct view_join_log_end){1, 0, 0};
+    assert_int_equal(view_restart_check_subgroups(&r, &ends, 1, "the log"), 0);
+    assert_false(view_restart_keeps(&r.running, &ends, &g));
+    assert_int_equal(view_restart_check_subgroups(&r, &ends, 3, "the log"), SPINDLE_EINVAL);
+}
+
+static void test_the_starting_member_names_the_source_of_what_it_lacks(void **unused)
+{
+    (void)unused;
+    /* Member 0 logs subgroup 0 only; members 2 and 3 hold subgroup 1, 3
+     * less than 2. */
+    struct view_restart_round round;
+    memset(&round, 0, sizeof round);
+    round.mine = status(0, 4, 5, 120);
+    round.mine.ends.count = 2;
+    round.mine.ends.ends[1] = (struct view_join_log_end){1, 0, 0};
+    round.peers[2] = status(2, 4, 5, 0);
+    round.peers[2].ends.count = 2;
+    round.peers[2].ends.ends[0] = (struct view_join_log_end){0, 0, 0};
+    round.peers[2].ends.ends[1] = (struct view_join_log_end){1, 4, 80};
+    round.peers[3] = round.peers[2];
+    round.peers[3].id = round.peers[3].vote = 3;
+    round.peers[3].ends.ends[1] = (struct view_join_log_end){1, 3, 40};
+    round.heard = 1ull << 2 | 1ull << 3;
+    struct view_restart_status point = round.mine;
+    view_restart_name_sources(&round, &point);
+    assert_int_equal(point.num_sources, 1);
+    assert_int_equal(point.sources[0].subgroup, 1);
+    assert_int_equal(point.sources[0].id, 2);
+    assert_int_equal(point.sources[0].view_id, 4);
+    assert_int_equal(point.sources[0].seq, 80);
+    /* It goes over the wire with the running status. */
+    point.flags = VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS;
+    uint8_t bytes[VIEW_WIRE_RESTART_SIZE(SPINDLE_MAX_SUBGROUPS)];
+    size_t len = view_wire_encode_restart(&point, bytes, sizeof bytes);
+    assert_int_equal(len, VIEW_WIRE_RESTART_BYTES(2, 1));
+    struct view_restart_status again;
+    assert_int_equal(view_wire_decode_restart(bytes, len, &again), 0);
+    assert_memory_equal(&again, &point, sizeof point);
+    /* Not in a status that is not a running restart point. */
+    point.flags = 0;
+    len = view_wire_encode_restart(&point, bytes, sizeof bytes);
+    assert_int_equal(view_wire_decode_restart(bytes, len, &again), SPINDLE_EPROTO);
 }
 
 /* A status of member id of view 4 (members 0..4) with ends of subgroups 0
@@ -317,7 +407,7 @@ static void test_the_status_round_trips_and_lies_are_refused(void **unused)
     s.flags = VIEW_RESTART_RUNNING | VIEW_RESTART_ENDS;
     uint8_t buf[VIEW_WIRE_RESTART_SIZE(SPINDLE_MAX_SUBGROUPS)];
     size_t n = view_wire_encode_restart(&s, buf, sizeof buf);
-    assert_int_equal(n, VIEW_WIRE_RESTART_SIZE(1));
+    assert_int_equal(n, VIEW_WIRE_RESTART_BYTES(1, 0));
     assert_int_equal(view_wire_type(buf, n), VIEW_WIRE_RESTART);
     assert_int_equal(view_wire_decode_restart(buf, n, &out), 0);
     assert_memory_equal(&out, &s, sizeof s);
@@ -344,6 +434,52 @@ static void test_the_status_round_trips_and_lies_are_refused(void **unused)
     bad.num_members = 0;
     n = view_wire_encode_restart(&bad, buf, sizeof buf);
     assert_int_equal(view_wire_decode_restart(buf, n, &out), SPINDLE_EPROTO);
+    /* Sources: of a member of the latest view, a point not after it, in
+     * subgroup order. */
+    bad = s;
+    bad.num_sources = 2;
+    bad.sources[0] = (struct view_restart_source){1, 2, 9, 4};
+    bad.sources[1] = (struct view_restart_source){3, 4, 8, 0};
+    n = view_wire_encode_restart(&bad, buf, sizeof buf);
+    assert_int_equal(n, VIEW_WIRE_RESTART_BYTES(1, 2));
+    assert_int_equal(view_wire_decode_restart(buf, n, &out), 0);
+    assert_memory_equal(&out, &bad, sizeof bad);
+    bad.sources[1].id = 5; /* not a member of view 9 (members 0..4) */
+    n = view_wire_encode_restart(&bad, buf, sizeof buf);
+    assert_int_equal(view_wire_decode_restart(buf, n, &out), SPINDLE_EPROTO);
+    bad.sources[1].id = 4;
+    bad.sources[1].view_id = 10; /* after the latest view */
+    n = view_wire_encode_restart(&bad, buf, sizeof buf);
+    assert_int_equal(view_wire_decode_restart(buf, n, &out), SPINDLE_EPROTO);
+    bad.sources[1].view_id = 8;
+    bad.sources[1].subgroup = 1; /* not after the one before */
+    n = view_wire_encode_restart(&bad, buf, sizeof buf);
+    assert_int_equal(view_wire_decode_restart(buf, n, &out), SPINDLE_EPROTO);
+}
+
+static void test_a_fetch_round_trips_and_lies_are_refused(void **unused)
+{
+    (void)unused;
+    struct view_restart_fetch f = {3, 1, 9, 5, 7, 40}, out;
+    uint8_t buf[VIEW_WIRE_RESTART_FETCH_SIZE];
+    size_t n = view_wire_encode_restart_fetch(&f, buf, sizeof buf);
+    assert_int_equal(n, VIEW_WIRE_RESTART_FETCH_SIZE);
+    assert_int_equal(view_wire_type(buf, n), VIEW_WIRE_RESTART_FETCH);
+    assert_int_equal(view_wire_decode_restart_fetch(buf, n, &out), 0);
+    assert_memory_equal(&out, &f, sizeof f);
+    for (size_t cut = 0; cut < n; cut++)
+        assert_int_equal(view_wire_decode_restart_fetch(buf, cut, &out), SPINDLE_EPROTO);
+    struct view_restart_fetch bad[] = {
+        {64, 1, 9, 5, 7, 40},                    /* asker */
+        {3, SPINDLE_MAX_SUBGROUPS, 9, 5, 7, 40}, /* subgroup */
+        {3, 1, 9, 11, 7, 40},                    /* next view after latest + 1 */
+        {3, 1, 9, 5, 10, 0},                     /* a point after the latest view */
+        {3, 1, UINT64_MAX, 5, 7, 40},            /* no view after the latest */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        n = view_wire_encode_restart_fetch(&bad[i], buf, sizeof buf);
+        assert_int_equal(view_wire_decode_restart_fetch(buf, n, &out), SPINDLE_EPROTO);
+    }
 }
 
 int main(void)
@@ -356,6 +492,9 @@ int main(void)
         cmocka_unit_test(test_a_running_member_is_followed_and_outsiders_do_not_count),
         cmocka_unit_test(test_a_log_past_the_restart_point_is_told_apart),
         cmocka_unit_test(test_a_subgroup_the_restart_point_holds_nothing_of_is_not_dropped),
+        cmocka_unit_test(test_a_subgroup_the_point_lacks_is_kept_level_with_its_source),
+        cmocka_unit_test(test_the_starting_member_names_the_source_of_what_it_lacks),
+        cmocka_unit_test(test_a_fetch_round_trips_and_lies_are_refused),
         cmocka_unit_test(test_each_logged_subgroup_needs_a_member_heard_before_the_start),
         cmocka_unit_test(test_the_status_round_trips_and_lies_are_refused),
     };
