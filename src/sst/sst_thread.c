@@ -266,8 +266,8 @@ static void request_short_slice(void)
  * After a post that rang peers, with few CPUs, do not spin at all: the
  * answer it waits for is at least a wake-up of another member away (tens
  * of microseconds), and the peers just rung need a CPU now; a spin only
- * holds one of the few from them (at 1000 messages a second, 3 members on
- * 2 CPUs: p50 and p99 about a fifth and a third lower, docs/PERFORMANCE.md).
+ * holds one of the few from them (1000 messages a second, 3 members on 2
+ * busy CPUs: a lower p50 in 32 of 52 alternated pairs, docs/PERFORMANCE.md).
  */
 uint64_t sst_spin_ns(long cpus, uint32_t spin_us, bool rang_peers)
 {
