@@ -300,6 +300,8 @@ static void post_pending(struct sst_engine *engine, struct sst_pending *pending,
     free(done);
     if (rings.count == 0)
         return;
+    if (sst_on_predicate_thread(engine))
+        engine->rang_peers = true; /* the thread sleeps without spinning (sst_spin_ns) */
     uint64_t start = sp_now_ns();
     for (uint32_t i = 0; i < rings.count; i++)
         (void)tp_doorbell_ring(rings.peers[i]);

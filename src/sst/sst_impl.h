@@ -36,6 +36,9 @@ struct sst_stuck {
 };
 #define SST_STUCK_MAX (2 * SST_MAX_ROWS)
 
+#define SST_SPIN_SPARE_CPUS 4    /* this many CPUs or more: spin the full spin_us */
+#define SST_SPIN_BRIEF_NS   5000 /* fewer (but more than one): spin at most this long */
+
 struct sst_pending {
     uint32_t peer;          /* index into engine->peers */
     struct tp_peer *target; /* resolved, so posting needs no lock */
@@ -124,6 +127,9 @@ struct sst_engine {
     struct sst_stuck stuck[SST_STUCK_MAX]; /* post_lock */
     uint32_t num_stuck;                    /* post_lock */
     atomic_bool stuck_unreported;
+    /* Predicate thread only: one of its posts rang a peer since it last
+     * went to sleep (sst_spin_ns). */
+    bool rang_peers;
     struct sst_engine_stats stats; /* updated with atomic adds */
 };
 
@@ -156,6 +162,13 @@ void sst_report_stuck(struct sst_engine *engine);
 void sst_stuck_forget(struct sst_engine *engine, const struct tp_peer *peer);
 /* True on the engine's predicate thread (the one thread that polls). */
 bool sst_on_predicate_thread(const struct sst_engine *engine);
+/* How long the predicate thread spins with no work before it sleeps on the
+ * doorbell, in ns, given the CPUs the process may use (sst_thread.c): the
+ * full spin_us with SST_SPIN_SPARE_CPUS or more, at most SST_SPIN_BRIEF_NS
+ * with fewer (but more than one), none on one; and with fewer than
+ * SST_SPIN_SPARE_CPUS, none either when its last posts rang a peer
+ * (rang_peers). Never fails. */
+uint64_t sst_spin_ns(long cpus, uint32_t spin_us, bool rang_peers);
 /* Pushes the row header (heartbeat, sleep counter) of every table, without
  * ringing anyone. Lock held. */
 void sst_push_headers(struct sst_engine *engine);

@@ -20,9 +20,7 @@
 #include "util/error.h"
 #include "util/log.h"
 
-#define EVENTS_MAX      16
-#define SPIN_SPARE_CPUS 4    /* this many CPUs or more: spin the full spin_us */
-#define SPIN_BRIEF_NS   5000 /* fewer (but more than one): spin at most this long */
+#define EVENTS_MAX 16
 
 /* The engine whose predicate thread is the calling thread, if any: triggers
  * may add or remove predicates while the thread already holds the lock. A
@@ -264,18 +262,28 @@ static void request_short_slice(void)
  * CPU the answering member needs, and a futex wake costs less than the
  * spin: spin only a few microseconds, enough for an immediate follow-up,
  * and none on one CPU. With CPUs to spare, spin the full spin_us.
+ *
+ * After a post that rang peers, with few CPUs, do not spin at all: the
+ * answer it waits for is at least a wake-up of another member away (tens
+ * of microseconds), and the peers just rung need a CPU now; a spin only
+ * holds one of the few from them (1000 messages a second, 3 members on 2
+ * busy CPUs: a lower p50 in 32 of 52 alternated pairs, docs/PERFORMANCE.md).
  */
-static uint64_t spin_budget_ns(uint32_t spin_us)
+uint64_t sst_spin_ns(long cpus, uint32_t spin_us, bool rang_peers)
 {
     uint64_t full_ns = (uint64_t)spin_us * 1000;
-    cpu_set_t set;
-    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
-                                                            : sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus >= SPIN_SPARE_CPUS)
+    if (cpus >= SST_SPIN_SPARE_CPUS)
         return full_ns;
-    if (cpus <= 1)
+    if (cpus <= 1 || rang_peers)
         return 0;
-    return full_ns < SPIN_BRIEF_NS ? full_ns : SPIN_BRIEF_NS;
+    return full_ns < SST_SPIN_BRIEF_NS ? full_ns : SST_SPIN_BRIEF_NS;
+}
+
+static long usable_cpus(void)
+{
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                       : sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 /* Dedicated-CPU polling: pins the calling thread to cpu; the loop then
@@ -302,7 +310,11 @@ static void *predicate_thread(void *arg)
         request_short_slice();
     uint64_t idle_since = sp_now_ns();
     uint64_t last_heartbeat = 0;
-    const uint64_t spin_ns = dedicated ? UINT64_MAX : spin_budget_ns(engine->options.spin_us);
+    const long cpus = usable_cpus();
+    const uint64_t spin_ns =
+        dedicated ? UINT64_MAX : sst_spin_ns(cpus, engine->options.spin_us, false);
+    const uint64_t spin_after_ring_ns =
+        dedicated ? UINT64_MAX : sst_spin_ns(cpus, engine->options.spin_us, true);
     const uint64_t heartbeat_ns = (uint64_t)engine->options.max_sleep_ms * 1000000;
     while (atomic_load(&engine->running)) {
         pthread_mutex_lock(&engine->lock);
@@ -322,9 +334,12 @@ static void *predicate_thread(void *arg)
             idle_since = now;
             continue;
         }
-        if (now - idle_since < spin_ns)
+        if (now - idle_since < (engine->rang_peers ? spin_after_ring_ns : spin_ns)) {
             __builtin_ia32_pause();
-        else if (sleep_on_doorbell(engine)) /* at most max_sleep_ms: timers */
+            continue;
+        }
+        engine->rang_peers = false;    /* set again if the last check below rings */
+        if (sleep_on_doorbell(engine)) /* at most max_sleep_ms: timers */
             idle_since = sp_now_ns();
     }
     return NULL;

@@ -9,3 +9,6 @@ endif()
 # One post rings no peer before every peer's batch is posted (post_pending).
 spindle_add_test(test_sst_post_order SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_post_order.c
                  TIMEOUT 30 LABELS sst)
+# The predicate thread's spin policy: none after ringing peers on few CPUs.
+spindle_add_test(test_sst_spin SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_spin.c TIMEOUT 30
+                 LABELS sst)
