@@ -198,8 +198,8 @@ struct fab_conn {
     _Atomic uint64_t acked;            /* ring position the target has applied */
     _Atomic uint64_t completed;        /* ring position of the last local completion */
     _Atomic uint64_t ops_completed;    /* operations known complete (all before a completion) */
-    _Atomic int starved; /* a post found no credits */
-    uint64_t rung_at;    /* ops_posted at the last doorbell */
+    _Atomic int starved;               /* a post found no credits */
+    uint64_t rung_at;                  /* ops_posted at the last doorbell */
     struct fab_ctx ops[FAB_OPS_MAX];
     _Atomic int failure_reported;
     struct fab_conn *next_peer; /* list of outgoing connections */
