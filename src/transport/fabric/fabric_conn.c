@@ -85,7 +85,12 @@ int fab_conn_setup(struct fab_ep *ep, struct fab_conn *conn, struct fi_info *inf
     }
     rc = fi_ep_bind(conn->fep, &ep->eq->fid, 0);
     if (rc == 0)
-        rc = fi_ep_bind(conn->fep, &ep->cq->fid, FI_TRANSMIT | FI_RECV);
+        rc = fi_ep_bind(conn->fep, &ep->cq->fid, FI_RECV);
+    /* Sends complete selectively: a local completion wakes this endpoint's
+     * progress thread through the CQ's wait object, which at light load
+     * every push did (fabric_post.c asks for one only now and then). */
+    if (rc == 0)
+        rc = fi_ep_bind(conn->fep, &ep->cq->fid, FI_TRANSMIT | FI_SELECTIVE_COMPLETION);
     if (rc != 0)
         return sp_error(SPINDLE_EIO, "fabric: binding %s to queues: %s", conn->name,
                         fi_strerror(-rc));
@@ -97,6 +102,7 @@ int fab_conn_setup(struct fab_ep *ep, struct fab_conn *conn, struct fi_info *inf
         return sp_error(SPINDLE_EIO, "fabric: fi_enable for %s: %s", conn->name, fi_strerror(-rc));
     size_t tx = info->tx_attr != NULL ? info->tx_attr->size : 0;
     conn->ops_max = tx > 64 && tx - 64 < FAB_OPS_MAX ? (uint32_t)(tx - 64) : FAB_OPS_MAX;
+    conn->signal_every = conn->ops_max >= 4 ? conn->ops_max / 4 : 1;
     for (unsigned i = 0; i < FAB_RECVS; i++) {
         struct fab_ctx *ctx = &conn->recv_ctx[i];
         ctx->conn = conn;

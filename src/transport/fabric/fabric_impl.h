@@ -22,10 +22,14 @@
  * read by the progress thread through atomics only. Events for tp_poll pass
  * through a mutex-protected queue. Region lookups take the region mutex.
  *
- * Invariants: posted - min(acked, completed) <= ring size (credits); records
- * of one connection are applied in ring order; a connection that failed is
- * never written again; connection memory lives until tp_endpoint close
- * (stale completions may still name it).
+ * Invariants: posted - acked <= ring size (credits: a record the target
+ * applied has left the staging ring too); records of one connection are
+ * applied in ring order; writes ask for a local completion only when
+ * signaled or every signal_every-th operation (FI_SELECTIVE_COMPLETION),
+ * and a connection's writes complete in posting order, so a completion
+ * accounts for every operation before it; a connection that failed is never
+ * written again; connection memory lives until tp_endpoint close (stale
+ * completions may still name it).
  */
 #ifndef SP_TRANSPORT_FABRIC_IMPL_H
 #define SP_TRANSPORT_FABRIC_IMPL_H
@@ -146,6 +150,7 @@ struct fab_ctx {
     _Atomic int kind; /* enum fab_ctx_kind; stored last (release), read first (acquire) */
     struct fab_conn *conn;
     uint64_t end;    /* FAB_CTX_WRITE: ring position after this record */
+    uint64_t seq;    /* FAB_CTX_WRITE: the connection's operation number (ops_posted) */
     uint64_t cookie; /* FAB_CTX_WRITE: batch cookie when signaled */
     int signaled;    /* FAB_CTX_WRITE: last write of a signaled batch */
     void *buf;       /* FAB_CTX_RECV: receive buffer */
@@ -188,12 +193,13 @@ struct fab_conn {
     _Atomic uint64_t posted;           /* virtual ring position of the next record */
     _Atomic uint64_t last_progress_ns; /* last credit, local completion or idle->busy post */
     uint32_t ops_max;                  /* min(FAB_OPS_MAX, provider tx queue) */
+    uint32_t signal_every;             /* a write asks for a completion this often (ops_max/4) */
     uint64_t ops_posted;               /* write operations posted */
     _Atomic uint64_t acked;            /* ring position the target has applied */
     _Atomic uint64_t completed;        /* ring position of the last local completion */
-    _Atomic uint64_t ops_completed;
-    _Atomic int starved; /* a post found no credits */
-    uint64_t rung_at;    /* ops_posted at the last doorbell */
+    _Atomic uint64_t ops_completed;    /* operations known complete (all before a completion) */
+    _Atomic int starved;               /* a post found no credits */
+    uint64_t rung_at;                  /* ops_posted at the last doorbell */
     struct fab_ctx ops[FAB_OPS_MAX];
     _Atomic int failure_reported;
     struct fab_conn *next_peer; /* list of outgoing connections */

@@ -67,6 +67,14 @@ static int fab_check(const struct tp_write *writes, unsigned count)
     return 0;
 }
 
+/* Most operations one part may hold: up to signal_every - 1 writes that
+ * asked no completion stay counted in flight after they are done (nothing
+ * reports them), so a part that fills what remains of ops_max still fits. */
+static uint32_t fab_part_ops(const struct fab_conn *conn)
+{
+    return conn->ops_max - (conn->signal_every - 1);
+}
+
 /* Plans the next part of the batch from *from: as many records as one ring
  * and the operation limit hold. Sets the ring position after the part, its
  * operation count, and *to (index == count when the part ends the batch). */
@@ -83,7 +91,7 @@ static void fab_plan(struct fab_conn *conn, const struct tp_write *writes, unsig
         uint32_t chunk = fab_chunk(w->remote_offset + at.done, left);
         uint64_t size = fab_rec_bytes(chunk);
         uint64_t next = fab_place(pos, size) + size;
-        if (n > 0 && (next - start > FAB_RING_SIZE || n + 1 > conn->ops_max))
+        if (n > 0 && (next - start > FAB_RING_SIZE || n + 1 > fab_part_ops(conn)))
             break;
         pos = next;
         n++;
@@ -115,11 +123,12 @@ static void fab_copy_source(uint8_t *dst, const uint8_t *src, size_t length)
     memcpy(dst, src, length);
 }
 
-/* 1 when the planned batch fits the credits and operation slots. */
+/* 1 when the planned batch fits the credits and operation slots. A record
+ * the target applied was sent in full, so the credits free the staging
+ * ring as well as the landing ring. */
 static int fab_fits(struct fab_conn *conn, uint64_t end, uint32_t ops)
 {
-    uint64_t acked = atomic_load(&conn->acked), done = atomic_load(&conn->completed);
-    uint64_t released = acked < done ? acked : done;
+    uint64_t released = atomic_load(&conn->acked);
     uint64_t in_flight = conn->ops_posted - atomic_load(&conn->ops_completed);
     return end - released <= FAB_RING_SIZE && in_flight + ops <= conn->ops_max;
 }
@@ -167,6 +176,7 @@ static int fab_post_run(struct fab_conn *conn, uint64_t start, uint64_t end, uin
     struct fab_ctx *ctx = &conn->ops[conn->ops_posted % FAB_OPS_MAX];
     ctx->conn = conn;
     ctx->end = end;
+    ctx->seq = conn->ops_posted;
     ctx->signaled = signaled;
     ctx->cookie = cookie;
     /* Publishes the fields to the progress thread, which sees the
@@ -184,6 +194,11 @@ static int fab_post_run(struct fab_conn *conn, uint64_t start, uint64_t end, uin
                              .context = &ctx->fi,
                              .data = ((uint64_t)conn->remote_conn_index << 16) |
                                      (ring_off / FAB_REC_ALIGN)};
+    /* Only a signaled write, and one in signal_every for the operation
+     * count, asks for a local completion (FI_SELECTIVE_COMPLETION): each
+     * one wakes this endpoint's progress thread. */
+    if (signaled || (conn->ops_posted + 1) % conn->signal_every == 0)
+        flags |= FI_COMPLETION;
     ssize_t rc;
     /* Credits and the operation limit keep the provider's queue from
      * filling; a transient refusal mid-batch is retried so that a batch is
@@ -214,7 +229,7 @@ static int fab_flush_run(struct fab_conn *conn, struct fab_run *run, int part_en
 {
     if (run->start == run->end)
         return 0;
-    uint64_t fi_flags = FI_REMOTE_CQ_DATA | FI_COMPLETION | (part_end ? 0 : FI_MORE);
+    uint64_t fi_flags = FI_REMOTE_CQ_DATA | (part_end ? 0 : FI_MORE);
     int rc = fab_post_run(conn, run->start, run->end, fi_flags, signaled, cookie);
     if (rc != 0) {
         char why[160];
@@ -328,7 +343,7 @@ int fab_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigne
         atomic_store(&conn->starved, 0);
     }
     uint64_t start = atomic_load_explicit(&conn->posted, memory_order_relaxed);
-    if (start == atomic_load(&conn->acked) && start == atomic_load(&conn->completed))
+    if (start == atomic_load(&conn->acked))
         atomic_store(&conn->last_progress_ns, sp_now_ns()); /* idle -> busy */
 
     uint32_t posted_ops = 0, parts = 0;

@@ -279,9 +279,15 @@ static int fab_handle_completion(struct fab_ep *ep, const struct fi_cq_data_entr
     if (atomic_load(&conn->state) > FAB_CONN_CONNECTED)
         return 0;
     if (kind == FAB_CTX_WRITE) {
-        atomic_store(&conn->completed, ctx->end);
-        atomic_fetch_add(&conn->ops_completed, 1);
+        /* A connection's writes complete in posting order: this one
+         * accounts for the unsignaled ones before it too. */
+        if (ctx->end > atomic_load(&conn->completed))
+            atomic_store(&conn->completed, ctx->end);
+        if (ctx->seq + 1 > atomic_load(&conn->ops_completed))
+            atomic_store(&conn->ops_completed, ctx->seq + 1);
         atomic_store(&conn->last_progress_ns, sp_now_ns());
+        if (atomic_exchange(&conn->starved, 0))
+            fab_bell_ring(ep); /* a poster may wait for operation slots */
         if (ctx->signaled) {
             struct tp_event ev = {
                 .type = TP_EVENT_WRITE_DONE, .peer = &conn->base, .cookie = ctx->cookie};
@@ -524,11 +530,12 @@ static void fab_check_timers(struct fab_ep *ep)
     for (struct fab_conn *c = ep->peers; c != NULL && n < 16; c = c->next_peer) {
         if (atomic_load(&c->state) != FAB_CONN_CONNECTED)
             continue;
-        /* Outstanding: records not yet applied remotely or not yet
-         * completed locally (either holds credits). */
+        /* Outstanding: records not yet applied remotely (they hold
+         * credits; an applied record was sent in full, and a write that
+         * asked no completion would never report one). */
         uint64_t since = atomic_load(&c->last_progress_ns);
         uint64_t posted = atomic_load(&c->posted);
-        int outstanding = posted != atomic_load(&c->acked) || posted != atomic_load(&c->completed);
+        int outstanding = posted != atomic_load(&c->acked);
         if (outstanding && since != 0 && now > since + limit)
             stalled[n++] = c;
     }

@@ -121,11 +121,11 @@ struct pair {
 
 #define REGION (512u << 10)
 
-static void pair_open(struct pair *p)
+static void pair_open_failing_after(struct pair *p, int fail_ms)
 {
     memset(p, 0, sizeof *p);
-    assert_int_equal(tf_open(provider, 0, 0, 2000, &p->a), 0);
-    assert_int_equal(tf_open(provider, 1, 0, 2000, &p->b), 0);
+    assert_int_equal(tf_open(provider, 0, 0, fail_ms, &p->a), 0);
+    assert_int_equal(tf_open(provider, 1, 0, fail_ms, &p->b), 0);
     struct tp_desc addr, rdesc;
     assert_int_equal(tp_address(p->b, &addr), 0);
     assert_int_equal(tp_connect(p->a, &addr, 5000, &p->a_to_b), 0);
@@ -136,6 +136,11 @@ static void pair_open(struct pair *p)
     assert_int_equal(tp_rmr_import(p->a_to_b, &rdesc, &p->rmr), 0);
     assert_int_equal(tp_mr_alloc(p->a, REGION, 0, &mem, &p->src_mr), 0);
     p->src = mem;
+}
+
+static void pair_open(struct pair *p)
+{
+    pair_open_failing_after(p, 2000);
 }
 
 static void pair_close(struct pair *p)
@@ -284,6 +289,79 @@ static void test_idle_writer_gets_its_credits_back(void **state)
     pair_close(&p);
 }
 
+/* Posts one 8-byte write of value at offset 0 and waits until it landed. */
+static void post_one_and_wait(struct pair *p, uint64_t value, unsigned flags, uint64_t cookie)
+{
+    memcpy(p->src, &value, 8);
+    struct tp_write w = {p->src, p->src_mr, p->rmr, 0, 8};
+    assert_int_equal(tp_post_writes(p->a_to_b, &w, 1, flags, cookie), 0);
+    assert_true(tf_wait_word(p->b, p->mem, value, 5000));
+}
+
+/* Waits (at most ms) until the writer's progress thread has accounted for
+ * want operations; returns the count it saw last. */
+static uint64_t wait_ops_completed(struct pair *p, uint64_t want, int ms)
+{
+    struct fab_conn *conn = fab_conn_of(p->a_to_b);
+    uint64_t deadline = sp_now_ns() + (uint64_t)ms * 1000000ull;
+    while (atomic_load(&conn->ops_completed) < want && sp_now_ns() < deadline)
+        tp_doorbell_wait(p->a, tp_doorbell_arm(p->a), 10);
+    return atomic_load(&conn->ops_completed);
+}
+
+/* A local completion wakes the writer's progress thread, so an unsignaled
+ * write asks for one only every signal_every-th operation; that completion
+ * accounts for the writes before it (they complete in posting order), and a
+ * signaled write always asks and accounts for everything before it. */
+static void test_writes_ask_for_local_completions_only_now_and_then(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    struct fab_conn *conn = fab_conn_of(p.a_to_b);
+    uint32_t every = conn->signal_every;
+    assert_true(every > 1 && every <= conn->ops_max / 4);
+    uint64_t value = 1000;
+    for (uint32_t i = 0; i < 2 * every + 3; i++)
+        post_one_and_wait(&p, ++value, 0, 0);
+    /* Operations every - 1 and 2 * every - 1 asked; the last three did not
+     * (nor will they report: wait a little for a completion that must not
+     * come). */
+    assert_int_equal(wait_ops_completed(&p, 2 * every, 5000), 2 * every);
+    assert_int_equal(wait_ops_completed(&p, 2 * every + 1, 200), 2 * every);
+    struct tp_event ev;
+    assert_int_equal(tp_poll(p.a, &ev, 1), 0); /* no WRITE_DONE without the flag */
+    post_one_and_wait(&p, ++value, TP_POST_SIGNALED, 5);
+    assert_int_equal(wait_ops_completed(&p, 2 * every + 4, 5000), 2 * every + 4);
+    assert_int_equal(tp_poll(p.a, &ev, 1), 1);
+    assert_int_equal(ev.type, TP_EVENT_WRITE_DONE);
+    assert_int_equal(ev.cookie, 5);
+    assert_int_equal(tp_peer_state(p.a_to_b), 0);
+    pair_close(&p);
+}
+
+/* Writes that asked for no completion never report one: once the target has
+ * applied them (its credits came back) the writer holds nothing, and an idle
+ * writer is not failed for them however long it stays idle. */
+static void test_writes_without_completions_do_not_fail_an_idle_peer(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open_failing_after(&p, 200);
+    struct fab_conn *conn = fab_conn_of(p.a_to_b);
+    post_one_and_wait(&p, 77, 0, 0);
+    post_one_and_wait(&p, 78, 0, 0);
+    assert_true(atomic_load(&conn->ops_completed) < conn->ops_posted);
+    /* Three failure timeouts idle (the credit timer runs every 10 ms). */
+    uint64_t until = sp_now_ns() + 600000000ull;
+    while (sp_now_ns() < until)
+        tp_doorbell_wait(p.a, tp_doorbell_arm(p.a), 50);
+    assert_int_equal(atomic_load(&conn->acked), atomic_load(&conn->posted));
+    assert_int_equal(tp_peer_state(p.a_to_b), 0);
+    post_one_and_wait(&p, 79, 0, 0);
+    pair_close(&p);
+}
+
 static void test_out_of_bounds_writes_are_refused(void **state)
 {
     (void)state;
@@ -373,6 +451,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_small_writes_of_a_batch_go_as_one_write),
         cmocka_unit_test(test_record_flags_the_target_cannot_follow_are_refused),
         cmocka_unit_test(test_idle_writer_gets_its_credits_back),
+        cmocka_unit_test(test_writes_ask_for_local_completions_only_now_and_then),
+        cmocka_unit_test(test_writes_without_completions_do_not_fail_an_idle_peer),
         cmocka_unit_test(test_out_of_bounds_writes_are_refused),
         cmocka_unit_test(test_batch_larger_than_a_ring_lands_in_order),
         cmocka_unit_test(test_credits_run_out_and_come_back),
