@@ -580,21 +580,11 @@ struct view_log_catchup {
     struct view_membership *m;
     uint64_t view; /* the view it joins */
     struct log_catchup_parser parser;
-    uint64_t end_position; /* the log's, after the last record appended */
+    struct view_log_intake intake; /* over m->log_ends, up to the view before */
+    uint64_t end_position;         /* the log's, after the last record appended */
     bool appended;
     uint64_t bytes;
-    /* The latest view it knows (a record or a snapshot's), when any_view:
-     * a message must be of it or an earlier one. */
-    bool any_view;
-    uint64_t known_view;
 };
-
-static void know_view(struct view_log_catchup *c, uint64_t view_id)
-{
-    if (!c->any_view || view_id > c->known_view)
-        c->known_view = view_id;
-    c->any_view = true;
-}
 
 /* A reset: the joiner's log starts over, and so does the application's
  * state (an empty snapshot of every subgroup, replaced by the snapshots
@@ -616,13 +606,10 @@ static int take_header(void *ctx, uint16_t flags, uint32_t snapshot_count)
         return rc;
     m->current->log = m->appender;
     m->current->frontiers = m->frontiers;
-    struct view_join_log_ends *ends = m->log_ends;
-    ends->next_view = 0;
-    c->any_view = false;
-    for (uint32_t i = 0; i < ends->count && rc == 0; i++) {
-        ends->ends[i].view_id = ends->ends[i].seq = 0;
+    view_log_intake_start_over(&c->intake);
+    const struct view_join_log_ends *ends = m->log_ends;
+    for (uint32_t i = 0; i < ends->count && rc == 0; i++)
         rc = replay_snapshot(m, ends->ends[i].subgroup, 0, 0, NULL, 0, true);
-    }
     return rc;
 }
 
@@ -630,58 +617,15 @@ static int take_snapshot(void *ctx, const struct log_snapshot *snap, const uint8
 {
     struct view_log_catchup *c = ctx;
     struct view_membership *m = c->m;
-    struct view_join_log_end *end = end_of(m->log_ends, snap->subgroup);
-    if (end == NULL || snap->view_id >= c->view ||
-        log_point_before(snap->view_id, snap->seq, end->view_id, end->seq))
-        return sp_error(SPINDLE_EPROTO,
-                        "catch-up: the leader sent a snapshot of subgroup %u at (%" PRIu64
-                        ", %" PRIu64 "), which this member does not log or which is not after "
-                        "where its log ends and before view %" PRIu64 " joined",
-                        snap->subgroup, snap->view_id, snap->seq, c->view);
-    int rc = view_log_snapshot_adopt(m, snap, state);
+    int rc = view_log_intake_check_snapshot(&c->intake, snap);
+    if (rc == 0)
+        rc = view_log_snapshot_adopt(m, snap, state);
     if (rc < 0)
         return rc;
-    end->view_id = snap->view_id;
-    end->seq = snap->seq;
-    know_view(c, snap->view.view_id);
+    view_log_intake_took_snapshot(&c->intake, snap);
     c->bytes += log_snapshot_encode(snap, NULL, 0) + snap->state_length;
     return replay_snapshot(m, snap->subgroup, snap->view_id, snap->seq, state,
                            (size_t)snap->state_length, true);
-}
-
-/* Checks a record of the stream against the joiner's log: 0, or
- * SPINDLE_EPROTO naming what is wrong. */
-static int check_record(struct view_log_catchup *c, const struct log_record *record)
-{
-    struct view_join_log_ends *ends = c->m->log_ends;
-    if (record->type == LOG_REC_VIEW) {
-        uint64_t id = record->view.view_id;
-        if (id < ends->next_view || id >= c->view)
-            return sp_error(SPINDLE_EPROTO,
-                            "catch-up: the leader sent the record of view %" PRIu64
-                            ", not after this log's views (next %" PRIu64
-                            ") and before view %" PRIu64 " joined",
-                            id, ends->next_view, c->view);
-        return 0;
-    }
-    const struct log_message *msg = &record->message;
-    const struct view_join_log_end *end = end_of(ends, msg->subgroup);
-    if (end == NULL)
-        return sp_error(SPINDLE_EPROTO,
-                        "catch-up: the leader sent a message of subgroup %u, which this member "
-                        "does not log",
-                        msg->subgroup);
-    if (log_point_before(msg->view_id, msg->seq, end->view_id, end->seq) || msg->seq == UINT64_MAX)
-        return sp_error(SPINDLE_EPROTO,
-                        "catch-up: the leader sent message (%" PRIu64 ", %" PRIu64
-                        ") of subgroup %u, before where this log ends, (%" PRIu64 ", %" PRIu64 ")",
-                        msg->view_id, msg->seq, msg->subgroup, end->view_id, end->seq);
-    if (!c->any_view || msg->view_id > c->known_view)
-        return sp_error(SPINDLE_EPROTO,
-                        "catch-up: the leader sent a message of view %" PRIu64
-                        " before that view's record",
-                        msg->view_id);
-    return 0;
 }
 
 /* Takes one record of the stream: checked, appended, replayed. */
@@ -689,22 +633,15 @@ static int take_record(void *ctx, const struct log_record *record)
 {
     struct view_log_catchup *c = ctx;
     struct view_membership *m = c->m;
-    int rc = check_record(c, record);
+    int rc = view_log_intake_check_record(&c->intake, record);
     if (rc == 0)
         rc = view_log_submit(m, record, &c->end_position);
     if (rc < 0)
         return rc;
     c->appended = true;
     c->bytes += log_record_size(record);
-    struct view_join_log_ends *ends = m->log_ends;
-    if (record->type == LOG_REC_VIEW) {
-        ends->next_view = record->view.view_id + 1;
-        know_view(c, record->view.view_id);
-        return 0;
-    }
-    const struct log_message *msg = &record->message;
-    advance_end(end_of(ends, msg->subgroup), msg->view_id, msg->seq + 1);
-    return replay_message(m, msg, true);
+    view_log_intake_took_record(&c->intake, record);
+    return record->type == LOG_REC_VIEW ? 0 : replay_message(m, &record->message, true);
 }
 
 int view_log_catchup_begin(struct view_membership *m, uint64_t view, struct view_log_catchup **out)
@@ -714,8 +651,9 @@ int view_log_catchup_begin(struct view_membership *m, uint64_t view, struct view
         return sp_error(SPINDLE_ENOMEM, "no memory for a catch-up");
     c->m = m;
     c->view = view;
-    if (m->log_ends->next_view > 0)
-        know_view(c, m->log_ends->next_view - 1);
+    /* A joiner never joins view 0, the group's first. */
+    view_log_intake_init(&c->intake, "catch-up: the leader", m->log_ends, VIEW_LOG_ANY_SUBGROUP,
+                         false, view - 1);
     struct log_catchup_sink sink = {
         .on_header = take_header,
         .on_snapshot = take_snapshot,
