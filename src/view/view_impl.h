@@ -380,26 +380,23 @@ int view_log_catchup_end(struct view_log_catchup *c);
  * A snapshot must be of a subgroup taken, at or after where the taker's
  * log of it ends, of no view after last_view; a view record of a view
  * after those the log holds, up to last_view; a message of a subgroup
- * taken, at or after its end (with next_only: exactly the next position,
- * so that a gap is refused), of no view after last_view nor after the
- * latest view whose record (or a snapshot's) came first. A check returns
- * 0 or SPINDLE_EPROTO naming the sender and what was wrong; the took
- * functions move ends (the taker's, updated in place) past what was
- * stored. One thread at a time.
+ * taken, at or after its end (after the last one taken: in order), of no
+ * view after last_view nor after the latest view whose record (or a
+ * snapshot's) came first. A check returns 0 or SPINDLE_EPROTO naming the
+ * sender and what was wrong; the took functions move ends (the taker's,
+ * updated in place) past what was stored. One thread at a time.
  */
 #define VIEW_LOG_ANY_SUBGROUP UINT32_MAX
 struct view_log_intake {
     const char *sender;              /* names the sender in errors */
     struct view_join_log_ends *ends; /* the taker's log: each subgroup's end, next_view */
     uint32_t subgroup;               /* the one taken, or VIEW_LOG_ANY_SUBGROUP: any in ends */
-    bool next_only;
     uint64_t last_view;
     bool any_view;       /* known_view is set */
     uint64_t known_view; /* the latest view whose record (or snapshot's) it holds */
 };
 void view_log_intake_init(struct view_log_intake *in, const char *sender,
-                          struct view_join_log_ends *ends, uint32_t subgroup, bool next_only,
-                          uint64_t last_view);
+                          struct view_join_log_ends *ends, uint32_t subgroup, uint64_t last_view);
 int view_log_intake_check_snapshot(const struct view_log_intake *in,
                                    const struct log_snapshot *snap);
 int view_log_intake_check_record(const struct view_log_intake *in, const struct log_record *record);

@@ -18,7 +18,10 @@
  *    after the joiner's last; otherwise (its log was compacted past the
  *    joiner's end: it holds every message only after the older of its two
  *    newest snapshots, or after its only one) a reset: its newest snapshot
- *    of each subgroup that has one, then every record after them;
+ *    of each subgroup that has one, then every record after them (a
+ *    joiner of a restarted group keeping a subgroup no other log holds is
+ *    never reset: it is sent, without the flag, the newest snapshot of
+ *    each subgroup it is behind in so, then the records after them);
  *  - the joiner checks every snapshot and record (a subgroup it logs, in
  *    order, after its end, in a view it knows), stores them in its log
  *    (after a reset, a log started over) and hands them to the replay
@@ -328,12 +331,18 @@ static void log_base(const struct view_membership *m, uint32_t subgroup, uint64_
         view_log_newest_snapshot(m, subgroup, view_id, seq);
 }
 
-/* Reads the newest snapshot of each subgroup in the plan that has one.
- * Under snapshot_lock (no snapshot is pruned meanwhile). */
-static int read_snapshots(struct view_membership *m, struct catchup_plan *plan)
+/* Reads the newest snapshot of each subgroup in the plan that has one
+ * (behind_only: of each whose end lies before where this log holds every
+ * message of it). Under snapshot_lock (no snapshot is pruned meanwhile). */
+static int read_snapshots(struct view_membership *m, struct catchup_plan *plan, bool behind_only)
 {
     for (uint32_t i = 0; i < plan->ends.count; i++) {
         uint32_t g = plan->ends.ends[i].subgroup;
+        uint64_t base_view, base_seq;
+        log_base(m, g, &base_view, &base_seq);
+        if (behind_only && !log_point_before(plan->ends.ends[i].view_id, plan->ends.ends[i].seq,
+                                             base_view, base_seq))
+            continue;
         struct log_snapshot point = {.subgroup = g};
         if (!view_log_newest_snapshot(m, g, &point.view_id, &point.seq))
             continue;
@@ -434,10 +443,47 @@ static int count_record(void *ctx, const struct log_record *record)
 }
 
 /*
+ * The total restart's rules for a joiner's catch-up (view_restart_subgroup.c),
+ * after the plan's own: a joiner holding a subgroup the restart's log holds
+ * nothing of keeps it when it holds what the subgroup's source held, and is
+ * refused otherwise, its log untouched. A joiner whose log went past the
+ * point the restart recovered (it was not among the members the group
+ * restarted from, and came back with options.join) starts over (*must_reset)
+ * unless it keeps such a subgroup (*keeps): refused, since no other log
+ * holds it.
+ */
+static int restart_rules(struct view_membership *m, uint32_t joiner,
+                         const struct view_join_log_ends *ends, bool *must_reset, bool *keeps)
+{
+    char whose[48];
+    snprintf(whose, sizeof whose, "joiner %u's log", joiner);
+    int rc = view_restart_check_subgroups(m->restart, ends, joiner, whose);
+    uint32_t kept = 0;
+    *keeps = view_restart_keeps(&m->restart->running, ends, &kept);
+    bool ahead = view_restart_ahead(ends, &m->restart->running);
+    if (rc == 0 && ahead && *keeps)
+        return sp_error(SPINDLE_EINVAL,
+                        "joiner %u's log would start over, but it keeps logged subgroup %u, "
+                        "which the restart leader's log holds nothing of (docs/LOGS.md \"Total "
+                        "restart\")",
+                        joiner, kept);
+    if (rc == 0 && ahead) {
+        sp_log(SP_LOG_WARN, "log",
+               "joiner %u's log goes past the point the group restarted from: it starts over",
+               joiner);
+        *must_reset = true;
+    }
+    return rc;
+}
+
+/*
  * Decides what joiner is sent. A suffix, unless this member's log lacks
  * part of what follows the joiner's ends (a subgroup's end before where
  * its log holds every message), or its snapshots and the records after
- * them would be fewer bytes than the suffix: then a reset.
+ * them would be fewer bytes than the suffix: then a reset. A joiner of a
+ * restarted group that keeps a subgroup is never reset: where it lacks
+ * what this log holds only from a snapshot on, it is sent that snapshot
+ * (flags 0), and the records after it.
  */
 static int make_plan(struct view_membership *m, uint32_t joiner, uint64_t view,
                      struct catchup_plan *plan)
@@ -478,34 +524,17 @@ static int make_plan(struct view_membership *m, uint32_t joiner, uint64_t view,
     }
     pthread_mutex_unlock(&m->snapshot_lock);
     free(files);
-    /* A joiner holding a subgroup the restart's log holds nothing of
-     * keeps it when it holds what the subgroup's source held, and is
-     * refused otherwise, its log untouched (view_restart_subgroup.c). */
     bool keeps = false;
-    uint32_t kept = 0;
-    if (rc == 0 && m->restart != NULL) {
-        char whose[48];
-        snprintf(whose, sizeof whose, "joiner %u's log", joiner);
-        rc = view_restart_check_subgroups(m->restart, ends, joiner, whose);
-        keeps = view_restart_keeps(&m->restart->running, ends, &kept);
-    }
-    /* A joiner whose log went past the point a restart recovered (it was
-     * not among the members the group restarted from, and came back with
-     * options.join) holds messages the group does not: it starts over. */
-    if (rc == 0 && m->restart != NULL && view_restart_ahead(ends, &m->restart->running)) {
-        sp_log(SP_LOG_WARN, "log",
-               "joiner %u's log goes past the point the group restarted from: it starts over",
-               joiner);
-        must_reset = true;
-    }
+    if (rc == 0 && m->restart != NULL)
+        rc = restart_rules(m, joiner, ends, &must_reset, &keeps);
     /* A reset starts the whole log over: never one that keeps a subgroup
-     * no other log of the group holds. */
-    if (rc == 0 && must_reset && keeps)
-        rc = sp_error(SPINDLE_EINVAL,
-                      "joiner %u's log would start over, but it keeps logged subgroup %u, "
-                      "which the restart leader's log holds nothing of (docs/LOGS.md \"Total "
-                      "restart\")",
-                      joiner, kept);
+     * no other log of the group holds. Behind only where this log holds a
+     * subgroup from a snapshot on (the joiner logs this member's subgroup
+     * and was never sent it, say), it is sent those snapshots instead, its
+     * log kept. */
+    bool behind_snapshots = rc == 0 && must_reset && keeps;
+    if (behind_snapshots)
+        must_reset = false;
     plan->reset = must_reset;
     if (rc == 0 && !must_reset && snapshot_bytes > 0 && !keeps) {
         struct plan_costs costs = {.suffix = ends, .reset = from};
@@ -518,7 +547,11 @@ static int make_plan(struct view_membership *m, uint32_t joiner, uint64_t view,
             ends->ends[i].view_id = ends->ends[i].seq = 0;
         ends->next_view = 0;
         pthread_mutex_lock(&m->snapshot_lock);
-        rc = read_snapshots(m, plan);
+        rc = read_snapshots(m, plan, false);
+        pthread_mutex_unlock(&m->snapshot_lock);
+    } else if (rc == 0 && behind_snapshots) {
+        pthread_mutex_lock(&m->snapshot_lock);
+        rc = read_snapshots(m, plan, true);
         pthread_mutex_unlock(&m->snapshot_lock);
     }
     return rc;
@@ -653,7 +686,7 @@ int view_log_catchup_begin(struct view_membership *m, uint64_t view, struct view
     c->view = view;
     /* A joiner never joins view 0, the group's first. */
     view_log_intake_init(&c->intake, "catch-up: the leader", m->log_ends, VIEW_LOG_ANY_SUBGROUP,
-                         false, view - 1);
+                         view - 1);
     struct log_catchup_sink sink = {
         .on_header = take_header,
         .on_snapshot = take_snapshot,

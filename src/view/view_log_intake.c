@@ -14,14 +14,12 @@
 #include "view/view_impl.h"
 
 void view_log_intake_init(struct view_log_intake *in, const char *sender,
-                          struct view_join_log_ends *ends, uint32_t subgroup, bool next_only,
-                          uint64_t last_view)
+                          struct view_join_log_ends *ends, uint32_t subgroup, uint64_t last_view)
 {
     *in = (struct view_log_intake){
         .sender = sender,
         .ends = ends,
         .subgroup = subgroup,
-        .next_only = next_only,
         .last_view = last_view,
     };
     if (ends->next_view > 0) {
@@ -62,8 +60,10 @@ int view_log_intake_check_snapshot(const struct view_log_intake *in,
     return 0;
 }
 
-/* A message's check: of a subgroup taken, at its end (next_only) or after,
- * up to last_view, in a view whose record came first. */
+/* A message's check: of a subgroup taken, at or after its end, up to
+ * last_view, in a view whose record came first. Not exactly at the end: a
+ * subgroup of several senders numbers its null-sends too (round * senders
+ * + rank, Spindle 3.3), and those are not logged. */
 static int check_message(const struct view_log_intake *in, const struct log_message *msg)
 {
     const struct view_join_log_end *end = taken_end(in, msg->subgroup);
@@ -71,16 +71,13 @@ static int check_message(const struct view_log_intake *in, const struct log_mess
         return sp_error(SPINDLE_EPROTO,
                         "%s sent a message of subgroup %u, which this member does not take",
                         in->sender, msg->subgroup);
-    bool placed = in->next_only ? (msg->view_id == end->view_id
-                                       ? msg->seq == end->seq
-                                       : msg->view_id > end->view_id && msg->seq == 0)
-                                : !log_point_before(msg->view_id, msg->seq, end->view_id, end->seq);
-    if (!placed || msg->view_id > in->last_view || msg->seq == UINT64_MAX)
+    if (log_point_before(msg->view_id, msg->seq, end->view_id, end->seq) ||
+        msg->view_id > in->last_view || msg->seq == UINT64_MAX)
         return sp_error(SPINDLE_EPROTO,
-                        "%s sent message (%" PRIu64 ", %" PRIu64 ") of subgroup %u, not %s where "
-                        "this log ends, (%" PRIu64 ", %" PRIu64 "), up to view %" PRIu64,
-                        in->sender, msg->view_id, msg->seq, msg->subgroup,
-                        in->next_only ? "the next after" : "at or after", end->view_id, end->seq,
+                        "%s sent message (%" PRIu64 ", %" PRIu64 ") of subgroup %u, not at or "
+                        "after where this log ends, (%" PRIu64 ", %" PRIu64
+                        "), up to view %" PRIu64,
+                        in->sender, msg->view_id, msg->seq, msg->subgroup, end->view_id, end->seq,
                         in->last_view);
     if (!in->any_view || msg->view_id > in->known_view)
         return sp_error(SPINDLE_EPROTO,

@@ -465,8 +465,7 @@ static int take_stream(struct view_membership *m, const struct view_restart_fetc
     char sender[64];
     snprintf(sender, sizeof sender, "subgroup %u's source, member %u,", req->subgroup, source);
     struct intake in = {.m = m};
-    /* Each message the next one: a gap in the source's answer is refused. */
-    view_log_intake_init(&in.check, sender, ends, req->subgroup, true, req->latest_view);
+    view_log_intake_init(&in.check, sender, ends, req->subgroup, req->latest_view);
     struct log_catchup_sink sink = {
         .on_header = intake_header,
         .on_snapshot = intake_snapshot,

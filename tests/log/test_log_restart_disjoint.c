@@ -23,7 +23,11 @@
  * (after message SNAP_AT, past member 3's end), so that its log holds
  * subgroup 1 only from that snapshot on: member 3 is sent the snapshot and
  * the messages after it, stores it, replays it and the rest, and ends with
- * member 2's state of subgroup 1 (its count and checksum).
+ * member 2's state of subgroup 1 (its count and checksum). Members 0 and 1
+ * take a snapshot of subgroup 0 too (after message SNAP0_AT), so that the
+ * elected log holds subgroup 0 only from there: members 2 and 3, which
+ * hold none of it and keep subgroup 1, are sent that snapshot without
+ * their logs starting over.
  *
  * And when member 2 stays down: members 0 and 1 alone do not restart the
  * group (no member of logged subgroup 1 is heard, so its history is in no
@@ -49,6 +53,7 @@
 #include <spindle/spindle.h>
 
 #include "log/log.h"
+#include "log/log_snapshot.h"
 #include "test_ports.h"
 #include "util/crc32c.h"
 
@@ -58,6 +63,7 @@
 #define PERSISTED0  600 /* positions of subgroup 0 globally persistent before the kill */
 #define SENT1       40  /* messages member 2 sends into subgroup 1 */
 #define SNAP_AT     60  /* with a snapshot: the subgroup 1 message it is taken after */
+#define SNAP0_AT    100 /* and the subgroup 0 message members 0 and 1 take theirs after */
 
 static const uint32_t pair[] = {0, 1};
 static const uint32_t second_pair[] = {2, 3};
@@ -98,6 +104,9 @@ struct app {
     struct state1 state1;  /* set by the predicate thread (after the replay) */
     uint64_t delivered1;   /* state1.count, published to the main thread */
     struct point1 at;      /* the point after message SNAP_AT */
+    uint64_t count0;       /* subgroup 0's messages delivered (predicate thread) */
+    struct point1 at0;     /* the point after its message SNAP0_AT (its state: a count) */
+    uint32_t at0_set;      /* published to the main thread */
 };
 
 static void apply1(struct state1 *state, const void *data, size_t length)
@@ -110,6 +119,10 @@ static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
 {
     struct app *app = ctx;
     for (size_t i = 0; i < count; i++) {
+        if (m[i].subgroup == 0 && ++app->count0 == SNAP0_AT) {
+            app->at0 = (struct point1){m[i].view_id, m[i].seq + 1, {.count = SNAP0_AT}};
+            __atomic_store_n(&app->at0_set, 1, __ATOMIC_RELEASE);
+        }
         if (m[i].subgroup != 1)
             continue;
         apply1(&app->state1, m[i].data, m[i].length);
@@ -229,11 +242,21 @@ static int first_life(uint32_t self, int up, int never)
         return 11;
     if (write(up, "x", 1) != 1)
         return 12;
-    for (uint64_t i = 0; self < 2; i++)
+    bool snapped0 = !with_snapshot;
+    for (uint64_t i = 0; self < 2; i++) {
         if (send_one(g, 0, self, i) != 0) {
             fprintf(stderr, "member %u: send: %s\n", self, spindle_errmsg());
             return 13;
         }
+        if (snapped0 || __atomic_load_n(&app.at0_set, __ATOMIC_ACQUIRE) == 0)
+            continue;
+        if (spindle_group_snapshot(g, 0, app.at0.view_id, app.at0.seq, &app.at0.state,
+                                   sizeof app.at0.state) != 0) {
+            fprintf(stderr, "member %u: snapshot: %s\n", self, spindle_errmsg());
+            return 16;
+        }
+        snapped0 = true;
+    }
     char byte;
     int rc = self == 2 ? send_batch(g, 0) : 0;
     if (rc == 0 && self == 2 && num_members == 4) {
@@ -323,6 +346,23 @@ static uint64_t log_records(uint32_t member, uint32_t subgroup, uint32_t *crc, u
     log_reader_close(&reader);
     log_close(log);
     return all;
+}
+
+/* How many valid snapshots of subgroup member's log directory holds. */
+static size_t snapshots_of(uint32_t member, uint32_t subgroup)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/m%u", root, member);
+    struct log *log = NULL;
+    assert_int_equal(log_open(dir, 0, &log, NULL), 0);
+    struct log_snapshot_file *files = NULL;
+    size_t count = 0, found = 0;
+    assert_int_equal(log_snapshot_list(log->dir_fd, log->dir, false, &files, &count), 0);
+    for (size_t i = 0; i < count; i++)
+        found += files[i].valid && files[i].snap.subgroup == subgroup;
+    free(files);
+    log_close(log);
+    return found;
 }
 
 static void wait_exit(pid_t pid, int want)
@@ -549,8 +589,8 @@ static void test_a_member_behind_a_source_s_snapshot_takes_the_snapshot_then_the
     (void)unused;
     num_members = 4;
     with_snapshot = true;
-    uint32_t crc = 0;
-    (void)first_lives_killed(&crc);
+    uint32_t crc = 0, crc2 = 0;
+    (void)first_lives_killed(&crc2);
     uint64_t behind = 0;
     (void)log_records(3, 1, &crc, &behind);
     assert_int_equal(behind, SENT1); /* member 3's end lies before the snapshot */
@@ -571,6 +611,15 @@ static void test_a_member_behind_a_source_s_snapshot_takes_the_snapshot_then_the
      * snapshot's point. */
     (void)log_records(3, 1, &crc, &behind);
     assert_int_equal(behind, SENT1 + 2 * SENT1 - SNAP_AT);
+    /* Member 2's log of subgroup 1 is kept whole (not started over), and
+     * members 2 and 3 were sent the elected log's snapshot of subgroup 0. */
+    (void)log_records(2, 1, &crc, &behind);
+    assert_int_equal(behind, 2 * SENT1);
+    assert_int_equal(crc, crc2);
+    assert_int_equal(snapshots_of(2, 1), 1);
+    assert_int_equal(snapshots_of(3, 1), 1);
+    assert_int_equal(snapshots_of(2, 0), 1);
+    assert_int_equal(snapshots_of(3, 0), 1);
     with_snapshot = false;
     num_members = 3;
     remove_root();
