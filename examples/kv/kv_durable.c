@@ -150,9 +150,14 @@ void kv_snapshot_now(struct kv_server *server)
  * an upcall), so that the log's older segments can go. */
 void kv_maybe_snapshot(struct kv_server *server)
 {
-    uint64_t every = 2 * (uint64_t)server->store.num_keys;
-    if (every < KV_SNAPSHOT_EVERY)
-        every = KV_SNAPSHOT_EVERY;
+    uint64_t every = server->options->snapshot_every;
+    if (every == 0) {
+        /* A snapshot costs a copy of the store: not more often than the
+         * store's size over two operations. */
+        every = 2 * (uint64_t)server->store.num_keys;
+        if (every < KV_SNAPSHOT_EVERY)
+            every = KV_SNAPSHOT_EVERY;
+    }
     if (server->options->log_dir != NULL && server->since_snapshot >= every)
         kv_snapshot_now(server);
 }

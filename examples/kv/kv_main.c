@@ -59,6 +59,8 @@ static const char usage[] =
     "  --log-dir DIR           logged shards: writes are answered once on stable storage\n"
     "                          at every replica of the shard; a restart of every replica\n"
     "                          recovers from the logs (with --local: DIR/replica-<id>)\n"
+    "  --snapshot-every N      with --log-dir: snapshot the store into the log every N\n"
+    "                          operations (default 50000, or twice the keys when more)\n"
     "  --pid-dir DIR           write DIR/replica-<id>.pid once each replica serves\n";
 
 static int parse_unsigned(const char *text, const char *name, unsigned long min, unsigned long max,
@@ -88,7 +90,8 @@ enum {
     OPT_JOIN,
     OPT_LISTEN,
     OPT_SHARDS,
-    OPT_SHARD
+    OPT_SHARD,
+    OPT_SNAPSHOT_EVERY
 };
 
 static int parse_args(int argc, char **argv, struct kv_args *a)
@@ -111,6 +114,7 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
         {"listen", required_argument, 0, OPT_LISTEN},
         {"shards", required_argument, 0, OPT_SHARDS},
         {"shard", required_argument, 0, OPT_SHARD},
+        {"snapshot-every", required_argument, 0, OPT_SNAPSHOT_EVERY},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -180,6 +184,10 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
         case OPT_LOG_DIR:
             a->log_dir = optarg;
             break;
+        case OPT_SNAPSHOT_EVERY:
+            rc = parse_unsigned(optarg, "--snapshot-every", 1, 1000000000ul, &v);
+            a->server.snapshot_every = v;
+            break;
         case OPT_REPLICAS:
             rc = parse_unsigned(optarg, "--replicas", 1, SPINDLE_MAX_MEMBERS, &v);
             a->server.replicas = (uint32_t)v;
@@ -218,6 +226,10 @@ static int parse_args(int argc, char **argv, struct kv_args *a)
     if (a->join != NULL && a->server.shard >= shards) {
         fprintf(stderr, "spindle-kv: --shard %u is not below --shards %u\n", a->server.shard,
                 shards);
+        return -1;
+    }
+    if (a->server.snapshot_every > 0 && a->log_dir == NULL) {
+        fprintf(stderr, "spindle-kv: --snapshot-every is for logged shards (--log-dir)\n");
         return -1;
     }
     if (a->config != NULL && a->id < 0) {

@@ -58,6 +58,10 @@ struct kv_server_options {
      * every replica of its shard, and a restart of every replica recovers
      * the store from the logs. */
     const char *log_dir;
+    /* With log_dir: a snapshot of the store every snapshot_every operations
+     * applied; 0: every KV_SNAPSHOT_EVERY (50,000), or twice as many as the
+     * store has keys when that is more. */
+    uint64_t snapshot_every;
     /* RESP addresses of the first view's members, by member id; a joiner's
      * is its bind address (127.0.0.1 by default) and port. Replicas learn
      * each other's from their member names. */

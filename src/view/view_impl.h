@@ -370,6 +370,41 @@ int view_log_catchup_feed(struct view_log_catchup *c, const void *data, size_t l
 /* Frees it; the records it took are durable in the log when it returns 0. */
 int view_log_catchup_end(struct view_log_catchup *c);
 
+/* ---- view_log_intake.c ----------------------------------------------- */
+
+/*
+ * The checks of a catch-up stream a member takes into its log, one rule
+ * for its two takers: a logged joiner taking what the leader sends
+ * (view_log_catchup.c: any subgroup it logs) and a restarting member
+ * taking one subgroup from that subgroup's source (view_restart_subgroup.c).
+ * A snapshot must be of a subgroup taken, at or after where the taker's
+ * log of it ends, of no view after last_view; a view record of a view
+ * after those the log holds, up to last_view; a message of a subgroup
+ * taken, at or after its end (after the last one taken: in order), of no
+ * view after last_view nor after the latest view whose record (or a
+ * snapshot's) came first. A check returns 0 or SPINDLE_EPROTO naming the
+ * sender and what was wrong; the took functions move ends (the taker's,
+ * updated in place) past what was stored. One thread at a time.
+ */
+#define VIEW_LOG_ANY_SUBGROUP UINT32_MAX
+struct view_log_intake {
+    const char *sender;              /* names the sender in errors */
+    struct view_join_log_ends *ends; /* the taker's log: each subgroup's end, next_view */
+    uint32_t subgroup;               /* the one taken, or VIEW_LOG_ANY_SUBGROUP: any in ends */
+    uint64_t last_view;
+    bool any_view;       /* known_view is set */
+    uint64_t known_view; /* the latest view whose record (or snapshot's) it holds */
+};
+void view_log_intake_init(struct view_log_intake *in, const char *sender,
+                          struct view_join_log_ends *ends, uint32_t subgroup, uint64_t last_view);
+int view_log_intake_check_snapshot(const struct view_log_intake *in,
+                                   const struct log_snapshot *snap);
+int view_log_intake_check_record(const struct view_log_intake *in, const struct log_record *record);
+void view_log_intake_took_snapshot(struct view_log_intake *in, const struct log_snapshot *snap);
+void view_log_intake_took_record(struct view_log_intake *in, const struct log_record *record);
+/* A reset: the taker's log started over (every end at the start, no view). */
+void view_log_intake_start_over(struct view_log_intake *in);
+
 /* Any member: waits for the joiner's ready of view (tag) as long as its
  * state keeps arriving (its acknowledgements restart the wait of
  * EXCHANGE_TIMEOUTS failure timeouts). 0 or why not. */

@@ -18,7 +18,10 @@
  *    after the joiner's last; otherwise (its log was compacted past the
  *    joiner's end: it holds every message only after the older of its two
  *    newest snapshots, or after its only one) a reset: its newest snapshot
- *    of each subgroup that has one, then every record after them;
+ *    of each subgroup that has one, then every record after them (a
+ *    joiner of a restarted group keeping a subgroup no other log holds is
+ *    never reset: it is sent, without the flag, the newest snapshot of
+ *    each subgroup it is behind in so, then the records after them);
  *  - the joiner checks every snapshot and record (a subgroup it logs, in
  *    order, after its end, in a view it knows), stores them in its log
  *    (after a reset, a log started over) and hands them to the replay
@@ -328,12 +331,18 @@ static void log_base(const struct view_membership *m, uint32_t subgroup, uint64_
         view_log_newest_snapshot(m, subgroup, view_id, seq);
 }
 
-/* Reads the newest snapshot of each subgroup in the plan that has one.
- * Under snapshot_lock (no snapshot is pruned meanwhile). */
-static int read_snapshots(struct view_membership *m, struct catchup_plan *plan)
+/* Reads the newest snapshot of each subgroup in the plan that has one
+ * (behind_only: of each whose end lies before where this log holds every
+ * message of it). Under snapshot_lock (no snapshot is pruned meanwhile). */
+static int read_snapshots(struct view_membership *m, struct catchup_plan *plan, bool behind_only)
 {
     for (uint32_t i = 0; i < plan->ends.count; i++) {
         uint32_t g = plan->ends.ends[i].subgroup;
+        uint64_t base_view, base_seq;
+        log_base(m, g, &base_view, &base_seq);
+        if (behind_only && !log_point_before(plan->ends.ends[i].view_id, plan->ends.ends[i].seq,
+                                             base_view, base_seq))
+            continue;
         struct log_snapshot point = {.subgroup = g};
         if (!view_log_newest_snapshot(m, g, &point.view_id, &point.seq))
             continue;
@@ -434,10 +443,47 @@ static int count_record(void *ctx, const struct log_record *record)
 }
 
 /*
+ * The total restart's rules for a joiner's catch-up (view_restart_subgroup.c),
+ * after the plan's own: a joiner holding a subgroup the restart's log holds
+ * nothing of keeps it when it holds what the subgroup's source held, and is
+ * refused otherwise, its log untouched. A joiner whose log went past the
+ * point the restart recovered (it was not among the members the group
+ * restarted from, and came back with options.join) starts over (*must_reset)
+ * unless it keeps such a subgroup (*keeps): refused, since no other log
+ * holds it.
+ */
+static int restart_rules(struct view_membership *m, uint32_t joiner,
+                         const struct view_join_log_ends *ends, bool *must_reset, bool *keeps)
+{
+    char whose[48];
+    snprintf(whose, sizeof whose, "joiner %u's log", joiner);
+    int rc = view_restart_check_subgroups(m->restart, ends, joiner, whose);
+    uint32_t kept = 0;
+    *keeps = view_restart_keeps(&m->restart->running, ends, &kept);
+    bool ahead = view_restart_ahead(ends, &m->restart->running);
+    if (rc == 0 && ahead && *keeps)
+        return sp_error(SPINDLE_EINVAL,
+                        "joiner %u's log would start over, but it keeps logged subgroup %u, "
+                        "which the restart leader's log holds nothing of (docs/LOGS.md \"Total "
+                        "restart\")",
+                        joiner, kept);
+    if (rc == 0 && ahead) {
+        sp_log(SP_LOG_WARN, "log",
+               "joiner %u's log goes past the point the group restarted from: it starts over",
+               joiner);
+        *must_reset = true;
+    }
+    return rc;
+}
+
+/*
  * Decides what joiner is sent. A suffix, unless this member's log lacks
  * part of what follows the joiner's ends (a subgroup's end before where
  * its log holds every message), or its snapshots and the records after
- * them would be fewer bytes than the suffix: then a reset.
+ * them would be fewer bytes than the suffix: then a reset. A joiner of a
+ * restarted group that keeps a subgroup is never reset: where it lacks
+ * what this log holds only from a snapshot on, it is sent that snapshot
+ * (flags 0), and the records after it.
  */
 static int make_plan(struct view_membership *m, uint32_t joiner, uint64_t view,
                      struct catchup_plan *plan)
@@ -478,34 +524,17 @@ static int make_plan(struct view_membership *m, uint32_t joiner, uint64_t view,
     }
     pthread_mutex_unlock(&m->snapshot_lock);
     free(files);
-    /* A joiner holding a subgroup the restart's log holds nothing of
-     * keeps it when it holds what the subgroup's source held, and is
-     * refused otherwise, its log untouched (view_restart_subgroup.c). */
     bool keeps = false;
-    uint32_t kept = 0;
-    if (rc == 0 && m->restart != NULL) {
-        char whose[48];
-        snprintf(whose, sizeof whose, "joiner %u's log", joiner);
-        rc = view_restart_check_subgroups(m->restart, ends, joiner, whose);
-        keeps = view_restart_keeps(&m->restart->running, ends, &kept);
-    }
-    /* A joiner whose log went past the point a restart recovered (it was
-     * not among the members the group restarted from, and came back with
-     * options.join) holds messages the group does not: it starts over. */
-    if (rc == 0 && m->restart != NULL && view_restart_ahead(ends, &m->restart->running)) {
-        sp_log(SP_LOG_WARN, "log",
-               "joiner %u's log goes past the point the group restarted from: it starts over",
-               joiner);
-        must_reset = true;
-    }
+    if (rc == 0 && m->restart != NULL)
+        rc = restart_rules(m, joiner, ends, &must_reset, &keeps);
     /* A reset starts the whole log over: never one that keeps a subgroup
-     * no other log of the group holds. */
-    if (rc == 0 && must_reset && keeps)
-        rc = sp_error(SPINDLE_EINVAL,
-                      "joiner %u's log would start over, but it keeps logged subgroup %u, "
-                      "which the restart leader's log holds nothing of (docs/LOGS.md \"Total "
-                      "restart\")",
-                      joiner, kept);
+     * no other log of the group holds. Behind only where this log holds a
+     * subgroup from a snapshot on (the joiner logs this member's subgroup
+     * and was never sent it, say), it is sent those snapshots instead, its
+     * log kept. */
+    bool behind_snapshots = rc == 0 && must_reset && keeps;
+    if (behind_snapshots)
+        must_reset = false;
     plan->reset = must_reset;
     if (rc == 0 && !must_reset && snapshot_bytes > 0 && !keeps) {
         struct plan_costs costs = {.suffix = ends, .reset = from};
@@ -518,7 +547,11 @@ static int make_plan(struct view_membership *m, uint32_t joiner, uint64_t view,
             ends->ends[i].view_id = ends->ends[i].seq = 0;
         ends->next_view = 0;
         pthread_mutex_lock(&m->snapshot_lock);
-        rc = read_snapshots(m, plan);
+        rc = read_snapshots(m, plan, false);
+        pthread_mutex_unlock(&m->snapshot_lock);
+    } else if (rc == 0 && behind_snapshots) {
+        pthread_mutex_lock(&m->snapshot_lock);
+        rc = read_snapshots(m, plan, true);
         pthread_mutex_unlock(&m->snapshot_lock);
     }
     return rc;
@@ -580,21 +613,11 @@ struct view_log_catchup {
     struct view_membership *m;
     uint64_t view; /* the view it joins */
     struct log_catchup_parser parser;
-    uint64_t end_position; /* the log's, after the last record appended */
+    struct view_log_intake intake; /* over m->log_ends, up to the view before */
+    uint64_t end_position;         /* the log's, after the last record appended */
     bool appended;
     uint64_t bytes;
-    /* The latest view it knows (a record or a snapshot's), when any_view:
-     * a message must be of it or an earlier one. */
-    bool any_view;
-    uint64_t known_view;
 };
-
-static void know_view(struct view_log_catchup *c, uint64_t view_id)
-{
-    if (!c->any_view || view_id > c->known_view)
-        c->known_view = view_id;
-    c->any_view = true;
-}
 
 /* A reset: the joiner's log starts over, and so does the application's
  * state (an empty snapshot of every subgroup, replaced by the snapshots
@@ -616,13 +639,10 @@ static int take_header(void *ctx, uint16_t flags, uint32_t snapshot_count)
         return rc;
     m->current->log = m->appender;
     m->current->frontiers = m->frontiers;
-    struct view_join_log_ends *ends = m->log_ends;
-    ends->next_view = 0;
-    c->any_view = false;
-    for (uint32_t i = 0; i < ends->count && rc == 0; i++) {
-        ends->ends[i].view_id = ends->ends[i].seq = 0;
+    view_log_intake_start_over(&c->intake);
+    const struct view_join_log_ends *ends = m->log_ends;
+    for (uint32_t i = 0; i < ends->count && rc == 0; i++)
         rc = replay_snapshot(m, ends->ends[i].subgroup, 0, 0, NULL, 0, true);
-    }
     return rc;
 }
 
@@ -630,58 +650,15 @@ static int take_snapshot(void *ctx, const struct log_snapshot *snap, const uint8
 {
     struct view_log_catchup *c = ctx;
     struct view_membership *m = c->m;
-    struct view_join_log_end *end = end_of(m->log_ends, snap->subgroup);
-    if (end == NULL || snap->view_id >= c->view ||
-        log_point_before(snap->view_id, snap->seq, end->view_id, end->seq))
-        return sp_error(SPINDLE_EPROTO,
-                        "catch-up: the leader sent a snapshot of subgroup %u at (%" PRIu64
-                        ", %" PRIu64 "), which this member does not log or which is not after "
-                        "where its log ends and before view %" PRIu64 " joined",
-                        snap->subgroup, snap->view_id, snap->seq, c->view);
-    int rc = view_log_snapshot_adopt(m, snap, state);
+    int rc = view_log_intake_check_snapshot(&c->intake, snap);
+    if (rc == 0)
+        rc = view_log_snapshot_adopt(m, snap, state);
     if (rc < 0)
         return rc;
-    end->view_id = snap->view_id;
-    end->seq = snap->seq;
-    know_view(c, snap->view.view_id);
+    view_log_intake_took_snapshot(&c->intake, snap);
     c->bytes += log_snapshot_encode(snap, NULL, 0) + snap->state_length;
     return replay_snapshot(m, snap->subgroup, snap->view_id, snap->seq, state,
                            (size_t)snap->state_length, true);
-}
-
-/* Checks a record of the stream against the joiner's log: 0, or
- * SPINDLE_EPROTO naming what is wrong. */
-static int check_record(struct view_log_catchup *c, const struct log_record *record)
-{
-    struct view_join_log_ends *ends = c->m->log_ends;
-    if (record->type == LOG_REC_VIEW) {
-        uint64_t id = record->view.view_id;
-        if (id < ends->next_view || id >= c->view)
-            return sp_error(SPINDLE_EPROTO,
-                            "catch-up: the leader sent the record of view %" PRIu64
-                            ", not after this log's views (next %" PRIu64
-                            ") and before view %" PRIu64 " joined",
-                            id, ends->next_view, c->view);
-        return 0;
-    }
-    const struct log_message *msg = &record->message;
-    const struct view_join_log_end *end = end_of(ends, msg->subgroup);
-    if (end == NULL)
-        return sp_error(SPINDLE_EPROTO,
-                        "catch-up: the leader sent a message of subgroup %u, which this member "
-                        "does not log",
-                        msg->subgroup);
-    if (log_point_before(msg->view_id, msg->seq, end->view_id, end->seq) || msg->seq == UINT64_MAX)
-        return sp_error(SPINDLE_EPROTO,
-                        "catch-up: the leader sent message (%" PRIu64 ", %" PRIu64
-                        ") of subgroup %u, before where this log ends, (%" PRIu64 ", %" PRIu64 ")",
-                        msg->view_id, msg->seq, msg->subgroup, end->view_id, end->seq);
-    if (!c->any_view || msg->view_id > c->known_view)
-        return sp_error(SPINDLE_EPROTO,
-                        "catch-up: the leader sent a message of view %" PRIu64
-                        " before that view's record",
-                        msg->view_id);
-    return 0;
 }
 
 /* Takes one record of the stream: checked, appended, replayed. */
@@ -689,22 +666,15 @@ static int take_record(void *ctx, const struct log_record *record)
 {
     struct view_log_catchup *c = ctx;
     struct view_membership *m = c->m;
-    int rc = check_record(c, record);
+    int rc = view_log_intake_check_record(&c->intake, record);
     if (rc == 0)
         rc = view_log_submit(m, record, &c->end_position);
     if (rc < 0)
         return rc;
     c->appended = true;
     c->bytes += log_record_size(record);
-    struct view_join_log_ends *ends = m->log_ends;
-    if (record->type == LOG_REC_VIEW) {
-        ends->next_view = record->view.view_id + 1;
-        know_view(c, record->view.view_id);
-        return 0;
-    }
-    const struct log_message *msg = &record->message;
-    advance_end(end_of(ends, msg->subgroup), msg->view_id, msg->seq + 1);
-    return replay_message(m, msg, true);
+    view_log_intake_took_record(&c->intake, record);
+    return record->type == LOG_REC_VIEW ? 0 : replay_message(m, &record->message, true);
 }
 
 int view_log_catchup_begin(struct view_membership *m, uint64_t view, struct view_log_catchup **out)
@@ -714,8 +684,9 @@ int view_log_catchup_begin(struct view_membership *m, uint64_t view, struct view
         return sp_error(SPINDLE_ENOMEM, "no memory for a catch-up");
     c->m = m;
     c->view = view;
-    if (m->log_ends->next_view > 0)
-        know_view(c, m->log_ends->next_view - 1);
+    /* A joiner never joins view 0, the group's first. */
+    view_log_intake_init(&c->intake, "catch-up: the leader", m->log_ends, VIEW_LOG_ANY_SUBGROUP,
+                         view - 1);
     struct log_catchup_sink sink = {
         .on_header = take_header,
         .on_snapshot = take_snapshot,

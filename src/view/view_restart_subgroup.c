@@ -12,8 +12,11 @@
  *    log ends where the source's does; one that is behind first asks the
  *    source for the records it lacks (VIEW_WIRE_RESTART_FETCH, answered
  *    with a catch-up stream of that subgroup's messages and the view
- *    records up to the view restarted from), checks and appends them, and
- *    replays its log as a joiner does;
+ *    records up to the view restarted from, after the source's newest
+ *    snapshot of it when the source's log holds it only from a snapshot
+ *    past the asker's end), checks them (view_log_intake.c, as a joiner
+ *    checks its catch-up), stores the snapshot and appends the records,
+ *    and replays its log as a joiner does (from the snapshot);
  *  - the leader checks the same before it sends a joiner its catch-up,
  *    and never resets a log that keeps such a subgroup;
  *  - the restarted group's layout keeps a subgroup none of whose members
@@ -218,7 +221,10 @@ struct reply {
 static int reply_put(struct reply *out, const void *data, size_t length)
 {
     if (out->length + length > CTL_BLOB_MAX - 64u)
-        return sp_error(SPINDLE_ENOMEM, "a fetch's answer would exceed %u bytes", CTL_BLOB_MAX);
+        return sp_error(SPINDLE_EMSGSIZE,
+                        "the answer would exceed %u bytes, one control frame, the most a "
+                        "restart's fetch sends (docs/LOGS.md \"Subgroups L's log lacks\")",
+                        CTL_BLOB_MAX - 64u);
     if (out->length + length > out->cap) {
         size_t cap = out->cap > 0 ? out->cap : 65536;
         while (cap < out->length + length)
@@ -257,17 +263,70 @@ static int log_base_of(const struct log *log, uint32_t g, uint64_t *view_id, uin
     return 0;
 }
 
-/* Whether the asker lacks record (see struct view_restart_fetch). */
-static bool fetch_lacks(const struct view_restart_fetch *req, const struct log_record *record)
+/* Whether the asker lacks record (see struct view_restart_fetch), sent
+ * after its snapshot when snap, else after its end. */
+static bool fetch_lacks(const struct view_restart_fetch *req, const struct log_snapshot *snap,
+                        const struct log_record *record)
 {
     if (record->type == LOG_REC_VIEW)
         return record->view.view_id >= req->next_view && record->view.view_id <= req->latest_view;
     const struct log_message *msg = &record->message;
+    uint64_t from_view = snap != NULL ? snap->view_id : req->view_id;
+    uint64_t from_seq = snap != NULL ? snap->seq : req->seq;
     return msg->subgroup == req->subgroup && msg->view_id <= req->latest_view &&
-           !log_point_before(msg->view_id, msg->seq, req->view_id, req->seq);
+           !log_point_before(msg->view_id, msg->seq, from_view, from_seq);
 }
 
-/* The catch-up stream of what the asker lacks of log_dir's log. */
+/* Reads the newest valid snapshot of g in log (one there is: its base is
+ * one). A snapshot pruned since the listing (the source took a newer one
+ * meanwhile) is SPINDLE_EAGAIN: the asker asks again. */
+static int newest_snapshot(const struct log *log, uint32_t g, struct log_snapshot *snap,
+                           void **state)
+{
+    struct log_snapshot_file *files = NULL;
+    size_t count = 0;
+    int rc = log_snapshot_list(log->dir_fd, log->dir, false, &files, &count);
+    if (rc < 0)
+        return rc;
+    size_t newest = count;
+    for (size_t i = 0; i < count; i++)
+        if (files[i].valid && files[i].snap.subgroup == g)
+            newest = i; /* sorted by subgroup, then point */
+    rc = newest < count ? log_snapshot_read(log->dir_fd, log->dir, files[newest].name, snap, state)
+                        : sp_error(SPINDLE_EAGAIN, "subgroup %u's snapshot is gone", g);
+    if (rc == SPINDLE_ENOENT)
+        rc = sp_error(SPINDLE_EAGAIN, "subgroup %u's snapshot %s was replaced while read", g,
+                      files[newest].name);
+    free(files);
+    return rc;
+}
+
+/* Puts the stream's header and, when snap, that snapshot (as the
+ * catch-up's reset sends it, but the asker's log does not start over). */
+static int put_head(struct reply *out, const struct log_snapshot *snap, const void *state)
+{
+    uint8_t header[LOG_CATCHUP_HEADER_SIZE];
+    log_catchup_header_encode(0, snap != NULL ? 1 : 0, header);
+    int rc = reply_put(out, header, sizeof header);
+    if (rc < 0 || snap == NULL)
+        return rc;
+    uint8_t head[LOG_SNAPSHOT_HEADER_SIZE + LOG_RECORD_HEADER_SIZE + 16u +
+                 4u * SPINDLE_MAX_MEMBERS + 8u * SPINDLE_MAX_SUBGROUPS];
+    size_t size = log_snapshot_encode(snap, head, sizeof head);
+    uint8_t prefix[LOG_CATCHUP_SNAPSHOT_PREFIX];
+    log_catchup_snapshot_prefix_encode(size + snap->state_length, prefix);
+    rc = reply_put(out, prefix, sizeof prefix);
+    if (rc == 0)
+        rc = reply_put(out, head, size);
+    if (rc == 0)
+        rc = reply_put(out, state, (size_t)snap->state_length);
+    return rc;
+}
+
+/* The catch-up stream of what the asker lacks of log_dir's log: the
+ * records after its end; or, when this log holds the subgroup only from a
+ * snapshot after that end, the newest snapshot of it and the records
+ * after that. */
 static int fetch_stream(const char *log_dir, const struct view_restart_fetch *req,
                         struct reply *out)
 {
@@ -276,17 +335,16 @@ static int fetch_stream(const char *log_dir, const struct view_restart_fetch *re
     if (rc < 0)
         return rc;
     uint64_t base_view = 0, base_seq = 0;
+    struct log_snapshot snap_buf, *snap = NULL;
+    void *state = NULL;
     rc = log_base_of(log, req->subgroup, &base_view, &base_seq);
-    if (rc == 0 && log_point_before(req->view_id, req->seq, base_view, base_seq))
-        rc = sp_error(SPINDLE_ENOTSUP,
-                      "this log holds subgroup %u's messages only from its snapshot at (%" PRIu64
-                      ", %" PRIu64 "), after (%" PRIu64 ", %" PRIu64
-                      "), and a restart's fetch sends no snapshot (not done yet)",
-                      req->subgroup, base_view, base_seq, req->view_id, req->seq);
-    uint8_t header[LOG_CATCHUP_HEADER_SIZE];
-    log_catchup_header_encode(0, 0, header);
+    if (rc == 0 && log_point_before(req->view_id, req->seq, base_view, base_seq)) {
+        rc = newest_snapshot(log, req->subgroup, &snap_buf, &state);
+        snap = rc == 0 ? &snap_buf : NULL;
+    }
     if (rc == 0)
-        rc = reply_put(out, header, sizeof header);
+        rc = put_head(out, snap, state);
+    free(state);
     struct log_reader reader;
     uint8_t *buf = rc == 0 ? malloc(LOG_MAX_RECORD) : NULL;
     if (rc == 0 && buf == NULL)
@@ -295,13 +353,19 @@ static int fetch_stream(const char *log_dir, const struct view_restart_fetch *re
     struct log_record record;
     while (rc == 0 && (rc = log_reader_next(&reader, &record)) == 1) {
         rc = 0;
-        if (fetch_lacks(req, &record))
+        if (fetch_lacks(req, snap, &record))
             rc = reply_put(out, buf, log_record_encode(&record, buf, LOG_MAX_RECORD));
     }
     if (reading)
         log_reader_close(&reader);
     free(buf);
     log_close(log);
+    if (rc == 0 && snap != NULL)
+        sp_log(SP_LOG_INFO, "restart",
+               "member %u's log of subgroup %u ends at (%" PRIu64 ", %" PRIu64
+               "), before this log holds it from: sending it this log's snapshot at (%" PRIu64
+               ", %" PRIu64 ") first",
+               req->asker, req->subgroup, req->view_id, req->seq, snap->view_id, snap->seq);
     return rc < 0 ? rc : 0;
 }
 
@@ -345,97 +409,63 @@ void view_restart_fetch_answer(struct ctl *ctl, const char *log_dir, uint32_t se
 /* Takes a fetch's stream into this member's log. */
 struct intake {
     struct view_membership *m;
-    const struct view_restart_fetch *req;
-    struct view_join_log_end end; /* where the asker's log of g ends so far */
-    uint64_t next_view;           /* the next view record it takes */
-    uint64_t known_view;          /* the latest view whose record it holds */
-    bool any_view;
-    uint64_t position; /* the log's end after the last record appended */
+    struct view_log_intake check; /* over the asker's ends, the request's subgroup */
+    uint64_t position;            /* the log's end after the last record appended */
     bool appended;
 };
 
+/* Not a reset (the asker's other subgroups stay), and at most the one
+ * snapshot of the subgroup asked for. */
 static int intake_header(void *ctx, uint16_t flags, uint32_t snapshot_count)
 {
-    (void)ctx;
-    if (flags != 0 || snapshot_count != 0)
+    const struct intake *in = ctx;
+    if (flags != 0 || snapshot_count > 1)
         return sp_error(SPINDLE_EPROTO,
-                        "a subgroup's source sent a stream with flags 0x%x and %u snapshots, "
-                        "not a plain suffix",
-                        flags, snapshot_count);
+                        "%s sent a stream with flags 0x%x and %u snapshots, not a suffix after "
+                        "at most one snapshot",
+                        in->check.sender, flags, snapshot_count);
     return 0;
 }
 
+/* The source's snapshot: stored in this log, as a joiner stores the
+ * leader's; the replay at the join starts from it. */
 static int intake_snapshot(void *ctx, const struct log_snapshot *snap, const uint8_t *state)
 {
-    (void)ctx;
-    (void)state;
-    return sp_error(SPINDLE_EPROTO, "a subgroup's source sent a snapshot of subgroup %u",
-                    snap->subgroup);
-}
-
-/* Checks one record of the source's stream: the request's subgroup, in
- * order, right after the asker's end, of a view whose record it holds. */
-static int intake_check(const struct intake *in, const struct log_record *record)
-{
-    const struct view_restart_fetch *req = in->req;
-    if (record->type == LOG_REC_VIEW) {
-        uint64_t id = record->view.view_id;
-        if (id < in->next_view || id > req->latest_view)
-            return sp_error(SPINDLE_EPROTO,
-                            "a subgroup's source sent the record of view %" PRIu64
-                            ", not from view %" PRIu64 " to %" PRIu64,
-                            id, in->next_view, req->latest_view);
-        return 0;
-    }
-    const struct log_message *msg = &record->message;
-    bool next = msg->view_id == in->end.view_id ? msg->seq == in->end.seq
-                                                : msg->view_id > in->end.view_id && msg->seq == 0;
-    if (msg->subgroup != req->subgroup || !next || msg->view_id > req->latest_view ||
-        msg->seq == UINT64_MAX)
-        return sp_error(SPINDLE_EPROTO,
-                        "a subgroup's source sent message (%" PRIu64 ", %" PRIu64
-                        ") of subgroup %u, not the next of subgroup %u after (%" PRIu64 ", %" PRIu64
-                        ") up to view %" PRIu64,
-                        msg->view_id, msg->seq, msg->subgroup, req->subgroup, in->end.view_id,
-                        in->end.seq, req->latest_view);
-    if (!in->any_view || msg->view_id > in->known_view)
-        return sp_error(SPINDLE_EPROTO,
-                        "a subgroup's source sent a message of view %" PRIu64
-                        " before that view's record",
-                        msg->view_id);
+    struct intake *in = ctx;
+    int rc = view_log_intake_check_snapshot(&in->check, snap);
+    if (rc == 0)
+        rc = view_log_snapshot_adopt(in->m, snap, state);
+    if (rc < 0)
+        return rc;
+    view_log_intake_took_snapshot(&in->check, snap);
+    sp_log(SP_LOG_INFO, "restart", "took %s's snapshot at (%" PRIu64 ", %" PRIu64 ")",
+           in->check.sender, snap->view_id, snap->seq);
     return 0;
 }
 
 static int intake_record(void *ctx, const struct log_record *record)
 {
     struct intake *in = ctx;
-    int rc = intake_check(in, record);
+    int rc = view_log_intake_check_record(&in->check, record);
     if (rc == 0)
         rc = view_log_submit(in->m, record, &in->position);
     if (rc < 0)
         return rc;
     in->appended = true;
-    if (record->type == LOG_REC_VIEW) {
-        in->next_view = record->view.view_id + 1;
-        in->known_view = record->view.view_id;
-        in->any_view = true;
-    } else {
-        in->end.view_id = record->message.view_id;
-        in->end.seq = record->message.seq + 1;
-    }
+    view_log_intake_took_record(&in->check, record);
     return 0;
 }
 
-/* Appends the stream in reply to this member's log; 0 and the new end. */
+/* Appends the stream in reply to this member's log, moving ends (its
+ * log's: the subgroup's end, the next view) past what it took. */
 static int take_stream(struct view_membership *m, const struct view_restart_fetch *req,
-                       const uint8_t *reply, size_t length, struct view_join_log_end *end,
-                       uint64_t *next_view)
+                       uint32_t source, const uint8_t *reply, size_t length,
+                       struct view_join_log_ends *ends)
 {
-    struct intake in = {.m = m, .req = req, .end = *end, .next_view = req->next_view};
-    if (req->next_view > 0) {
-        in.any_view = true;
-        in.known_view = req->next_view - 1;
-    }
+    char sender[64];
+    snprintf(sender, sizeof sender, "subgroup %u's source, member %u,", req->subgroup, source);
+    struct intake in = {.m = m};
+    view_log_intake_init(&in.check, sender, ends, req->subgroup, req->latest_view);
     struct log_catchup_sink sink = {
         .on_header = intake_header,
         .on_snapshot = intake_snapshot,
@@ -458,18 +488,16 @@ static int take_stream(struct view_membership *m, const struct view_restart_fetc
     view_log_close(m);
     if (rc == 0)
         sp_log(SP_LOG_INFO, "restart",
-               "took %" PRIu64 " records of subgroup %u's history from its source", parser.records,
-               req->subgroup);
+               "took %" PRIu64 " snapshots and %" PRIu64
+               " records of subgroup %u's history from its source",
+               parser.snapshots, parser.records, req->subgroup);
     log_catchup_parser_free(&parser);
-    *end = in.end;
-    *next_view = in.next_view;
     return rc;
 }
 
 /* One try: 1 when the source is not answering yet, 0 when taken. */
-static int fetch_once(struct view_membership *m, const struct ctl_address *host,
-                      const struct view_restart_fetch *req, struct view_join_log_end *end,
-                      uint64_t *next_view)
+static int fetch_once(struct view_membership *m, const struct ctl_address *host, uint32_t source,
+                      const struct view_restart_fetch *req, struct view_join_log_ends *ends)
 {
     uint8_t bytes[VIEW_WIRE_RESTART_FETCH_SIZE];
     size_t size = view_wire_encode_restart_fetch(req, bytes, sizeof bytes);
@@ -500,7 +528,7 @@ static int fetch_once(struct view_membership *m, const struct ctl_address *host,
         free(layouts);
         free(offer);
     } else {
-        rc = take_stream(m, req, reply, length, end, next_view);
+        rc = take_stream(m, req, source, reply, length, ends);
     }
     free(reply);
     return rc;
@@ -540,7 +568,7 @@ int view_restart_take_subgroups(struct view_membership *m, const struct ctl_addr
                "), its source member %u up to (%" PRIu64 ", %" PRIu64 "): asking it",
                g, end->view_id, end->seq, source, theirs.view_id, theirs.seq);
         int rc;
-        while ((rc = fetch_once(m, &hosts[source], &req, end, &mine->ends.next_view)) == 1) {
+        while ((rc = fetch_once(m, &hosts[source], source, &req, &mine->ends)) == 1) {
             if (sp_now_ns() >= deadline)
                 return sp_error(SPINDLE_ETIMEDOUT,
                                 "logged subgroup %u's source, member %u (%s:%u), did not send "

@@ -406,14 +406,17 @@ static void launch_seeds(void)
 /* A message record, a view record and a segment header, as a log holds
  * them. */
 /* A catch-up stream (log/log_catchup.h): its first byte the fuzz target's
- * piece size, then a reset header, one snapshot (snap, with a state) and
- * the view record of record's view. */
-static void catchup_seed(const struct log_snapshot *snapshot, const struct log_record *record)
+ * piece size, then a header with flags, one snapshot (snap, with a state)
+ * and the view record of record's view: with the reset flag, a joiner's
+ * log starting over; without, a restart fetch's answer or a restarted
+ * group's joiner sent a snapshot its log is kept beside. */
+static void catchup_seed(const struct log_snapshot *snapshot, const struct log_record *record,
+                         uint16_t flags, const char *name)
 {
     static uint8_t stream[8192];
     size_t len = 0;
     stream[len++] = 7;
-    log_catchup_header_encode(LOG_CATCHUP_RESET, 1, stream + len);
+    log_catchup_header_encode(flags, 1, stream + len);
     len += LOG_CATCHUP_HEADER_SIZE;
     struct log_snapshot snap = *snapshot;
     static const char state[] = "state of subgroup 2";
@@ -426,7 +429,7 @@ static void catchup_seed(const struct log_snapshot *snapshot, const struct log_r
     memcpy(stream + len, state, sizeof state);
     len += sizeof state;
     len += log_record_encode(record, stream + len, sizeof stream - len);
-    write_seed("fuzz_log_catchup", "reset-snapshot-view", stream, len);
+    write_seed("fuzz_log_catchup", name, stream, len);
 }
 
 static void log_seeds(void)
@@ -482,7 +485,8 @@ static void log_seeds(void)
     require(log_snapshot_decode(buf, len + 4, &decoded_snap, &used) == 1 ? 0 : -1,
             "fuzz_log_snapshot", "snapshot");
     write_seed("fuzz_log_snapshot", "snapshot", buf, len + 4);
-    catchup_seed(&snap, &record);
+    catchup_seed(&snap, &record, LOG_CATCHUP_RESET, "reset-snapshot-view");
+    catchup_seed(&snap, &record, 0, "snapshot-view");
 }
 
 /* Every command of the administration endpoint, as a client sends it. */

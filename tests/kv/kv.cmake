@@ -35,6 +35,13 @@ if(TARGET spindle-kv)
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kv_restart_logged_shards.sh $<TARGET_FILE:spindle-kv>)
   set_tests_properties(kv_total_restart_of_logged_shards_keeps_every_write PROPERTIES
                        LABELS "kv" TIMEOUT 90)
+  # The same with a snapshot every 50 operations: replica 5's log ends
+  # before its shard's source holds the shard from (a snapshot), and the
+  # other shard's replicas before the elected replica's shard's snapshot.
+  add_test(NAME kv_total_restart_of_logged_shards_after_snapshots_keeps_every_write
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kv_restart_logged_shards.sh $<TARGET_FILE:spindle-kv> 50)
+  set_tests_properties(kv_total_restart_of_logged_shards_after_snapshots_keeps_every_write
+                       PROPERTIES LABELS "kv" TIMEOUT 90)
 endif()
 # Linearizability (kv_linearizability.py, a Wing & Gong search per key): the
 # checker on hand-made histories; a concurrent history across a SIGKILL and a

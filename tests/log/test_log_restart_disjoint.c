@@ -19,6 +19,16 @@
  * elected member, whose log holds none of it), and the logs of each
  * subgroup's members agree.
  *
+ * And with four members where member 2 then takes a snapshot of subgroup 1
+ * (after message SNAP_AT, past member 3's end), so that its log holds
+ * subgroup 1 only from that snapshot on: member 3 is sent the snapshot and
+ * the messages after it, stores it, replays it and the rest, and ends with
+ * member 2's state of subgroup 1 (its count and checksum). Members 0 and 1
+ * take a snapshot of subgroup 0 too (after message SNAP0_AT), so that the
+ * elected log holds subgroup 0 only from there: members 2 and 3, which
+ * hold none of it and keep subgroup 1, are sent that snapshot without
+ * their logs starting over.
+ *
  * And when member 2 stays down: members 0 and 1 alone do not restart the
  * group (no member of logged subgroup 1 is heard, so its history is in no
  * log they hold): both time out, the elected one naming subgroup 1, and
@@ -43,6 +53,7 @@
 #include <spindle/spindle.h>
 
 #include "log/log.h"
+#include "log/log_snapshot.h"
 #include "test_ports.h"
 #include "util/crc32c.h"
 
@@ -51,6 +62,8 @@
 #define PAYLOAD     64
 #define PERSISTED0  600 /* positions of subgroup 0 globally persistent before the kill */
 #define SENT1       40  /* messages member 2 sends into subgroup 1 */
+#define SNAP_AT     60  /* with a snapshot: the subgroup 1 message it is taken after */
+#define SNAP0_AT    100 /* and the subgroup 0 message members 0 and 1 take theirs after */
 
 static const uint32_t pair[] = {0, 1};
 static const uint32_t second_pair[] = {2, 3};
@@ -58,25 +71,65 @@ static const uint32_t sender2[] = {2};
 static char root[64];
 static char members[128];
 static uint32_t num_members = 3;
+static bool with_snapshot; /* member 2 takes a snapshot of subgroup 1 */
 
 /* The latest global persistence frontier each member reported (of its
  * own subgroup) and its view, packed (view << 40 | frontier) so that both
- * are read at once, in memory shared with the parent. */
+ * are read at once, in memory shared with the parent; after them, whether
+ * member 2 took its snapshot. */
 static uint64_t *reported;
+#define SNAPSHOT_TAKEN   reported[MAX_MEMBERS]
 #define FRONTIER(packed) ((packed) & ((1ull << 40) - 1))
 #define VIEW(packed)     ((packed) >> 40)
+
+/* The application's state of subgroup 1: its messages, counted and
+ * checksummed in delivery order. */
+struct state1 {
+    uint64_t count;
+    uint32_t crc;
+    uint32_t zero;
+};
+
+/* Where a snapshot of subgroup 1 is taken, and the state there. */
+struct point1 {
+    uint64_t view_id, seq;
+    struct state1 state;
+};
 
 struct app {
     uint32_t self;
     uint64_t replayed[2];  /* messages replayed, by subgroup */
+    uint64_t snapshots1;   /* snapshots of subgroup 1 replayed */
     uint32_t view_members; /* the current view's, set by the predicate thread */
+    struct state1 state1;  /* set by the predicate thread (after the replay) */
+    uint64_t delivered1;   /* state1.count, published to the main thread */
+    struct point1 at;      /* the point after message SNAP_AT */
+    uint64_t count0;       /* subgroup 0's messages delivered (predicate thread) */
+    struct point1 at0;     /* the point after its message SNAP0_AT (its state: a count) */
+    uint32_t at0_set;      /* published to the main thread */
 };
+
+static void apply1(struct state1 *state, const void *data, size_t length)
+{
+    state->count++;
+    state->crc = sp_crc32c(state->crc, data, length);
+}
 
 static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
 {
-    (void)ctx;
-    (void)m;
-    (void)count;
+    struct app *app = ctx;
+    for (size_t i = 0; i < count; i++) {
+        if (m[i].subgroup == 0 && ++app->count0 == SNAP0_AT) {
+            app->at0 = (struct point1){m[i].view_id, m[i].seq + 1, {.count = SNAP0_AT}};
+            __atomic_store_n(&app->at0_set, 1, __ATOMIC_RELEASE);
+        }
+        if (m[i].subgroup != 1)
+            continue;
+        apply1(&app->state1, m[i].data, m[i].length);
+        if (app->state1.count == SNAP_AT)
+            app->at = (struct point1){m[i].view_id, m[i].seq + 1, app->state1};
+    }
+    __atomic_store_n(&app->delivered1, app->state1.count, __ATOMIC_RELEASE);
 }
 
 static int on_replay(void *ctx, const struct spindle_replayed *item)
@@ -84,6 +137,18 @@ static int on_replay(void *ctx, const struct spindle_replayed *item)
     struct app *app = ctx;
     if (item->kind == SPINDLE_REPLAY_MESSAGE && item->subgroup < 2)
         app->replayed[item->subgroup]++;
+    if (item->subgroup != 1)
+        return 0;
+    if (item->kind == SPINDLE_REPLAY_MESSAGE) {
+        apply1(&app->state1, item->data, item->length);
+        return 0;
+    }
+    if (item->length != 0 && item->length != sizeof app->state1)
+        return SPINDLE_EINVAL;
+    app->snapshots1++;
+    memset(&app->state1, 0, sizeof app->state1);
+    if (item->length > 0)
+        memcpy(&app->state1, item->data, sizeof app->state1);
     return 0;
 }
 
@@ -177,11 +242,21 @@ static int first_life(uint32_t self, int up, int never)
         return 11;
     if (write(up, "x", 1) != 1)
         return 12;
-    for (uint64_t i = 0; self < 2; i++)
+    bool snapped0 = !with_snapshot;
+    for (uint64_t i = 0; self < 2; i++) {
         if (send_one(g, 0, self, i) != 0) {
             fprintf(stderr, "member %u: send: %s\n", self, spindle_errmsg());
             return 13;
         }
+        if (snapped0 || __atomic_load_n(&app.at0_set, __ATOMIC_ACQUIRE) == 0)
+            continue;
+        if (spindle_group_snapshot(g, 0, app.at0.view_id, app.at0.seq, &app.at0.state,
+                                   sizeof app.at0.state) != 0) {
+            fprintf(stderr, "member %u: snapshot: %s\n", self, spindle_errmsg());
+            return 16;
+        }
+        snapped0 = true;
+    }
     char byte;
     int rc = self == 2 ? send_batch(g, 0) : 0;
     if (rc == 0 && self == 2 && num_members == 4) {
@@ -195,6 +270,16 @@ static int first_life(uint32_t self, int up, int never)
             usleep(1000);
         rc = send_batch(g, SENT1);
     }
+    if (rc == 0 && self == 2 && with_snapshot) {
+        while (__atomic_load_n(&app.delivered1, __ATOMIC_ACQUIRE) < 2 * SENT1)
+            usleep(1000);
+        if (spindle_group_snapshot(g, 1, app.at.view_id, app.at.seq, &app.at.state,
+                                   sizeof app.at.state) != 0) {
+            fprintf(stderr, "member 2: snapshot: %s\n", spindle_errmsg());
+            return 16;
+        }
+        __atomic_store_n(&SNAPSHOT_TAKEN, 1, __ATOMIC_RELEASE);
+    }
     if (rc != 0)
         return rc;
     return read(never, &byte, 1) == 0 ? 0 : 14;
@@ -205,6 +290,8 @@ struct second_life {
     int32_t create_rc;
     uint32_t self;
     uint64_t replayed[2];
+    uint64_t snapshots1;
+    struct state1 state1; /* after the replay */
     char why[600];
 };
 
@@ -217,6 +304,8 @@ static int second_life(uint32_t self, int out, int go)
     spindle_group_t *g = open_member(&app, self, 2);
     r.create_rc = created_rc;
     memcpy(r.replayed, app.replayed, sizeof r.replayed);
+    r.snapshots1 = app.snapshots1;
+    r.state1 = app.state1; /* the group delivers nothing new in subgroup 1 */
     snprintf(r.why, sizeof r.why, "%s", g == NULL ? spindle_errmsg() : "");
     if (write(out, &r, sizeof r) != (ssize_t)sizeof r)
         return 20;
@@ -259,6 +348,23 @@ static uint64_t log_records(uint32_t member, uint32_t subgroup, uint32_t *crc, u
     return all;
 }
 
+/* How many valid snapshots of subgroup member's log directory holds. */
+static size_t snapshots_of(uint32_t member, uint32_t subgroup)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/m%u", root, member);
+    struct log *log = NULL;
+    assert_int_equal(log_open(dir, 0, &log, NULL), 0);
+    struct log_snapshot_file *files = NULL;
+    size_t count = 0, found = 0;
+    assert_int_equal(log_snapshot_list(log->dir_fd, log->dir, false, &files, &count), 0);
+    for (size_t i = 0; i < count; i++)
+        found += files[i].valid && files[i].snap.subgroup == subgroup;
+    free(files);
+    log_close(log);
+    return found;
+}
+
 static void wait_exit(pid_t pid, int want)
 {
     int status = 0;
@@ -292,6 +398,8 @@ static bool far_enough(uint64_t view)
     uint64_t two = __atomic_load_n(&reported[2], __ATOMIC_ACQUIRE);
     if (FRONTIER(two) < SENT1 || (num_members == 4 && VIEW(two) <= view))
         return false;
+    if (with_snapshot && __atomic_load_n(&SNAPSHOT_TAKEN, __ATOMIC_ACQUIRE) == 0)
+        return false;
     for (uint32_t i = 0; i < 2; i++) {
         uint64_t mine = __atomic_load_n(&reported[i], __ATOMIC_ACQUIRE);
         if (FRONTIER(mine) >= PERSISTED0 && (num_members == 3 || VIEW(mine) == VIEW(two)))
@@ -312,10 +420,10 @@ static uint64_t first_lives_killed(uint32_t *crc_before)
     for (uint32_t i = 0; i < num_members; i++)
         used += snprintf(members + used, sizeof members - (size_t)used, "%s127.0.0.1:%u",
                          i > 0 ? "," : "", test_free_port());
-    reported = mmap(NULL, MAX_MEMBERS * sizeof *reported, PROT_READ | PROT_WRITE,
+    reported = mmap(NULL, (MAX_MEMBERS + 1) * sizeof *reported, PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     assert_true(reported != MAP_FAILED);
-    memset(reported, 0, MAX_MEMBERS * sizeof *reported);
+    memset(reported, 0, (MAX_MEMBERS + 1) * sizeof *reported);
 
     /* 1: kill -9 all at once, subgroup 1's messages persistent. */
     int up[2], never[2];
@@ -365,7 +473,7 @@ static uint64_t first_lives_killed(uint32_t *crc_before)
 
 static void remove_root(void)
 {
-    munmap(reported, MAX_MEMBERS * sizeof *reported);
+    munmap(reported, (MAX_MEMBERS + 1) * sizeof *reported);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     assert_int_equal(system(cmd), 0);
@@ -476,12 +584,54 @@ test_a_member_behind_in_a_subgroup_the_restarted_log_lacks_takes_it_from_its_sou
     remove_root();
 }
 
+static void test_a_member_behind_a_source_s_snapshot_takes_the_snapshot_then_the_rest(void **unused)
+{
+    (void)unused;
+    num_members = 4;
+    with_snapshot = true;
+    uint32_t crc = 0, crc2 = 0;
+    (void)first_lives_killed(&crc2);
+    uint64_t behind = 0;
+    (void)log_records(3, 1, &crc, &behind);
+    assert_int_equal(behind, SENT1); /* member 3's end lies before the snapshot */
+
+    struct second_life r[MAX_MEMBERS];
+    second_lives(r);
+    for (uint32_t i = 0; i < num_members; i++)
+        assert_int_equal(r[i].create_rc, 0);
+    /* Both rebuilt subgroup 1 from the snapshot, then the messages after. */
+    for (uint32_t i = 2; i < 4; i++) {
+        assert_int_equal(r[i].snapshots1, 1);
+        assert_int_equal(r[i].replayed[1], 2 * SENT1 - SNAP_AT);
+    }
+    assert_int_equal(r[2].state1.count, 2 * SENT1);
+    assert_int_equal(r[3].state1.count, r[2].state1.count);
+    assert_int_equal(r[3].state1.crc, r[2].state1.crc);
+    /* Member 3's log holds its own first messages, then those after the
+     * snapshot's point. */
+    (void)log_records(3, 1, &crc, &behind);
+    assert_int_equal(behind, SENT1 + 2 * SENT1 - SNAP_AT);
+    /* Member 2's log of subgroup 1 is kept whole (not started over), and
+     * members 2 and 3 were sent the elected log's snapshot of subgroup 0. */
+    (void)log_records(2, 1, &crc, &behind);
+    assert_int_equal(behind, 2 * SENT1);
+    assert_int_equal(crc, crc2);
+    assert_int_equal(snapshots_of(2, 1), 1);
+    assert_int_equal(snapshots_of(3, 1), 1);
+    assert_int_equal(snapshots_of(2, 0), 1);
+    assert_int_equal(snapshots_of(3, 0), 1);
+    with_snapshot = false;
+    num_members = 3;
+    remove_root();
+}
+
 static void test_no_restart_without_a_member_of_each_logged_subgroup(void **unused)
 {
     (void)unused;
     uint32_t crc2 = 0, crc0 = 0, crc0_after = 0;
     uint64_t messages1 = 0;
     num_members = 3;
+    with_snapshot = false;
     uint64_t records2 = first_lives_killed(&crc2);
     uint64_t records0 = log_records(0, 0, &crc0, &messages1);
 
@@ -525,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_a_subgroup_the_restarted_log_lacks_is_kept_from_its_member),
         cmocka_unit_test(
             test_a_member_behind_in_a_subgroup_the_restarted_log_lacks_takes_it_from_its_source),
+        cmocka_unit_test(test_a_member_behind_a_source_s_snapshot_takes_the_snapshot_then_the_rest),
         cmocka_unit_test(test_no_restart_without_a_member_of_each_logged_subgroup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
