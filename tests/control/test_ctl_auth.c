@@ -8,7 +8,8 @@
  * key, a member with no key and a stranger are refused, the stranger
  * receiving nothing but a random nonce; a byte flipped or a record replayed
  * by a man in the middle fails that member's connection with the reason
- * named and logged.
+ * named and logged (a stranger that reached the man in the middle first,
+ * and hung up, keeps neither member out).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -438,18 +439,20 @@ static void test_member_without_a_key_is_refused(void **state)
 }
 
 /* Connects to a loopback port, retrying while nothing listens there yet
- * (the member opens its port when the test gets to it). */
+ * (the member opens its port when the test gets to it); -1 when nothing
+ * listened there for 10 s. */
 static int connect_retrying(uint16_t port)
 {
     struct sockaddr_in sin = {
         .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    for (;;) {
+    for (int tries = 0; tries < 1000; tries++) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == 0)
             return fd;
         close(fd);
         usleep(10000);
     }
+    return -1;
 }
 
 /* A stranger that speaks the unkeyed protocol (member 1's hello, naming
@@ -533,21 +536,39 @@ static void test_unkeyed_listener_beyond_loopback_warns(void **state)
 
 enum mitm_mode { MITM_FLIP, MITM_REPLAY };
 
+#define MITM_LINKS 4 /* connections forwarded at most */
+
+struct mitm;
+
+struct mitm_link {
+    struct mitm *mitm;
+    int from; /* the dialer's connection */
+};
+
 struct mitm {
     int listen_fd;
     uint16_t target;
     enum mitm_mode mode;
-    uint32_t record; /* the dialer's record to spoil */
+    uint32_t record; /* the dialer's record to spoil, on each connection */
+    pthread_t acceptor;
+    uint32_t links; /* written by the acceptor only; read after joining it */
+    struct mitm_link link[MITM_LINKS];
+    pthread_t forwarder[MITM_LINKS];
 };
 
-/* Forwards one direction's bytes; dialer-to-acceptor ones are parsed into
- * records after the handshake (nonce and proof, 64 bytes) and record
- * m->record is altered or sent twice. */
-static void *mitm_thread(void *arg)
+/* Forwards one connection's bytes both ways; dialer-to-acceptor ones are
+ * parsed into records after the handshake (nonce and proof, 64 bytes) and
+ * record m->record is altered or sent twice. */
+static void *mitm_forward(void *arg)
 {
-    struct mitm *m = arg;
-    int from = accept(m->listen_fd, NULL, NULL);
+    const struct mitm_link *link = arg;
+    const struct mitm *m = link->mitm;
+    int from = link->from;
     int to = connect_retrying(m->target);
+    if (to < 0) {
+        close(from);
+        return NULL;
+    }
     /* The dialer's stream, held whole: small enough here (tags 1 and 2). */
     size_t cap = 4u << 20, len = 0, sent = 0, parsed = 2 * CTL_NONCE_BYTES;
     uint8_t *stream = malloc(cap);
@@ -602,6 +623,46 @@ static void *mitm_thread(void *arg)
     return NULL;
 }
 
+/* Accepts and forwards every connection, not just the first: the port is
+ * an ephemeral one, which a process of another test that dials a port it
+ * chose (and freed) may reach first, and member 1's connection must not
+ * then wait unaccepted. Ends when the listener is shut down. */
+static void *mitm_accept(void *arg)
+{
+    struct mitm *m = arg;
+    for (;;) {
+        int from = accept(m->listen_fd, NULL, NULL);
+        if (from < 0 && (errno == EINTR || errno == ECONNABORTED))
+            continue;
+        if (from < 0)
+            return NULL;
+        if (m->links == MITM_LINKS) {
+            close(from);
+            continue;
+        }
+        struct mitm_link *link = &m->link[m->links];
+        *link = (struct mitm_link){m, from};
+        if (pthread_create(&m->forwarder[m->links], NULL, mitm_forward, link) == 0)
+            m->links++;
+        else
+            close(from);
+    }
+}
+
+static void mitm_start(struct mitm *m)
+{
+    assert_int_equal(pthread_create(&m->acceptor, NULL, mitm_accept, m), 0);
+}
+
+static void mitm_stop(struct mitm *m)
+{
+    shutdown(m->listen_fd, SHUT_RDWR); /* wakes the acceptor */
+    pthread_join(m->acceptor, NULL);
+    for (uint32_t i = 0; i < m->links; i++)
+        pthread_join(m->forwarder[i], NULL);
+    close(m->listen_fd);
+}
+
 static int open_listener(uint16_t *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -636,16 +697,23 @@ static int gather_then_collect(void *arg)
 /* Member 1 reaches member 0 through a man in the middle that spoils
  * member 1's record 3 (its records: hello, tag 1's header and blob, then
  * tag 2's header): member 0 has tag 1, then drops member 1's connection
- * naming why, and waiting for tag 2 fails with that reason. */
+ * naming why, and waiting for tag 2 fails with that reason. A stranger
+ * reaches the man in the middle first and hangs up: member 0 drops its
+ * connection and still takes member 1's. */
 static void expect_spoiled_record_fails(enum mitm_mode mode, const char *reason)
 {
     struct ctl_keyring a = ring_of(0xa1);
     struct pair p = two_members(&a);
     uint16_t mitm_port;
-    struct mitm m = {open_listener(&mitm_port), p.members[0].port, mode, 3};
+    struct mitm m = {.listen_fd = open_listener(&mitm_port),
+                     .target = p.members[0].port,
+                     .mode = mode,
+                     .record = 3};
+    int stranger = connect_retrying(mitm_port);
+    assert_true(stranger >= 0);
+    close(stranger);
     pid_t pid = run_member_1(p, mitm_port, &a);
-    pthread_t thread;
-    assert_int_equal(pthread_create(&thread, NULL, mitm_thread, &m), 0);
+    mitm_start(&m);
     assert_int_equal(open_member_0(&p), 0);
     struct collect_args c = {p.ctl, malloc(1u << 20), 1u << 20, {0}, -1};
     int rc;
@@ -660,8 +728,7 @@ static void expect_spoiled_record_fails(enum mitm_mode mode, const char *reason)
     assert_non_null(strstr(spindle_errmsg(), reason));
     ctl_close(p.ctl);
     assert_int_equal(wait_exit(pid), 2); /* member 1 lost its connection */
-    pthread_join(thread, NULL);
-    close(m.listen_fd);
+    mitm_stop(&m);
 }
 
 static void test_flipped_byte_fails_the_connection(void **state)

@@ -194,8 +194,9 @@ struct scenario {
                                 commitment in the first view change */
     uint32_t early_mask;     /* these members are in spindle_group_shutdown
                                 when the victims are killed */
-    int go[2];               /* with early_mask: the others wait half-way
-                                until EOF here (the kill has landed) */
+    int go[2];               /* with victims or early_mask (holds_halfway):
+                                the others wait half-way until EOF here
+                                (the kill or stop has landed) */
     uint32_t members;
     uint32_t dead_mask;
     uint32_t stop_mask;          /* these members are stopped (SIGSTOP), resumed at the end */
@@ -328,6 +329,26 @@ static bool survivors_go_on(const struct scenario *s)
            (s->tie_breaker && 2 * survivors == s->members && (s->dead_mask & 1) == 0);
 }
 
+/* Whether the members that stay wait half-way through their streams until
+ * the victims are killed or stopped (or the early ones are in shutdown). */
+static bool holds_halfway(const struct scenario *s)
+{
+    return (s->dead_mask | s->stop_mask | s->early_mask) != 0;
+}
+
+/* Polls (up to 30 s) until this member has stopped; returns why (0 if it
+ * still takes part in the group). */
+static int wait_stopped(spindle_group_t *group)
+{
+    int rc = 0;
+    for (uint64_t start = now_ms(); rc == 0 && now_ms() - start < 30000;) {
+        rc = spindle_group_status(group);
+        if (rc == 0)
+            usleep(1000);
+    }
+    return rc;
+}
+
 /* Child body; returns the exit status. */
 static int member_main(const struct scenario *s, uint32_t self)
 {
@@ -359,7 +380,8 @@ static int member_main(const struct scenario *s, uint32_t self)
     uint32_t failed =
         victims | s->slow_mask | s->self_kill_mask | s->liar_mask | s->protocol_liar_mask;
     bool early = (s->early_mask >> self) & 1;
-    if (s->early_mask != 0)
+    bool hold = holds_halfway(s) && !early && ((victims >> self) & 1) == 0;
+    if (holds_halfway(s))
         close(s->go[1]); /* EOF on go once the parent closes its end */
     for (uint64_t i = 0; i < MESSAGES && rc == 0; i++) {
         uint64_t payload[2] = {i, self};
@@ -367,13 +389,17 @@ static int member_main(const struct scenario *s, uint32_t self)
         if (i == MESSAGES / 4 && ((victims >> self) & 1) && write(s->progress_fd, "x", 1) != 1)
             return 11;
         /* A victim to be killed stops itself here, its predicate thread
-         * too: on a loaded machine it could otherwise send (or null-send)
-         * the rest of the stream before the kill lands, and the others
-         * would deliver everything in view 0. Stopped, it holds them to
-         * at most a window past this point, so they go on in view 1. */
+         * too: it could otherwise send the rest of the stream before the
+         * kill lands. That alone does not hold the others back: while its
+         * sending thread waits for the CPU, its predicate thread null-sends
+         * up to their round (Spindle 3.3), so on a loaded machine they can
+         * be far ahead, even done. So the others wait half-way for the
+         * kill (or stop): the second half of their streams is delivered in
+         * view 1, and a member that must take part in the change (a liar)
+         * is still there for it. */
         if (i == MESSAGES / 4 && ((s->dead_mask >> self) & 1))
             raise(SIGSTOP);
-        if (i == MESSAGES / 2 && s->early_mask != 0 && !early) {
+        if (i == MESSAGES / 2 && hold) {
             char byte;
             while (read(s->go[0], &byte, 1) > 0)
                 ;
@@ -426,6 +452,12 @@ static int member_main(const struct scenario *s, uint32_t self)
          * others removed it: a send or the flush after them says so. */
         if (rc == 0)
             rc = spindle_flush(group, 30000);
+        /* Or it got through its stream and flush before it was found out
+         * (on a loaded machine the parent's stop can land that late): it
+         * stays until it is removed, or the others would find it failed
+         * (exited) rather than stopped, slow or lying. */
+        if (rc == 0)
+            rc = wait_stopped(group);
         int removed =
             rc == SPINDLE_EREMOVED && strstr(spindle_errmsg(), "removed from the group") != NULL;
         if (!removed)
@@ -586,7 +618,7 @@ static void run_scenario(struct scenario *s, int expect_logs)
     s->dir = dir;
     s->progress_fd = fds[1];
     assert_int_equal(pipe(s->release), 0);
-    if (s->early_mask != 0)
+    if (holds_halfway(s))
         assert_int_equal(pipe(s->go), 0);
     pid_t pids[MAX_MEMBERS];
     for (uint32_t i = 0; i < members; i++) {
@@ -610,7 +642,7 @@ static void run_scenario(struct scenario *s, int expect_logs)
         if ((stop_mask >> i) & 1)
             kill(pids[i], SIGSTOP);
     }
-    if (s->early_mask != 0) {
+    if (holds_halfway(s)) {
         close(s->go[0]);
         close(s->go[1]); /* the others go on sending, now in view 1 */
     }
