@@ -91,7 +91,16 @@ struct smc_subgroup {
      * received it is learnt through memory another process wrote, which
      * orders nothing in this process. */
     uint64_t posted_mark;
-    bool edge_set;        /* unordered: resend_from holds (smc_group_set_edge) */
+    bool edge_set; /* unordered: resend_from holds (smc_group_set_edge) */
+    /* The open reservation was made with SPINDLE_RESERVE_MORE: its commit
+     * does not wake the predicate thread. Written by the reserving thread
+     * only, read by its commit. (Here, in edge_set's padding: the hot
+     * fields keep their places.) */
+    bool reserve_more;
+    /* atomic: a commit with SPINDLE_RESERVE_MORE left the predicate thread
+     * unwoken; the next waking commit, or a reserve that finds the window
+     * full, wakes it. */
+    uint8_t quiet_commits;
     uint64_t resend_from; /* own app messages every survivor received */
 
     /* Receiver side (my_member_rank >= 0). */
