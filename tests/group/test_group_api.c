@@ -313,9 +313,10 @@ static void spin_us(uint64_t us)
  * SPINDLE_RESERVE_MORE: commits made with it do not wake the predicate
  * thread, so nothing of a burst is delivered before the commit that ends
  * it (one without the flag), and that commit sends the whole burst. Twenty
- * bursts of 15 quiet commits, 200 us apart, then one plain commit: a
- * thread woken at each commit delivers part of nearly every burst early;
- * only its heartbeat (every 100 ms) may take one early here and there.
+ * bursts of 15 quiet commits, 200 us apart, each begun once the thread
+ * sleeps, then one plain commit: a thread woken at each commit delivers
+ * part of nearly every burst early; only its heartbeat (every 100 ms) may
+ * take one early here and there.
  * Then a burst ended by a reserve that finds the window full: that
  * reserve wakes the thread, and the burst is delivered without another
  * commit.
@@ -334,6 +335,16 @@ static void test_reserve_more_holds_the_wake_until_the_burst_ends(void **state)
     uint64_t expected = 0;
     int early = 0;
     for (int burst = 0; burst < BURSTS; burst++) {
+        /* A burst starts once the thread has gone to sleep (after the last
+         * burst, or after a heartbeat's pass): an awake thread takes what
+         * is committed, with or without the flag. */
+        struct spindle_stats st;
+        assert_int_equal(spindle_group_stats(g, &st), 0);
+        uint64_t sleeps = st.sleeps;
+        while (st.sleeps == sleeps) {
+            spin_us(100);
+            assert_int_equal(spindle_group_stats(g, &st), 0);
+        }
         for (int i = 0; i < QUIET; i++) {
             void *slot;
             assert_int_equal(spindle_reserve(g, 0, 5, SPINDLE_RESERVE_MORE, &slot), 0);
