@@ -221,7 +221,10 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
     rc = smc_group_state_error(group);
     if (rc < 0)
         return rc;
-    if (__atomic_exchange_n(&sub->reserve_open, 1, __ATOMIC_ACQ_REL) != 0)
+    /* The flag rides in reserve_open, on the line the commit writes anyway. */
+    int closed = 0, open = (flags & SPINDLE_RESERVE_MORE) != 0 ? 2 : 1;
+    if (!__atomic_compare_exchange_n(&sub->reserve_open, &closed, open, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
         return sp_error(SPINDLE_EINVAL, "subgroup %u already has an open reservation", subgroup);
     int32_t holder = slot_holder(group, sub);
     if (holder >= 0) {
@@ -249,7 +252,6 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
     uint64_t committed = __atomic_load_n(&sub->committed, __ATOMIC_ACQUIRE);
     uint32_t index = (uint32_t)(committed % sub->layout.window_size);
     sub->reserve_size = (uint32_t)size;
-    sub->reserve_more = (flags & SPINDLE_RESERVE_MORE) != 0;
     *slot = smc_ring(group, sub, (uint32_t)sub->my_sender_rank) + (size_t)index * sub->slot_size +
             SMC_HEADER_SIZE;
     return 0;
@@ -293,13 +295,12 @@ static int open_reservation(struct smc_group *group, uint32_t subgroup, struct s
  * reserve that finds the window full, wakes it once for all of them. */
 static void wake_unless_more(struct smc_group *group, struct smc_subgroup *sub, bool more)
 {
-    if (more) {
-        __atomic_store_n(&sub->quiet_commits, 1, __ATOMIC_RELEASE);
+    if (!more) {
+        sst_engine_wake(group->engine);
         return;
     }
-    if (__atomic_load_n(&sub->quiet_commits, __ATOMIC_RELAXED) != 0)
-        __atomic_store_n(&sub->quiet_commits, 0, __ATOMIC_RELAXED);
-    sst_engine_wake(group->engine);
+    if (__atomic_load_n(&sub->quiet_commits, __ATOMIC_RELAXED) == 0)
+        __atomic_store_n(&sub->quiet_commits, 1, __ATOMIC_RELEASE);
 }
 
 static int commit(struct smc_group *group, uint32_t subgroup, bool own_pass)
@@ -330,7 +331,7 @@ static int commit(struct smc_group *group, uint32_t subgroup, bool own_pass)
     } else {
         commit_slot(sub);
     }
-    bool more = sub->reserve_more;
+    bool more = __atomic_load_n(&sub->reserve_open, __ATOMIC_RELAXED) == 2;
     __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
     wake_unless_more(group, sub, more);
     return 0;
@@ -353,7 +354,7 @@ int smc_commit_locked(struct smc_group *group, uint32_t subgroup)
     if (rc < 0)
         return rc;
     commit_slot(sub);
-    bool more = sub->reserve_more;
+    bool more = __atomic_load_n(&sub->reserve_open, __ATOMIC_RELAXED) == 2;
     __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
     /* The predicate sees it in this pass (a later subgroup) or the next:
      * a commit counts as work (subgroup_has_work). */
