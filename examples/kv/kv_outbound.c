@@ -15,11 +15,13 @@
 #include "kv_server_impl.h"
 
 /* Multicasts one operation: 0, SPINDLE_EAGAIN (keep it), or the group's
- * error. */
-static int send_one(struct kv_server *server, const char *op, uint32_t len)
+ * error. more: others follow at once (SPINDLE_RESERVE_MORE), so the
+ * predicate thread is woken once for the loop's turn, not per operation. */
+static int send_one(struct kv_server *server, const char *op, uint32_t len, bool more)
 {
     void *slot;
-    int rc = spindle_reserve(server->group, server->my_shard, len, SPINDLE_RESERVE_NONBLOCK, &slot);
+    unsigned flags = SPINDLE_RESERVE_NONBLOCK | (more ? SPINDLE_RESERVE_MORE : 0u);
+    int rc = spindle_reserve(server->group, server->my_shard, len, flags, &slot);
     if (rc != 0)
         return rc;
     memcpy(slot, op, len);
@@ -42,15 +44,6 @@ void kv_outbound_send(struct kv_server *server, const struct kv_buf *op)
     if (server->send_failed)
         return;
     uint32_t len = (uint32_t)op->len;
-    if (server->outbound.len == server->outbound_at) {
-        int rc = send_one(server, op->data, len);
-        if (rc == 0)
-            return;
-        if (rc != SPINDLE_EAGAIN) {
-            stop_sending(server, rc);
-            return;
-        }
-    }
     kv_buf_append(&server->outbound, &len, sizeof len);
     kv_buf_append(&server->outbound, op->data, op->len);
 }
@@ -61,14 +54,16 @@ void kv_outbound_flush(struct kv_server *server)
     while (queue->len > server->outbound_at) {
         uint32_t len;
         memcpy(&len, queue->data + server->outbound_at, sizeof len);
-        int rc = send_one(server, queue->data + server->outbound_at + sizeof len, len);
+        size_t next = server->outbound_at + sizeof len + len;
+        int rc = send_one(server, queue->data + server->outbound_at + sizeof len, len,
+                          next < queue->len);
         if (rc == SPINDLE_EAGAIN)
             break;
         if (rc != 0) {
             stop_sending(server, rc);
             return;
         }
-        server->outbound_at += sizeof len + len;
+        server->outbound_at = next;
     }
     /* Moved up once half of it went out: each byte is moved about once. */
     if (server->outbound_at == queue->len) {

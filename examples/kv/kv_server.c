@@ -510,6 +510,7 @@ static bool handle(struct kv_server *server, const struct epoll_event *ev)
 static int loop(struct kv_server *server)
 {
     struct epoll_event events[64];
+    kv_outbound_flush(server); /* what setup proposed */
     for (;;) {
         int n = epoll_wait(server->epoll_fd, events, 64, -1);
         if (n < 0 && errno != EINTR) {
@@ -524,6 +525,7 @@ static int loop(struct kv_server *server)
         kv_outbound_flush(server);
         kv_maybe_snapshot(server);
         kv_client_flush(server);
+        kv_outbound_flush(server); /* what pipelined input proposed */
     }
 }
 

@@ -510,6 +510,14 @@ struct spindle_stats {
 
 /* Flags of spindle_reserve. */
 #define SPINDLE_RESERVE_NONBLOCK 1u /* SPINDLE_EAGAIN instead of waiting for a free slot */
+/* More messages follow at once from this thread (as MSG_MORE): the commit of
+ * this reservation does not wake the predicate thread, so that one push
+ * carries the whole burst. The next commit without it, or a reserve that
+ * finds the window full, wakes it for all of them; a burst must end with
+ * such a commit, else its messages wait for the predicate thread's next
+ * pass for another reason (a peer's push, or its heartbeat: at most
+ * 100 ms). */
+#define SPINDLE_RESERVE_MORE 2u
 
 /*
  * Sized structs (docs/ABI.md "Growing a struct"). spindle_group_options,

@@ -312,7 +312,10 @@ void smc_group_stop(struct smc_group *group);
 void smc_group_destroy(struct smc_group *group);
 
 /* spindle_reserve / spindle_commit / spindle_flush on this view's
- * multicast, with the same failure values (include/spindle/group.h). */
+ * multicast, with the same failure values (include/spindle/group.h). A
+ * reservation made with SPINDLE_RESERVE_MORE is committed without waking
+ * the predicate thread; the next commit without it, or a non-blocking
+ * reserve that finds the window full, wakes it. */
 int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigned flags,
                 void **slot);
 int smc_commit(struct smc_group *group, uint32_t subgroup);

@@ -79,7 +79,7 @@ struct smc_subgroup {
     uint64_t nulls;          /* null_num value in my row */
     uint64_t *slot_position; /* [W]: position of my pushed message in each slot */
     uint32_t *slot_length;   /* [W]: payload bytes of my committed message in each slot */
-    int reserve_open;        /* atomic: a reservation is open */
+    int reserve_open; /* atomic: 0, or a reservation is open: 1, 2 with SPINDLE_RESERVE_MORE */
     uint32_t reserve_size;
     int reserve_waiting; /* atomic: a reserver waits for a free slot */
     /* atomic: a non-blocking reserve found the window full; the predicate
@@ -91,7 +91,15 @@ struct smc_subgroup {
      * received it is learnt through memory another process wrote, which
      * orders nothing in this process. */
     uint64_t posted_mark;
-    bool edge_set;        /* unordered: resend_from holds (smc_group_set_edge) */
+    bool edge_set; /* unordered: resend_from holds (smc_group_set_edge) */
+    /* atomic: a commit with SPINDLE_RESERVE_MORE left the predicate thread
+     * unwoken; a reserve that finds the window full wakes it and clears
+     * this. A plain commit wakes the thread but leaves this alone, so that
+     * commits without the flag touch nothing on this line, which the
+     * predicate thread writes at every delivery (at worst, one needless
+     * wake at the next full window). In edge_set's padding: the fields
+     * after it keep their places. */
+    uint8_t quiet_commits;
     uint64_t resend_from; /* own app messages every survivor received */
 
     /* Receiver side (my_member_rank >= 0). */

@@ -221,7 +221,10 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
     rc = smc_group_state_error(group);
     if (rc < 0)
         return rc;
-    if (__atomic_exchange_n(&sub->reserve_open, 1, __ATOMIC_ACQ_REL) != 0)
+    /* The flag rides in reserve_open, on the line the commit writes anyway. */
+    int closed = 0, open = (flags & SPINDLE_RESERVE_MORE) != 0 ? 2 : 1;
+    if (!__atomic_compare_exchange_n(&sub->reserve_open, &closed, open, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
         return sp_error(SPINDLE_EINVAL, "subgroup %u already has an open reservation", subgroup);
     int32_t holder = slot_holder(group, sub);
     if (holder >= 0) {
@@ -230,9 +233,12 @@ int smc_reserve(struct smc_group *group, uint32_t subgroup, size_t size, unsigne
         if (flags & SPINDLE_RESERVE_NONBLOCK) {
             rc = sp_error(SPINDLE_EAGAIN, "subgroup %u: all %u slots of the window are in use",
                           subgroup, sub->layout.window_size);
-            /* The predicate says when a slot is free (send_ready). */
-            if (group->options.send_ready != NULL &&
-                __atomic_exchange_n(&sub->room_wanted, 1, __ATOMIC_ACQ_REL) == 0)
+            /* The predicate says when a slot is free (send_ready); a burst
+             * of quiet commits ends here, so its messages go out. */
+            bool quiet = __atomic_exchange_n(&sub->quiet_commits, 0, __ATOMIC_ACQ_REL) != 0;
+            if ((group->options.send_ready != NULL &&
+                 __atomic_exchange_n(&sub->room_wanted, 1, __ATOMIC_ACQ_REL) == 0) ||
+                quiet)
                 sst_engine_wake(group->engine);
         } else {
             rc = wait_for_slot(group, sub);
@@ -284,6 +290,19 @@ static int open_reservation(struct smc_group *group, uint32_t subgroup, struct s
     return 0;
 }
 
+/* Wakes the predicate thread after a commit, unless the reservation said
+ * more follow (SPINDLE_RESERVE_MORE): then the burst's last commit, or a
+ * reserve that finds the window full, wakes it once for all of them. */
+static void wake_unless_more(struct smc_group *group, struct smc_subgroup *sub, bool more)
+{
+    if (!more) {
+        sst_engine_wake(group->engine);
+        return;
+    }
+    if (__atomic_load_n(&sub->quiet_commits, __ATOMIC_RELAXED) == 0)
+        __atomic_store_n(&sub->quiet_commits, 1, __ATOMIC_RELEASE);
+}
+
 static int commit(struct smc_group *group, uint32_t subgroup, bool own_pass)
 {
     struct smc_subgroup *sub = NULL;
@@ -312,8 +331,9 @@ static int commit(struct smc_group *group, uint32_t subgroup, bool own_pass)
     } else {
         commit_slot(sub);
     }
+    bool more = __atomic_load_n(&sub->reserve_open, __ATOMIC_RELAXED) == 2;
     __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
-    sst_engine_wake(group->engine);
+    wake_unless_more(group, sub, more);
     return 0;
 }
 
@@ -334,10 +354,11 @@ int smc_commit_locked(struct smc_group *group, uint32_t subgroup)
     if (rc < 0)
         return rc;
     commit_slot(sub);
+    bool more = __atomic_load_n(&sub->reserve_open, __ATOMIC_RELAXED) == 2;
     __atomic_store_n(&sub->reserve_open, 0, __ATOMIC_RELEASE);
     /* The predicate sees it in this pass (a later subgroup) or the next:
      * a commit counts as work (subgroup_has_work). */
-    sst_engine_wake(group->engine);
+    wake_unless_more(group, sub, more);
     return 0;
 }
 

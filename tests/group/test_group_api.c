@@ -299,6 +299,100 @@ static void test_a_full_window_is_counted_with_the_member_holding_it(void **stat
     cleanup_dir();
 }
 
+/* Busy for us microseconds: spaces the commits of a burst so that a
+ * predicate thread woken by the first has time to take it (no sleep: the
+ * test's thread stays the one that commits). */
+static void spin_us(uint64_t us)
+{
+    uint64_t until = sp_now_ns() + us * 1000u;
+    while (sp_now_ns() < until)
+        ;
+}
+
+/*
+ * SPINDLE_RESERVE_MORE: commits made with it do not wake the predicate
+ * thread, so nothing of a burst is delivered before the commit that ends
+ * it (one without the flag), and that commit sends the whole burst. Twenty
+ * bursts of 15 quiet commits, 200 us apart, each begun once the thread
+ * sleeps, then one plain commit: a thread woken at each commit delivers
+ * part of nearly every burst early; only its heartbeat (every 100 ms) may
+ * take one early here and there.
+ * Then a burst ended by a reserve that finds the window full: that
+ * reserve wakes the thread, and the burst is delivered without another
+ * commit.
+ */
+static void test_reserve_more_holds_the_wake_until_the_burst_ends(void **state)
+{
+    (void)state;
+    enum { BURSTS = 20, QUIET = 15, WINDOW = 16 };
+    struct spindle_group_options o;
+    struct sink sink = {0};
+    options_for(&o, &sink);
+    struct spindle_subgroup_config sg = {self_only, 1,  self_only,          1,
+                                         WINDOW,    16, SPINDLE_MODE_ATOMIC};
+    spindle_group_t *g;
+    assert_int_equal(spindle_group_create(&o, &sg, 1, &g), 0);
+    uint64_t expected = 0;
+    int early = 0;
+    for (int burst = 0; burst < BURSTS; burst++) {
+        /* A burst starts once the thread has gone to sleep (after the last
+         * burst, or after a heartbeat's pass): an awake thread takes what
+         * is committed, with or without the flag. */
+        struct spindle_stats st;
+        assert_int_equal(spindle_group_stats(g, &st), 0);
+        uint64_t sleeps = st.sleeps;
+        while (st.sleeps == sleeps) {
+            spin_us(100);
+            assert_int_equal(spindle_group_stats(g, &st), 0);
+        }
+        for (int i = 0; i < QUIET; i++) {
+            void *slot;
+            assert_int_equal(spindle_reserve(g, 0, 5, SPINDLE_RESERVE_MORE, &slot), 0);
+            memcpy(slot, "hello", 5);
+            assert_int_equal(spindle_commit(g, 0), 0);
+            spin_us(200);
+        }
+        if (__atomic_load_n(&sink.count, __ATOMIC_ACQUIRE) > expected)
+            early++;
+        void *slot;
+        assert_int_equal(spindle_reserve(g, 0, 5, 0, &slot), 0);
+        memcpy(slot, "hello", 5);
+        assert_int_equal(spindle_commit(g, 0), 0);
+        expected += QUIET + 1;
+        assert_int_equal(spindle_flush(g, 10000), 0);
+        assert_int_equal(__atomic_load_n(&sink.count, __ATOMIC_ACQUIRE), expected);
+    }
+    print_message("bursts with a message delivered before their last commit: %d of %d\n", early,
+                  BURSTS);
+    assert_true(early <= BURSTS / 4);
+    /* A burst that fills the window: the reserve that finds it full wakes
+     * the thread, which delivers the burst and frees the window. */
+    for (int i = 0; i < WINDOW; i++) {
+        void *slot;
+        assert_int_equal(spindle_reserve(g, 0, 5, SPINDLE_RESERVE_MORE, &slot), 0);
+        memcpy(slot, "hello", 5);
+        assert_int_equal(spindle_commit(g, 0), 0);
+    }
+    expected += WINDOW;
+    void *slot;
+    int rc = spindle_reserve(g, 0, 5, SPINDLE_RESERVE_NONBLOCK | SPINDLE_RESERVE_MORE, &slot);
+    if (rc == 0) { /* a heartbeat's pass took the burst first: end it plainly */
+        memcpy(slot, "hello", 5);
+        assert_int_equal(spindle_commit(g, 0), 0);
+        expected++;
+    } else {
+        assert_int_equal(rc, SPINDLE_EAGAIN);
+    }
+    uint64_t deadline = sp_now_ns() + 10000000000ull;
+    while (__atomic_load_n(&sink.count, __ATOMIC_ACQUIRE) < expected && sp_now_ns() < deadline)
+        spin_us(100);
+    assert_int_equal(__atomic_load_n(&sink.count, __ATOMIC_ACQUIRE), expected);
+    assert_int_equal(spindle_group_shutdown(g, 5000), 0);
+    spindle_group_destroy(g);
+    assert_false(sink.bad);
+    cleanup_dir();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_in_place_messages_are_delivered_in_order),
         cmocka_unit_test(test_nonblocking_reserve_reports_a_full_window),
         cmocka_unit_test(test_a_full_window_is_counted_with_the_member_holding_it),
+        cmocka_unit_test(test_reserve_more_holds_the_wake_until_the_burst_ends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
