@@ -106,6 +106,9 @@ void sst_engine_unlock(struct sst_engine *engine)
 
 void sst_engine_wake(struct sst_engine *engine)
 {
+    /* A thread polling on its own CPU sees the work at its next pass. */
+    if (atomic_load_explicit(&engine->polling, memory_order_relaxed))
+        return;
     tp_doorbell_ring_self(engine->endpoint);
 }
 

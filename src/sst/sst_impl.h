@@ -18,6 +18,10 @@
 #define SST_HEADER_LEFT      16 /* non-zero: the member left the group on purpose */
 #define SST_HEADER_REMOVED   24 /* rows the owner's next view dropped (a mask) */
 #define SST_STALL_GRACE      4  /* times the stall timeout before a row's first beat */
+/* Set in the SLEEP word by a predicate thread that polls on a dedicated
+ * CPU (it never sleeps): pushers do not ring its doorbell. Only set, never
+ * cleared, so the word still only grows; the sleep parity (bit 0) stays. */
+#define SST_SLEEP_POLLING (1ull << 63)
 
 struct sst_peer_ref {
     struct tp_desc address;
@@ -101,6 +105,9 @@ struct sst_engine {
     pthread_t thread;
     bool started;
     atomic_bool running;
+    /* The predicate thread polls on its dedicated CPU and never sleeps:
+     * waking it is needless (set once, under the lock, by that thread). */
+    atomic_bool polling;
 
     struct sst_predicate *predicates;
     uint32_t num_predicates, cap_predicates;

@@ -52,6 +52,8 @@ int sst_table_create(struct sst_engine *engine, const struct sst_schema *schema,
     pthread_mutex_lock(&engine->lock);
     table->next = engine->tables;
     engine->tables = table;
+    if (atomic_load(&engine->polling)) /* pushed with the next heartbeat */
+        sst_write_u64(table, SST_HEADER_SLEEP, SST_SLEEP_POLLING);
     pthread_mutex_unlock(&engine->lock);
     *out = table;
     return 0;
@@ -357,12 +359,20 @@ static bool row_reachable(const struct sst_table *table, uint32_t row)
  * fabric); otherwise (verbs: a ring is a work request) only when the owner
  * announced that it sleeps (odd SLEEP word in its row). Read before the
  * post, that word can miss a sleep announced meanwhile; such a sleeper
- * wakes at its next ring or at the end of its max_sleep_ms. */
+ * wakes at its next ring or at the end of its max_sleep_ms. An owner that
+ * announced dedicated-CPU polling never sleeps and is never rung: on shm
+ * a ring is an atomic add on a line of the owner's, which the next ring
+ * from another member takes away again. */
 static int enqueue(struct sst_table *table, uint32_t row, struct tp_write write, bool ring)
 {
     struct sst_engine *engine = table->engine;
-    if (ring && (tp_attr(engine->endpoint)->caps & TP_CAP_CHEAP_DOORBELL) == 0)
-        ring = (sst_read_u64(table, row, SST_HEADER_SLEEP) & 1) != 0;
+    if (ring) {
+        uint64_t sleep = sst_read_u64(table, row, SST_HEADER_SLEEP);
+        if ((sleep & SST_SLEEP_POLLING) != 0)
+            ring = false;
+        else if ((tp_attr(engine->endpoint)->caps & TP_CAP_CHEAP_DOORBELL) == 0)
+            ring = (sleep & 1) != 0;
+    }
     if (engine->num_pending == engine->cap_pending) {
         uint32_t cap = engine->cap_pending ? engine->cap_pending * 2 : 64;
         struct sst_pending *grown = realloc(engine->pending, cap * sizeof *grown);

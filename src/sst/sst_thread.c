@@ -301,12 +301,30 @@ static bool pin_to(uint32_t cpu)
     return rc == 0;
 }
 
+/* Tells every peer, in every table's row header, that this thread polls
+ * on a dedicated CPU and never sleeps, so that nobody rings its doorbell
+ * (enqueue, sst_table.c), and stops this process's own wakes of it
+ * (sst_engine_wake); a table created later starts with the word set. */
+static void announce_polling(struct sst_engine *engine)
+{
+    pthread_mutex_lock(&engine->lock);
+    atomic_store(&engine->polling, true);
+    for (struct sst_table *table = engine->tables; table != NULL; table = table->next) {
+        uint64_t sleep = sst_read_u64(table, table->my_row, SST_HEADER_SLEEP);
+        sst_write_u64(table, SST_HEADER_SLEEP, sleep | SST_SLEEP_POLLING);
+    }
+    sst_push_headers(engine);
+    sst_unlock_and_post(engine);
+}
+
 static void *predicate_thread(void *arg)
 {
     struct sst_engine *engine = arg;
     current_engine = engine;
     bool dedicated = engine->options.poll_dedicated && pin_to(engine->options.poll_cpu);
-    if (!dedicated)
+    if (dedicated)
+        announce_polling(engine);
+    else
         request_short_slice();
     uint64_t idle_since = sp_now_ns();
     uint64_t last_heartbeat = 0;
@@ -342,6 +360,7 @@ static void *predicate_thread(void *arg)
         if (sleep_on_doorbell(engine)) /* at most max_sleep_ms: timers */
             idle_since = sp_now_ns();
     }
+    atomic_store(&engine->polling, false); /* a restarted thread may not get its CPU */
     return NULL;
 }
 

@@ -12,3 +12,6 @@ spindle_add_test(test_sst_post_order SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_
 # The predicate thread's spin policy: none after ringing peers on few CPUs.
 spindle_add_test(test_sst_spin SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_spin.c TIMEOUT 30
                  LABELS sst)
+# A peer polling on a dedicated CPU is posted to without a doorbell ring.
+spindle_add_test(test_sst_polling_ring SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_polling_ring.c
+                 TIMEOUT 30 LABELS sst)

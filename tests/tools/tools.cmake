@@ -75,3 +75,11 @@ if(TARGET spindle-stat AND TARGET spindle-ctl)
   spindle_add_test(test_admin SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_admin.c
     ARGS $<TARGET_FILE:spindle-stat> $<TARGET_FILE:spindle-ctl> TIMEOUT 120 LABELS tools group)
 endif()
+
+# spindle-bench --app-cpus: a pinned run delivers everything; an unusable
+# CPU or a malformed list is refused, named.
+if(TARGET spindle-bench)
+  add_test(NAME bench_app_cpus_pins_or_refuses
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_app_cpus.sh $<TARGET_FILE:spindle-bench>)
+  set_tests_properties(bench_app_cpus_pins_or_refuses PROPERTIES LABELS "tools;bench" TIMEOUT 60)
+endif()

@@ -67,6 +67,9 @@ struct bench_config {
     bool tie_breaker;                        /* half of a view with its leader goes on */
     uint32_t poll_cpus[SPINDLE_MAX_MEMBERS]; /* --poll-cpus: member i polls on poll_cpus[i] */
     uint32_t num_poll_cpus;                  /* 0: adaptive polling */
+    uint32_t app_cpus[SPINDLE_MAX_MEMBERS];  /* --app-cpus: member i's sending and waiting
+                                              * thread runs on app_cpus[i] */
+    uint32_t num_app_cpus;                   /* 0: wherever the scheduler puts it */
     const char *key_file;                    /* --key-file / [group] key_file: the group key */
     const char *log_dir;         /* --log-dir / [group] log_dir: log every subgroup there */
     bool dispatch;               /* --dispatch / [group] dispatch: deliveries on a thread of

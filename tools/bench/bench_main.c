@@ -106,6 +106,10 @@ static const char usage[] =
     "  --poll-cpus LIST       dedicated-CPU polling: member i's predicate thread is pinned\n"
     "                         to the i-th CPU of LIST (comma-separated; with --id, that\n"
     "                         member's) and never sleeps (default: adaptive polling)\n"
+    "  --app-cpus LIST        pin member i's application thread (the one that sends and\n"
+    "                         waits for deliveries) to the i-th CPU of LIST, e.g. with\n"
+    "                         --poll-cpus 0,1 on two CPUs --app-cpus 1,0 commits on the\n"
+    "                         peer's polling CPU (default: not pinned)\n"
     "  --name NAME            this member's persistent name (with --local: NAME-<id>;\n"
     "                         default its control address, or member-<id>@<host>)\n"
     "  --incarnation N        this member's incarnation, larger at each restart under one\n"
@@ -135,8 +139,9 @@ static int bad(const char *fmt, const char *value)
     return 2;
 }
 
-/* --poll-cpus LIST: CPU numbers, comma-separated, one per member at most. */
-static int parse_cpus(const char *text, struct bench_config *c)
+/* --poll-cpus or --app-cpus LIST (flag): CPU numbers, comma-separated, one
+ * per member at most, into cpus and *count. */
+static int parse_cpus(const char *text, const char *flag, uint32_t *cpus, uint32_t *count)
 {
     char list[256];
     if (text == NULL) /* getopt gives every required_argument one */
@@ -145,23 +150,22 @@ static int parse_cpus(const char *text, struct bench_config *c)
     bool ok = length > 0 && length < sizeof list && text[0] != ',' && text[length - 1] != ',' &&
               strstr(text, ",,") == NULL;
     snprintf(list, sizeof list, "%s", text);
-    c->num_poll_cpus = 0;
+    *count = 0;
     char *save = NULL;
     for (char *item = strtok_r(list, ",", &save); ok && item != NULL;
          item = strtok_r(NULL, ",", &save)) {
         char *end = NULL;
         unsigned long cpu = strtoul(item, &end, 10);
-        ok = end != item && *end == '\0' && cpu < CPU_SETSIZE &&
-             c->num_poll_cpus < SPINDLE_MAX_MEMBERS;
+        ok = end != item && *end == '\0' && cpu < CPU_SETSIZE && *count < SPINDLE_MAX_MEMBERS;
         if (ok)
-            c->poll_cpus[c->num_poll_cpus++] = (uint32_t)cpu;
+            cpus[(*count)++] = (uint32_t)cpu;
     }
-    if (ok && c->num_poll_cpus > 0)
+    if (ok && *count > 0)
         return 0;
     fprintf(stderr,
-            "spindle-bench: --poll-cpus '%s': give CPU numbers below %d separated by commas, at "
+            "spindle-bench: %s '%s': give CPU numbers below %d separated by commas, at "
             "most %u\n",
-            text, CPU_SETSIZE, (unsigned)SPINDLE_MAX_MEMBERS);
+            flag, text, CPU_SETSIZE, (unsigned)SPINDLE_MAX_MEMBERS);
     return -1;
 }
 
@@ -233,6 +237,7 @@ enum {
     OPT_TIE_BREAKER,
     OPT_DISPATCH,
     OPT_POLL_CPUS,
+    OPT_APP_CPUS,
     OPT_KEY_FILE,
     OPT_ACCEPT_KEY_FILE,
     OPT_LOG_DIR,
@@ -280,6 +285,7 @@ static const struct option long_options[] = {
     {"tie-breaker", no_argument, 0, OPT_TIE_BREAKER},
     {"dispatch", no_argument, 0, OPT_DISPATCH},
     {"poll-cpus", required_argument, 0, OPT_POLL_CPUS},
+    {"app-cpus", required_argument, 0, OPT_APP_CPUS},
     {"key-file", required_argument, 0, OPT_KEY_FILE},
     {"accept-key-file", required_argument, 0, OPT_ACCEPT_KEY_FILE},
     {"log-dir", required_argument, 0, OPT_LOG_DIR},
@@ -374,7 +380,9 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, unsign
         c->tie_breaker = true;
         return 0;
     case OPT_POLL_CPUS:
-        return parse_cpus(arg, c);
+        return parse_cpus(arg, "--poll-cpus", c->poll_cpus, &c->num_poll_cpus);
+    case OPT_APP_CPUS:
+        return parse_cpus(arg, "--app-cpus", c->app_cpus, &c->num_app_cpus);
     case OPT_INCARNATION:
         if (parse_u64(arg, "--incarnation", 1, UINT64_MAX, &v) < 0)
             return -1;

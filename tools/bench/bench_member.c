@@ -563,6 +563,22 @@ static int wait_delivered(const struct bench_config *config, spindle_group_t *gr
     return 0;
 }
 
+/* --app-cpus: pins the calling (application) thread of member self. */
+static int pin_app_thread(const struct bench_config *config, uint32_t self)
+{
+    if (config->num_app_cpus == 0)
+        return 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(config->app_cpus[self % config->num_app_cpus], &set);
+    int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (rc == 0)
+        return 0;
+    fprintf(stderr, "spindle-bench: member %u: --app-cpus: cannot pin to CPU %u: %s\n", self,
+            config->app_cpus[self % config->num_app_cpus], strerror(rc));
+    return SPINDLE_EINVAL;
+}
+
 static void collect(const struct bench_config *config, struct member_state *st,
                     spindle_group_t *group, struct bench_result *result)
 {
@@ -858,6 +874,10 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
     if (rc < 0)
         fprintf(stderr, "spindle-bench: member %u: the restarted group did not become whole\n",
                 self);
+    /* After the group's own threads are started: they keep the default
+     * placement. */
+    if (rc == 0 && !joiner)
+        rc = pin_app_thread(config, self); /* its reason is on stderr */
     if (rc == 0)
         rc = joiner ? 0 : spindle_barrier(group, 60000);
     uint64_t start = bench_now_ns();
