@@ -24,13 +24,17 @@ python=/usr/bin/python3
 for program in "$KV" "$LOAD"; do
     [ -x "$program" ] || { echo "kv-etcd-compare: $program not found; build first" >&2; exit 2; }
 done
-if ! command -v etcd >/dev/null 2>&1; then
-    echo "kv-etcd-compare: installing etcd-server" >&2
-    apt-get install -y etcd-server >/dev/null ||
-        { echo "kv-etcd-compare: apt-get install etcd-server failed" >&2; exit 2; }
-fi
-command -v redis-cli >/dev/null 2>&1 ||
-    { echo "kv-etcd-compare: redis-cli not found (apt-get install redis-tools)" >&2; exit 2; }
+# etcd and etcdctl (the health check) and redis-cli (the replicas' readiness) are
+# Debian packages; install the ones missing.
+need() {
+    command -v "$1" >/dev/null 2>&1 && return 0
+    echo "kv-etcd-compare: installing $2 (for $1)" >&2
+    apt-get install -y "$2" >/dev/null ||
+        { echo "kv-etcd-compare: apt-get install $2 failed; $1 is needed" >&2; exit 2; }
+}
+need etcd etcd-server
+need etcdctl etcd-client
+need redis-cli redis-tools
 
 dir=$(mktemp -d /tmp/spindle-kv-etcd-XXXXXX)
 pids=""
