@@ -473,7 +473,11 @@ bool view_restart_better(const struct view_restart_status *a, const struct view_
 /* Restart state of a member of a group that restarted from its logs. */
 struct view_restart {
     struct view_restart_status running; /* what it answers restarting members */
-    uint64_t reserved;                  /* ids held by restarting members' names */
+    uint32_t self;                      /* this member's id in its log */
+    /* Ids held for the members of the view restarted from and for the
+     * members heard in the election; names[id] is the name heard with it,
+     * or "" for a member of that view not heard. */
+    uint64_t reserved;
     char names[SPINDLE_MAX_MEMBERS][SPINDLE_MEMBER_NAME_MAX];
     uint32_t num_subgroups;
     struct smc_layout *configured; /* the application's subgroups, by member id */
@@ -531,10 +535,18 @@ int view_restart_take_subgroups(struct view_membership *m, const struct ctl_addr
                                 uint32_t num_hosts, struct view_restart_status *mine);
 /* A member of a running group answers a restarting member's status. */
 void view_restart_answer(struct view_membership *m, const uint8_t *bytes, size_t length);
-/* The member id the leader gives joiner `who` in view: the one its name
- * held before a total restart when free, else the lowest free id that no
- * restarting member's name holds, else the lowest free one. */
-uint32_t view_restart_id(const struct view_membership *m, const struct view *view,
-                         const struct spindle_member_identity *who);
+/*
+ * The member id the leader gives the joiner behind req in view (r: the
+ * group's restart state, NULL when it did not restart from its logs):
+ *  - a member following a total restart (VIEW_JOIN_RESTART) gets the id
+ *    its log holds, req->restart_id, unless a member of view holds it or
+ *    it is held for another name heard in the election;
+ *  - any other joiner gets the id held for its name, else the lowest id
+ *    neither in view nor held for a restarting member.
+ * 0 with *id, or SPINDLE_EINVAL naming the id and who holds it (the
+ * refusal's reason): never an id held for another member.
+ */
+int view_restart_id(const struct view_restart *r, const struct view *view,
+                    const struct view_join_request *req, uint32_t *id);
 
 #endif

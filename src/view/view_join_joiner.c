@@ -30,6 +30,11 @@ static void build_request(const struct view_membership *m, struct view_join_requ
     req->identity = m->config.identity;
     req->flags = (m->config.tie_breaker ? VIEW_JOIN_TIE_BREAKER : 0) |
                  (m->log_ends != NULL ? VIEW_JOIN_CATCHUP : 0);
+    /* Following a total restart: the id its log holds, or none. */
+    if (m->restart != NULL) {
+        req->flags |= VIEW_JOIN_RESTART;
+        req->restart_id = m->restart->self;
+    }
     req->num_subgroups = num_subgroups;
     for (uint32_t g = 0; g < num_subgroups; g++)
         req->subgroups[g] = (struct view_join_subgroup){
@@ -213,6 +218,11 @@ static int adopt_offer(struct view_membership *m, const struct view_join_offer *
                         "the offer names the joiner '%s' (incarnation %llu), not '%s' (%llu)",
                         mine->name, (unsigned long long)mine->incarnation, m->config.identity.name,
                         (unsigned long long)m->config.identity.incarnation);
+    if (m->restart != NULL && offer->id != m->restart->self)
+        return sp_error(SPINDLE_EPROTO,
+                        "the leader offered member id %u, but this member restarts from a log "
+                        "(%s) that holds member id %u",
+                        offer->id, m->config.log_dir, m->restart->self);
     snprintf(m->group_name, sizeof m->group_name, "%s", offer->group_name);
     m->config.self = offer->id;
     m->config.num_initial = offer->num_initial;

@@ -8,7 +8,7 @@
  *     answers with the leader's address; J asks there.
  *  2. The leader, on its membership thread while no view change runs,
  *     gives J the lowest member id that no member of v holds (in a group
- *     restarted from its logs, the id J's name held: view_restart_id), an admission
+ *     restarted from its logs, the id J's log holds: view_restart_id), an admission
  *     number and an offer: the group name, v+1, the members of v+1 (those
  *     of v, then J), their control addresses and the subgroup layouts of
  *     v+1. Admissions grow over the group's life (next_admission), so when
@@ -253,11 +253,20 @@ static int next_admission(struct view_membership *m, uint64_t view, uint64_t *ou
 static bool admit(struct view_membership *m, const struct view_join_request *req)
 {
     uint64_t view = m->current->view.id + 1;
-    uint32_t id = view_restart_id(m, &m->current->view, &req->identity);
-    if (id >= SPINDLE_MAX_MEMBERS || m->current->view.num_members >= SST_MAX_ROWS) {
+    if (m->current->view.num_members >= SST_MAX_ROWS) {
         char why[VIEW_WHY_MAX];
         snprintf(why, sizeof why, "the view is full (%u members)", m->current->view.num_members);
         refuse(m, SPINDLE_EINVAL, why);
+        return false;
+    }
+    uint32_t id = 0;
+    int picked = view_restart_id(m->restart, &m->current->view, req, &id);
+    if (picked < 0) {
+        char why[VIEW_WHY_MAX];
+        snprintf(why, sizeof why, "%s", spindle_errmsg());
+        sp_log(SP_LOG_WARN, "join", "refusing %s at %s:%u: %s", req->identity.name,
+               req->address.host, req->address.port, why);
+        refuse(m, picked, why);
         return false;
     }
     uint64_t admission = 0;

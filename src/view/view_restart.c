@@ -325,24 +325,50 @@ void view_restart_answer(struct view_membership *m, const uint8_t *bytes, size_t
     answer_query(m->ctl, bytes, length, &status);
 }
 
-uint32_t view_restart_id(const struct view_membership *m, const struct view *view,
-                         const struct spindle_member_identity *who)
+/* The id a member following a total restart asks for (the one its log
+ * holds): refused when a member of the view, or another name heard in
+ * the election, holds it; a member of the restarted view not heard leaves
+ * its id held with no name, for whichever log holds it. */
+static int restart_id_of_log(const struct view_restart *r, const struct view *view,
+                             const struct view_join_request *req, uint32_t *id)
 {
+    uint32_t wanted = req->restart_id;
+    int rank = view_rank_of(view, wanted);
+    if (rank >= 0)
+        return sp_error(
+            SPINDLE_EINVAL,
+            "member id %u, which the log of '%s' holds, is held by '%s' in view %" PRIu64, wanted,
+            req->identity.name, view->identities[rank].name, view->id);
+    bool held = r != NULL && ((r->reserved >> wanted) & 1) != 0 && r->names[wanted][0] != '\0';
+    if (held && strcmp(r->names[wanted], req->identity.name) != 0)
+        return sp_error(SPINDLE_EINVAL,
+                        "member id %u, which the log of '%s' holds, restarted as '%s'", wanted,
+                        req->identity.name, r->names[wanted]);
+    *id = wanted;
+    return 0;
+}
+
+int view_restart_id(const struct view_restart *r, const struct view *view,
+                    const struct view_join_request *req, uint32_t *id)
+{
+    if ((req->flags & VIEW_JOIN_RESTART) != 0)
+        return restart_id_of_log(r, view, req, id);
     uint64_t taken = view_member_mask(view);
-    uint64_t reserved = m->restart != NULL ? m->restart->reserved & ~taken : 0;
-    for (uint32_t id = 0; id < SPINDLE_MAX_MEMBERS && reserved != 0; id++)
-        if (((reserved >> id) & 1) != 0 && strcmp(m->restart->names[id], who->name) == 0)
-            return id;
-    uint32_t any = SPINDLE_MAX_MEMBERS;
-    for (uint32_t id = 0; id < SPINDLE_MAX_MEMBERS; id++) {
-        if (((taken >> id) & 1) != 0)
-            continue;
-        if (((reserved >> id) & 1) == 0)
-            return id;
-        if (any == SPINDLE_MAX_MEMBERS)
-            any = id;
-    }
-    return any;
+    uint64_t reserved = r != NULL ? r->reserved & ~taken : 0;
+    for (uint32_t k = 0; k < SPINDLE_MAX_MEMBERS && reserved != 0; k++)
+        if (((reserved >> k) & 1) != 0 && strcmp(r->names[k], req->identity.name) == 0) {
+            *id = k;
+            return 0;
+        }
+    for (uint32_t k = 0; k < SPINDLE_MAX_MEMBERS; k++)
+        if (((taken >> k) & 1) == 0 && ((reserved >> k) & 1) == 0) {
+            *id = k;
+            return 0;
+        }
+    return sp_error(SPINDLE_EINVAL,
+                    "no member id is free: %u in view %" PRIu64 ", the rest held for members "
+                    "restarting from their logs",
+                    view->num_members, view->id);
 }
 
 /* ---- the restarting member ----------------------------------------- */
@@ -554,7 +580,13 @@ static int keep_restart(struct view_membership *m, const struct election *e,
     r->num_subgroups = num_subgroups;
     r->running = *leader;
     r->running.flags = VIEW_RESTART_RUNNING | (leader->flags & VIEW_RESTART_ENDS);
-    /* Members that restarted get their ids back when they join. */
+    r->self = e->mine.id;
+    /* Members that restart get their ids back when they join: those of
+     * the view restarted from, heard or not (a joiner new to the group
+     * never takes one), and those heard, with their names. */
+    for (uint32_t i = 0; i < leader->num_members && i < SPINDLE_MAX_MEMBERS; i++)
+        if (leader->members[i] < SPINDLE_MAX_MEMBERS)
+            r->reserved |= 1ull << leader->members[i];
     for (uint32_t id = 0; id < SPINDLE_MAX_MEMBERS; id++) {
         const struct view_restart_status *s = id == e->mine.id       ? &e->mine
                                               : heard(&e->round, id) ? &e->round.peers[id]

@@ -264,6 +264,8 @@ size_t view_wire_encode_join_request(const struct view_join_request *request, ui
         wire_put_u32(&w, request->subgroups[g].max_payload);
         wire_put_u32(&w, request->subgroups[g].mode);
     }
+    if ((request->flags & VIEW_JOIN_RESTART) != 0)
+        wire_put_u32(&w, request->restart_id);
     return finish_encode(&w);
 }
 
@@ -276,7 +278,8 @@ int view_wire_decode_join_request(const uint8_t *buf, size_t len, struct view_jo
     get_address(&r, &out->address, "joiner address");
     get_identity(&r, &out->identity, "joiner");
     out->flags = wire_get_u32(&r, "flags");
-    if (r.rc == 0 && (out->flags & ~(VIEW_JOIN_TIE_BREAKER | VIEW_JOIN_CATCHUP)) != 0) {
+    if (r.rc == 0 &&
+        (out->flags & ~(VIEW_JOIN_TIE_BREAKER | VIEW_JOIN_CATCHUP | VIEW_JOIN_RESTART)) != 0) {
         r.pos -= 4;
         wire_fail(&r, "flags 0x%x name unknown settings", out->flags);
     }
@@ -291,6 +294,14 @@ int view_wire_decode_join_request(const uint8_t *buf, size_t len, struct view_jo
         out->subgroups[g].mode = wire_get_u32(&r, "mode");
     }
     out->num_subgroups = r.rc == 0 ? count : 0;
+    if (r.rc == 0 && (out->flags & VIEW_JOIN_RESTART) != 0) {
+        out->restart_id = wire_get_u32(&r, "restart member id");
+        if (r.rc == 0 && out->restart_id >= SPINDLE_MAX_MEMBERS) {
+            r.pos -= 4;
+            wire_fail(&r, "restart member id %u must be below %u", out->restart_id,
+                      SPINDLE_MAX_MEMBERS);
+        }
+    }
     return wire_finish(&r);
 }
 

@@ -127,6 +127,10 @@ struct view_join_subgroup {
  * its log ends (struct view_join_log_ends) and is to be sent what its log
  * lacks instead of the application's state. */
 #define VIEW_JOIN_CATCHUP 2u
+/* The joiner follows a group restarted from its logs (docs/LOGS.md "Total
+ * restart"): the request ends with the member id its log holds
+ * (restart_id), which it is given back or refused, never another. */
+#define VIEW_JOIN_RESTART 4u
 
 struct view_join_request {
     struct ctl_address address; /* where the joiner listens */
@@ -134,6 +138,7 @@ struct view_join_request {
     uint32_t flags;         /* VIEW_JOIN_* */
     uint32_t num_subgroups; /* <= VIEW_JOIN_MAX_SUBGROUPS */
     struct view_join_subgroup subgroups[VIEW_JOIN_MAX_SUBGROUPS];
+    uint32_t restart_id; /* VIEW_JOIN_RESTART: < SPINDLE_MAX_MEMBERS; else 0 */
 };
 
 enum view_offer_kind { VIEW_OFFER_ADMIT = 0, VIEW_OFFER_REDIRECT = 1, VIEW_OFFER_REFUSE = 2 };

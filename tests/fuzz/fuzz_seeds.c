@@ -159,6 +159,9 @@ static void view_seeds(void)
     len = sample_join_request(buf, sizeof buf);
     require(view_wire_decode_join_request(buf, len, &request), "join request", "sample");
     write_seed("fuzz_view_join_request", "sample", buf, len);
+    len = sample_restart_join_request(buf, sizeof buf);
+    require(view_wire_decode_join_request(buf, len, &request), "join request", "restart");
+    write_seed("fuzz_view_join_request", "restart", buf, len);
 
     static struct view_join_offer offer;
     static struct smc_layout layouts[VIEW_JOIN_MAX_SUBGROUPS];

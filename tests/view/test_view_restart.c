@@ -482,6 +482,94 @@ static void test_a_fetch_round_trips_and_lies_are_refused(void **unused)
     }
 }
 
+/* A member of a group restarted from view 7 = {0..5}, member 1 alone: it
+ * heard members 2, 3 and 4 in the election, not 0 nor 5 (keep_restart). */
+static void restarted_alone(struct view_restart *r, struct view *view)
+{
+    memset(r, 0, sizeof *r);
+    r->self = 1;
+    r->reserved = 0x3f;
+    for (uint32_t id = 1; id <= 4; id++)
+        snprintf(r->names[id], sizeof r->names[id], "m%u", id);
+    memset(view, 0, sizeof *view);
+    view->id = 8;
+    view->num_members = 1;
+    view->member_ids[0] = 1;
+    snprintf(view->identities[0].name, sizeof view->identities[0].name, "m1");
+}
+
+static struct view_join_request joiner(const char *name, bool restarts, uint32_t id)
+{
+    struct view_join_request req;
+    memset(&req, 0, sizeof req);
+    snprintf(req.identity.name, sizeof req.identity.name, "%s", name);
+    req.identity.incarnation = 2;
+    req.flags = restarts ? VIEW_JOIN_RESTART : 0;
+    req.restart_id = restarts ? id : 0;
+    return req;
+}
+
+/* Issue 20: member 5, not heard before member 1 started, was given id 0
+ * (the lowest id no name heard held), another member's id. */
+static void test_a_restarting_member_gets_the_id_its_log_holds_or_is_refused(void **unused)
+{
+    (void)unused;
+    static struct view_restart r;
+    struct view view;
+    restarted_alone(&r, &view);
+    uint32_t id = SPINDLE_MAX_MEMBERS;
+    struct view_join_request req = joiner("m5", true, 5);
+    assert_int_equal(view_restart_id(&r, &view, &req, &id), 0);
+    assert_int_equal(id, 5);
+    req = joiner("m0", true, 0); /* not heard: its id was kept with no name */
+    assert_int_equal(view_restart_id(&r, &view, &req, &id), 0);
+    assert_int_equal(id, 0);
+    req = joiner("m3", true, 3);
+    assert_int_equal(view_restart_id(&r, &view, &req, &id), 0);
+    assert_int_equal(id, 3);
+    /* An id held for another name, or by a member of the view: refused. */
+    id = SPINDLE_MAX_MEMBERS;
+    req = joiner("m9", true, 2);
+    assert_int_equal(view_restart_id(&r, &view, &req, &id), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "member id 2, which the log of 'm9' holds, "
+                                             "restarted as 'm2'"));
+    req = joiner("m9", true, 1);
+    assert_int_equal(view_restart_id(&r, &view, &req, &id), SPINDLE_EINVAL);
+    assert_non_null(strstr(spindle_errmsg(), "is held by 'm1' in view 8"));
+    assert_int_equal(id, SPINDLE_MAX_MEMBERS);
+    /* The same, asked for by a member whose log holds it: given. */
+    req = joiner("m2", true, 2);
+    assert_int_equal(view_restart_id(&r, &view, &req, &id), 0);
+    assert_int_equal(id, 2);
+}
+
+static void test_a_new_joiner_never_takes_an_id_held_for_a_restarting_member(void **unused)
+{
+    (void)unused;
+    static struct view_restart r;
+    struct view view;
+    restarted_alone(&r, &view);
+    uint32_t id = SPINDLE_MAX_MEMBERS;
+    struct view_join_request req = joiner("new", false, 0);
+    assert_int_equal(view_restart_id(&r, &view, &req, &id), 0);
+    assert_int_equal(id, 6); /* not 0 nor 5: members of the view restarted from */
+    req = joiner("m4", false, 0);
+    assert_int_equal(view_restart_id(&r, &view, &req, &id), 0);
+    assert_int_equal(id, 4); /* its name's */
+    assert_int_equal(view_restart_id(NULL, &view, &req, &id), 0);
+    assert_int_equal(id, 0); /* a group that did not restart */
+    /* Every free id held: refused, never one of them. */
+    r.reserved = ~0ull;
+    id = SPINDLE_MAX_MEMBERS;
+    req = joiner("new", false, 0);
+    assert_int_equal(view_restart_id(&r, &view, &req, &id), SPINDLE_EINVAL);
+    assert_int_equal(id, SPINDLE_MAX_MEMBERS);
+    assert_non_null(strstr(spindle_errmsg(), "no member id is free"));
+    req = joiner("m5", true, 5);
+    assert_int_equal(view_restart_id(&r, &view, &req, &id), 0);
+    assert_int_equal(id, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -497,6 +585,8 @@ int main(void)
         cmocka_unit_test(test_a_fetch_round_trips_and_lies_are_refused),
         cmocka_unit_test(test_each_logged_subgroup_needs_a_member_heard_before_the_start),
         cmocka_unit_test(test_the_status_round_trips_and_lies_are_refused),
+        cmocka_unit_test(test_a_restarting_member_gets_the_id_its_log_holds_or_is_refused),
+        cmocka_unit_test(test_a_new_joiner_never_takes_an_id_held_for_a_restarting_member),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

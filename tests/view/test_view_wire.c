@@ -138,6 +138,8 @@ static void test_every_message_round_trips_and_refuses_damage(void **state)
     check_codec(rt_suspect, sample, len);
     len = sample_join_request(sample, sizeof sample);
     check_codec(rt_join_request, sample, len);
+    len = sample_restart_join_request(sample, sizeof sample);
+    check_codec(rt_join_request, sample, len);
     for (uint32_t kind = VIEW_OFFER_ADMIT; kind <= VIEW_OFFER_REFUSE; kind++) {
         len = sample_join_offer(kind, sample, sizeof sample);
         check_codec(rt_join_offer, sample, len);
@@ -345,8 +347,10 @@ static void test_lying_requests_and_views_are_refused(void **state)
     expect_refused(view_wire_decode_join_request(sample, len, &req),
                    "joiner name must have 1 to 63 characters, not 0");
     len = sample_join_request(sample, sizeof sample);
-    poke_u32(sample + flags_at, 0x4); /* a setting this build does not know */
-    expect_refused(view_wire_decode_join_request(sample, len, &req), "flags 0x4");
+    poke_u32(sample + flags_at, 0x8); /* a setting this build does not know */
+    expect_refused(view_wire_decode_join_request(sample, len, &req), "flags 0x8");
+    poke_u32(sample + flags_at, VIEW_JOIN_RESTART); /* the restart id missing */
+    expect_refused(view_wire_decode_join_request(sample, len, &req), "restart member id");
     poke_u32(sample + flags_at, VIEW_JOIN_TIE_BREAKER);
     assert_int_equal(view_wire_decode_join_request(sample, len, &req), 0);
     assert_int_equal(req.flags, VIEW_JOIN_TIE_BREAKER);
@@ -354,6 +358,14 @@ static void test_lying_requests_and_views_are_refused(void **state)
     expect_refused(view_wire_decode_join_request(sample, len, &req), "4 subgroups need 48 bytes");
     poke_u32(sample + count_at, 0);
     expect_refused(view_wire_decode_join_request(sample, len, &req), "subgroup count 0");
+    len = sample_restart_join_request(sample, sizeof sample);
+    assert_int_equal(view_wire_decode_join_request(sample, len, &req), 0);
+    assert_true((req.flags & VIEW_JOIN_RESTART) != 0 && req.restart_id == 5);
+    poke_u32(sample + len - 4, SPINDLE_MAX_MEMBERS); /* no such member id */
+    expect_refused(view_wire_decode_join_request(sample, len, &req),
+                   "restart member id 64 must be below 64");
+    poke_u32(sample + flags_at, VIEW_JOIN_CATCHUP); /* the id, but no flag for it */
+    expect_refused(view_wire_decode_join_request(sample, len, &req), "trailing bytes");
 
     struct view_suspect suspect;
     len = sample_suspect(sample, sizeof sample);

@@ -107,6 +107,23 @@ static SAMPLE_UNUSED size_t sample_join_request(uint8_t *buf, size_t cap)
     return view_wire_encode_join_request(&req, buf, cap);
 }
 
+/* A join request of a member following a total restart, which asks for
+ * the member id its log holds. */
+static SAMPLE_UNUSED size_t sample_restart_join_request(uint8_t *buf, size_t cap)
+{
+    static struct view_join_request req;
+    memset(&req, 0, sizeof req);
+    snprintf(req.address.host, sizeof req.address.host, "10.0.0.5");
+    req.address.port = 7105;
+    req.identity = sample_identity(5);
+    req.flags = VIEW_JOIN_CATCHUP | VIEW_JOIN_RESTART;
+    req.restart_id = 5;
+    req.num_subgroups = 2;
+    for (uint32_t g = 0; g < 2; g++)
+        req.subgroups[g] = (struct view_join_subgroup){100, 1024, 0};
+    return view_wire_encode_join_request(&req, buf, cap);
+}
+
 /* kind: VIEW_OFFER_ADMIT, _REDIRECT or _REFUSE. */
 static SAMPLE_UNUSED size_t sample_join_offer(uint32_t kind, uint8_t *buf, size_t cap)
 {
