@@ -21,6 +21,11 @@ if(TARGET spindle-bench)
   add_test(NAME bench_duration_runs_and_stops
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_duration.sh $<TARGET_FILE:spindle-bench>)
   set_tests_properties(bench_duration_runs_and_stops PROPERTIES LABELS "tools" TIMEOUT 180)
+  # The run clock alone: a late warm-up edge still measures the whole
+  # duration.
+  spindle_add_test(test_bench_clock SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench_clock.c
+    ${CMAKE_SOURCE_DIR}/tools/bench/bench_timing.c TIMEOUT 30 LABELS tools)
+  target_include_directories(test_bench_clock PRIVATE ${CMAKE_SOURCE_DIR}/tools/bench)
 endif()
 # spindle-run starts a group of spindle-hello from the environment alone,
 # prefixes output, forwards SIGTERM and names how each copy ended.

@@ -218,6 +218,7 @@ void bench_clock_start(struct bench_clock *clock, uint64_t warmup_ns, uint64_t d
     *clock = (struct bench_clock){.start_ns = now,
                                   .measure_ns = now + warmup_ns,
                                   .end_ns = now + warmup_ns + duration_ns,
+                                  .duration_ns = duration_ns,
                                   .next_progress_ns = now + 1000000000ull,
                                   .last_ns = now,
                                   .measuring = warmup_ns == 0,
@@ -248,6 +249,11 @@ bool bench_clock_tick(struct bench_clock *clock, uint64_t delivered, uint32_t me
         clock->measuring = true;
         clock->measured_from = delivered;
         clock->measured_from_ns = now;
+        /* The interval is --duration long from the moment the count was
+         * read, not from the planned edge: a sender blocked past that edge
+         * (a full window on a loaded machine) would otherwise measure less
+         * than it was asked to. */
+        clock->end_ns = now + clock->duration_ns;
     }
     if (now >= clock->end_ns) {
         clock->ended = true;

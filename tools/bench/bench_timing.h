@@ -14,7 +14,10 @@
  * The run clock: a --duration run sends from start until start + warm-up +
  * duration; the figures count what was delivered between the end of the
  * warm-up and the end (the calling thread notes both edges as it passes
- * them), and a progress line goes to stderr every second.
+ * them; the end is duration after the moment it passed the first, so the
+ * measured interval is never shorter than duration, only longer by how late
+ * the thread passed the end), and a progress line goes to stderr every
+ * second.
  */
 #ifndef SPINDLE_BENCH_TIMING_H
 #define SPINDLE_BENCH_TIMING_H
@@ -95,6 +98,7 @@ bool bench_lag_percentiles(struct bench_lag *lag, double *p50_us, double *p99_us
 
 struct bench_clock {
     uint64_t start_ns, measure_ns, end_ns; /* the run's start, warm-up end, end */
+    uint64_t duration_ns;                  /* the measured interval's length */
     uint64_t next_progress_ns;
     uint64_t last_delivered, last_ns;
     uint64_t measured_from, measured_to;       /* delivered counts at the two edges */

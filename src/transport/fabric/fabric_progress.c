@@ -519,11 +519,19 @@ static void fab_drain_eq(struct fab_ep *ep)
     }
 }
 
-/* Declares peers failed whose credits have been outstanding too long. */
-static void fab_check_timers(struct fab_ep *ep)
+/* Declares peers failed whose credits have been outstanding too long.
+ * last_check: when this thread last checked (0: never). */
+static void fab_check_timers(struct fab_ep *ep, uint64_t last_check)
 {
     uint64_t now = sp_now_ns();
     uint64_t limit = (uint64_t)ep->failure_timeout_ms * 1000000ull;
+    /* This thread did not run for half the timeout (its process stopped or
+     * starved): it read no credit meanwhile, and on a loaded machine the
+     * peer was often starved with it. That silence says nothing about the
+     * peer: every outstanding clock starts again, as the SST's heartbeat
+     * watch does (sst.h, "Liveness"). A peer that stays silent is still
+     * reported one timeout later. */
+    bool restart = last_check != 0 && now - last_check > limit / 2;
     struct fab_conn *stalled[16];
     int n = 0;
     pthread_mutex_lock(&ep->cm_lock);
@@ -536,7 +544,9 @@ static void fab_check_timers(struct fab_ep *ep)
         uint64_t since = atomic_load(&c->last_progress_ns);
         uint64_t posted = atomic_load(&c->posted);
         int outstanding = posted != atomic_load(&c->acked);
-        if (outstanding && since != 0 && now > since + limit)
+        if (outstanding && restart)
+            atomic_store(&c->last_progress_ns, now);
+        else if (outstanding && since != 0 && now > since + limit)
             stalled[n++] = c;
     }
     pthread_mutex_unlock(&ep->cm_lock);
@@ -556,7 +566,7 @@ void *fab_progress_main(void *arg)
         fab_drain_eq(ep);
         uint64_t now = sp_now_ns();
         if (now - last_timer > FAB_WAIT_MS * 1000000ull) {
-            fab_check_timers(ep);
+            fab_check_timers(ep, last_timer);
             fab_return_credits(ep, 1);
             last_timer = now;
         }

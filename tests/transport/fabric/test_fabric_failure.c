@@ -2,7 +2,8 @@
  * fabric backend, T4: a killed peer and a silent (stopped) peer each surface
  * as TP_EVENT_PEER_FAILED within the failure timeout, and a silent peer
  * never makes the writer block or queue without bound (credits run out and
- * posts are refused). Provider from argv[1].
+ * posts are refused); a writer stopped together with its peer does not take
+ * the peer for failed once both run again. Provider from argv[1].
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -10,7 +11,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -68,6 +72,7 @@ static void scene_open(struct scene *s)
     s->child = fork();
     assert_true(s->child >= 0);
     if (s->child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed assertion leaves no target behind */
         close(to_child[1]);
         close(from_child[0]);
         _exit(target_main(to_child[0], from_child[1]));
@@ -174,6 +179,51 @@ static void test_silent_peer_is_bounded_then_reported_failed(void **state)
     scene_close(&s);
 }
 
+/* Sleeps ms milliseconds (the length of a simulated stop, not a wait for
+ * anything). */
+static void pause_ms(long ms)
+{
+    struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&pause, &pause) != 0) {
+    }
+}
+
+/* This whole process and its peer stop together (a machine so loaded that
+ * neither runs) for longer than the failure timeout while a write is
+ * outstanding; this process resumes first. Its progress thread was not
+ * running either: the credit the peer could not return meanwhile is no
+ * evidence against the peer, which returns it once it runs again. */
+static void test_writer_stopped_with_its_peer_does_not_fail_it(void **state)
+{
+    (void)state;
+    struct scene s;
+    scene_open(&s);
+    kill(s.child, SIGSTOP);
+    int status = 0;
+    assert_int_equal(waitpid(s.child, &status, WUNTRACED), s.child);
+    assert_true(WIFSTOPPED(status));
+    struct tp_write w = {s.src, s.src_mr, s.rmr, 0, 64};
+    assert_int_equal(tp_post_writes(s.peer, &w, 1, 0, 0), 0); /* outstanding: the peer is stopped */
+    pid_t parent = getpid(), target = s.child;
+    pid_t stopper = fork();
+    assert_true(stopper >= 0);
+    if (stopper == 0) {
+        kill(parent, SIGSTOP);
+        pause_ms(FAIL_MS + 300);
+        kill(parent, SIGCONT);
+        pause_ms(300);
+        kill(target, SIGCONT);
+        _exit(0);
+    }
+    assert_int_equal(waitpid(stopper, &status, 0), stopper);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    double ms = wait_failure(&s, sp_now_ns(), FAIL_MS + 500);
+    print_message("%s: peer failed %.1f ms after both resumed (-1: never)\n", provider, ms);
+    assert_true(ms < 0);
+    assert_int_equal(tp_peer_state(s.peer), 0);
+    scene_close(&s);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -186,6 +236,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_killed_peer_is_reported_failed),
         cmocka_unit_test(test_silent_peer_is_bounded_then_reported_failed),
+        cmocka_unit_test(test_writer_stopped_with_its_peer_does_not_fail_it),
     };
     return cmocka_run_group_tests_name(provider, tests, NULL, NULL);
 }
