@@ -462,6 +462,7 @@ int group_create_with(const struct spindle_group_options *options,
     if (test != NULL) {
         group->membership.log_queue_bytes = test->log_queue_bytes;
         group->membership.log_segment_bytes = test->log_segment_bytes;
+        group->membership.fetch_slice_bytes = test->fetch_slice_bytes;
     }
     if (rc == 0)
         rc = options->join != NULL ? create_joiner(group, subgroups, num_subgroups)

@@ -129,6 +129,7 @@ struct group_test_options {
     uint64_t smc_first_position; /* smc_options.first_position: streams start there */
     uint64_t log_queue_bytes;    /* the log appender's queue (0: its default) */
     uint64_t log_segment_bytes;  /* the log's segment size (0: its default) */
+    uint32_t fetch_slice_bytes;  /* a restart fetch's slices (0: VIEW_RESTART_SLICE_DEFAULT) */
 };
 
 /* spindle_group_create with test hooks (test NULL: none, as the public

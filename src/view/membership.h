@@ -214,6 +214,15 @@ struct view_membership {
     uint64_t catchup_bytes;
     /* A group restarted from its logs (view_restart.c); NULL otherwise. */
     struct view_restart *restart;
+    /* A source's catch-up streams for restarting members fetching a
+     * subgroup, kept between the slices it answers with
+     * (view_restart_fetch.c): allocated at the first fetch, under
+     * fetch_lock (the election's answering thread, then the membership
+     * thread). */
+    pthread_mutex_t fetch_lock;
+    struct view_restart_streams *fetch_streams;
+    uint32_t fetch_slice_bytes;  /* test hook: a slice's bytes (0: VIEW_RESTART_SLICE_DEFAULT) */
+    uint64_t fetch_slices_taken; /* slices this member took as an asker (tests read it) */
 };
 
 /*

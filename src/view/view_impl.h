@@ -376,7 +376,7 @@ int view_log_catchup_end(struct view_log_catchup *c);
  * The checks of a catch-up stream a member takes into its log, one rule
  * for its two takers: a logged joiner taking what the leader sends
  * (view_log_catchup.c: any subgroup it logs) and a restarting member
- * taking one subgroup from that subgroup's source (view_restart_subgroup.c).
+ * taking one subgroup from that subgroup's source (view_restart_fetch.c).
  * A snapshot must be of a subgroup taken, at or after where the taker's
  * log of it ends, of no view after last_view; a view record of a view
  * after those the log holds, up to last_view; a message of a subgroup
@@ -521,10 +521,42 @@ void view_restart_name_sources(const struct view_restart_round *round,
  * without members received by every member and sent by none. */
 int view_restart_layout_app(void *ctx, const struct spindle_view_info *view, uint32_t num_subgroups,
                             struct spindle_subgroup_layout *subgroups);
-/* Answers a VIEW_WIRE_RESTART_FETCH on ctl from the log in log_dir (read
- * only): the catch-up stream, or a refusal naming why. */
-void view_restart_fetch_answer(struct ctl *ctl, const char *log_dir, uint32_t self,
-                               const uint8_t *bytes, size_t length);
+/*
+ * Restart fetches (view_restart_fetch.c). view_restart_fetch_answer: a
+ * source answers a VIEW_WIRE_RESTART_FETCH on ctl from the log in log_dir
+ * (read only) with the slice at the offset asked of the catch-up stream
+ * it keeps for the asker (built at offset 0, or when it holds none for
+ * that request), or a refusal naming why. view_restart_streams_free drops
+ * the streams kept (m->fetch_streams), at the membership's end.
+ */
+void view_restart_fetch_answer(struct view_membership *m, struct ctl *ctl, const char *log_dir,
+                               uint32_t self, const uint8_t *bytes, size_t length);
+void view_restart_streams_free(struct view_membership *m);
+/* What an asker took of a stream so far. */
+struct view_restart_slices {
+    uint64_t total;    /* the stream's, from its first slice */
+    uint64_t have;     /* bytes taken: the next slice's offset */
+    uint32_t checksum; /* the stream's, as announced */
+    uint32_t crc;      /* CRC-32C of the bytes taken */
+    uint64_t count;    /* slices taken */
+    bool done;         /* the last was taken */
+};
+/* 0 when slice (decoded) continues s: at offset s->have, of the same total
+ * and checksum as the slices before, ending past none, its last flag set
+ * exactly at the total, and the last one's bytes making a stream of the
+ * checksum announced; s moves on. SPINDLE_EPROTO naming sender and the
+ * value otherwise (s unchanged). */
+int view_restart_slices_take(struct view_restart_slices *s, const struct view_restart_slice *slice,
+                             const char *sender);
+/* The asker: takes from source (at host) the stream req asks for, slice
+ * by slice, until its end or deadline (sp_now_ns; SPINDLE_ETIMEDOUT while
+ * the source does not answer), into this member's log (its snapshot
+ * stored, its records appended: view_log_intake.c); ends (its log's) move
+ * past what it took. 0, or why not (a refused slice, snapshot or record:
+ * SPINDLE_EPROTO; the source's refusal). */
+int view_restart_fetch_take(struct view_membership *m, const struct ctl_address *host,
+                            uint32_t source, const struct view_restart_fetch *req,
+                            struct view_join_log_ends *ends, uint64_t deadline);
 /* A member that follows a restarted group (m->restart set): for each
  * subgroup the point takes from a source whose log ends after this
  * member's (mine->ends), of which it holds some or is a configured

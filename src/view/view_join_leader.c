@@ -396,7 +396,7 @@ static bool take_request(struct view_membership *m, const uint8_t *bytes, size_t
          * its log lacks of it; no segment goes while the log is read. */
         if (m->appender != NULL)
             log_appender_hold_compaction(m->appender, true);
-        view_restart_fetch_answer(m->ctl, m->log != NULL ? m->log->dir : NULL, m->config.self,
+        view_restart_fetch_answer(m, m->ctl, m->log != NULL ? m->log->dir : NULL, m->config.self,
                                   bytes, length);
         if (m->appender != NULL)
             log_appender_hold_compaction(m->appender, false);

@@ -2,7 +2,7 @@
  * The one set of checks a member applies to a catch-up stream it takes
  * into its log (view/view_impl.h, "view_log_intake.c"): a logged joiner
  * taking the leader's (view_log_catchup.c), a restarting member taking
- * one subgroup from its source (view_restart_subgroup.c). The stream's
+ * one subgroup from its source (view_restart_fetch.c). The stream's
  * bytes were decoded strictly by its parser (log/log_catchup.c); what is
  * checked here is what they say against the taker's log: which subgroups,
  * which points, which views, in which order.

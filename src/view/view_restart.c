@@ -23,7 +23,7 @@
  *  - a logged subgroup its log holds nothing of is kept as the log of its
  *    source (the member heard that holds the most of it) holds it: it
  *    names the sources, and their members take what they lack of it from
- *    the source before they join (view_restart_subgroup.c).
+ *    the source before they join (view_restart_subgroup.c, view_restart_fetch.c).
  *
  * A member can vote for one member at a time and withdraws a vote only
  * once the member it voted for gave its own away, which a member that
@@ -284,7 +284,8 @@ static void *serve(void *arg)
         *mine = e->mine;
         pthread_mutex_unlock(&e->lock);
         if (view_wire_type(request, length) == VIEW_WIRE_RESTART_FETCH)
-            view_restart_fetch_answer(e->ctl, e->m->config.log_dir, mine->id, request, length);
+            view_restart_fetch_answer(e->m, e->ctl, e->m->config.log_dir, mine->id, request,
+                                      length);
         else
             answer_query(e->ctl, request, length, mine);
     }

@@ -14,9 +14,10 @@
  *    with a catch-up stream of that subgroup's messages and the view
  *    records up to the view restarted from, after the source's newest
  *    snapshot of it when the source's log holds it only from a snapshot
- *    past the asker's end), checks them (view_log_intake.c, as a joiner
- *    checks its catch-up), stores the snapshot and appends the records,
- *    and replays its log as a joiner does (from the snapshot);
+ *    past the asker's end, in slices: view_restart_fetch.c), checks them
+ *    (view_log_intake.c, as a joiner checks its catch-up), stores the
+ *    snapshot and appends the records, and replays its log as a joiner
+ *    does (from the snapshot);
  *  - the leader checks the same before it sends a joiner its catch-up,
  *    and never resets a log that keeps such a subgroup;
  *  - the restarted group's layout keeps a subgroup none of whose members
@@ -25,22 +26,14 @@
  *    valid for a layout that puts each member in its own subgroup.
  */
 #include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "log/log.h"
-#include "log/log_catchup.h"
 #include "log/log_snapshot.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "view/view_impl.h"
-
-/* How long one fetch waits for its answer, and the pause before another. */
-#define FETCH_TIMEOUT_MS 5000
-#define FETCH_PAUSE_MS   100
 
 /* ---- the restart point's view of a subgroup ------------------------- */
 
@@ -210,330 +203,6 @@ int view_restart_layout_app(void *ctx, const struct spindle_view_info *view, uin
     return 0;
 }
 
-/* ---- the source's side: answering a fetch -------------------------- */
-
-/* A growing reply. */
-struct reply {
-    uint8_t *bytes;
-    size_t length, cap;
-};
-
-static int reply_put(struct reply *out, const void *data, size_t length)
-{
-    if (out->length + length > CTL_BLOB_MAX - 64u)
-        return sp_error(SPINDLE_EMSGSIZE,
-                        "the answer would exceed %u bytes, one control frame, the most a "
-                        "restart's fetch sends (docs/LOGS.md \"Subgroups L's log lacks\")",
-                        CTL_BLOB_MAX - 64u);
-    if (out->length + length > out->cap) {
-        size_t cap = out->cap > 0 ? out->cap : 65536;
-        while (cap < out->length + length)
-            cap *= 2;
-        uint8_t *grown = realloc(out->bytes, cap);
-        if (grown == NULL)
-            return sp_error(SPINDLE_ENOMEM, "no memory for a fetch's answer of %zu bytes", cap);
-        out->bytes = grown;
-        out->cap = cap;
-    }
-    memcpy(out->bytes + out->length, data, length);
-    out->length += length;
-    return 0;
-}
-
-/* Where the log in dir holds every message of g from: the older of its two
- * newest valid snapshots of g, or its only one, or the start. */
-static int log_base_of(const struct log *log, uint32_t g, uint64_t *view_id, uint64_t *seq)
-{
-    struct log_snapshot_file *files = NULL;
-    size_t count = 0;
-    int rc = log_snapshot_list(log->dir_fd, log->dir, false, &files, &count);
-    if (rc < 0)
-        return rc;
-    *view_id = *seq = 0;
-    uint32_t seen = 0;
-    /* Sorted by subgroup, then point: the newest come last. */
-    for (size_t i = count; i-- > 0 && seen < 2;) {
-        if (!files[i].valid || files[i].snap.subgroup != g)
-            continue;
-        *view_id = files[i].snap.view_id;
-        *seq = files[i].snap.seq;
-        seen++;
-    }
-    free(files);
-    return 0;
-}
-
-/* Whether the asker lacks record (see struct view_restart_fetch), sent
- * after its snapshot when snap, else after its end. */
-static bool fetch_lacks(const struct view_restart_fetch *req, const struct log_snapshot *snap,
-                        const struct log_record *record)
-{
-    if (record->type == LOG_REC_VIEW)
-        return record->view.view_id >= req->next_view && record->view.view_id <= req->latest_view;
-    const struct log_message *msg = &record->message;
-    uint64_t from_view = snap != NULL ? snap->view_id : req->view_id;
-    uint64_t from_seq = snap != NULL ? snap->seq : req->seq;
-    return msg->subgroup == req->subgroup && msg->view_id <= req->latest_view &&
-           !log_point_before(msg->view_id, msg->seq, from_view, from_seq);
-}
-
-/* Reads the newest valid snapshot of g in log (one there is: its base is
- * one). A snapshot pruned since the listing (the source took a newer one
- * meanwhile) is SPINDLE_EAGAIN: the asker asks again. */
-static int newest_snapshot(const struct log *log, uint32_t g, struct log_snapshot *snap,
-                           void **state)
-{
-    struct log_snapshot_file *files = NULL;
-    size_t count = 0;
-    int rc = log_snapshot_list(log->dir_fd, log->dir, false, &files, &count);
-    if (rc < 0)
-        return rc;
-    size_t newest = count;
-    for (size_t i = 0; i < count; i++)
-        if (files[i].valid && files[i].snap.subgroup == g)
-            newest = i; /* sorted by subgroup, then point */
-    rc = newest < count ? log_snapshot_read(log->dir_fd, log->dir, files[newest].name, snap, state)
-                        : sp_error(SPINDLE_EAGAIN, "subgroup %u's snapshot is gone", g);
-    if (rc == SPINDLE_ENOENT)
-        rc = sp_error(SPINDLE_EAGAIN, "subgroup %u's snapshot %s was replaced while read", g,
-                      files[newest].name);
-    free(files);
-    return rc;
-}
-
-/* Puts the stream's header and, when snap, that snapshot (as the
- * catch-up's reset sends it, but the asker's log does not start over). */
-static int put_head(struct reply *out, const struct log_snapshot *snap, const void *state)
-{
-    uint8_t header[LOG_CATCHUP_HEADER_SIZE];
-    log_catchup_header_encode(0, snap != NULL ? 1 : 0, header);
-    int rc = reply_put(out, header, sizeof header);
-    if (rc < 0 || snap == NULL)
-        return rc;
-    uint8_t head[LOG_SNAPSHOT_HEADER_SIZE + LOG_RECORD_HEADER_SIZE + 16u +
-                 4u * SPINDLE_MAX_MEMBERS + 8u * SPINDLE_MAX_SUBGROUPS];
-    size_t size = log_snapshot_encode(snap, head, sizeof head);
-    uint8_t prefix[LOG_CATCHUP_SNAPSHOT_PREFIX];
-    log_catchup_snapshot_prefix_encode(size + snap->state_length, prefix);
-    rc = reply_put(out, prefix, sizeof prefix);
-    if (rc == 0)
-        rc = reply_put(out, head, size);
-    if (rc == 0)
-        rc = reply_put(out, state, (size_t)snap->state_length);
-    return rc;
-}
-
-/* The catch-up stream of what the asker lacks of log_dir's log: the
- * records after its end; or, when this log holds the subgroup only from a
- * snapshot after that end, the newest snapshot of it and the records
- * after that. */
-static int fetch_stream(const char *log_dir, const struct view_restart_fetch *req,
-                        struct reply *out)
-{
-    struct log *log = NULL;
-    int rc = log_open(log_dir, 0, &log, NULL);
-    if (rc < 0)
-        return rc;
-    uint64_t base_view = 0, base_seq = 0;
-    struct log_snapshot snap_buf, *snap = NULL;
-    void *state = NULL;
-    rc = log_base_of(log, req->subgroup, &base_view, &base_seq);
-    if (rc == 0 && log_point_before(req->view_id, req->seq, base_view, base_seq)) {
-        rc = newest_snapshot(log, req->subgroup, &snap_buf, &state);
-        snap = rc == 0 ? &snap_buf : NULL;
-    }
-    if (rc == 0)
-        rc = put_head(out, snap, state);
-    free(state);
-    struct log_reader reader;
-    uint8_t *buf = rc == 0 ? malloc(LOG_MAX_RECORD) : NULL;
-    if (rc == 0 && buf == NULL)
-        rc = sp_error(SPINDLE_ENOMEM, "no memory for a log record");
-    bool reading = rc == 0 && (rc = log_reader_open(&reader, log)) == 0;
-    struct log_record record;
-    while (rc == 0 && (rc = log_reader_next(&reader, &record)) == 1) {
-        rc = 0;
-        if (fetch_lacks(req, snap, &record))
-            rc = reply_put(out, buf, log_record_encode(&record, buf, LOG_MAX_RECORD));
-    }
-    if (reading)
-        log_reader_close(&reader);
-    free(buf);
-    log_close(log);
-    if (rc == 0 && snap != NULL)
-        sp_log(SP_LOG_INFO, "restart",
-               "member %u's log of subgroup %u ends at (%" PRIu64 ", %" PRIu64
-               "), before this log holds it from: sending it this log's snapshot at (%" PRIu64
-               ", %" PRIu64 ") first",
-               req->asker, req->subgroup, req->view_id, req->seq, snap->view_id, snap->seq);
-    return rc < 0 ? rc : 0;
-}
-
-void view_restart_fetch_answer(struct ctl *ctl, const char *log_dir, uint32_t self,
-                               const uint8_t *bytes, size_t length)
-{
-    struct view_restart_fetch req;
-    struct reply out = {0};
-    int rc = view_wire_decode_restart_fetch(bytes, length, &req);
-    if (rc == 0 && log_dir == NULL)
-        rc = sp_error(SPINDLE_EINVAL, "member %u logs nothing", self);
-    if (rc == 0)
-        rc = fetch_stream(log_dir, &req, &out);
-    if (rc == 0) {
-        sp_log(SP_LOG_INFO, "restart",
-               "sent member %u subgroup %u's records from (%" PRIu64 ", %" PRIu64 ") (%zu bytes)",
-               req.asker, req.subgroup, req.view_id, req.seq, out.length);
-        (void)ctl_join_answer(ctl, out.bytes, out.length);
-        free(out.bytes);
-        return;
-    }
-    free(out.bytes);
-    struct view_join_offer offer;
-    memset(&offer, 0, sizeof offer);
-    offer.kind = VIEW_OFFER_REFUSE;
-    offer.error = rc;
-    snprintf(offer.why, sizeof offer.why, "member %u: %s", self, spindle_errmsg());
-    sp_log(SP_LOG_WARN, "restart", "refused a fetch: %s", offer.why);
-    size_t cap = view_wire_encode_join_offer(&offer, NULL, 0);
-    uint8_t *reply = malloc(cap);
-    if (reply == NULL) {
-        (void)ctl_join_answer(ctl, NULL, 0);
-        return;
-    }
-    (void)ctl_join_answer(ctl, reply, view_wire_encode_join_offer(&offer, reply, cap));
-    free(reply);
-}
-
-/* ---- the asker's side ------------------------------------------------ */
-
-/* Takes a fetch's stream into this member's log. */
-struct intake {
-    struct view_membership *m;
-    struct view_log_intake check; /* over the asker's ends, the request's subgroup */
-    uint64_t position;            /* the log's end after the last record appended */
-    bool appended;
-};
-
-/* Not a reset (the asker's other subgroups stay), and at most the one
- * snapshot of the subgroup asked for. */
-static int intake_header(void *ctx, uint16_t flags, uint32_t snapshot_count)
-{
-    const struct intake *in = ctx;
-    if (flags != 0 || snapshot_count > 1)
-        return sp_error(SPINDLE_EPROTO,
-                        "%s sent a stream with flags 0x%x and %u snapshots, not a suffix after "
-                        "at most one snapshot",
-                        in->check.sender, flags, snapshot_count);
-    return 0;
-}
-
-/* The source's snapshot: stored in this log, as a joiner stores the
- * leader's; the replay at the join starts from it. */
-static int intake_snapshot(void *ctx, const struct log_snapshot *snap, const uint8_t *state)
-{
-    struct intake *in = ctx;
-    int rc = view_log_intake_check_snapshot(&in->check, snap);
-    if (rc == 0)
-        rc = view_log_snapshot_adopt(in->m, snap, state);
-    if (rc < 0)
-        return rc;
-    view_log_intake_took_snapshot(&in->check, snap);
-    sp_log(SP_LOG_INFO, "restart", "took %s's snapshot at (%" PRIu64 ", %" PRIu64 ")",
-           in->check.sender, snap->view_id, snap->seq);
-    return 0;
-}
-
-static int intake_record(void *ctx, const struct log_record *record)
-{
-    struct intake *in = ctx;
-    int rc = view_log_intake_check_record(&in->check, record);
-    if (rc == 0)
-        rc = view_log_submit(in->m, record, &in->position);
-    if (rc < 0)
-        return rc;
-    in->appended = true;
-    view_log_intake_took_record(&in->check, record);
-    return 0;
-}
-
-/* Appends the stream in reply to this member's log, moving ends (its
- * log's: the subgroup's end, the next view) past what it took. */
-static int take_stream(struct view_membership *m, const struct view_restart_fetch *req,
-                       uint32_t source, const uint8_t *reply, size_t length,
-                       struct view_join_log_ends *ends)
-{
-    char sender[64];
-    snprintf(sender, sizeof sender, "subgroup %u's source, member %u,", req->subgroup, source);
-    struct intake in = {.m = m};
-    view_log_intake_init(&in.check, sender, ends, req->subgroup, req->latest_view);
-    struct log_catchup_sink sink = {
-        .on_header = intake_header,
-        .on_snapshot = intake_snapshot,
-        .on_record = intake_record,
-        .ctx = &in,
-    };
-    struct log_catchup_parser parser;
-    int rc = log_catchup_parser_init(&parser, &sink);
-    if (rc < 0)
-        return rc;
-    rc = view_log_open(m);
-    if (rc == 0)
-        rc = log_catchup_feed(&parser, reply, length);
-    if (rc == 0)
-        rc = log_catchup_finish(&parser);
-    if (in.appended) {
-        int waited = log_appender_wait(m->appender, in.position, -1);
-        rc = rc < 0 ? rc : waited;
-    }
-    view_log_close(m);
-    if (rc == 0)
-        sp_log(SP_LOG_INFO, "restart",
-               "took %" PRIu64 " snapshots and %" PRIu64
-               " records of subgroup %u's history from its source",
-               parser.snapshots, parser.records, req->subgroup);
-    log_catchup_parser_free(&parser);
-    return rc;
-}
-
-/* One try: 1 when the source is not answering yet, 0 when taken. */
-static int fetch_once(struct view_membership *m, const struct ctl_address *host, uint32_t source,
-                      const struct view_restart_fetch *req, struct view_join_log_ends *ends)
-{
-    uint8_t bytes[VIEW_WIRE_RESTART_FETCH_SIZE];
-    size_t size = view_wire_encode_restart_fetch(req, bytes, sizeof bytes);
-    struct ctl_versions versions = view_ctl_versions();
-    void *reply = NULL;
-    size_t length = 0;
-    if (ctl_join_ask(m->group_name, &versions, m->config.keys, host->host, host->port, bytes, size,
-                     &reply, &length, FETCH_TIMEOUT_MS) < 0)
-        return 1; /* between its election and its joining the group */
-    int rc = 0;
-    if (view_wire_type(reply, length) == VIEW_WIRE_JOIN_OFFER) {
-        struct view_join_offer *offer = calloc(1, sizeof *offer);
-        struct smc_layout *layouts = calloc(VIEW_JOIN_MAX_SUBGROUPS, sizeof *layouts);
-        if (offer == NULL || layouts == NULL)
-            rc = sp_error(SPINDLE_ENOMEM, "no memory for an answer");
-        else
-            offer->layouts = layouts;
-        if (rc == 0 && view_wire_decode_join_offer(reply, length, offer) < 0)
-            rc = sp_error(SPINDLE_EPROTO, "%s:%u answered a fetch with a malformed offer: %s",
-                          host->host, host->port, spindle_errmsg());
-        else if (rc == 0 && offer->kind == VIEW_OFFER_REFUSE && offer->error == SPINDLE_EAGAIN)
-            rc = 1; /* busy (an election's answer to a non-query, a view change) */
-        else if (rc == 0)
-            rc = sp_error(offer->kind == VIEW_OFFER_REFUSE && offer->error < 0 ? offer->error
-                                                                               : SPINDLE_EPROTO,
-                          "%s:%u refused to send subgroup %u's history: %s", host->host, host->port,
-                          req->subgroup, offer->why);
-        free(layouts);
-        free(offer);
-    } else {
-        rc = take_stream(m, req, source, reply, length, ends);
-    }
-    free(reply);
-    return rc;
-}
-
 int view_restart_take_subgroups(struct view_membership *m, const struct ctl_address *hosts,
                                 uint32_t num_hosts, struct view_restart_status *mine)
 {
@@ -567,17 +236,7 @@ int view_restart_take_subgroups(struct view_membership *m, const struct ctl_addr
                "this log holds logged subgroup %u up to (%" PRIu64 ", %" PRIu64
                "), its source member %u up to (%" PRIu64 ", %" PRIu64 "): asking it",
                g, end->view_id, end->seq, source, theirs.view_id, theirs.seq);
-        int rc;
-        while ((rc = fetch_once(m, &hosts[source], source, &req, &mine->ends)) == 1) {
-            if (sp_now_ns() >= deadline)
-                return sp_error(SPINDLE_ETIMEDOUT,
-                                "logged subgroup %u's source, member %u (%s:%u), did not send "
-                                "its history within %d ms",
-                                g, source, hosts[source].host, hosts[source].port,
-                                m->config.bootstrap_timeout_ms);
-            struct timespec pause = {0, FETCH_PAUSE_MS * 1000000L};
-            nanosleep(&pause, NULL);
-        }
+        int rc = view_restart_fetch_take(m, &hosts[source], source, &req, &mine->ends, deadline);
         if (rc < 0)
             return rc;
     }

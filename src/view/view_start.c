@@ -25,6 +25,7 @@ void view_membership_init(struct view_membership *m, const struct view_config *c
     pthread_mutex_init(&m->lock, NULL);
     pthread_mutex_init(&m->snapshot_lock, NULL);
     pthread_mutex_init(&m->wake_lock, NULL);
+    pthread_mutex_init(&m->fetch_lock, NULL);
     pthread_cond_init(&m->cond, NULL);
 }
 
@@ -318,6 +319,7 @@ void view_membership_destroy(struct view_membership *m)
         free(m->restart->configured);
     free(m->restart);
     m->restart = NULL;
+    view_restart_streams_free(m);
     if (m->engine != NULL)
         sst_engine_destroy(m->engine);
     ctl_close(m->ctl);
@@ -325,5 +327,6 @@ void view_membership_destroy(struct view_membership *m)
     pthread_mutex_destroy(&m->lock);
     pthread_mutex_destroy(&m->snapshot_lock);
     pthread_mutex_destroy(&m->wake_lock);
+    pthread_mutex_destroy(&m->fetch_lock);
     pthread_rwlock_destroy(&m->smc_lock);
 }

@@ -811,6 +811,23 @@ size_t view_wire_encode_restart_fetch(const struct view_restart_fetch *fetch, ui
     wire_put_u64(&w, fetch->next_view);
     wire_put_u64(&w, fetch->view_id);
     wire_put_u64(&w, fetch->seq);
+    wire_put_u64(&w, fetch->offset);
+    return finish_encode(&w);
+}
+
+size_t view_wire_encode_restart_slice(const struct view_restart_slice *slice, uint8_t *buf,
+                                      size_t cap)
+{
+    struct wire_writer w;
+    wire_writer_init(&w, buf, cap);
+    wire_put_header(&w, VIEW_WIRE_RESTART_SLICE);
+    wire_put_u64(&w, slice->total);
+    wire_put_u64(&w, slice->offset);
+    wire_put_u32(&w, slice->length);
+    wire_put_u32(&w, slice->flags);
+    wire_put_u32(&w, slice->checksum);
+    wire_put_zero(&w, 4);
+    wire_put_bytes(&w, slice->bytes, slice->length);
     return finish_encode(&w);
 }
 
@@ -838,5 +855,42 @@ int view_wire_decode_restart_fetch(const uint8_t *buf, size_t len, struct view_r
         wire_fail(&r, "view id %" PRIu64 " is after latest view %" PRIu64, out->view_id,
                   out->latest_view);
     out->seq = wire_get_u64(&r, "seq");
+    out->offset = wire_get_u64(&r, "offset");
+    return wire_finish(&r);
+}
+
+int view_wire_decode_restart_slice(const uint8_t *buf, size_t len, struct view_restart_slice *out)
+{
+    struct wire_reader r;
+    wire_reader_init(&r, buf, len, "restart slice");
+    memset(out, 0, sizeof *out);
+    wire_get_header(&r, VIEW_WIRE_RESTART_SLICE);
+    out->total = wire_get_u64(&r, "total");
+    if (r.rc == 0 && out->total == 0)
+        wire_fail(&r, "total 0: a stream holds at least its header");
+    out->offset = wire_get_u64(&r, "offset");
+    if (r.rc == 0 && out->offset >= out->total)
+        wire_fail(&r, "offset %" PRIu64 " is not below total %" PRIu64, out->offset, out->total);
+    out->length = wire_get_u32(&r, "length");
+    if (r.rc == 0 && (out->length == 0 || out->length > VIEW_RESTART_SLICE_MAX))
+        wire_fail(&r, "length %u is not 1 .. %u", out->length, VIEW_RESTART_SLICE_MAX);
+    else if (r.rc == 0 && out->length > out->total - out->offset)
+        wire_fail(&r, "a slice of %u bytes at offset %" PRIu64 " ends past total %" PRIu64,
+                  out->length, out->offset, out->total);
+    out->flags = wire_get_u32(&r, "flags");
+    bool ends = r.rc == 0 && out->offset + out->length == out->total;
+    if (r.rc == 0 && (out->flags & ~VIEW_RESTART_SLICE_LAST) != 0)
+        wire_fail(&r, "unknown flags 0x%x", out->flags);
+    else if (r.rc == 0 && ends != ((out->flags & VIEW_RESTART_SLICE_LAST) != 0))
+        wire_fail(&r, "the last flag is %s but the slice ends at %" PRIu64 " of %" PRIu64,
+                  ends ? "clear" : "set", out->offset + out->length, out->total);
+    out->checksum = wire_get_u32(&r, "checksum");
+    wire_get_zero(&r, 4, "reserved");
+    if (r.rc == 0 && wire_left(&r) != out->length)
+        wire_fail(&r, "%zu bytes follow a slice of %u", wire_left(&r), out->length);
+    if (r.rc == 0) {
+        out->bytes = buf + r.pos;
+        r.pos += out->length;
+    }
     return wire_finish(&r);
 }

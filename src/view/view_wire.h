@@ -49,6 +49,7 @@ enum view_wire_type {
     VIEW_WIRE_JOIN_LOG_ENDS = 0x560e,  /* where a restarted joiner's log ends */
     VIEW_WIRE_RESTART = 0x560f,        /* a restarting member's state (total restart) */
     VIEW_WIRE_RESTART_FETCH = 0x5610,  /* a restarting member asks a subgroup's source */
+    VIEW_WIRE_RESTART_SLICE = 0x5611,  /* the source's answer: a slice of the catch-up stream */
 };
 
 /* Subgroups a joiner may bring (its request must fit one join frame). */
@@ -297,8 +298,9 @@ struct view_restart_status {
  * (docs/LOGS.md "Total restart"): the records of the source's log it
  * lacks, up to the view the group restarted from (latest_view): the view
  * records from next_view on, and the messages of `subgroup` from (view_id,
- * seq) on. Answered by a catch-up stream (log/log_catchup.h) or a join
- * offer that refuses.
+ * seq) on. Answered by the slice of the catch-up stream (log/log_catchup.h)
+ * that starts at `offset` (struct view_restart_slice) or a join offer that
+ * refuses.
  */
 struct view_restart_fetch {
     uint32_t asker;    /* < SPINDLE_MAX_MEMBERS */
@@ -307,8 +309,32 @@ struct view_restart_fetch {
     uint64_t next_view; /* <= latest_view + 1 */
     uint64_t view_id;   /* <= latest_view */
     uint64_t seq;
+    uint64_t offset; /* the stream's bytes the asker holds */
 };
-#define VIEW_WIRE_RESTART_FETCH_SIZE (WIRE_HEADER_SIZE + 40u)
+#define VIEW_WIRE_RESTART_FETCH_SIZE (WIRE_HEADER_SIZE + 48u)
+
+/*
+ * One slice of the catch-up stream a fetch is answered with: `length`
+ * bytes at `offset` of a stream of `total` bytes whose CRC-32C is
+ * `checksum` (the same in every slice of one stream: a stream the source
+ * built again differently is told apart). The last slice ends the stream
+ * (VIEW_RESTART_SLICE_LAST, set exactly when offset + length = total).
+ * The bytes point into the decoded buffer.
+ */
+#define VIEW_RESTART_SLICE_LAST 1u
+/* The most bytes one slice carries (well within one control frame), and
+ * what a source sends unless a test sets less. */
+#define VIEW_RESTART_SLICE_MAX     (32u << 20)
+#define VIEW_RESTART_SLICE_DEFAULT (16u << 20)
+struct view_restart_slice {
+    uint64_t total;    /* >= 1 */
+    uint64_t offset;   /* < total */
+    uint32_t length;   /* 1 .. VIEW_RESTART_SLICE_MAX, offset + length <= total */
+    uint32_t flags;    /* VIEW_RESTART_SLICE_LAST */
+    uint32_t checksum; /* the whole stream's CRC-32C */
+    const uint8_t *bytes;
+};
+#define VIEW_WIRE_RESTART_SLICE_HEADER_SIZE (WIRE_HEADER_SIZE + 32u)
 
 /* The type of the wire message in buf (0 when too short for a header). */
 uint16_t view_wire_type(const uint8_t *buf, size_t len);
@@ -341,6 +367,10 @@ size_t view_wire_encode_join_log_ends(const struct view_join_log_ends *ends, uin
                                       size_t cap);
 size_t view_wire_encode_restart(const struct view_restart_status *status, uint8_t *buf, size_t cap);
 size_t view_wire_encode_restart_fetch(const struct view_restart_fetch *fetch, uint8_t *buf,
+                                      size_t cap);
+/* The slice's bytes follow its header (VIEW_WIRE_RESTART_SLICE_HEADER_SIZE
+ * + length in all). */
+size_t view_wire_encode_restart_slice(const struct view_restart_slice *slice, uint8_t *buf,
                                       size_t cap);
 
 /*
@@ -377,5 +407,11 @@ int view_wire_decode_restart(const uint8_t *buf, size_t len, struct view_restart
  * or more, a latest view with none after it, a next view after latest + 1
  * and a point after the latest view. */
 int view_wire_decode_restart_fetch(const uint8_t *buf, size_t len, struct view_restart_fetch *out);
+/* Also refuses a total of 0, an offset not below the total, a length of 0
+ * or above VIEW_RESTART_SLICE_MAX or past the total, unknown flags, a last
+ * flag that does not match the slice's end, non-zero reserved bytes and a
+ * byte count other than length. What one slice says against the slices
+ * before it is the asker's to check (view_restart_slices_take). */
+int view_wire_decode_restart_slice(const uint8_t *buf, size_t len, struct view_restart_slice *out);
 
 #endif

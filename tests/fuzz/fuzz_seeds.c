@@ -233,10 +233,26 @@ static void view_seeds(void)
     len = view_wire_encode_restart(&restart, buf, sizeof buf);
     require(view_wire_decode_restart(buf, len, &restart_back), "restart status", "sources");
     write_seed("fuzz_view_restart", "sources", buf, len);
-    struct view_restart_fetch fetch = {2, 3, 9, 6, 8, 40}, fetch_back;
+    struct view_restart_fetch fetch = {2, 3, 9, 6, 8, 40, 4096}, fetch_back;
     len = view_wire_encode_restart_fetch(&fetch, buf, sizeof buf);
     require(view_wire_decode_restart_fetch(buf, len, &fetch_back), "restart fetch", "fetch");
     write_seed("fuzz_view_restart", "fetch", buf, len);
+    /* A whole stream in one slice (its checksum right), and a middle slice. */
+    static const uint8_t stream[48] = "SPNDLCUP a catch-up stream's first bytes";
+    struct view_restart_slice slice = {sizeof stream,
+                                       0,
+                                       sizeof stream,
+                                       VIEW_RESTART_SLICE_LAST,
+                                       sp_crc32c(0, stream, sizeof stream),
+                                       stream};
+    struct view_restart_slice slice_back;
+    len = view_wire_encode_restart_slice(&slice, buf, sizeof buf);
+    require(view_wire_decode_restart_slice(buf, len, &slice_back), "restart slice", "whole");
+    write_seed("fuzz_view_restart", "slice_whole", buf, len);
+    slice = (struct view_restart_slice){1u << 20, 4096, 16, 0, 0x5eed, stream};
+    len = view_wire_encode_restart_slice(&slice, buf, sizeof buf);
+    require(view_wire_decode_restart_slice(buf, len, &slice_back), "restart slice", "middle");
+    write_seed("fuzz_view_restart", "slice_middle", buf, len);
 }
 
 static void shm_seeds(void)

@@ -13,9 +13,16 @@
  * a fetch of a subgroup's history (VIEW_WIRE_RESTART_FETCH): an accepted
  * one must have an asker below 64, a subgroup below the limit, a next view
  * and a point not after the latest view (+ 1) and re-encode to the input.
- * A refused one must be SPINDLE_EPROTO naming the offset.
+ * And as a slice of a fetch's answer (VIEW_WIRE_RESTART_SLICE): an
+ * accepted one must lie within its total, be marked last exactly at the
+ * total and re-encode to the input; the asker's check
+ * (view_restart_slices_take) must take it as a first slice only at offset
+ * 0, then only when it is the whole stream with its checksum, and refuse
+ * it again after (state unchanged). A refused one must be SPINDLE_EPROTO
+ * naming the offset.
  */
 #include "fuzz_common.h"
+#include "util/crc32c.h"
 #include "view/view_impl.h"
 
 static struct view_restart_status status, again;
@@ -41,9 +48,46 @@ static void fetch(const uint8_t *data, size_t size)
     FUZZ_CHECK(memcmp(&back, &f, sizeof f) == 0);
 }
 
+static void slice(const uint8_t *data, size_t size)
+{
+    struct view_restart_slice sl, back;
+    int rc = view_wire_decode_restart_slice(data, size, &sl);
+    if (rc != 0) {
+        fuzz_check_wire_refusal(rc, "restart slice");
+        return;
+    }
+    FUZZ_CHECK(sl.total >= 1 && sl.offset < sl.total && sl.length >= 1 &&
+               sl.length <= VIEW_RESTART_SLICE_MAX && sl.length <= sl.total - sl.offset);
+    bool ends = sl.offset + sl.length == sl.total;
+    FUZZ_CHECK(sl.flags == (ends ? VIEW_RESTART_SLICE_LAST : 0u));
+    FUZZ_CHECK(sl.bytes == data + VIEW_WIRE_RESTART_SLICE_HEADER_SIZE);
+    FUZZ_CHECK(size == VIEW_WIRE_RESTART_SLICE_HEADER_SIZE + sl.length);
+    uint8_t *out = malloc(size);
+    FUZZ_CHECK(out != NULL);
+    size_t len = view_wire_encode_restart_slice(&sl, out, size);
+    fuzz_check_same_bytes(data, size, out, len);
+    FUZZ_CHECK(view_wire_decode_restart_slice(out, len, &back) == 0);
+    FUZZ_CHECK(back.total == sl.total && back.offset == sl.offset && back.length == sl.length &&
+               back.flags == sl.flags && back.checksum == sl.checksum);
+    free(out);
+    struct view_restart_slices taken = {0};
+    rc = view_restart_slices_take(&taken, &sl, "fuzz");
+    bool whole = sl.offset == 0 && ends && sp_crc32c(0, sl.bytes, sl.length) == sl.checksum;
+    FUZZ_CHECK((rc == 0) == (sl.offset == 0 && (!ends || whole)));
+    if (rc != 0) {
+        FUZZ_CHECK(rc == SPINDLE_EPROTO && taken.have == 0 && taken.count == 0);
+        return;
+    }
+    FUZZ_CHECK(taken.have == sl.length && taken.count == 1 && taken.done == ends);
+    struct view_restart_slices before = taken;
+    FUZZ_CHECK(view_restart_slices_take(&taken, &sl, "fuzz") == SPINDLE_EPROTO);
+    FUZZ_CHECK(memcmp(&before, &taken, sizeof taken) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fetch(data, size);
+    slice(data, size);
     int rc = view_wire_decode_restart(data, size, &status);
     if (rc != 0) {
         fuzz_check_wire_refusal(rc, "restart status");

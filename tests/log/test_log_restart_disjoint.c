@@ -29,6 +29,11 @@
  * hold none of it and keep subgroup 1, are sent that snapshot without
  * their logs starting over.
  *
+ * And the same with a snapshot of subgroup 1 of BIG_STATE bytes and the
+ * sources answering fetches in slices of FETCH_SLICE bytes: member 3
+ * takes the stream in many slices (it counts them) and ends with member
+ * 2's state, the whole snapshot checked at its replay.
+ *
  * And when member 2 stays down: members 0 and 1 alone do not restart the
  * group (no member of logged subgroup 1 is heard, so its history is in no
  * log they hold): both time out, the elected one naming subgroup 1, and
@@ -52,6 +57,7 @@
 
 #include <spindle/spindle.h>
 
+#include "group/group_impl.h"
 #include "log/log.h"
 #include "log/log_snapshot.h"
 #include "test_ports.h"
@@ -72,6 +78,9 @@ static char root[64];
 static char members[128];
 static uint32_t num_members = 3;
 static bool with_snapshot; /* member 2 takes a snapshot of subgroup 1 */
+static bool big_snapshot;  /* of BIG_STATE bytes, fetched in slices of FETCH_SLICE */
+#define BIG_STATE   (320u << 10)
+#define FETCH_SLICE 4096u
 
 /* The latest global persistence frontier each member reported (of its
  * own subgroup) and its view, packed (view << 40 | frontier) so that both
@@ -132,6 +141,20 @@ static void on_deliver(void *ctx, const struct spindle_message *m, size_t count)
     __atomic_store_n(&app->delivered1, app->state1.count, __ATOMIC_RELEASE);
 }
 
+/* A big snapshot: the state, then bytes of a pattern up to BIG_STATE. */
+static uint8_t big_byte(size_t i)
+{
+    return (uint8_t)(i * 31u + 7u + (i >> 12));
+}
+
+static bool big_tail_intact(const uint8_t *state)
+{
+    for (size_t i = sizeof(struct state1); i < BIG_STATE; i++)
+        if (state[i] != big_byte(i))
+            return false;
+    return true;
+}
+
 static int on_replay(void *ctx, const struct spindle_replayed *item)
 {
     struct app *app = ctx;
@@ -143,7 +166,8 @@ static int on_replay(void *ctx, const struct spindle_replayed *item)
         apply1(&app->state1, item->data, item->length);
         return 0;
     }
-    if (item->length != 0 && item->length != sizeof app->state1)
+    if (item->length != 0 && item->length != sizeof app->state1 &&
+        (!big_snapshot || item->length != BIG_STATE || !big_tail_intact(item->data)))
         return SPINDLE_EINVAL;
     app->snapshots1++;
     memset(&app->state1, 0, sizeof app->state1);
@@ -198,8 +222,9 @@ static spindle_group_t *open_member(struct app *app, uint32_t self, uint64_t inc
         {pair, 2, pair, 2, 16, PAYLOAD, SPINDLE_MODE_ATOMIC},
         {second_pair, num_members - 2, sender2, 1, 16, PAYLOAD, SPINDLE_MODE_ATOMIC},
     };
+    struct group_test_options test = {.fetch_slice_bytes = big_snapshot ? FETCH_SLICE : 0};
     spindle_group_t *g = NULL;
-    created_rc = spindle_group_create(&o, sg, 2, &g);
+    created_rc = group_create_with(&o, sg, 2, &test, &g);
     return created_rc == 0 ? g : NULL;
 }
 
@@ -273,8 +298,16 @@ static int first_life(uint32_t self, int up, int never)
     if (rc == 0 && self == 2 && with_snapshot) {
         while (__atomic_load_n(&app.delivered1, __ATOMIC_ACQUIRE) < 2 * SENT1)
             usleep(1000);
-        if (spindle_group_snapshot(g, 1, app.at.view_id, app.at.seq, &app.at.state,
-                                   sizeof app.at.state) != 0) {
+        size_t length = big_snapshot ? BIG_STATE : sizeof app.at.state;
+        uint8_t *state = malloc(length);
+        if (state == NULL)
+            return 17;
+        memcpy(state, &app.at.state, sizeof app.at.state);
+        for (size_t i = sizeof app.at.state; i < length; i++)
+            state[i] = big_byte(i);
+        int snapped = spindle_group_snapshot(g, 1, app.at.view_id, app.at.seq, state, length);
+        free(state);
+        if (snapped != 0) {
             fprintf(stderr, "member 2: snapshot: %s\n", spindle_errmsg());
             return 16;
         }
@@ -291,6 +324,7 @@ struct second_life {
     uint32_t self;
     uint64_t replayed[2];
     uint64_t snapshots1;
+    uint64_t slices;      /* of restart fetches it took */
     struct state1 state1; /* after the replay */
     char why[600];
 };
@@ -306,6 +340,7 @@ static int second_life(uint32_t self, int out, int go)
     memcpy(r.replayed, app.replayed, sizeof r.replayed);
     r.snapshots1 = app.snapshots1;
     r.state1 = app.state1; /* the group delivers nothing new in subgroup 1 */
+    r.slices = g != NULL ? g->membership.fetch_slices_taken : 0;
     snprintf(r.why, sizeof r.why, "%s", g == NULL ? spindle_errmsg() : "");
     if (write(out, &r, sizeof r) != (ssize_t)sizeof r)
         return 20;
@@ -584,9 +619,8 @@ test_a_member_behind_in_a_subgroup_the_restarted_log_lacks_takes_it_from_its_sou
     remove_root();
 }
 
-static void test_a_member_behind_a_source_s_snapshot_takes_the_snapshot_then_the_rest(void **unused)
+static void snapshot_case(void)
 {
-    (void)unused;
     num_members = 4;
     with_snapshot = true;
     uint32_t crc = 0, crc2 = 0;
@@ -620,9 +654,29 @@ static void test_a_member_behind_a_source_s_snapshot_takes_the_snapshot_then_the
     assert_int_equal(snapshots_of(3, 1), 1);
     assert_int_equal(snapshots_of(2, 0), 1);
     assert_int_equal(snapshots_of(3, 0), 1);
+    /* Member 3 fetched: in one slice, or in many (the big snapshot). */
+    if (big_snapshot)
+        assert_true(r[3].slices > BIG_STATE / FETCH_SLICE);
+    else
+        assert_int_equal(r[3].slices, 1);
+    assert_int_equal(r[2].slices, 0);
     with_snapshot = false;
     num_members = 3;
     remove_root();
+}
+
+static void test_a_member_behind_a_source_s_snapshot_takes_the_snapshot_then_the_rest(void **unused)
+{
+    (void)unused;
+    snapshot_case();
+}
+
+static void test_a_snapshot_larger_than_a_slice_is_fetched_in_many_slices(void **unused)
+{
+    (void)unused;
+    big_snapshot = true;
+    snapshot_case();
+    big_snapshot = false;
 }
 
 static void test_no_restart_without_a_member_of_each_logged_subgroup(void **unused)
@@ -676,6 +730,7 @@ int main(void)
         cmocka_unit_test(
             test_a_member_behind_in_a_subgroup_the_restarted_log_lacks_takes_it_from_its_source),
         cmocka_unit_test(test_a_member_behind_a_source_s_snapshot_takes_the_snapshot_then_the_rest),
+        cmocka_unit_test(test_a_snapshot_larger_than_a_slice_is_fetched_in_many_slices),
         cmocka_unit_test(test_no_restart_without_a_member_of_each_logged_subgroup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/crc32c.h"
 #include "view/view_impl.h"
 
 /* A status of member id whose log's latest view is view (members 0..n-1)
@@ -460,7 +461,7 @@ static void test_the_status_round_trips_and_lies_are_refused(void **unused)
 static void test_a_fetch_round_trips_and_lies_are_refused(void **unused)
 {
     (void)unused;
-    struct view_restart_fetch f = {3, 1, 9, 5, 7, 40}, out;
+    struct view_restart_fetch f = {3, 1, 9, 5, 7, 40, 1u << 20}, out;
     uint8_t buf[VIEW_WIRE_RESTART_FETCH_SIZE];
     size_t n = view_wire_encode_restart_fetch(&f, buf, sizeof buf);
     assert_int_equal(n, VIEW_WIRE_RESTART_FETCH_SIZE);
@@ -470,16 +471,156 @@ static void test_a_fetch_round_trips_and_lies_are_refused(void **unused)
     for (size_t cut = 0; cut < n; cut++)
         assert_int_equal(view_wire_decode_restart_fetch(buf, cut, &out), SPINDLE_EPROTO);
     struct view_restart_fetch bad[] = {
-        {64, 1, 9, 5, 7, 40},                    /* asker */
-        {3, SPINDLE_MAX_SUBGROUPS, 9, 5, 7, 40}, /* subgroup */
-        {3, 1, 9, 11, 7, 40},                    /* next view after latest + 1 */
-        {3, 1, 9, 5, 10, 0},                     /* a point after the latest view */
-        {3, 1, UINT64_MAX, 5, 7, 40},            /* no view after the latest */
+        {64, 1, 9, 5, 7, 40, 0},                    /* asker */
+        {3, SPINDLE_MAX_SUBGROUPS, 9, 5, 7, 40, 0}, /* subgroup */
+        {3, 1, 9, 11, 7, 40, 0},                    /* next view after latest + 1 */
+        {3, 1, 9, 5, 10, 0, 0},                     /* a point after the latest view */
+        {3, 1, UINT64_MAX, 5, 7, 40, 0},            /* no view after the latest */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         n = view_wire_encode_restart_fetch(&bad[i], buf, sizeof buf);
         assert_int_equal(view_wire_decode_restart_fetch(buf, n, &out), SPINDLE_EPROTO);
     }
+}
+
+/* A slice of 100 bytes at offset 200 of a 1000-byte stream. */
+static uint8_t slice_bytes[1000];
+
+static void put_u32(uint8_t *at, uint32_t value)
+{
+    for (unsigned i = 0; i < 4; i++)
+        at[i] = (uint8_t)(value >> (8 * i));
+}
+
+static size_t encode_slice(uint64_t total, uint64_t offset, uint32_t length, uint32_t flags,
+                           uint8_t *buf, size_t cap)
+{
+    struct view_restart_slice slice = {total, offset, length, flags, 0x1234u, slice_bytes};
+    return view_wire_encode_restart_slice(&slice, buf, cap);
+}
+
+static void test_a_slice_round_trips_and_lies_are_refused(void **unused)
+{
+    (void)unused;
+    for (size_t i = 0; i < sizeof slice_bytes; i++)
+        slice_bytes[i] = (uint8_t)(i * 13u + 5u);
+    uint8_t buf[VIEW_WIRE_RESTART_SLICE_HEADER_SIZE + sizeof slice_bytes + 1];
+    struct view_restart_slice out;
+    size_t n = encode_slice(1000, 200, 100, 0, buf, sizeof buf);
+    assert_int_equal(n, VIEW_WIRE_RESTART_SLICE_HEADER_SIZE + 100);
+    assert_int_equal(view_wire_type(buf, n), VIEW_WIRE_RESTART_SLICE);
+    assert_int_equal(view_wire_decode_restart_slice(buf, n, &out), 0);
+    assert_true(out.total == 1000 && out.offset == 200 && out.length == 100 && out.flags == 0);
+    assert_int_equal(out.checksum, 0x1234u);
+    assert_memory_equal(out.bytes, slice_bytes, 100);
+    for (size_t cut = 0; cut < n; cut++)
+        assert_int_equal(view_wire_decode_restart_slice(buf, cut, &out), SPINDLE_EPROTO);
+    buf[n] = 0; /* a trailing byte */
+    assert_int_equal(view_wire_decode_restart_slice(buf, n + 1, &out), SPINDLE_EPROTO);
+    /* The last slice, marked. */
+    n = encode_slice(1000, 900, 100, VIEW_RESTART_SLICE_LAST, buf, sizeof buf);
+    assert_int_equal(view_wire_decode_restart_slice(buf, n, &out), 0);
+    struct {
+        uint64_t total, offset;
+        uint32_t length, flags;
+    } bad[] = {
+        {0, 0, 1, 0},                         /* an empty stream */
+        {1000, 1000, 1, 0},                   /* offset at the total */
+        {1000, 200, 0, 0},                    /* no bytes */
+        {1000, 950, 100, 0},                  /* past the total */
+        {1000, 950, 100, 1},                  /* past the total, marked last */
+        {1000, 200, 100, 2},                  /* unknown flags */
+        {1000, 200, 100, 1},                  /* marked last before the end */
+        {1000, 900, 100, 0},                  /* the end, not marked */
+        {UINT64_MAX, UINT64_MAX - 1, 100, 0}, /* past the total (and 2^64) */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        n = encode_slice(bad[i].total, bad[i].offset, bad[i].length, bad[i].flags, buf, sizeof buf);
+        if (n == 0) /* the length is beyond this buffer: the bytes count is the lie */
+            n = encode_slice(bad[i].total, bad[i].offset, 1, bad[i].flags, buf, sizeof buf);
+        assert_int_equal(view_wire_decode_restart_slice(buf, n, &out), SPINDLE_EPROTO);
+    }
+    /* Longer than a slice may be, and a length that the bytes do not match. */
+    n = encode_slice(1000, 200, 100, 0, buf, sizeof buf);
+    put_u32(buf + WIRE_HEADER_SIZE + 16, VIEW_RESTART_SLICE_MAX + 1u);
+    assert_int_equal(view_wire_decode_restart_slice(buf, n, &out), SPINDLE_EPROTO);
+    put_u32(buf + WIRE_HEADER_SIZE + 16, 99);
+    assert_int_equal(view_wire_decode_restart_slice(buf, n, &out), SPINDLE_EPROTO);
+    /* Reserved bytes not zero. */
+    n = encode_slice(1000, 200, 100, 0, buf, sizeof buf);
+    buf[WIRE_HEADER_SIZE + 28] = 1;
+    assert_int_equal(view_wire_decode_restart_slice(buf, n, &out), SPINDLE_EPROTO);
+}
+
+/* The slices of a stream of slice_bytes, `size` bytes each. */
+static struct view_restart_slice slice_at(uint64_t offset, uint32_t size)
+{
+    uint64_t total = sizeof slice_bytes;
+    uint32_t length = total - offset < size ? (uint32_t)(total - offset) : size;
+    struct view_restart_slice slice = {
+        total,
+        offset,
+        length,
+        0,
+        sp_crc32c(0, slice_bytes, sizeof slice_bytes),
+        slice_bytes + offset,
+    };
+    if (offset + length == total)
+        slice.flags = VIEW_RESTART_SLICE_LAST;
+    return slice;
+}
+
+static int take(struct view_restart_slices *s, struct view_restart_slice slice)
+{
+    return view_restart_slices_take(s, &slice, "member 2");
+}
+
+static void assert_refused(struct view_restart_slices *s, struct view_restart_slice slice,
+                           const char *why)
+{
+    struct view_restart_slices before = *s;
+    assert_int_equal(view_restart_slices_take(s, &slice, "member 2"), SPINDLE_EPROTO);
+    assert_non_null(strstr(spindle_errmsg(), why));
+    assert_memory_equal(s, &before, sizeof before); /* nothing of it taken */
+}
+
+static void test_an_asker_takes_slices_in_order_and_refuses_the_rest(void **unused)
+{
+    (void)unused;
+    for (size_t i = 0; i < sizeof slice_bytes; i++)
+        slice_bytes[i] = (uint8_t)(i * 13u + 5u);
+    struct view_restart_slices s = {0};
+    assert_int_equal(take(&s, slice_at(0, 300)), 0);
+    assert_true(s.have == 300 && s.total == 1000 && s.count == 1 && !s.done);
+    /* Not at the offset taken: a gap, a repeat, one from before. */
+    assert_refused(&s, slice_at(600, 300), "offset 600");
+    assert_refused(&s, slice_at(0, 300), "offset 0");
+    assert_refused(&s, slice_at(299, 300), "offset 299");
+    /* The total changing between slices, or the stream's checksum. */
+    struct view_restart_slice other = slice_at(300, 300);
+    other.total = 2000;
+    assert_refused(&s, other, "another stream");
+    other = slice_at(300, 300);
+    other.checksum ^= 1;
+    assert_refused(&s, other, "another stream");
+    /* Past the total, and a last flag that does not match the end. */
+    other = slice_at(300, 300);
+    other.length = 701;
+    assert_refused(&s, other, "past its total");
+    other = slice_at(300, 300);
+    other.flags = VIEW_RESTART_SLICE_LAST;
+    assert_refused(&s, other, "marked last");
+    assert_int_equal(take(&s, slice_at(300, 300)), 0);
+    other = slice_at(600, 400);
+    other.flags = 0;
+    assert_refused(&s, other, "not marked last");
+    /* Bytes that do not make the stream announced. */
+    slice_bytes[999] ^= 0xff;
+    assert_refused(&s, slice_at(600, 400), "checksum");
+    slice_bytes[999] ^= 0xff;
+    assert_int_equal(take(&s, slice_at(600, 400)), 0);
+    assert_true(s.done && s.have == 1000 && s.count == 3);
+    assert_refused(&s, slice_at(600, 400), "after the last");
 }
 
 /* A member of a group restarted from view 7 = {0..5}, member 1 alone: it
@@ -583,6 +724,8 @@ int main(void)
         cmocka_unit_test(test_a_subgroup_the_point_lacks_is_kept_level_with_its_source),
         cmocka_unit_test(test_the_starting_member_names_the_source_of_what_it_lacks),
         cmocka_unit_test(test_a_fetch_round_trips_and_lies_are_refused),
+        cmocka_unit_test(test_a_slice_round_trips_and_lies_are_refused),
+        cmocka_unit_test(test_an_asker_takes_slices_in_order_and_refuses_the_rest),
         cmocka_unit_test(test_each_logged_subgroup_needs_a_member_heard_before_the_start),
         cmocka_unit_test(test_the_status_round_trips_and_lies_are_refused),
         cmocka_unit_test(test_a_restarting_member_gets_the_id_its_log_holds_or_is_refused),
