@@ -746,12 +746,7 @@ static void start_clock(const struct bench_config *config, struct member_state *
     snprintf(st->who, sizeof st->who, "member %u", __atomic_load_n(&st->self, __ATOMIC_RELAXED));
     bench_clock_start(&st->clock, config->warmup_ns, config->duration_ns, config->msg_size,
                       st->who);
-    st->latency.from_ns = st->clock.measure_ns;
-    st->latency.to_ns = st->clock.end_ns;
-    pthread_mutex_lock(&st->lag.lock);
-    st->lag.samples.from_ns = st->clock.measure_ns;
-    st->lag.samples.to_ns = st->clock.end_ns;
-    pthread_mutex_unlock(&st->lag.lock);
+    bench_clock_bound(&st->clock, &st->latency, &st->lag);
 }
 
 /* --log-dir: waits (at most 10 s) until the global persistence frontier
