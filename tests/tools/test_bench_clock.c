@@ -3,7 +3,8 @@
  * measured interval is never shorter than the duration asked for, even when
  * the running thread passes the end of the warm-up late (a sender blocked on
  * a full window of a loaded machine), and it counts the deliveries between
- * the two moments it read them.
+ * the two moments it read them; the latency and persistence-lag samples
+ * are those of that same interval.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "bench.h"
 #include "bench_timing.h"
 
 static void pause_ms(long ms)
@@ -66,11 +68,47 @@ static void test_no_warmup_measures_from_the_start(void **state)
     assert_int_equal(clock.measured_to, ticks);
 }
 
+/* The thread passes a 20 ms warm-up's end 150 ms late, after the planned
+ * end of a 100 ms interval: a message committed (or delivered) before that
+ * is not sampled, one committed (delivered) after it, in the interval the
+ * rate counts, is. */
+static void test_samples_follow_a_late_warmup_edge(void **state)
+{
+    (void)state;
+    const uint64_t ms = 1000000ull;
+    struct bench_clock clock;
+    struct bench_latency latency;
+    struct bench_lag lag;
+    assert_int_equal(bench_latency_init(&latency, 1, 0, 16), 0);
+    assert_int_equal(bench_lag_init(&lag, 1), 0);
+    bench_clock_start(&clock, 20 * ms, 100 * ms, 64, "member 0");
+    bench_clock_bound(&clock, &latency, &lag);
+    pause_ms(170);
+    uint64_t before = bench_now_ns();
+    bench_latency_commit(&latency, 0, 0, before);
+    bench_lag_deliver(&lag, 0, 1, 1, 1, before);
+    assert_false(bench_clock_tick(&clock, 0, 2, false));
+    uint64_t after = bench_now_ns();
+    assert_true(after >= clock.measured_from_ns && after < clock.end_ns);
+    bench_latency_commit(&latency, 0, 1, after);
+    bench_lag_deliver(&lag, 0, 1, 2, 1, after);
+    bench_latency_deliver(&latency, 0, 0, after + ms);
+    bench_latency_deliver(&latency, 0, 1, after + ms);
+    bench_lag_persisted(&lag, 0, 1, 2, after + ms);
+    assert_int_equal(latency.count, 1);
+    assert_int_equal(latency.samples[0], ms);
+    assert_int_equal(lag.samples.count, 1);
+    assert_int_equal(lag.samples.samples[0], ms);
+    bench_latency_release(&latency);
+    bench_lag_release(&lag);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_late_warmup_edge_still_measures_the_whole_duration),
         cmocka_unit_test(test_no_warmup_measures_from_the_start),
+        cmocka_unit_test(test_samples_follow_a_late_warmup_edge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,15 +98,16 @@ endif()
 # get in and leave, check_traces must accept the run, and the long-lived
 # members' open fds and threads must stay exactly flat (VmRSS within 2 MiB).
 # A short version here (24 joins, sampled every 8); the full 200 is run by
-# hand (docs/PERFORMANCE.md). Under the sanitizers: 12 joins with more time
-# per join, and resident memory measures the sanitizer's allocator (ASan
+# hand (docs/PERFORMANCE.md). The stream lasts until the joins are done
+# (soak.sh's stop file); its cap only ends a run whose joins hang. Under the
+# sanitizers: 12 joins with a higher cap per join, and resident memory measures the sanitizer's allocator (ASan
 # keeps up to 256 MiB of freed blocks in quarantine), so its bound is that.
 if(SPINDLE_TSAN OR SPINDLE_ASAN)
   add_test(NAME join_leave_soak
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/soak.sh $<TARGET_FILE:spindle-bench>
                    $<TARGET_FILE:check_traces> 12 4)
   set_tests_properties(join_leave_soak PROPERTIES LABELS "view;faults;join" TIMEOUT 300
-                       ENVIRONMENT "SPINDLE_SOAK_JOIN_BUDGET_MS=5000;SPINDLE_SOAK_RSS_SLACK_KB=262144")
+                       ENVIRONMENT "SPINDLE_SOAK_JOIN_BUDGET_MS=10000;SPINDLE_SOAK_RSS_SLACK_KB=262144")
 else()
   add_test(NAME join_leave_soak
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/soak.sh $<TARGET_FILE:spindle-bench>

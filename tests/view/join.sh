@@ -16,10 +16,15 @@
 #   m) three processes ask to join at the same moment: all get in, one
 #      after the other.
 # The members run spindle-bench --local 3 --control-port P (TCP bootstrap on
-# loopback, data over the transport), paced with --rate so that the stream
-# outlasts the joins; joiners run spindle-bench --join. A run where the
-# stream ended before a joiner got in is not counted (a note says so) and
-# is repeated, at most RUNS more times.
+# loopback, data over the transport), paced with --rate; joiners run
+# spindle-bench --join. The stream lasts until the joins (and the kill) are
+# done: then the script ends it through the --stop-file every process was
+# given (each sender reports what it has sent, and the stream ends just past
+# the highest count), so a loaded machine makes the stream longer rather
+# than end it before a joiner is in. A run whose ports were taken
+# (or whose stream reached its cap, STREAM_CAP_S, before the joins were
+# done) is not counted (a note says so) and is repeated, at most RUNS more
+# times.
 #
 # Usage: join.sh SPINDLE_BENCH CHECK_TRACES [RUNS_PER_KIND [KINDS [MODE]]]
 #   MODE: the subgroup's delivery mode, atomic (default), unordered, or
@@ -36,12 +41,18 @@ CHECK=$2
 RUNS=${3:-3}
 KINDS=${4:-abc}
 MODE=${5:-atomic}
-MESSAGES=6000
-RATE=1500 # messages per second per sender: a stream of about 4 s
+MESSAGES=6000 # the first joiner asks after up to a third of 3 x MESSAGES deliveries
+RATE=1500     # messages per second per sender
+STREAM_CAP_S=60 # --messages: the longest stream, should the joins hang
+# Messages per sender after the joins (or the kill): traffic for the
+# joiners and through the view changes that follow.
+STOP_MARGIN=500
 TIMEOUT=120 # a 4 s stream took 67 s under ThreadSanitizer on a loaded 2-core machine
 
 # shellcheck source-path=SCRIPTDIR source=seed.sh
 . "$(dirname "$0")/seed.sh"
+# shellcheck source-path=SCRIPTDIR source=stop_stream.sh
+. "$(dirname "$0")/stop_stream.sh"
 seed_random join SPINDLE_JOIN_SEED
 
 WORK=$(mktemp -d /tmp/spindle-join-XXXXXX)
@@ -86,6 +97,15 @@ fail() {
         echo "kept the run in $kept"
     fi
     exit 1
+}
+
+# end_run_stream: end_stream for run_once (its stop file; the members
+# but the one kind c killed); sets run_once's messages.
+end_run_stream() {
+    local live=(0 1 2)
+    [ -z "$killed" ] || live=(0 2)
+    end_stream "$stop_file" $((RATE * STREAM_CAP_S)) "${live[@]}"
+    messages=$STREAM_MESSAGES
 }
 
 # Waits (bounded) until FILE has at least N lines; 1 if PID ended first or
@@ -210,6 +230,7 @@ run_dying_joiner() {
     j1=$!
     PIDS+=("$j1")
     await_joined "$RUN_DIR/joiner-1.out" "$j1" "the second joiner" || return 2
+    end_run_stream
     wait_pid "$launcher"
     [ "$RC" -eq 0 ] || fail "$what: the members' launcher exited $RC"
     wait_pid "$j1"
@@ -250,6 +271,7 @@ run_three_joiners() {
     for k in 0 1 2; do
         await_joined "$RUN_DIR/joiner-m$k.out" "${pids[k]}" "joiner m$k" || return 2
     done
+    end_run_stream
     wait_pid "$launcher"
     [ "$RC" -eq 0 ] || fail "$what: the members' launcher exited $RC"
     for k in 0 1 2; do
@@ -270,7 +292,7 @@ run_three_joiners() {
 
 # run_once KIND: returns 2 when the stream ended before a joiner was in.
 run_once() {
-    local kind=$1 size window joiners launcher j1 j2 killed="" members=3 messages=$MESSAGES
+    local kind=$1 size window joiners launcher j1 j2 killed="" members=3 messages
     RUN_NUMBER=$((RUN_NUMBER + 1))
     RUN_DIR="$WORK/run-$RUN_NUMBER"
     mkdir -p "$RUN_DIR"
@@ -279,11 +301,10 @@ run_once() {
     window=${windows[RANDOM % 3]}
     pick_port
     pick_mode "$MODE"
-    # Kind k: a stream of about 10 s, long enough for the group to remove
-    # a stopped joiner (1 s) and for the next one to get in after it.
-    case $kind in [km]) messages=$((RATE * 10)) ;; esac
-    local common=(--tolerate-failures --trace "$RUN_DIR" --messages "$messages" --rate "$RATE"
-        --msg-size "$size" --window "$window" --timeout "$TIMEOUT" --mode "$RUN_MODE")
+    local stop_file="$WORK/stop-$RUN_NUMBER"
+    local common=(--tolerate-failures --trace "$RUN_DIR" --messages $((RATE * STREAM_CAP_S))
+        --rate "$RATE" --msg-size "$size" --window "$window" --timeout "$TIMEOUT"
+        --mode "$RUN_MODE" --stop-file "$stop_file")
     [ "$kind" != k ] || common+=(--failure-timeout-ms 1000)
     # shellcheck disable=SC2086
     "$BENCH" ${SPINDLE_JOIN_BENCH_ARGS:-} --local 3 --control-port "$PORT" "${common[@]}" \
@@ -367,6 +388,7 @@ run_once() {
         killed="--killed 1"
         ;;
     esac
+    end_run_stream
     wait_pid "$launcher"
     [ "$RC" -eq 0 ] || fail "$what: the members' launcher exited $RC"
     wait_pid "$j1"
@@ -388,7 +410,7 @@ run_once() {
     [ -n "$joined" ] || fail "$what: $(basename "$end") does not say which view it joined"
     [ -s "$RUN_DIR/member-3.$joined.trace" ] || fail "$what: the joiner delivered nothing"
     # shellcheck disable=SC2086
-    if ! verdict=$("$CHECK" "$RUN_DIR" --messages "$MESSAGES" --members $((members + joiners)) \
+    if ! verdict=$("$CHECK" "$RUN_DIR" --messages "$messages" --members $((members + joiners)) \
         --msg-size "$size" --mode "$RUN_MODE" $killed 2>&1); then
         fail "$what: $verdict"
     fi

@@ -11,9 +11,13 @@
 #   - their resident memory (VmRSS) after the last join exceeds that after
 #     the first EVERY joins by less than RSS_SLACK_KB (see below).
 # The members run spindle-bench --local 3 --control-port P --tolerate-failures
-# paced with --rate for a stream long enough to outlast every join (about
-# JOIN_BUDGET_MS per join); each joiner runs spindle-bench --join with the
-# same workload flags and --leave-after LEAVE_AFTER (it leaves after that many
+# paced with --rate; the stream lasts until the joins are done: then the
+# script ends it through the --stop-file every process was given (each
+# sender reports what it has sent, and the stream ends just past the highest
+# count), so a loaded machine that makes the joins slow makes the stream
+# longer, not the run fail. --messages (about JOIN_BUDGET_MS per join) only bounds a run whose
+# joins hang. Each joiner runs spindle-bench --join with the same workload
+# flags and --leave-after LEAVE_AFTER (it leaves after that many
 # deliveries). The next joiner starts once the previous one has exited, its
 # .end says "left", and every member has delivered in a view after the one
 # it left (the members took it out; the samples are taken at that point, so
@@ -32,9 +36,9 @@
 #              the message size and the window),
 #              SPINDLE_SOAK_KEEP keep the directory of a failed run,
 #              SPINDLE_SOAK_BENCH_ARGS extra spindle-bench arguments for
-#              every process (for example --transport fabric --provider tcp;
-#              raise SPINDLE_SOAK_JOIN_BUDGET_MS to match),
-#              SPINDLE_SOAK_JOIN_BUDGET_MS stream time per join (default 1500).
+#              every process (for example --transport fabric --provider tcp),
+#              SPINDLE_SOAK_JOIN_BUDGET_MS the longest stream, per join, before
+#              the run gives up (default 5000).
 set -u
 BENCH=$1
 CHECK=$2
@@ -43,11 +47,12 @@ EVERY=${4:-20}
 RATE=500        # messages per second per sender: 1 500 deliveries/s at each member
 LEAVE_AFTER=300 # a joiner's deliveries before it leaves: about 0.2 s of stream
 # A join cycle (start, join, 300 deliveries, leave, the members' view change)
-# takes about 0.35 s on an idle 2-core machine; the budget leaves room for a
-# loaded one. The stream cannot be cut short (every sender sends --messages),
-# so a larger budget is paid in full.
-JOIN_BUDGET_MS=${SPINDLE_SOAK_JOIN_BUDGET_MS:-1500}
-LEAD_S=5     # stream before the first join
+# takes about 0.35 s on an idle 2-core machine and about 1.9 s on a loaded
+# one. The stream ends when the joins are done (the stop file), so this cap
+# is not paid: it only ends a run whose joins hang.
+JOIN_BUDGET_MS=${SPINDLE_SOAK_JOIN_BUDGET_MS:-5000}
+LEAD_S=5 # stream before the first join, in the cap
+STOP_MARGIN=250 # messages per sender after the joins: about 0.5 s of stream
 TIMEOUT=60   # seconds for any one wait
 # Resident memory may move by allocator noise (malloc arenas, trace stdio
 # buffers, pages of the shared rings touched for the first time) without a
@@ -67,10 +72,13 @@ case $EVERY in '' | *[!0-9]* | 0) echo "soak: EVERY '$EVERY' must be a number > 
 
 # shellcheck source-path=SCRIPTDIR source=seed.sh
 . "$(dirname "$0")/seed.sh"
+# shellcheck source-path=SCRIPTDIR source=stop_stream.sh
+. "$(dirname "$0")/stop_stream.sh"
 seed_random soak SPINDLE_SOAK_SEED
 
 WORK=$(mktemp -d /tmp/spindle-soak-XXXXXX)
 RUN_DIR="$WORK/run"
+STOP_FILE="$WORK/stop"
 mkdir -p "$RUN_DIR"
 LAUNCHER=""
 JOINER=""
@@ -202,10 +210,10 @@ WINDOW=${windows[RANDOM % 3]}
 STREAM_S=$((LEAD_S + (JOINS * JOIN_BUDGET_MS + 999) / 1000))
 MESSAGES=$((RATE * STREAM_S))
 common=(--tolerate-failures --trace "$RUN_DIR" --messages "$MESSAGES" --rate "$RATE"
-    --msg-size "$SIZE" --window "$WINDOW")
+    --msg-size "$SIZE" --window "$WINDOW" --stop-file "$STOP_FILE")
 echo "soak: $JOINS joins, one after the other, into 3 members on ports $PORT..$((PORT + 2))" \
-    "streaming $MESSAGES messages each ($RATE/s, about ${STREAM_S}s), size $SIZE, window $WINDOW;" \
-    "each joiner leaves after $LEAVE_AFTER deliveries; samples every $EVERY joins"
+    "streaming $RATE messages/s each until the joins are done (at most $MESSAGES), size $SIZE," \
+    "window $WINDOW; each joiner leaves after $LEAVE_AFTER deliveries; samples every $EVERY joins"
 
 # The members' --timeout covers the whole stream.
 # shellcheck disable=SC2086
@@ -266,6 +274,7 @@ for ((JOIN_NUMBER = 1; JOIN_NUMBER <= JOINS; JOIN_NUMBER++)); do
 done
 JOIN_NUMBER=$JOINS
 echo "soak: $JOINS joins done in $((SECONDS - started))s; the highest member id given was $TOP"
+end_stream "$STOP_FILE" "$MESSAGES" 0 1 2
 
 deadline=$((SECONDS + STREAM_S + TIMEOUT + 30))
 while ! stream_ended; do
@@ -276,7 +285,8 @@ wait "$LAUNCHER"
 RC=$?
 LAUNCHER=""
 [ "$RC" -eq 0 ] || fail "the members' launcher exited $RC"
-VERDICT=$("$CHECK" "$RUN_DIR" --messages "$MESSAGES" --members $((TOP + 1)) --initial 3 \
+echo "soak: the stream ended at $STREAM_MESSAGES messages per sender"
+VERDICT=$("$CHECK" "$RUN_DIR" --messages "$STREAM_MESSAGES" --members $((TOP + 1)) --initial 3 \
     --msg-size "$SIZE" 2>&1) || fail "$VERDICT"
 echo "soak: ${VERDICT#check_traces: }"
 

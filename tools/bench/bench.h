@@ -56,6 +56,7 @@ struct bench_config {
     const char *trace_dir;
     const char *latency_out; /* --latency-out DIR: each member's latency samples there */
     bool tolerate_failures;  /* --tolerate-failures: survive view changes */
+    const char *stop_file;   /* --stop-file: the harness ends the stream early */
     uint32_t timeout_s;
     char group_name[64];
     /* --config FILE: the loaded file (members, subgroups, [bench] defaults) */

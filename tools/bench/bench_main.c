@@ -97,6 +97,12 @@ static const char usage[] =
     "                         view> members <id,id,...>\", then \" joined <V>\" for a\n"
     "                         joiner and \" left\" for one that left (--leave-after; its\n"
     "                         final view is the last one it was in)\n"
+    "  --stop-file FILE       with --tolerate-failures: a harness ends the stream when its\n"
+    "                         joins or kills are done (give every process of the group the\n"
+    "                         same FILE): it writes \"hold\\n\" there, each sender writes\n"
+    "                         the messages it has sent to FILE.<id> and pauses; then the\n"
+    "                         harness writes \"COUNT\\n\" (at least every count reported)\n"
+    "                         and the stream ends at COUNT per sender (at most --messages)\n"
     "  --failure-timeout-ms MS  a member silent this long is suspected and removed\n"
     "                         (default 5000; also for --local; overrides --config)\n"
     "  --slow-member-ms MS    a member that holds a sender's window full this long is\n"
@@ -226,6 +232,7 @@ enum {
     OPT_NO_EARLY,
     OPT_BASELINE,
     OPT_TRACE,
+    OPT_STOP_FILE,
     OPT_RAW,
     OPT_TOLERATE,
     OPT_TIMEOUT,
@@ -273,6 +280,7 @@ static const struct option long_options[] = {
     {"no-early-unlock", no_argument, 0, OPT_NO_EARLY},
     {"baseline", no_argument, 0, OPT_BASELINE},
     {"trace", required_argument, 0, OPT_TRACE},
+    {"stop-file", required_argument, 0, OPT_STOP_FILE},
     {"latency-out", required_argument, 0, OPT_LATENCY_OUT},
     {"raw", no_argument, 0, OPT_RAW}, /* moved to spindle-rawbench: refused, saying so */
     {"tolerate-failures", no_argument, 0, OPT_TOLERATE},
@@ -503,6 +511,10 @@ static int check_config(struct bench_config *c, unsigned given)
 {
     if (check_timing(c, given) != 0)
         return 2;
+    if (c->stop_file != NULL && !c->tolerate_failures)
+        return bad("%s--stop-file needs --tolerate-failures (the members agree on the senders' "
+                   "counts)",
+                   "");
     if (c->join != NULL) {
         if (c->local > 0 || c->id >= 0 || c->members != NULL)
             return bad("%s--join cannot be combined with --local, --id or --members", "");
@@ -591,6 +603,9 @@ static int parse_args(int argc, char **argv, struct bench_config *c)
             break;
         case OPT_TRACE:
             c->trace_dir = optarg;
+            break;
+        case OPT_STOP_FILE:
+            c->stop_file = optarg;
             break;
         case OPT_RAW:
             return bad("%s--raw moved to its own tool: spindle-rawbench --local 2 [--transport "

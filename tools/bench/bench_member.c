@@ -47,7 +47,13 @@ struct member_state {
     int sender_rank;      /* rank among the senders of its first sending subgroup, or -1 */
     uint32_t num_senders; /* senders are member ids 0..num_senders-1 */
     uint64_t first_view;  /* a joiner's first view (UINT64_MAX: not reported yet) */
-    bool left;            /* --leave-after: it left the group (spindle_group_leave) */
+    /* The stream's length per sender: --messages, or the smaller count the
+     * --stop-file gave (the application thread reads and writes these). */
+    uint64_t stream_messages;
+    uint64_t stop_checked_ns; /* when the --stop-file was last looked for */
+    uint64_t sent;            /* messages this member sent, once its stream is over */
+    bool stop_read;           /* its count is in stream_messages */
+    bool left;                /* --leave-after: it left the group (spindle_group_leave) */
     /* A member restarted from its log (docs/LOGS.md "Total restart"): its
      * own log was replayed, and its stream goes on where that ended. */
     bool restarted;
@@ -448,6 +454,80 @@ static void pace(const struct bench_config *config, uint64_t start, uint64_t i)
     }
 }
 
+/* --stop-file: reads the file; true when it holds a line ("hold" or a
+ * count; a file without its newline is still being written). */
+static bool read_stop_file(const char *path, char *text, size_t size)
+{
+    FILE *file = fopen(path, "r");
+    if (file == NULL)
+        return false;
+    size_t length = fread(text, 1, size - 1, file);
+    fclose(file);
+    text[length] = '\0';
+    return length > 0 && text[length - 1] == '\n';
+}
+
+/* --stop-file, "hold": a sender reports how many messages it has sent in
+ * FILE.<id> (written whole, then renamed) and sends no more until the file
+ * holds the count (or its --timeout is over: then --messages stays). */
+static void hold_stream(const struct bench_config *config, struct member_state *st, uint64_t sent)
+{
+    uint32_t self = __atomic_load_n(&st->self, __ATOMIC_RELAXED);
+    char path[4096], temp[4100], text[32];
+    snprintf(path, sizeof path, "%s.%u", config->stop_file, self);
+    snprintf(temp, sizeof temp, "%s.tmp", path);
+    FILE *file = fopen(temp, "w");
+    if (file == NULL || fprintf(file, "%llu\n", (unsigned long long)sent) < 0 ||
+        fclose(file) != 0 || rename(temp, path) != 0) {
+        fprintf(stderr, "spindle-bench: member %u: cannot write %s\n", self, path);
+        return;
+    }
+    uint64_t deadline = bench_now_ns() + (uint64_t)config->timeout_s * 1000000000ull;
+    while (bench_now_ns() < deadline) {
+        if (read_stop_file(config->stop_file, text, sizeof text) && strcmp(text, "hold\n") != 0)
+            return;
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* --stop-file: the harness ends the stream once the part of the run that
+ * needs it (joins, kills) is over, at a count every process of the group
+ * agrees on, whatever the load did to the senders' pace: it writes "hold",
+ * each sender reports what it has sent and waits (hold_stream), then the
+ * harness writes a count no sender has passed. Looked for at most every
+ * 10 ms. Returns the stream's messages per sender: --messages until the
+ * count is read, then the smaller of the two; sent: what this member has
+ * sent so far. */
+static uint64_t stream_messages(const struct bench_config *config, struct member_state *st,
+                                uint64_t sent)
+{
+    if (config->stop_file == NULL || st->stop_read)
+        return st->stream_messages;
+    uint64_t now = bench_now_ns();
+    if (st->stop_checked_ns != 0 && now - st->stop_checked_ns < 10000000ull)
+        return st->stream_messages;
+    st->stop_checked_ns = now;
+    char text[32];
+    if (!read_stop_file(config->stop_file, text, sizeof text))
+        return st->stream_messages;
+    if (strcmp(text, "hold\n") == 0) {
+        if (st->sender_rank < 0)
+            return st->stream_messages; /* nothing to report: waits for the count */
+        hold_stream(config, st, sent);
+        if (!read_stop_file(config->stop_file, text, sizeof text) || strcmp(text, "hold\n") == 0)
+            return st->stream_messages;
+    }
+    char *end;
+    unsigned long long count = strtoull(text, &end, 10);
+    if (end == text || *end != '\n')
+        return st->stream_messages;
+    st->stop_read = true;
+    if (count < st->stream_messages)
+        st->stream_messages = count;
+    return st->stream_messages;
+}
+
 /* Streams this member's messages round-robin over the active subgroups it
  * sends in: --messages of them, or until the --duration is over. */
 /* Where this member's stream in subgroup g starts: 0, or after a restart
@@ -492,8 +572,8 @@ static int send_all(const struct bench_config *config, spindle_group_t *group,
     for (uint32_t g = 0; g < config->active_subgroups; g++)
         if (st->sends[g] && resumed(st, g) < first)
             first = resumed(st, g);
-    for (uint64_t i = first == UINT64_MAX ? 0 : first;
-         timed ? !run_over(config, st) : i < config->messages; i++) {
+    uint64_t i = first == UINT64_MAX ? 0 : first;
+    for (; timed ? !run_over(config, st) : i < stream_messages(config, st, i); i++) {
         if (config->rate > 0)
             pace(config, start, i);
         for (uint32_t g = 0; g < config->active_subgroups; g++) {
@@ -514,6 +594,17 @@ static int send_all(const struct bench_config *config, spindle_group_t *group,
                 bench_spin_ns((uint64_t)config->delay_us * 1000u);
         }
     }
+    st->sent = i;
+    if (!timed && i > st->stream_messages) {
+        /* Messages already sent cannot be taken back: the count must not
+         * be below what a sender reported. */
+        fprintf(stderr,
+                "spindle-bench: member %u: --stop-file %s says %llu messages, but it had sent "
+                "%llu already\n",
+                __atomic_load_n(&st->self, __ATOMIC_RELAXED), config->stop_file,
+                (unsigned long long)st->stream_messages, (unsigned long long)i);
+        return SPINDLE_EINVAL;
+    }
     return 0;
 }
 
@@ -521,12 +612,13 @@ static int send_all(const struct bench_config *config, spindle_group_t *group,
  * all its messages in every active subgroup. */
 static bool survivors_done(const struct bench_config *config, struct member_state *st)
 {
+    uint64_t messages = stream_messages(config, st, st->sent);
     uint32_t num_senders = st->num_senders;
     uint64_t mask = __atomic_load_n(&st->view_mask, __ATOMIC_ACQUIRE);
     for (uint32_t g = 0; g < config->active_subgroups; g++)
         for (uint32_t s = 0; s < num_senders; s++)
             if (((mask >> s) & 1) && __atomic_load_n(&st->from_sender[g * SPINDLE_MAX_MEMBERS + s],
-                                                     __ATOMIC_ACQUIRE) < config->messages)
+                                                     __ATOMIC_ACQUIRE) < messages)
                 return false;
     return true;
 }
@@ -746,12 +838,7 @@ static void start_clock(const struct bench_config *config, struct member_state *
     snprintf(st->who, sizeof st->who, "member %u", __atomic_load_n(&st->self, __ATOMIC_RELAXED));
     bench_clock_start(&st->clock, config->warmup_ns, config->duration_ns, config->msg_size,
                       st->who);
-    st->latency.from_ns = st->clock.measure_ns;
-    st->latency.to_ns = st->clock.end_ns;
-    pthread_mutex_lock(&st->lag.lock);
-    st->lag.samples.from_ns = st->clock.measure_ns;
-    st->lag.samples.to_ns = st->clock.end_ns;
-    pthread_mutex_unlock(&st->lag.lock);
+    bench_clock_bound(&st->clock, &st->latency, &st->lag);
 }
 
 /* --log-dir: waits (at most 10 s) until the global persistence frontier
@@ -806,6 +893,7 @@ void bench_run_member(const struct bench_config *config, uint32_t self, uint32_t
         return;
     }
     st.sender_rank = -1;
+    st.stream_messages = config->messages;
     if (!joiner) /* a joiner receives only (the default layout) */
         st.expected = plan_subgroups(config, members, &st);
     result->expected = st.expected;

@@ -93,10 +93,19 @@ void bench_latency_deliver(struct bench_latency *lat, uint32_t subgroup, uint64_
         sent = __atomic_load_n(&lat->commit_ns[slot], __ATOMIC_ACQUIRE);
         if (__atomic_load_n(&lat->commit_index[slot], __ATOMIC_ACQUIRE) != index + 1)
             return;
-        if (sent < lat->from_ns || sent >= lat->to_ns)
+        if (sent < __atomic_load_n(&lat->from_ns, __ATOMIC_ACQUIRE) ||
+            sent >= __atomic_load_n(&lat->to_ns, __ATOMIC_ACQUIRE))
             return;
     }
     keep_sample(lat, (uint32_t)(now - sent > UINT32_MAX ? UINT32_MAX : now - sent));
+}
+
+void bench_latency_window(struct bench_latency *lat, uint64_t from_ns, uint64_t to_ns)
+{
+    /* Every message committed after this call was committed after the
+     * window moved: its commit_index store (release) publishes it. */
+    __atomic_store_n(&lat->from_ns, from_ns, __ATOMIC_RELEASE);
+    __atomic_store_n(&lat->to_ns, to_ns, __ATOMIC_RELEASE);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -191,6 +200,14 @@ void bench_lag_persisted(struct bench_lag *lag, uint32_t subgroup, uint64_t view
     pthread_mutex_unlock(&lag->lock);
 }
 
+void bench_lag_window(struct bench_lag *lag, uint64_t from_ns, uint64_t to_ns)
+{
+    pthread_mutex_lock(&lag->lock);
+    lag->samples.from_ns = from_ns;
+    lag->samples.to_ns = to_ns;
+    pthread_mutex_unlock(&lag->lock);
+}
+
 uint64_t bench_lag_pending(struct bench_lag *lag)
 {
     uint64_t pending = 0;
@@ -227,6 +244,26 @@ void bench_clock_start(struct bench_clock *clock, uint64_t warmup_ns, uint64_t d
                                   .msg_size = msg_size};
 }
 
+/* The samples' window: the measured interval once it has started, empty
+ * before. */
+static void bound_samples(const struct bench_clock *clock)
+{
+    uint64_t from = clock->measuring ? clock->measured_from_ns : UINT64_MAX;
+    uint64_t to = clock->measuring ? clock->end_ns : UINT64_MAX;
+    if (clock->latency != NULL)
+        bench_latency_window(clock->latency, from, to);
+    if (clock->lag != NULL)
+        bench_lag_window(clock->lag, from, to);
+}
+
+void bench_clock_bound(struct bench_clock *clock, struct bench_latency *latency,
+                       struct bench_lag *lag)
+{
+    clock->latency = latency;
+    clock->lag = lag;
+    bound_samples(clock);
+}
+
 static void print_progress(struct bench_clock *clock, uint64_t delivered, uint32_t members,
                            uint64_t now)
 {
@@ -254,6 +291,7 @@ bool bench_clock_tick(struct bench_clock *clock, uint64_t delivered, uint32_t me
          * (a full window on a loaded machine) would otherwise measure less
          * than it was asked to. */
         clock->end_ns = now + clock->duration_ns;
+        bound_samples(clock);
     }
     if (now >= clock->end_ns) {
         clock->ended = true;

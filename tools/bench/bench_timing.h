@@ -36,7 +36,7 @@ struct bench_latency {
     uint32_t *samples;      /* nanoseconds, saturated at UINT32_MAX */
     uint64_t count, capacity, seen;
     uint64_t random;         /* reservoir sampling state */
-    uint64_t from_ns, to_ns; /* sample messages committed in [from_ns, to_ns) */
+    uint64_t from_ns, to_ns; /* sample messages committed in [from_ns, to_ns) (atomics) */
 };
 
 /* Sizes the recorder for subgroups subgroups: one entry per message when
@@ -51,6 +51,9 @@ void bench_latency_commit(struct bench_latency *lat, uint32_t subgroup, uint64_t
 /* Delivery upcall: own message index of subgroup was delivered at now. */
 void bench_latency_deliver(struct bench_latency *lat, uint32_t subgroup, uint64_t index,
                            uint64_t now);
+/* Samples only messages committed in [from_ns, to_ns) from now on (the
+ * delivery upcall may be running). */
+void bench_latency_window(struct bench_latency *lat, uint64_t from_ns, uint64_t to_ns);
 /* After the run: sorts the samples; false when there are none. */
 bool bench_latency_percentiles(struct bench_latency *lat, double *p50_us, double *p99_us);
 
@@ -91,6 +94,8 @@ void bench_lag_deliver(struct bench_lag *lag, uint32_t subgroup, uint64_t view_i
 /* Persisted upcall: subgroup's frontier in view reached frontier at now. */
 void bench_lag_persisted(struct bench_lag *lag, uint32_t subgroup, uint64_t view_id,
                          uint64_t frontier, uint64_t now);
+/* Samples only messages delivered in [from_ns, to_ns) from now on. */
+void bench_lag_window(struct bench_lag *lag, uint64_t from_ns, uint64_t to_ns);
 /* Runs the frontier has not passed yet. */
 uint64_t bench_lag_pending(struct bench_lag *lag);
 /* After the run: false when there are no samples. */
@@ -106,11 +111,23 @@ struct bench_clock {
     bool measuring, ended;
     const char *who; /* "member 0", for the progress line */
     uint32_t msg_size;
+    /* Sampled over the measured interval only (bench_clock_bound). */
+    struct bench_latency *latency;
+    struct bench_lag *lag;
 };
 
 /* A run of duration_ns after warmup_ns, starting now. */
 void bench_clock_start(struct bench_clock *clock, uint64_t warmup_ns, uint64_t duration_ns,
                        uint32_t msg_size, const char *who);
+/* Makes the samples of latency and lag (either may be NULL) those of the
+ * clock's measured interval: messages committed (latency) or delivered
+ * (lag) from the moment the count of deliveries is read at the end of the
+ * warm-up until duration after it, which is where the interval ends (the
+ * tick moves both edges when the thread passes the warm-up's end late).
+ * Nothing is sampled during the warm-up. Call right after
+ * bench_clock_start, before any message is sent. */
+void bench_clock_bound(struct bench_clock *clock, struct bench_latency *latency,
+                       struct bench_lag *lag);
 /* Called often by the running thread with the current delivered count and
  * the members of the current view: notes the interval's edges, prints the
  * progress line when due. Returns true once the run's time is over. */
