@@ -144,6 +144,9 @@ void sst_engine_stop(struct sst_engine *engine);
 void sst_engine_stats(struct sst_engine *engine, struct sst_engine_stats *out);
 
 void sst_engine_lock(struct sst_engine *engine);
+/* Takes the lock when no other thread holds it (the predicate thread
+ * holds it through every pass); true when taken. Never blocks. */
+bool sst_engine_trylock(struct sst_engine *engine);
 void sst_engine_unlock(struct sst_engine *engine);
 /* Tells a possibly sleeping predicate thread that there is work. */
 void sst_engine_wake(struct sst_engine *engine);

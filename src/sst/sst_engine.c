@@ -99,6 +99,11 @@ void sst_engine_lock(struct sst_engine *engine)
     pthread_mutex_lock(&engine->lock);
 }
 
+bool sst_engine_trylock(struct sst_engine *engine)
+{
+    return pthread_mutex_trylock(&engine->lock) == 0;
+}
+
 void sst_engine_unlock(struct sst_engine *engine)
 {
     sst_unlock_and_post(engine);
