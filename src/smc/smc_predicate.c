@@ -880,7 +880,9 @@ static bool durable_pass(struct smc_group *group)
 
 bool smc_group_durable(struct smc_group *group)
 {
-    if (!sst_engine_trylock(group->engine))
+    /* Only for a sleeping thread: an awake one does it in its next pass,
+     * and would wait on the lock meanwhile. */
+    if (!sst_engine_asleep(group->engine) || !sst_engine_trylock(group->engine))
         return false;
     bool done = durable_pass(group);
     sst_engine_unlock(group->engine);
