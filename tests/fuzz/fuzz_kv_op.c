@@ -19,6 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct kv_buf again = {0}, reply = {0}, reply2 = {0};
     char error[256] = "";
     int rc = kv_op_decode(data, size, &op, error, sizeof error);
+    /* The seed's apply below decodes into op too. */
+    bool has_key = rc == 0 && op.kind == KV_OP_COMMAND && op.argv.count >= 2;
     if (rc != 0) {
         FUZZ_CHECK(rc == -1 && error[0] != '\0' && op.kind == 0);
     } else {
@@ -43,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         kv_store_prefetch_value(&first, hash);
     }
     if (rc == 0)
-        FUZZ_CHECK(keyed == (op.kind == KV_OP_COMMAND && op.argv.count >= 2));
+        FUZZ_CHECK(keyed == has_key);
     FUZZ_CHECK(kv_store_digest(&first) == before);
     reply.len = reply2.len = 0;
     kv_store_apply(&first, data, size, &op, &reply);
