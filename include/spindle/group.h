@@ -162,8 +162,9 @@ typedef void (*spindle_deliver_fn)(void *ctx, const struct spindle_message *mess
  * upcall. Runs on the predicate thread, on the log's writer thread right
  * after a sync that moved this member's own column, or on the membership
  * thread for a view change; never two at once, and with the rules of an
- * upcall on the predicate thread: keep it short, call no group function. In dispatch mode too: it is not queued, so it may report
- * messages that are still waiting in the dispatch queue.
+ * upcall on the predicate thread: keep it short, call no group function.
+ * In dispatch mode too: it is not queued, so it may report messages that
+ * are still waiting in the dispatch queue.
  */
 typedef void (*spindle_persisted_fn)(void *ctx, uint32_t subgroup, uint64_t view_id,
                                      uint64_t frontier);
