@@ -87,7 +87,8 @@ void kv_release_persisted(struct kv_server *server)
 
 void kv_on_persisted(void *ctx, uint32_t subgroup, uint64_t view_id, uint64_t frontier)
 {
-    /* The predicate thread: wake the loop, which asks for the frontier. */
+    /* The predicate thread or the log's writer: wake the loop, which asks for
+     * the frontier. */
     const struct kv_server *server = ctx;
     uint64_t one = 1;
     if (write(server->persist_fd, &one, sizeof one) < 0 && errno != EAGAIN)

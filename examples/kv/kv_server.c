@@ -118,6 +118,9 @@ static void send_tick(struct kv_server *server)
     kv_outbound_send(server, op);
 }
 
+/* Operations whose map lines are loaded ahead at a time. */
+#define KV_PREFETCH_OPS 32
+
 /* A delivered operation of this replica: its client's reply. Own messages
  * arrive in the order they were sent, so the request is at the front. */
 static void answer(struct kv_server *server, const struct spindle_message *m, uint64_t counter,
@@ -143,11 +146,30 @@ static void answer(struct kv_server *server, const struct spindle_message *m, ui
     }
 }
 
+/* Starts loading the map's lines the next operations touch, a few stages
+ * over the whole run so that their misses overlap (kv_store.h). */
+static void prefetch_ops(const struct kv_store *store, const struct spindle_message *messages,
+                         size_t count)
+{
+    uint64_t hashes[KV_PREFETCH_OPS];
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        if (kv_store_prefetch_bucket(store, messages[i].data, messages[i].length, &hashes[n]))
+            n++;
+    for (size_t i = 0; i < n; i++)
+        kv_store_prefetch_entry(store, hashes[i]);
+    for (size_t i = 0; i < n; i++)
+        kv_store_prefetch_value(store, hashes[i]);
+}
+
 static void on_deliver(void *ctx, const struct spindle_message *messages, size_t count)
 {
     struct kv_server *server = ctx;
     struct kv_buf *reply = &server->scratch;
     for (size_t i = 0; i < count; i++) {
+        if (i % KV_PREFETCH_OPS == 0 && server->sync.phase == KV_SYNCED)
+            prefetch_ops(&server->store, messages + i,
+                         count - i < KV_PREFETCH_OPS ? count - i : KV_PREFETCH_OPS);
         const struct spindle_message *m = &messages[i];
         server->delivered_seq = m->seq + 1;
         server->last_view = m->view_id;

@@ -106,6 +106,58 @@ struct kv_entry *kv_map_find(struct kv_store *store, const char *key, size_t key
     return entry != NULL && kv_entry_live(store, entry) ? entry : NULL;
 }
 
+/* The first key of a command operation, where kv_op_decode would find
+ * argv[1]; false when there is none. Checks every length it reads. */
+static bool op_first_key(const void *data, size_t len, const char **key, size_t *key_len)
+{
+    const unsigned char *bytes = data;
+    if (len < KV_OP_HEADER || bytes[1] != KV_OP_COMMAND || kv_get_u32(bytes + 4) < 2)
+        return false;
+    size_t at = KV_OP_HEADER;
+    for (int arg = 0; arg < 2; arg++) {
+        if (len - at < 4)
+            return false;
+        uint32_t arg_len = kv_get_u32(bytes + at);
+        at += 4;
+        if (arg_len > len - at)
+            return false;
+        *key = (const char *)bytes + at;
+        *key_len = arg_len;
+        at += arg_len;
+    }
+    return true;
+}
+
+bool kv_store_prefetch_bucket(const struct kv_store *store, const void *data, size_t len,
+                              uint64_t *hash)
+{
+    const char *key;
+    size_t key_len;
+    if (!op_first_key(data, len, &key, &key_len))
+        return false;
+    *hash = key_hash(key, key_len);
+    __builtin_prefetch(&store->buckets[*hash & (store->num_buckets - 1)]);
+    return true;
+}
+
+void kv_store_prefetch_entry(const struct kv_store *store, uint64_t hash)
+{
+    const struct kv_entry *head = store->buckets[hash & (store->num_buckets - 1)];
+    if (head != NULL)
+        __builtin_prefetch(head);
+}
+
+void kv_store_prefetch_value(const struct kv_store *store, uint64_t hash)
+{
+    const struct kv_entry *head = store->buckets[hash & (store->num_buckets - 1)];
+    if (head == NULL)
+        return;
+    if (head->hash == hash)
+        __builtin_prefetch(head->value, 1); /* most writes overwrite it in place */
+    else if (head->next != NULL)
+        __builtin_prefetch(head->next);
+}
+
 /* Doubles the table. New entries go to the end of their chains, so a
  * chain's order is the same at every replica. */
 static void grow(struct kv_store *store)

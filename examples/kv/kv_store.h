@@ -103,6 +103,23 @@ void kv_store_free(struct kv_store *store);
 void kv_store_apply(struct kv_store *store, const void *data, size_t len, struct kv_op *op,
                     struct kv_buf *reply);
 
+/*
+ * Cache warming for a batch of operations about to be applied: with far
+ * more keys than the cache holds, each lookup is a chain of dependent
+ * misses (the bucket, then the entry, then the value), which the apply
+ * loop otherwise waits out one operation at a time. Stage 1 starts loading
+ * the bucket of an operation's first key (a command's argv[1]) and sets
+ * *hash; it returns false when the operation has no such key. Stage 2,
+ * once stage 1 ran over the batch, starts loading the entry at the head
+ * of that bucket; stage 3, after stage 2, the value of that entry when it
+ * holds the key, else the chain's next entry. None of them changes the
+ * store or what kv_store_apply does.
+ */
+bool kv_store_prefetch_bucket(const struct kv_store *store, const void *data, size_t len,
+                              uint64_t *hash);
+void kv_store_prefetch_entry(const struct kv_store *store, uint64_t hash);
+void kv_store_prefetch_value(const struct kv_store *store, uint64_t hash);
+
 /* Command classes, for the server: where a command may run. */
 enum kv_command_class {
     KV_CMD_UNKNOWN = 0,

@@ -159,10 +159,12 @@ typedef void (*spindle_deliver_fn)(void *ctx, const struct spindle_message *mess
  * the last frontier of the old view is reported once every survivor made
  * its trim durable). Frontiers only grow, in (view_id, frontier) order;
  * in the default mode one never passes a message before its delivery
- * upcall. Runs on the predicate thread (or the membership thread for a
- * view change), with the rules of an upcall there: keep it short, call no
- * group function. In dispatch mode too: it is not queued, so it may report
- * messages that are still waiting in the dispatch queue.
+ * upcall. Runs on the predicate thread, on the log's writer thread right
+ * after a sync that moved this member's own column, or on the membership
+ * thread for a view change; never two at once, and with the rules of an
+ * upcall on the predicate thread: keep it short, call no group function.
+ * In dispatch mode too: it is not queued, so it may report messages that
+ * are still waiting in the dispatch queue.
  */
 typedef void (*spindle_persisted_fn)(void *ctx, uint32_t subgroup, uint64_t view_id,
                                      uint64_t frontier);

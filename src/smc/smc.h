@@ -356,6 +356,19 @@ int smc_flush_persistent(struct smc_group *group, uint32_t subgroup, uint64_t de
  */
 int smc_group_persisted(struct smc_group *group, uint32_t subgroup, uint64_t *local,
                         uint64_t *global);
+/*
+ * The log's durable position moved (called by the thread that made it
+ * durable, right after its sync). When the predicate thread sleeps (or
+ * none runs) and no other thread holds the engine lock, raises this member's persisted_num columns
+ * to the newest durable mark, pushes them, and reports a global frontier that grew (the persisted
+ * upcall, on the calling thread), all under the lock as the predicate thread's persist step does:
+ * so the predicate thread need not be woken only for that. Returns true when it did; false when the
+ * caller must still wake the predicate thread (sst_engine_wake): it was awake or the lock busy (a
+ * pass is under way or about to sleep, and the wake makes it look again), the group is stopped,
+ * wedged or failed, or a delivery is held at the log queue's bound (the sync made room). Never
+ * blocks.
+ */
+bool smc_group_durable(struct smc_group *group);
 /* Holds the persisted upcall back (before smc_group_start) until
  * smc_group_release_frontier: a view change first reports the previous
  * view's last frontier. Release takes the engine lock. */

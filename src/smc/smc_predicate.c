@@ -841,3 +841,50 @@ void smc_own_posted(struct smc_group *group, struct smc_subgroup *sub, uint64_t 
         __atomic_load_n(&sub->room_wanted, __ATOMIC_ACQUIRE))
         sst_engine_wake(group->engine);
 }
+
+/*
+ * Durable pass (smc_group_durable): the log's writer thread runs the
+ * persist step itself after each sync, under the lock, instead of waking
+ * the predicate thread only for it (the wake was about a quarter of that
+ * thread's sleeps under logged load, docs/LOGS.md). Under the lock nothing
+ * else writes this member's row or queues a push, so the column and the
+ * frontier move exactly as in a pass, and the push joins the queue in
+ * order (sst_unlock_and_post). Marks are taken by the delivery's own pass,
+ * after its upcalls, so a frontier reported here never passes a message
+ * before its delivery upcall. With the lock busy the caller wakes the
+ * predicate thread, as before: its pass or its last look before sleeping
+ * (sleep_on_doorbell arms the doorbell first) sees the durable position.
+ */
+static bool durable_pass(struct smc_group *group)
+{
+    if (__atomic_load_n(&group->wedged, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&group->stopped, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&group->failed, __ATOMIC_ACQUIRE) != 0)
+        return false;
+    bool held = group->p2p.held;
+    bool moved = false;
+    for (uint32_t g = 0; g < group->num_subgroups; g++) {
+        struct smc_subgroup *sub = &group->subgroups[g];
+        if (!sub->persists || sub->my_member_rank < 0 || sub->layout.num_senders == 0)
+            continue;
+        held |= sub->held; /* the sync made room: that delivery may go on */
+        uint64_t frontier_before = __atomic_load_n(&sub->frontier, __ATOMIC_RELAXED);
+        persist_step(group, sub);
+        push_acks(group, sub);
+        moved |= __atomic_load_n(&sub->frontier, __ATOMIC_RELAXED) != frontier_before;
+    }
+    if (moved && __atomic_load_n(&group->flush_waiters, __ATOMIC_ACQUIRE) > 0)
+        smc_wake_waiters(group);
+    return !held;
+}
+
+bool smc_group_durable(struct smc_group *group)
+{
+    /* Only for a sleeping thread: an awake one does it in its next pass,
+     * and would wait on the lock meanwhile. */
+    if (!sst_engine_asleep(group->engine) || !sst_engine_trylock(group->engine))
+        return false;
+    bool done = durable_pass(group);
+    sst_engine_unlock(group->engine);
+    return done;
+}

@@ -144,7 +144,14 @@ void sst_engine_stop(struct sst_engine *engine);
 void sst_engine_stats(struct sst_engine *engine, struct sst_engine_stats *out);
 
 void sst_engine_lock(struct sst_engine *engine);
+/* Takes the lock when no other thread holds it (the predicate thread
+ * holds it through every pass); true when taken. Never blocks. */
+bool sst_engine_trylock(struct sst_engine *engine);
 void sst_engine_unlock(struct sst_engine *engine);
+/* True while the predicate thread waits on its doorbell, or while none
+ * runs (before sst_engine_start, after sst_engine_stop): a hint, since a
+ * ring or a timeout may wake it at any moment. Never blocks. */
+bool sst_engine_asleep(const struct sst_engine *engine);
 /* Tells a possibly sleeping predicate thread that there is work. */
 void sst_engine_wake(struct sst_engine *engine);
 

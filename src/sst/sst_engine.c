@@ -60,6 +60,7 @@ int sst_engine_create(const struct tp_config *tp_config, const struct sst_engine
     engine->stall_ns = engine->give_up_ns > beats_ns ? engine->give_up_ns : beats_ns;
     pthread_mutex_init(&engine->lock, NULL);
     pthread_mutex_init(&engine->post_lock, NULL);
+    atomic_store(&engine->asleep, true); /* no thread yet */
     engine->next_predicate_id = 1;
     *out = engine;
     return 0;
@@ -97,6 +98,16 @@ void sst_engine_stats(struct sst_engine *engine, struct sst_engine_stats *out)
 void sst_engine_lock(struct sst_engine *engine)
 {
     pthread_mutex_lock(&engine->lock);
+}
+
+bool sst_engine_asleep(const struct sst_engine *engine)
+{
+    return atomic_load_explicit(&engine->asleep, memory_order_relaxed);
+}
+
+bool sst_engine_trylock(struct sst_engine *engine)
+{
+    return pthread_mutex_trylock(&engine->lock) == 0;
 }
 
 void sst_engine_unlock(struct sst_engine *engine)

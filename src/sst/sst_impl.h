@@ -108,6 +108,9 @@ struct sst_engine {
     /* The predicate thread polls on its dedicated CPU and never sleeps:
      * waking it is needless (set once, under the lock, by that thread). */
     atomic_bool polling;
+    /* No pass is under way or about to start: the predicate thread waits
+     * on its doorbell, or none runs (sst_engine_asleep). */
+    atomic_bool asleep;
 
     struct sst_predicate *predicates;
     uint32_t num_predicates, cap_predicates;

@@ -224,7 +224,9 @@ static bool sleep_on_doorbell(struct sst_engine *engine)
     if (fired > 0)
         return true;
     sst_stat_add(&engine->stats.sleeps, 1);
+    atomic_store_explicit(&engine->asleep, true, memory_order_relaxed);
     int rc = tp_doorbell_wait(engine->endpoint, token, engine->options.max_sleep_ms);
+    atomic_store_explicit(&engine->asleep, false, memory_order_relaxed);
     if (announce) {
         pthread_mutex_lock(&engine->lock);
         bump_header(engine, SST_HEADER_SLEEP); /* even: awake */
@@ -395,9 +397,11 @@ int sst_engine_start(struct sst_engine *engine)
     if (engine->started)
         return sp_error(SPINDLE_EINVAL, "sst: engine already started");
     atomic_store(&engine->running, true);
+    atomic_store(&engine->asleep, false);
     int rc = pthread_create(&engine->thread, NULL, predicate_thread, engine);
     if (rc != 0) {
         atomic_store(&engine->running, false);
+        atomic_store(&engine->asleep, true);
         return sp_error(SPINDLE_EIO, "sst: cannot start the predicate thread (error %d)", rc);
     }
     engine->started = true;
@@ -411,5 +415,6 @@ void sst_engine_stop(struct sst_engine *engine)
     atomic_store(&engine->running, false);
     sst_engine_wake(engine);
     pthread_join(engine->thread, NULL);
+    atomic_store(&engine->asleep, true);
     engine->started = false;
 }

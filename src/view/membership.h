@@ -203,6 +203,10 @@ struct view_membership {
      * that destroys its engine after a failed attempt (the log stays open
      * across attempts, view_log.c). */
     pthread_mutex_t wake_lock;
+    /* The started multicast whose persistence columns the log's writer
+     * pushes itself after a sync (view_log_follow; wake_lock). NULL: none,
+     * and the writer only wakes the engine. */
+    struct smc_group *durable_group;
     /* Snapshots (view_log_snapshot.c): one taken at a time. */
     pthread_mutex_t snapshot_lock;
     struct view_snapshot_points *snapshot_points; /* [SPINDLE_MAX_SUBGROUPS], with the log */

@@ -102,6 +102,11 @@ bool view_logged(const struct view_config *config, uint32_t subgroup);
 int view_log_open(struct view_membership *m);
 /* Stops the appender (syncing what is queued) and closes the log. */
 void view_log_close(struct view_membership *m);
+/* Names the started multicast whose persistence columns the log's writer
+ * pushes itself after each sync (smc_group_durable), or NULL: none, from
+ * before that multicast is stopped or freed (the writer holds wake_lock
+ * while it uses it). Does nothing without a log. Never fails. */
+void view_log_follow(struct view_membership *m, struct smc_group *group);
 /*
  * Snapshots (view_log_snapshot.c, docs/LOGS.md "Snapshots and
  * compaction"). view_log_snapshots_open: after the appender started,

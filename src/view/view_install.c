@@ -274,6 +274,7 @@ void view_report(struct view_membership *m, const struct view_transition *how, u
 static uint64_t install(struct view_membership *m, struct view_next *next)
 {
     struct view_epoch *old = m->current;
+    view_log_follow(m, NULL); /* old->smc is freed below */
     smc_group_stop(old->smc);
     pthread_mutex_lock(&m->lock);
     uint64_t detected_ns = m->detected_ns;
@@ -456,6 +457,8 @@ int view_try_change(struct view_membership *m, uint64_t mask, uint32_t joiner)
     if (before_meet != NULL && joiner != VIEW_NO_JOINER)
         before_meet(m, joiner);
     rc = smc_group_start(m->current->smc);
+    if (rc == 0)
+        view_log_follow(m, m->current->smc);
     if (rc == 0)
         rc = meet(m, how.survivors, joiner);
     /* Every survivor made the old view's trim durable before it met us. */

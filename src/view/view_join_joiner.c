@@ -194,6 +194,7 @@ static void join_undo(struct view_membership *m)
         sst_engine_stop(m->engine);
         m->engine_started = false;
     }
+    view_log_follow(m, NULL); /* the log stays open across attempts */
     view_epoch_free(m->current);
     m->current = NULL;
     /* The log's writer may be waking it (view_log.c). */
@@ -339,6 +340,8 @@ static int start_view(struct view_membership *m, const struct view_join_view *jv
         report_joined(m); /* queued before anything is delivered in it */
     if (rc == 0)
         rc = smc_group_start(m->current->smc);
+    if (rc == 0)
+        view_log_follow(m, m->current->smc);
     if (rc == 0)
         rc = sst_engine_start(m->engine);
     if (rc == 0)

@@ -31,16 +31,26 @@ static bool any_logged(const struct view_config *config)
     return false;
 }
 
-/* The log's writer made room: a delivery held at the bound may go on.
- * The log may be open before the engine (a joiner restarting with its
- * log), and outlive one (a failed join attempt): the engine is taken under
- * wake_lock. */
-static void wake_engine(void *ctx)
+/* The log's writer made records durable: this member's persistence
+ * columns may move, and a delivery held at the queue's bound may go on.
+ * The writer pushes the columns itself when it can (smc_group_durable),
+ * so the predicate thread is not woken only for them, and wakes the
+ * engine otherwise. The log may be open before the engine (a joiner
+ * restarting with its log), and outlive one (a failed join attempt): the
+ * engine and the multicast are taken under wake_lock. */
+static void on_durable(void *ctx)
 {
     struct view_membership *m = ctx;
     pthread_mutex_lock(&m->wake_lock);
-    if (m->engine != NULL)
+    if (m->engine != NULL && (m->durable_group == NULL || !smc_group_durable(m->durable_group)))
         sst_engine_wake(m->engine);
+    pthread_mutex_unlock(&m->wake_lock);
+}
+
+void view_log_follow(struct view_membership *m, struct smc_group *group)
+{
+    pthread_mutex_lock(&m->wake_lock);
+    m->durable_group = m->appender != NULL ? group : NULL;
     pthread_mutex_unlock(&m->wake_lock);
 }
 
@@ -73,7 +83,7 @@ int view_log_open(struct view_membership *m)
     struct log_appender_options options = {
         .queue_bytes = m->log_queue_bytes,
         .segment_bytes = m->log_segment_bytes,
-        .on_durable = wake_engine,
+        .on_durable = on_durable,
         .on_durable_ctx = m,
     };
     rc = log_appender_start(m->log, &options, &m->appender);

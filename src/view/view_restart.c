@@ -673,6 +673,8 @@ static int start_group(struct view_membership *m, struct election *e)
     if (rc == 0)
         rc = smc_group_start(m->current->smc);
     if (rc == 0)
+        view_log_follow(m, m->current->smc);
+    if (rc == 0)
         rc = sst_engine_start(m->engine);
     if (rc == 0)
         m->engine_started = true;

@@ -138,6 +138,8 @@ int view_start(struct view_membership *m, struct ctl *ctl, const struct ctl_addr
     if (rc == 0)
         rc = smc_group_start(m->current->smc);
     if (rc == 0)
+        view_log_follow(m, m->current->smc);
+    if (rc == 0)
         rc = sst_engine_start(m->engine);
     if (rc == 0)
         m->engine_started = true;
@@ -279,6 +281,7 @@ void view_stop(struct view_membership *m)
         sst_engine_stop(m->engine);
         m->engine_started = false;
     }
+    view_log_follow(m, NULL);
     if (m->current != NULL)
         smc_group_stop(m->current->smc);
 }
@@ -310,6 +313,7 @@ void view_membership_destroy(struct view_membership *m)
     m->joiner.state = NULL;
     if (m->engine_started)
         sst_engine_stop(m->engine);
+    view_log_follow(m, NULL); /* the log's writer outlives the multicast */
     view_epoch_free(m->current);
     m->current = NULL;
     view_log_close(m);

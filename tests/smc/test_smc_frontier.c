@@ -10,7 +10,12 @@
  *     position and, after the full FIFO was thinned, at most a few
  *     messages short of it;
  *   - the global frontier (the persisted upcall) only grows, never passes
- *     a member's column, and reaches the end.
+ *     a member's column, and reaches the end;
+ *   - with both predicate threads stopped (asleep for good), the thread
+ *     that made a position durable moves the columns itself
+ *     (smc_group_durable): each member's column reaches its peer's row and
+ *     the frontier is reported at both; and it backs off, changing
+ *     nothing, while another thread holds the engine lock.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -181,10 +186,69 @@ static void test_the_column_follows_the_durable_position(void **state)
     stop_pair(m);
 }
 
+static uint64_t peer_column(struct member m[2], uint32_t row, uint32_t of_row)
+{
+    uint32_t offset = m[row].group->subgroups[0].persisted_offset;
+    return sst_read_u64(m[row].group->table, of_row, offset);
+}
+
+static void test_the_durable_pass_pushes_the_column_without_the_predicate_thread(void **state)
+{
+    (void)state;
+    enum { SENT = 12 };
+    struct member m[2];
+    __atomic_store_n(&durable, 0, __ATOMIC_RELEASE);
+    start_pair(m);
+    for (uint64_t i = 0; i < SENT; i++) {
+        void *slot;
+        assert_int_equal(smc_reserve(m[0].group, 0, 8, 0, &slot), 0);
+        memcpy(slot, &i, 8);
+        assert_int_equal(smc_commit(m[0].group, 0), 0);
+    }
+    wait_for(&m[0].delivered, SENT);
+    wait_for(&m[1].delivered, SENT);
+    /* The pass that delivered also took its mark; after the stop no
+     * predicate thread runs again. */
+    for (uint32_t row = 0; row < 2; row++)
+        sst_engine_stop(m[row].engine);
+    __atomic_store_n(&durable, SENT, __ATOMIC_RELEASE);
+
+    /* Busy lock: nothing is done, the caller is told to wake. */
+    sst_engine_lock(m[0].engine);
+    assert_false(smc_group_durable(m[0].group));
+    sst_engine_unlock(m[0].engine);
+    uint64_t local = 1, global = 1;
+    assert_int_equal(smc_group_persisted(m[0].group, 0, &local, &global), 0);
+    assert_int_equal(local, 0);
+
+    /* Row 0 first: its column moves and reaches row 1's table; the
+     * frontier waits for row 1's column. */
+    assert_true(smc_group_durable(m[0].group));
+    assert_int_equal(smc_group_persisted(m[0].group, 0, &local, &global), 0);
+    assert_int_equal(local, SENT);
+    assert_int_equal(global, 0);
+    assert_int_equal(peer_column(m, 1, 0), SENT);
+    assert_int_equal(__atomic_load_n(&m[0].frontier, __ATOMIC_ACQUIRE), 0);
+    /* Row 1: both columns are in, so its frontier is reported at once. */
+    assert_true(smc_group_durable(m[1].group));
+    assert_int_equal(peer_column(m, 0, 1), SENT);
+    assert_int_equal(__atomic_load_n(&m[1].frontier, __ATOMIC_ACQUIRE), SENT);
+    /* Row 0's next sync sees row 1's column. */
+    assert_true(smc_group_durable(m[0].group));
+    assert_int_equal(__atomic_load_n(&m[0].frontier, __ATOMIC_ACQUIRE), SENT);
+    for (uint32_t row = 0; row < 2; row++) {
+        assert_int_equal(smc_group_persisted(m[row].group, 0, &local, &global), 0);
+        assert_int_equal(global, SENT);
+        assert_int_equal(__atomic_load_n(&m[row].wrong, __ATOMIC_ACQUIRE), 0);
+    }
+    stop_pair(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_column_follows_the_durable_position),
+        cmocka_unit_test(test_the_durable_pass_pushes_the_column_without_the_predicate_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
