@@ -105,7 +105,7 @@ in_root_debs=()
 for package in "${packages[@]}"; do in_root_debs+=("/tmp/debs/$(basename "$package")"); done
 cp "$root/tests/install/consumer.c" "$root/tests/install/three_members.c" \
     "$root/tests/install/three_members.sh" "$root/tests/install/three_members.py" \
-    "$chroot_dir/tmp/check/"
+    "$root/tests/test_ports.sh" "$chroot_dir/tmp/check/"
 
 echo "check-deb: apt-get install the packages (and gcc, pkg-config, man-db to check them)"
 (in_root apt-get update -qq &&

@@ -368,6 +368,13 @@ int view_log_send_ends(struct view_membership *m, uint32_t leader, uint64_t view
  * joins view, into out: the records after the ends it sent. */
 int view_log_catchup_write(struct view_membership *m, uint32_t joiner, uint64_t view,
                            struct spindle_state_out *out);
+/* Puts one snapshot of a catch-up stream (log/log_catchup.h) through
+ * put(ctx, bytes, length): its prefix, its encoded head, then its state.
+ * Shared by the join's catch-up and the restart's fetch answers. 0, or the
+ * first error put returned. */
+struct log_snapshot;
+int view_catchup_put_snapshot(const struct log_snapshot *snap, const void *state,
+                              int (*put)(void *ctx, const void *data, size_t length), void *ctx);
 /* Joiner: takes the catch-up stream into its log and its application. */
 struct view_log_catchup;
 int view_log_catchup_begin(struct view_membership *m, uint64_t view, struct view_log_catchup **out);

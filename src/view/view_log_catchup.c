@@ -374,25 +374,35 @@ static bool lacks(const struct view_join_log_ends *ends, const struct log_record
     return false;
 }
 
+int view_catchup_put_snapshot(const struct log_snapshot *snap, const void *state,
+                              int (*put)(void *ctx, const void *data, size_t length), void *ctx)
+{
+    uint8_t head[LOG_SNAPSHOT_HEADER_SIZE + LOG_RECORD_HEADER_SIZE + 16u +
+                 4u * SPINDLE_MAX_MEMBERS + 8u * SPINDLE_MAX_SUBGROUPS];
+    size_t size = log_snapshot_encode(snap, head, sizeof head);
+    uint8_t prefix[LOG_CATCHUP_SNAPSHOT_PREFIX];
+    log_catchup_snapshot_prefix_encode(size + snap->state_length, prefix);
+    int rc = put(ctx, prefix, sizeof prefix);
+    if (rc == 0)
+        rc = put(ctx, head, size);
+    if (rc == 0)
+        rc = put(ctx, state, (size_t)snap->state_length);
+    return rc;
+}
+
+static int state_out_put(void *out, const void *data, size_t length)
+{
+    return spindle_state_put(out, data, length);
+}
+
 /* Sends the plan's header and snapshots. */
 static int stream_snapshots(const struct catchup_plan *plan, struct spindle_state_out *out)
 {
     uint8_t header[LOG_CATCHUP_HEADER_SIZE];
     log_catchup_header_encode(plan->reset ? LOG_CATCHUP_RESET : 0, plan->snapshot_count, header);
     int rc = spindle_state_put(out, header, sizeof header);
-    for (uint32_t k = 0; k < plan->snapshot_count && rc == 0; k++) {
-        const struct log_snapshot *snap = &plan->snapshots[k];
-        uint8_t head[LOG_SNAPSHOT_HEADER_SIZE + LOG_RECORD_HEADER_SIZE + 16u +
-                     4u * SPINDLE_MAX_MEMBERS + 8u * SPINDLE_MAX_SUBGROUPS];
-        size_t size = log_snapshot_encode(snap, head, sizeof head);
-        uint8_t prefix[LOG_CATCHUP_SNAPSHOT_PREFIX];
-        log_catchup_snapshot_prefix_encode(size + snap->state_length, prefix);
-        rc = spindle_state_put(out, prefix, sizeof prefix);
-        if (rc == 0)
-            rc = spindle_state_put(out, head, size);
-        if (rc == 0)
-            rc = spindle_state_put(out, plan->states[k], (size_t)snap->state_length);
-    }
+    for (uint32_t k = 0; k < plan->snapshot_count && rc == 0; k++)
+        rc = view_catchup_put_snapshot(&plan->snapshots[k], plan->states[k], state_out_put, out);
     return rc;
 }
 

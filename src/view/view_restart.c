@@ -531,6 +531,10 @@ static int elect(struct election *e, struct view_restart_decision *d)
             break;
         uint64_t now = sp_now_ns();
         if (now >= deadline) {
+            /* Said at least once, whatever the timeout and however late
+             * this round ends on a loaded host. */
+            if (reported == start)
+                report_waiting(e, d);
             char missing[512];
             describe_missing(e, d->missing, missing, sizeof missing);
             if (d->num_unsourced > 0 && d->vote == e->mine.id)

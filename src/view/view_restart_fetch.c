@@ -76,6 +76,11 @@ static int reply_put(struct reply *out, const void *data, size_t length)
     return 0;
 }
 
+static int reply_put_any(void *out, const void *data, size_t length)
+{
+    return reply_put(out, data, length);
+}
+
 /* Where the log in dir holds every message of g from: the older of its two
  * newest valid snapshots of g, or its only one, or the start. */
 static int log_base_of(const struct log *log, uint32_t g, uint64_t *view_id, uint64_t *seq)
@@ -146,17 +151,7 @@ static int put_head(struct reply *out, const struct log_snapshot *snap, const vo
     int rc = reply_put(out, header, sizeof header);
     if (rc < 0 || snap == NULL)
         return rc;
-    uint8_t head[LOG_SNAPSHOT_HEADER_SIZE + LOG_RECORD_HEADER_SIZE + 16u +
-                 4u * SPINDLE_MAX_MEMBERS + 8u * SPINDLE_MAX_SUBGROUPS];
-    size_t size = log_snapshot_encode(snap, head, sizeof head);
-    uint8_t prefix[LOG_CATCHUP_SNAPSHOT_PREFIX];
-    log_catchup_snapshot_prefix_encode(size + snap->state_length, prefix);
-    rc = reply_put(out, prefix, sizeof prefix);
-    if (rc == 0)
-        rc = reply_put(out, head, size);
-    if (rc == 0)
-        rc = reply_put(out, state, (size_t)snap->state_length);
-    return rc;
+    return view_catchup_put_snapshot(snap, state, reply_put_any, out);
 }
 
 /* The catch-up stream of what the asker lacks of log_dir's log: the

@@ -21,6 +21,7 @@
 #include <spindle/error.h>
 
 #include "control/ctl.h"
+#include "test_ports.h"
 #include "util/clock.h"
 
 #define SMALL_ROUNDS 2000
@@ -29,18 +30,6 @@
 #define LARGE_BYTES  (1u << 20)
 
 static const struct ctl_versions versions = {1, 1};
-
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sin;
-    if (bind(fd, (struct sockaddr *)&sin, sizeof sin) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
-        exit(2);
-    close(fd);
-    return ntohs(sin.sin_port);
-}
 
 static int by_value(const void *a, const void *b)
 {
@@ -80,8 +69,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_ctl_rtt: %s\n", spindle_errmsg());
         return 2;
     }
-    struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = free_port()},
-                                    {.host = "127.0.0.1", .id = 1, .port = free_port()}};
+    struct ctl_member members[2] = {{.host = "127.0.0.1", .id = 0, .port = test_free_port()},
+                                    {.host = "127.0.0.1", .id = 1, .port = test_free_port()}};
     pid_t pid = fork();
     uint32_t self = pid == 0 ? 1 : 0;
     struct ctl *ctl = NULL;

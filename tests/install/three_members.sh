@@ -28,8 +28,13 @@ fail() {
     for f in out err stat; do [ -f "$WORK/$f" ] && sed "s|^|  $f: |" "$WORK/$f"; done
     exit 1
 }
-# Ports from the PID so parallel runs do not meet (as tests/tools/run.sh).
-BASE=$((20000 + $$ % 20000))
+# Ports reserved for this script, apart from every other test's: test_ports.sh
+# sits beside this script where scripts/check-deb.sh copies both, and in
+# tests/ of the source tree.
+here=$(dirname "$0")
+if [ -f "$here/test_ports.sh" ]; then . "$here/test_ports.sh"; else . "$here/../test_ports.sh"; fi
+test_port_block || exit 1
+BASE=$TEST_PORT_BASE
 GROUP=three-$$
 ADMIN=$WORK/admin
 

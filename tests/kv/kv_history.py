@@ -39,7 +39,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import kv_linearizability as lin  # noqa: E402
+import test_ports  # noqa: E402 - tests/test_ports.py
 
 REPLY_TIMEOUT = 60.0  # longer than a view change on a loaded machine
 STALE_BATCHES = 20
@@ -50,25 +52,10 @@ def fail(message):
 
 
 def free_ports(count):
-    """count consecutive free loopback ports P.., and count more at P+6000
-    (as kv_service.sh picks them): both below 32768, where Linux's
-    ephemeral ports start, so no outgoing connection takes one meanwhile."""
-    def free(base):
-        for p in range(base, base + count):
-            s = socket.socket()
-            try:
-                s.bind(("127.0.0.1", p))
-            except OSError:
-                return False
-            finally:
-                s.close()
-        return True
-    for _ in range(200):
-        base = random.randrange(20000, 26000 - count, count)
-        if free(base) and free(base + 6000):
-            return base, base + 6000
-    print("kv_history: no free ports", file=sys.stderr)
-    sys.exit(1)
+    """count consecutive loopback ports P.. and count more at P+count,
+    reserved for this process (tests/test_ports.py)."""
+    base = test_ports.port_block(2 * count)
+    return base, base + count
 
 
 class Broken(Exception):

@@ -34,11 +34,7 @@ fail() {
     exit 1
 }
 
-ports=$(kv_free_ports)
-[ -n "$ports" ] || fail "no free ports"
-set -- $ports
-port=$1
-control=$2
+kv_ports || fail "no free ports"
 p0=$port
 p3=$((port + 3))
 p4=$((port + 4))

@@ -1,28 +1,16 @@
 # Shell functions of the spindle-kv test scripts (sourced; they use the
 # caller's $python, $parent and fail()).
 
-# Prints "RESP CONTROL": two bases of eight consecutive free loopback
-# ports, below 32768, where Linux's ephemeral ports start (an outgoing
-# connection of another test could take one between the check and the use).
-kv_free_ports() {
-    "$python" - <<'PY'
-import random, socket
-def free(base):
-    for p in range(base, base + 8):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-        except OSError:
-            return False
-        finally:
-            s.close()
-    return True
-for _ in range(200):
-    base = random.randrange(20000, 25992, 8)
-    if free(base) and free(base + 6000):
-        print(base, base + 6000)
-        break
-PY
+. "$(dirname "$0")/../test_ports.sh"
+
+# Sets port and control, the bases of the replicas' RESP ports and of their
+# control ports: eight consecutive loopback ports each, reserved for this
+# script (tests/test_ports.sh). Call it in the script's own shell, not in
+# $(...): the reservation lasts as long as the shell that made it.
+kv_ports() {
+    test_port_block || return 1
+    port=$TEST_PORT_BASE
+    control=$((TEST_PORT_BASE + 8))
 }
 
 # Waits (polling, up to 60 s) until every given port answers PONG; fails

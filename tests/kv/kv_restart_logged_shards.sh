@@ -52,11 +52,7 @@ fail() {
     exit 1
 }
 
-ports=$(kv_free_ports)
-[ -n "$ports" ] || fail "no free ports"
-set -- $ports
-port=$1
-control=$2
+kv_ports || fail "no free ports"
 
 start() {
     "$kv" --local 6 --replicas 3 --port "$port" --control-port "$control" \

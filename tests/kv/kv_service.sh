@@ -46,11 +46,7 @@ fail() {
     exit 1
 }
 
-ports=$(kv_free_ports)
-[ -n "$ports" ] || fail "no free ports"
-set -- $ports
-port=$1
-control=$2
+kv_ports || fail "no free ports"
 p0=$port
 p1=$((port + 1))
 p2=$((port + 2))

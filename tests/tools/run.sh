@@ -15,8 +15,10 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-# Ports from the PID so parallel runs of the suite do not meet.
-BASE=$((20000 + $$ % 20000))
+# Ports reserved for this script, apart from every other test's.
+. "$(dirname "$0")/../test_ports.sh"
+test_port_block || exit 1
+BASE=$TEST_PORT_BASE
 
 fail() {
     echo "FAIL: $*"
@@ -50,7 +52,7 @@ has "$WORK/out" "[2] member 2 of 3: not a member of subgroup 0"
 echo "ok: the configuration's subgroup, by rank"
 
 # The environment each copy gets, lines split across writes, a failure named.
-"$RUN" -n 3 --base-port 30000 sh -c '
+"$RUN" -n 3 --base-port "$BASE" sh -c '
     printf "rank %s of %s, local %s, port %s\n" "$SPINDLE_RANK" "$SPINDLE_SIZE" \
         "$SPINDLE_LOCAL_RANK" "$SPINDLE_BASE_PORT"
     printf "half a "; printf "line\n"; printf "no newline"
@@ -60,7 +62,7 @@ echo "ok: the configuration's subgroup, by rank"
 rc=$?
 [ "$rc" -eq 1 ] || fail "a copy exited 3, but spindle-run exited $rc (want 1)"
 for r in 0 1 2; do
-    has "$WORK/out" "[$r] rank $r of 3, local $r, port 30000"
+    has "$WORK/out" "[$r] rank $r of 3, local $r, port $BASE"
     has "$WORK/out" "[$r] half a line"
     has "$WORK/out" "[$r] no newline"
     has "$WORK/err" "[$r] to stderr"
