@@ -57,7 +57,7 @@ records_of() {
 run_once() {
     rm -rf "$WORK/run"
     mkdir -p "$WORK/run/tr"
-    local run=$WORK/run port=$((10000 + RANDOM % (EPHEMERAL_LOW - 10000 - 20)))
+    local run=$WORK/run port=$((10000 + RANDOM % (RANDOM_PORT_TOP - 10000 - 20)))
     local common=(--tolerate-failures --trace "$run/tr" --senders one --messages "$MESSAGES"
         --rate "$RATE" --msg-size 64 --timeout "$TIMEOUT")
     "$BENCH" --local 3 --control-port "$port" --log-dir "$run/logs" --name m "${common[@]}" \

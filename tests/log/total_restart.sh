@@ -48,7 +48,7 @@ last_view_of() {
 run_once() {
     rm -rf "$WORK/run"
     mkdir -p "$WORK/run/tr1" "$WORK/run/tr2"
-    local run=$WORK/run port=$((10000 + RANDOM % (EPHEMERAL_LOW - 10000 - 20)))
+    local run=$WORK/run port=$((10000 + RANDOM % (RANDOM_PORT_TOP - 10000 - 20)))
     local common=(--local 3 --control-port "$port" --log-dir "$run/logs" --tolerate-failures
         --senders all --messages "$MESSAGES" --rate "$RATE" --msg-size 64 --timeout "$TIMEOUT")
     "$BENCH" "${common[@]}" --trace "$run/tr1" >"$run/first.out" 2>&1 &

@@ -18,8 +18,10 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-# Ports from the PID so parallel runs of the suite do not meet.
-BASE=$((20000 + $$ % 20000))
+# Ports from a block no other test is handed (tests/test_ports.sh).
+. "$(dirname "$0")/../test_ports.sh"
+test_port_block || exit 1
+BASE=$TEST_PORT_BASE
 
 fail() {
     echo "FAIL: $*"
