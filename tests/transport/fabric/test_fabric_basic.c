@@ -359,13 +359,16 @@ static void test_writes_without_completions_do_not_fail_an_idle_peer(void **stat
 {
     (void)state;
     struct pair p;
-    pair_open_failing_after(&p, 200);
+    /* A timeout a starved progress thread on a loaded host does not reach
+     * by accident (200 ms once did), idled through one and a half times:
+     * credits that never came back would fail the peer in that time. */
+    pair_open_failing_after(&p, 1000);
     struct fab_conn *conn = fab_conn_of(p.a_to_b);
     post_one_and_wait(&p, 77, 0, 0);
     post_one_and_wait(&p, 78, 0, 0);
     assert_true(atomic_load(&conn->ops_completed) < conn->ops_posted);
-    /* Three failure timeouts idle (the credit timer runs every 10 ms). */
-    uint64_t until = sp_now_ns() + 600000000ull;
+    /* The credit timer runs every 10 ms. */
+    uint64_t until = sp_now_ns() + 1500000000ull;
     while (sp_now_ns() < until)
         tp_doorbell_wait(p.a, tp_doorbell_arm(p.a), 50);
     assert_int_equal(atomic_load(&conn->acked), atomic_load(&conn->posted));
