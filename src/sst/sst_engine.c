@@ -62,6 +62,7 @@ int sst_engine_create(const struct tp_config *tp_config, const struct sst_engine
     pthread_mutex_init(&engine->post_lock, NULL);
     atomic_store(&engine->asleep, true); /* no thread yet */
     engine->next_predicate_id = 1;
+    (void)tp_set_arrival(engine->endpoint, sst_arrival, engine);
     *out = engine;
     return 0;
 }
@@ -71,6 +72,7 @@ void sst_engine_destroy(struct sst_engine *engine)
     if (engine == NULL)
         return;
     sst_engine_stop(engine);
+    (void)tp_set_arrival(engine->endpoint, NULL, NULL);
     while (engine->tables != NULL)
         sst_table_destroy(engine->tables);
     tp_close(engine->endpoint);
@@ -322,6 +324,8 @@ static void post_pending(struct sst_engine *engine, struct sst_pending *pending,
     sst_stat_add(&engine->stats.post_ns, sp_now_ns() - start); /* as when rung per batch */
 }
 
+static void post_and_unlock(struct sst_engine *engine, struct sst_pending *pending, uint32_t count);
+
 void sst_unlock_and_post(struct sst_engine *engine)
 {
     uint32_t count = engine->num_pending;
@@ -344,6 +348,22 @@ void sst_unlock_and_post(struct sst_engine *engine)
     /* Taking post_lock before dropping the lock keeps batches in queue
      * order across threads, so a guard never overtakes its data (T2). */
     pthread_mutex_lock(&engine->post_lock);
+    post_and_unlock(engine, pending, count);
+}
+
+void sst_post_and_unlock_held(struct sst_engine *engine)
+{
+    if (engine->num_pending > 0)
+        post_pending(engine, engine->pending, engine->num_pending);
+    engine->num_pending = 0;
+    pthread_mutex_unlock(&engine->post_lock);
+    pthread_mutex_unlock(&engine->lock);
+}
+
+/* Posts pending (a copy, freed here) with post_lock held, releasing the
+ * lock first when early unlock is on, then post_lock. */
+static void post_and_unlock(struct sst_engine *engine, struct sst_pending *pending, uint32_t count)
+{
     if (engine->options.early_unlock) {
         pthread_mutex_unlock(&engine->lock);
         post_pending(engine, pending, count);
