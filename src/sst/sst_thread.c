@@ -209,6 +209,8 @@ static void check_removed(struct sst_engine *engine)
     }
 }
 
+static void request_short_slice(void);
+
 /* True when a row announced its departure or this member's removal and
  * it is not reported yet; lock held. */
 static bool notice_pending(struct sst_engine *engine)
@@ -268,6 +270,13 @@ static bool thread_needed(struct sst_engine *engine)
  */
 bool sst_arrival(void *ctx)
 {
+    /* The thread that answers here asks for the predicate thread's short
+     * slice, to preempt a busy thread when its socket wakes it. */
+    static _Thread_local bool sliced;
+    if (!sliced) {
+        sliced = true;
+        request_short_slice();
+    }
     struct sst_engine *engine = ctx;
     if (!atomic_load(&engine->running) || !sst_engine_asleep(engine) || !sst_engine_trylock(engine))
         return false;
