@@ -324,8 +324,6 @@ static void post_pending(struct sst_engine *engine, struct sst_pending *pending,
     sst_stat_add(&engine->stats.post_ns, sp_now_ns() - start); /* as when rung per batch */
 }
 
-static void post_and_unlock(struct sst_engine *engine, struct sst_pending *pending, uint32_t count);
-
 void sst_unlock_and_post(struct sst_engine *engine)
 {
     uint32_t count = engine->num_pending;
@@ -348,22 +346,6 @@ void sst_unlock_and_post(struct sst_engine *engine)
     /* Taking post_lock before dropping the lock keeps batches in queue
      * order across threads, so a guard never overtakes its data (T2). */
     pthread_mutex_lock(&engine->post_lock);
-    post_and_unlock(engine, pending, count);
-}
-
-void sst_post_and_unlock_held(struct sst_engine *engine)
-{
-    if (engine->num_pending > 0)
-        post_pending(engine, engine->pending, engine->num_pending);
-    engine->num_pending = 0;
-    pthread_mutex_unlock(&engine->post_lock);
-    pthread_mutex_unlock(&engine->lock);
-}
-
-/* Posts pending (a copy, freed here) with post_lock held, releasing the
- * lock first when early unlock is on, then post_lock. */
-static void post_and_unlock(struct sst_engine *engine, struct sst_pending *pending, uint32_t count)
-{
     if (engine->options.early_unlock) {
         pthread_mutex_unlock(&engine->lock);
         post_pending(engine, pending, count);
@@ -374,4 +356,13 @@ static void post_and_unlock(struct sst_engine *engine, struct sst_pending *pendi
         pthread_mutex_unlock(&engine->lock);
     }
     free(pending);
+}
+
+void sst_post_and_unlock_held(struct sst_engine *engine)
+{
+    if (engine->num_pending > 0)
+        post_pending(engine, engine->pending, engine->num_pending);
+    engine->num_pending = 0;
+    pthread_mutex_unlock(&engine->post_lock);
+    pthread_mutex_unlock(&engine->lock);
 }

@@ -264,9 +264,12 @@ static bool thread_needed(struct sst_engine *engine)
  * Both locks are only tried, never waited for: a thread holding post_lock
  * may be waiting for credits that only this (progress) thread reads. With
  * post_lock taken before the pass, what the pass queues is posted before
- * anything queued after it, as sst_unlock_and_post keeps it. A pass here
- * is one the predicate thread would have run next (it sleeps, so none is
- * under way), so row writes and pushes keep their order.
+ * anything queued after it, as sst_unlock_and_post keeps it; and it is
+ * posted before the lock is released, so no pass of the predicate thread
+ * writes the row in between (a push reads the row when posted: released
+ * first, it could carry a guard newer than the data posted, T2). A pass
+ * here is one the predicate thread would have run next (it sleeps, so none
+ * is under way), so row writes and pushes keep their order.
  */
 bool sst_arrival(void *ctx)
 {
