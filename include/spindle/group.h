@@ -28,12 +28,16 @@
  * any application thread.
  *
  * Upcalls (docs/DISPATCH.md): deliver, view_changed and send_ready, and
- * p2p_deliver (<spindle/p2p.h>), which runs where deliver does. Which
- * thread runs them depends on the mode:
+ * p2p_deliver (<spindle/p2p.h>), which runs where deliver does (in the
+ * default mode always on the predicate thread). Which thread runs them
+ * depends on the mode:
  *  - Default (options.dispatch false): deliver and send_ready run on the
  *    library's predicate thread with the multicast's lock held (the trim
  *    of a view change, delivered whole before the next view is installed,
- *    runs on the membership thread under the same lock); view_changed
+ *    runs on the membership thread under the same lock; over libfabric,
+ *    while the predicate thread sleeps, messages that just arrived may be
+ *    delivered on the transport's progress thread, under the same lock,
+ *    instead of waking it: never two upcalls at once); view_changed
  *    runs on the membership thread once the new view's resends are in, so
  *    the first deliveries of a view may come before it (their view_id
  *    says which view they belong to). Deliveries may begin before

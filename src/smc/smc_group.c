@@ -367,6 +367,8 @@ int smc_group_start(struct smc_group *group)
 {
     int rc = sst_predicate_add(group->engine, smc_predicate, smc_trigger, group, SST_PRED_RECURRENT,
                                &group->predicate_id);
+    if (rc == 0)
+        rc = sst_predicate_set_arrival(group->engine, group->predicate_id, smc_arrival_trigger);
     if (rc == 0) {
         group->started = true;
         __atomic_store_n(&group->own_passes, 1, __ATOMIC_RELEASE);

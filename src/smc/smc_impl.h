@@ -230,5 +230,8 @@ void smc_own_posted(struct smc_group *group, struct smc_subgroup *sub, uint64_t 
 
 bool smc_predicate(void *ctx);
 void smc_trigger(void *ctx);
+/* The receiving half of smc_trigger, for the transport's progress thread
+ * (sst_predicate_set_arrival; smc_predicate.c has what it leaves out). */
+void smc_arrival_trigger(void *ctx);
 
 #endif

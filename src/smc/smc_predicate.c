@@ -749,9 +749,10 @@ static void push_acks(struct smc_group *group, struct smc_subgroup *sub)
     sub->persist_dirty = false;
 }
 
-void smc_trigger(void *ctx)
+/* A pass: the predicate thread's (smc_trigger), or the transport's
+ * progress thread's on arrival (smc_arrival_trigger, light). */
+static void pass(struct smc_group *group, bool light)
 {
-    struct smc_group *group = ctx;
     bool wake = false;
     uint32_t ready[SPINDLE_MAX_SUBGROUPS];
     uint32_t num_ready = 0;
@@ -768,9 +769,9 @@ void smc_trigger(void *ctx)
          * unless an own pass's post is still under way (smc_own_pass). */
         if (__atomic_load_n(&group->own_posting, __ATOMIC_ACQUIRE) == 0)
             __atomic_store_n(&sub->posted_mark, sub->pushed, __ATOMIC_RELEASE);
-        if (sub->my_sender_rank >= 0)
+        if (sub->my_sender_rank >= 0 && !light)
             send_step(group, sub);
-        if (sub->my_member_rank >= 0 && sub->layout.num_senders > 0) {
+        if (sub->my_member_rank >= 0 && sub->layout.num_senders > 0 && !(light && sub->persists)) {
             receive_step(group, sub);
             null_step(group, sub);
             if (sub->layout.mode == SPINDLE_MODE_ATOMIC)
@@ -800,6 +801,37 @@ void smc_trigger(void *ctx)
         smc_wake_waiters(group);
     for (uint32_t i = 0; i < num_ready; i++)
         group->options.send_ready(group->options.deliver_ctx, ready[i]);
+}
+
+void smc_trigger(void *ctx)
+{
+    pass(ctx, false);
+}
+
+/*
+ * Arrival pass (sst_predicate_set_arrival): over a transport whose own
+ * progress thread applies landed writes (libfabric), that thread runs this
+ * after applying some while the predicate thread sleeps, under the lock,
+ * instead of waking it: at light load each hop was that thread's wake-up
+ * after the record (21 us median, p90 98 us on busy vCPUs,
+ * docs/PERFORMANCE.md). It is the pass's receiving half, which answers
+ * what arrived: receive, nulls, delivery, the acknowledgement push, and
+ * the upcalls of delivery and send_ready with their usual rules (the lock
+ * held: never two at once). Left to the predicate thread, woken for them
+ * (sst_arrival, as the predicate still holds): sending (send_step, whose
+ * pushes may need the ring's whole room), logged subgroups (persist_step,
+ * the log's appends), a slow row to suspect, and anything while wedged,
+ * stopped or failed (view changes). Upcalls run here as they would there;
+ * the transport's progress waits meanwhile, as the multicast already did.
+ */
+void smc_arrival_trigger(void *ctx)
+{
+    struct smc_group *group = ctx;
+    if (__atomic_load_n(&group->stopped, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&group->failed, __ATOMIC_ACQUIRE) != 0 ||
+        __atomic_load_n(&group->slow_row, __ATOMIC_ACQUIRE) >= 0)
+        return;
+    pass(group, true); /* returns at once when wedged */
 }
 
 /*

@@ -195,6 +195,20 @@ int sst_predicate_add(struct sst_engine *engine, sst_predicate_fn predicate, sst
 /* Removes it; safe from a trigger and from other threads (takes the lock
  * unless called on the predicate thread). */
 void sst_predicate_remove(struct sst_engine *engine, uint64_t id);
+/*
+ * Arrival trigger of predicate id: where the transport applies landed
+ * writes on a progress thread of its own (libfabric), that thread runs,
+ * after it applied some and while the predicate thread sleeps, every
+ * arrival trigger whose predicate holds, with the lock held (taken only
+ * if free), and posts what they pushed, instead of waking the predicate
+ * thread for them: a thread wake-up less on each hop at light load. It
+ * wakes the predicate thread as before when the lock or the push lock is
+ * busy, and afterwards when any predicate still holds or a row announced
+ * its departure. An arrival trigger must not block (it delays the
+ * transport's own progress) and does a part of its trigger that is safe
+ * there. SPINDLE_EINVAL for an unknown id.
+ */
+int sst_predicate_set_arrival(struct sst_engine *engine, uint64_t id, sst_trigger_fn trigger);
 
 /* ---- tables ---------------------------------------------------------- */
 

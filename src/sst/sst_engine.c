@@ -62,6 +62,7 @@ int sst_engine_create(const struct tp_config *tp_config, const struct sst_engine
     pthread_mutex_init(&engine->post_lock, NULL);
     atomic_store(&engine->asleep, true); /* no thread yet */
     engine->next_predicate_id = 1;
+    (void)tp_set_arrival(engine->endpoint, sst_arrival, engine);
     *out = engine;
     return 0;
 }
@@ -71,6 +72,7 @@ void sst_engine_destroy(struct sst_engine *engine)
     if (engine == NULL)
         return;
     sst_engine_stop(engine);
+    (void)tp_set_arrival(engine->endpoint, NULL, NULL);
     while (engine->tables != NULL)
         sst_table_destroy(engine->tables);
     tp_close(engine->endpoint);
@@ -354,4 +356,13 @@ void sst_unlock_and_post(struct sst_engine *engine)
         pthread_mutex_unlock(&engine->lock);
     }
     free(pending);
+}
+
+void sst_post_and_unlock_held(struct sst_engine *engine)
+{
+    if (engine->num_pending > 0)
+        post_pending(engine, engine->pending, engine->num_pending);
+    engine->num_pending = 0;
+    pthread_mutex_unlock(&engine->post_lock);
+    pthread_mutex_unlock(&engine->lock);
 }

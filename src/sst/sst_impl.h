@@ -53,6 +53,7 @@ struct sst_pending {
 struct sst_predicate {
     sst_predicate_fn predicate;
     sst_trigger_fn trigger;
+    sst_trigger_fn arrival_trigger; /* sst_predicate_set_arrival; NULL: none */
     void *ctx;
     enum sst_predicate_kind kind;
     uint64_t id;
@@ -151,6 +152,14 @@ int sst_queue_write(struct sst_table *table, uint32_t row, uint32_t offset, uint
 /* Posts queued writes: called with the lock held; releases it (before
  * posting when early unlock is on, after otherwise). */
 void sst_unlock_and_post(struct sst_engine *engine);
+/* Posts queued writes with the lock and post_lock held (taken by the
+ * caller), then releases both: nobody writes the row meanwhile, so a post
+ * never carries a guard another thread wrote after it queued (T2). */
+void sst_post_and_unlock_held(struct sst_engine *engine);
+/* The transport's arrival hook (tp_set_arrival, sst_thread.c): while the
+ * predicate thread sleeps, runs the arrival triggers on the transport's
+ * progress thread; true when nothing is left for the predicate thread. */
+bool sst_arrival(void *ctx);
 void sst_stat_add(uint64_t *counter, uint64_t amount);
 /* Peer cache: returns an index, connecting on first use. Lock held; it is
  * dropped while a new connection is made, so the predicate thread runs

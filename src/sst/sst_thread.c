@@ -27,13 +27,22 @@
  * thread-local rather than comparing with engine->thread, which the creating
  * thread may not have stored yet when the first trigger runs. */
 static _Thread_local const struct sst_engine *current_engine;
+/* The engine whose arrival triggers the calling thread (a transport's
+ * progress thread) runs now, lock held: as for current_engine, a trigger's
+ * sst_predicate_add or _remove must not take the lock again. */
+static _Thread_local const struct sst_engine *arrival_engine;
+
+static bool holds_lock(const struct sst_engine *engine)
+{
+    return current_engine == engine || arrival_engine == engine;
+}
 
 int sst_predicate_add(struct sst_engine *engine, sst_predicate_fn predicate, sst_trigger_fn trigger,
                       void *ctx, enum sst_predicate_kind kind, uint64_t *id_out)
 {
     if (predicate == NULL || trigger == NULL)
         return sp_error(SPINDLE_EINVAL, "sst: predicate and trigger must not be NULL");
-    bool on_thread = current_engine == engine;
+    bool on_thread = holds_lock(engine);
     if (!on_thread)
         pthread_mutex_lock(&engine->lock);
     int rc = 0;
@@ -50,7 +59,7 @@ int sst_predicate_add(struct sst_engine *engine, sst_predicate_fn predicate, sst
     if (rc == 0) {
         uint64_t id = engine->next_predicate_id++;
         engine->predicates[engine->num_predicates++] =
-            (struct sst_predicate){predicate, trigger, ctx, kind, id, false};
+            (struct sst_predicate){predicate, trigger, NULL, ctx, kind, id, false};
         if (id_out != NULL)
             *id_out = id;
     }
@@ -61,9 +70,26 @@ int sst_predicate_add(struct sst_engine *engine, sst_predicate_fn predicate, sst
     return rc;
 }
 
+int sst_predicate_set_arrival(struct sst_engine *engine, uint64_t id, sst_trigger_fn trigger)
+{
+    bool on_thread = holds_lock(engine);
+    if (!on_thread)
+        pthread_mutex_lock(&engine->lock);
+    bool found = false;
+    for (uint32_t i = 0; i < engine->num_predicates; i++) {
+        if (engine->predicates[i].id == id && !engine->predicates[i].removed) {
+            engine->predicates[i].arrival_trigger = trigger;
+            found = true;
+        }
+    }
+    if (!on_thread)
+        pthread_mutex_unlock(&engine->lock);
+    return found ? 0 : sp_error(SPINDLE_EINVAL, "sst: no predicate %llu", (unsigned long long)id);
+}
+
 void sst_predicate_remove(struct sst_engine *engine, uint64_t id)
 {
-    bool on_thread = current_engine == engine;
+    bool on_thread = holds_lock(engine);
     if (!on_thread)
         pthread_mutex_lock(&engine->lock);
     for (uint32_t i = 0; i < engine->num_predicates; i++) {
@@ -181,6 +207,95 @@ static void check_removed(struct sst_engine *engine)
             break;
         }
     }
+}
+
+static void request_short_slice(void);
+
+/* True when a row announced its departure or this member's removal and
+ * it is not reported yet; lock held. */
+static bool notice_pending(struct sst_engine *engine)
+{
+    for (struct sst_table *table = engine->tables; table != NULL; table = table->next) {
+        for (uint32_t row = 0; row < table->num_rows; row++) {
+            if (row == table->my_row || atomic_load(&table->failed[row]))
+                continue;
+            if (sst_read_u64(table, row, SST_HEADER_LEFT) != 0 ||
+                (!table->removed_reported &&
+                 ((sst_read_u64(table, row, SST_HEADER_REMOVED) >> table->my_row) & 1) != 0))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Runs the arrival triggers whose predicates hold; lock held. Returns
+ * true when one ran. Removed entries are left for the predicate thread to
+ * compact (it is woken then: see sst_arrival). */
+static bool run_arrival_triggers(struct sst_engine *engine)
+{
+    bool ran = false;
+    for (uint32_t i = 0; i < engine->num_predicates; i++) {
+        struct sst_predicate entry = engine->predicates[i];
+        if (entry.removed || entry.arrival_trigger == NULL || !entry.predicate(entry.ctx))
+            continue;
+        entry.arrival_trigger(entry.ctx);
+        ran = true;
+    }
+    return ran;
+}
+
+/* Work left for the predicate thread after the arrival triggers; lock held. */
+static bool thread_needed(struct sst_engine *engine)
+{
+    if (engine->predicates_removed || atomic_load(&engine->stuck_unreported) ||
+        notice_pending(engine))
+        return true;
+    for (uint32_t i = 0; i < engine->num_predicates; i++) {
+        const struct sst_predicate *entry = &engine->predicates[i];
+        if (!entry->removed && entry->predicate(entry->ctx))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * The transport's arrival hook (sst_predicate_set_arrival). Only while the
+ * predicate thread sleeps: an awake one finds the work in its next pass.
+ * Both locks are only tried, never waited for: a thread holding post_lock
+ * may be waiting for credits that only this (progress) thread reads. With
+ * post_lock taken before the pass, what the pass queues is posted before
+ * anything queued after it, as sst_unlock_and_post keeps it; and it is
+ * posted before the lock is released, so no pass of the predicate thread
+ * writes the row in between (a push reads the row when posted: released
+ * first, it could carry a guard newer than the data posted, T2). A pass
+ * here is one the predicate thread would have run next (it sleeps, so none
+ * is under way), so row writes and pushes keep their order.
+ */
+bool sst_arrival(void *ctx)
+{
+    /* The thread that answers here asks for the predicate thread's short
+     * slice, to preempt a busy thread when its socket wakes it. */
+    static _Thread_local bool sliced;
+    if (!sliced) {
+        sliced = true;
+        request_short_slice();
+    }
+    struct sst_engine *engine = ctx;
+    if (!atomic_load(&engine->running) || !sst_engine_asleep(engine) || !sst_engine_trylock(engine))
+        return false;
+    if (pthread_mutex_trylock(&engine->post_lock) != 0) {
+        pthread_mutex_unlock(&engine->lock);
+        return false;
+    }
+    bool handled = false;
+    if (atomic_load(&engine->running) && sst_engine_asleep(engine)) {
+        arrival_engine = engine;
+        bool ran = run_arrival_triggers(engine);
+        arrival_engine = NULL;
+        handled = ran && !thread_needed(engine);
+    }
+    sst_post_and_unlock_held(engine);
+    return handled;
 }
 
 static void poll_transport(struct sst_engine *engine)

@@ -178,6 +178,10 @@ struct tp_stats {
  * comments give each operation's contract and failure values; errors come
  * with a message set through sp_error().
  */
+/* Called by a backend's progress thread after it applied landed writes,
+ * in place of the ring of its own doorbell (tp_set_arrival). */
+typedef bool (*tp_arrival_fn)(void *ctx);
+
 struct tp_ops {
     const char *name;
     const struct tp_attr *attr;
@@ -211,6 +215,8 @@ struct tp_ops {
                     uint32_t key_count);
     /* Optional (NULL: tp_set_members does nothing). */
     int (*set_members)(struct tp_endpoint *ep, const uint32_t *ids, uint32_t count);
+    /* Optional (NULL: tp_set_arrival returns false). */
+    bool (*set_arrival)(struct tp_endpoint *ep, tp_arrival_fn fn, void *ctx);
 };
 
 /* ---- registry (registry.c) ------------------------------------------- */
@@ -444,6 +450,24 @@ static inline uint64_t tp_doorbell_arm(struct tp_endpoint *ep)
 static inline int tp_doorbell_wait(struct tp_endpoint *ep, uint64_t token, int timeout_ms)
 {
     return ep->ops->doorbell_wait(ep, token, timeout_ms);
+}
+/*
+ * Arrival hook, for a backend whose own progress thread applies landed
+ * writes (fabric): after it applied some, it calls fn(ctx) on that thread
+ * and rings its doorbell only when fn returns false; true says that fn
+ * dealt with what arrived itself, so nobody needs waking. fn runs with no
+ * backend lock held and may post writes and ring peers (tp_post_writes
+ * does not wait there for credits that only this thread can read: it
+ * reads the completion queue itself meanwhile, with fn not called again
+ * inside). fn must not block, nor call tp_poll or tp_doorbell_wait.
+ * NULL fn removes the hook; after tp_set_arrival returns, the previous fn
+ * is not running and is not called again. Returns false where the backend
+ * has no progress thread of its own (nothing is called). Not thread-safe
+ * against itself: one caller (the SST engine) sets and clears it.
+ */
+static inline bool tp_set_arrival(struct tp_endpoint *ep, tp_arrival_fn fn, void *ctx)
+{
+    return ep->ops->set_arrival != NULL && ep->ops->set_arrival(ep, fn, ctx);
 }
 
 #endif

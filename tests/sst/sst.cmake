@@ -5,6 +5,11 @@ if(SPINDLE_FABRIC_FOUND)
   spindle_add_test(test_sst_connect SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_connect.c
                    TIMEOUT 45 LABELS sst fabric)
   target_include_directories(test_sst_connect PRIVATE ${CMAKE_SOURCE_DIR}/tests/transport/fabric)
+  # A sleeping peer answers on its transport's progress thread, and a
+  # predicate without an arrival trigger still wakes its predicate thread.
+  spindle_add_test(test_sst_arrival SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_arrival.c
+                   TIMEOUT 60 LABELS sst fabric)
+  target_include_directories(test_sst_arrival PRIVATE ${CMAKE_SOURCE_DIR}/tests/transport/fabric)
 endif()
 # One post rings no peer before every peer's batch is posted (post_pending).
 spindle_add_test(test_sst_post_order SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_post_order.c

@@ -272,6 +272,7 @@ static int fab_open(const struct tp_config *config, struct tp_endpoint **out)
     pthread_cond_init(&ep->cm_cond, NULL);
     pthread_mutex_init(&ep->region_lock, NULL);
     pthread_mutex_init(&ep->eventq.lock, NULL);
+    pthread_mutex_init(&ep->arrival_lock, NULL);
 
     const char *provider =
         config->provider != NULL && config->provider[0] ? config->provider : "tcp";
@@ -353,6 +354,7 @@ static void fab_close_objects(struct fab_ep *ep)
     pthread_cond_destroy(&ep->cm_cond);
     pthread_mutex_destroy(&ep->region_lock);
     pthread_mutex_destroy(&ep->eventq.lock);
+    pthread_mutex_destroy(&ep->arrival_lock);
 }
 
 static void fab_close(struct tp_endpoint *tep)
@@ -722,4 +724,5 @@ const struct tp_ops tp_fabric_ops = {
     .mr_grant = fab_mr_grant,
     .set_keys = fab_set_keys,
     .set_members = fab_set_members,
+    .set_arrival = fab_set_arrival,
 };

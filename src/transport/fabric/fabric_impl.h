@@ -290,6 +290,15 @@ struct fab_ep {
     /* doorbell */
     _Atomic uint32_t bell;
     _Atomic uint32_t sleepers;
+    /* tp_set_arrival: called in place of the bell after records are
+     * applied; arrival_lock is held around each call, so that a change
+     * returns only once the old hook has finished. in_arrival (progress
+     * thread only) is set while the hook runs, when records applied by a
+     * post that drains the CQ inline ring the bell instead. */
+    pthread_mutex_t arrival_lock;
+    tp_arrival_fn arrival_fn; /* arrival_lock */
+    void *arrival_ctx;        /* arrival_lock */
+    int in_arrival;
 
     /* stats */
     _Atomic uint64_t st_writes, st_batches, st_doorbells, st_bytes, st_wakeups, st_sleeps,
@@ -391,6 +400,17 @@ void *fab_progress_main(void *arg);
 void fab_conn_fail(struct fab_conn *conn, int error, const char *why);
 void fab_event_push(struct fab_ep *ep, const struct tp_event *ev);
 void fab_bell_ring(struct fab_ep *ep);
+/* Records were applied: runs the arrival hook, or rings the bell when
+ * there is none, it declined, or it is already running. Progress thread. */
+void fab_records_applied(struct fab_ep *ep);
+/* True on ep's progress thread. */
+int fab_on_progress_thread(const struct fab_ep *ep);
+/* Reads what the CQ holds now without waiting (credits, completions,
+ * records): a post on the progress thread that lacks credits calls it,
+ * since nobody else would read them. Progress thread only. */
+void fab_drain_cq_now(struct fab_ep *ep);
+/* tp_set_arrival. */
+bool fab_set_arrival(struct tp_endpoint *tep, tp_arrival_fn fn, void *ctx);
 
 /* fabric_post.c: the post_writes, doorbell_ring and doorbell_wait entries
  * of the table, with the failure values of tp_post_writes,

@@ -293,7 +293,10 @@ static int fab_wait_credits(struct fab_conn *conn, uint64_t end, uint32_t ops)
             return sp_error(SPINDLE_EPEERFAILED,
                             "fabric peer %s (member %u) failed while a batch was posted: %s",
                             conn->name, conn->remote_id, conn->why);
-        sched_yield();
+        if (fab_on_progress_thread(conn->ep))
+            fab_drain_cq_now(conn->ep); /* nobody else reads the credits */
+        else
+            sched_yield();
     }
     return 0;
 }
@@ -334,6 +337,8 @@ int fab_post_writes(struct tp_peer *peer, const struct tp_write *writes, unsigne
     uint64_t end = 0;
     uint32_t ops = 0;
     fab_plan(conn, writes, count, from, &end, &ops, &to);
+    if (!fab_fits(conn, end, ops) && fab_on_progress_thread(conn->ep))
+        fab_drain_cq_now(conn->ep); /* a post from the arrival hook: read credits here */
     if (!fab_fits(conn, end, ops)) {
         /* Ask the progress thread to ring our doorbell when credits return,
          * then re-check so a return that raced with us is not missed. */

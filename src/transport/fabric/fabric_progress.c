@@ -30,6 +30,40 @@ void fab_bell_ring(struct fab_ep *ep)
         syscall(SYS_futex, (uint32_t *)&ep->bell, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+/* The endpoint whose progress thread the calling thread is, if any. */
+static _Thread_local const struct fab_ep *progress_of;
+
+int fab_on_progress_thread(const struct fab_ep *ep)
+{
+    return progress_of == ep;
+}
+
+bool fab_set_arrival(struct tp_endpoint *tep, tp_arrival_fn fn, void *ctx)
+{
+    struct fab_ep *ep = fab_ep_of(tep);
+    pthread_mutex_lock(&ep->arrival_lock);
+    ep->arrival_fn = fn;
+    ep->arrival_ctx = ctx;
+    pthread_mutex_unlock(&ep->arrival_lock);
+    return true;
+}
+
+void fab_records_applied(struct fab_ep *ep)
+{
+    int handled = 0;
+    if (!ep->in_arrival) {
+        pthread_mutex_lock(&ep->arrival_lock);
+        if (ep->arrival_fn != NULL) {
+            ep->in_arrival = 1;
+            handled = ep->arrival_fn(ep->arrival_ctx);
+            ep->in_arrival = 0;
+        }
+        pthread_mutex_unlock(&ep->arrival_lock);
+    }
+    if (!handled)
+        fab_bell_ring(ep);
+}
+
 void fab_event_push(struct fab_ep *ep, const struct tp_event *ev)
 {
     struct fab_event_queue *q = &ep->eventq;
@@ -357,10 +391,11 @@ static void fab_drain_cq(struct fab_ep *ep, int timeout_ms)
             int applied = 0;
             for (ssize_t i = 0; i < n; i++)
                 applied |= fab_handle_completion(ep, &entries[i]);
-            /* Wake the readers before anything else: a credit return is a
-             * send, and the reader's answer is what a message waits for. */
+            /* Wake the readers (or answer here, fab_records_applied)
+             * before anything else: a credit return is a send, and the
+             * reader's answer is what a message waits for. */
             if (applied)
-                fab_bell_ring(ep);
+                fab_records_applied(ep);
             fab_return_credits(ep, 0);
         } else {
             break;
@@ -369,6 +404,25 @@ static void fab_drain_cq(struct fab_ep *ep, int timeout_ms)
             break; /* let the EQ and the timers have a turn */
         n = fi_cq_read(ep->cq, entries, FAB_CQ_BATCH);
     }
+}
+
+void fab_drain_cq_now(struct fab_ep *ep)
+{
+    struct fi_cq_data_entry entries[FAB_CQ_BATCH];
+    ssize_t n = fi_cq_read(ep->cq, entries, FAB_CQ_BATCH);
+    if (n == -FI_EAVAIL) {
+        fab_handle_cq_error(ep);
+        return;
+    }
+    int applied = 0;
+    for (ssize_t i = 0; i < n; i++)
+        applied |= fab_handle_completion(ep, &entries[i]);
+    if (applied)
+        fab_records_applied(ep); /* the bell: the hook is the caller */
+    /* All of them, not only a quarter ring's: the peer may be just as
+     * stuck posting to us from its own progress thread, and this thread's
+     * timer, which returns the rest, does not run while it waits here. */
+    fab_return_credits(ep, 1);
 }
 
 static void fab_handle_connected(struct fab_ep *ep, struct fab_conn *conn,
@@ -560,6 +614,7 @@ static void fab_check_timers(struct fab_ep *ep, uint64_t last_check)
 void *fab_progress_main(void *arg)
 {
     struct fab_ep *ep = arg;
+    progress_of = ep;
     uint64_t last_timer = 0;
     while (!atomic_load(&ep->stop)) {
         fab_drain_cq(ep, FAB_WAIT_MS);
