@@ -32,12 +32,16 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <spindle/spindle.h>
@@ -49,7 +53,7 @@
 #include "util/crc32c.h"
 
 #define MEMBERS        2
-#define FAILURE_MS     1000
+#define FAILURE_MS     5000
 #define PAYLOAD        200
 #define SEGMENT_BYTES  (16u << 10)
 #define SNAPSHOT_EVERY (sc.snapshot_every)
@@ -57,6 +61,13 @@
 #define PHASE2         (sc.phases[1])
 #define PHASE3         (sc.phases[2])
 #define DIED           7
+/* Bounds on every wait, so that a stuck process fails the test with what
+ * it waited for well inside ctest's 240 s for the three runs: a child's own
+ * wait (a count, its log, the bootstrap), the parent's wait for one run,
+ * and the alarm that ends a child the parent can no longer end. */
+#define CHILD_WAIT_MS 45000
+#define RUN_WAIT_MS   70000
+#define CHILD_ALARM_S 75
 
 static const uint32_t everyone[MEMBERS] = {0, 1};
 
@@ -147,6 +158,13 @@ static struct state state_of(struct app *app)
     return s;
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 /* Takes the snapshot the deliveries asked for, if any. */
 static int snapshot_if_due(spindle_group_t *g, struct app *app)
 {
@@ -181,7 +199,7 @@ static spindle_group_t *open_member(struct app *app, const char *bootstrap, cons
     if (join == NULL)
         o.num_members = MEMBERS;
     o.failure_timeout_ms = FAILURE_MS;
-    o.bootstrap_timeout_ms = 60000;
+    o.bootstrap_timeout_ms = CHILD_WAIT_MS;
     o.tolerate_failures = true;
     o.deliver = on_deliver;
     o.deliver_ctx = app;
@@ -207,7 +225,8 @@ static spindle_group_t *open_member(struct app *app, const char *bootstrap, cons
 /* Waits until the state holds count messages, taking due snapshots. */
 static int await_count(spindle_group_t *g, struct app *app, uint64_t count)
 {
-    for (int i = 0; i < 60000; i++) {
+    int64_t deadline = now_ms() + CHILD_WAIT_MS;
+    while (now_ms() < deadline) {
         if (snapshot_if_due(g, app) < 0) {
             fprintf(stderr, "snapshot: %s\n", spindle_errmsg());
             return -1;
@@ -216,8 +235,8 @@ static int await_count(spindle_group_t *g, struct app *app, uint64_t count)
             return snapshot_if_due(g, app); /* the last delivery may have asked for one */
         usleep(1000);
     }
-    fprintf(stderr, "%llu of %llu messages after 60 s\n", (unsigned long long)state_of(app).count,
-            (unsigned long long)count);
+    fprintf(stderr, "pid %d: %llu of %llu messages after %d ms\n", (int)getpid(),
+            (unsigned long long)state_of(app).count, (unsigned long long)count, CHILD_WAIT_MS);
     return -1;
 }
 
@@ -297,15 +316,21 @@ static int first_life_main(const char *contact, const char *self)
     /* Its log holds them all before it dies (its catch-up, its view, the
      * messages): where it ends is then known. */
     struct spindle_stats stats;
-    for (int i = 0; i < 60000; i++) {
+    for (int64_t deadline = now_ms() + CHILD_WAIT_MS;; usleep(1000)) {
         spindle_group_stats(g, &stats);
         pthread_mutex_lock(&app.lock);
         uint64_t delivered = app.delivered;
         pthread_mutex_unlock(&app.lock);
         /* What it was sent, the record of its view, what it delivered. */
-        if (stats.log_records_durable >= stats.log_catchup_records + 1 + delivered)
+        uint64_t want = stats.log_catchup_records + 1 + delivered;
+        if (stats.log_records_durable >= want)
             break;
-        usleep(1000);
+        if (now_ms() >= deadline) {
+            fprintf(stderr, "the joiner's first life: %llu of %llu records durable after %d ms\n",
+                    (unsigned long long)stats.log_records_durable, (unsigned long long)want,
+                    CHILD_WAIT_MS);
+            return 22;
+        }
     }
     _exit(DIED); /* no shutdown: a crash, as far as its log knows */
 }
@@ -349,30 +374,127 @@ static int second_life_main(const char *contact, const char *self, struct pipes 
     return rc == 0 ? 0 : 33;
 }
 
-static pid_t spawn(int (*body)(const char *, const char *, struct pipes *), const char *a,
-                   const char *b, struct pipes *p)
+/* The processes of a run, as the parent sees them. The parent waits only
+ * through watch_read and watch_exit, which end at the run's deadline and
+ * notice a process that exits otherwise than it should, so a stuck or
+ * failed process fails the test with what was awaited rather than leaving
+ * the parent blocked on a pipe it holds the write end of itself. */
+struct proc {
+    pid_t pid;
+    const char *name;
+    int want; /* the exit status it should end with */
+    bool exited;
+    int status;
+};
+static struct proc procs[MEMBERS + 2];
+static int num_procs;
+static int64_t run_deadline;
+
+/* Ends (SIGKILL) and reaps the processes of the run still alive. */
+static void end_procs(void)
+{
+    for (int i = 0; i < num_procs; i++) {
+        if (procs[i].exited)
+            continue;
+        kill(procs[i].pid, SIGKILL);
+        while (waitpid(procs[i].pid, &procs[i].status, 0) < 0 && errno == EINTR)
+            ;
+        procs[i].exited = true;
+    }
+    num_procs = 0;
+}
+
+#define run_fail(...)                                                                              \
+    do {                                                                                           \
+        end_procs();                                                                               \
+        fail_msg(__VA_ARGS__);                                                                     \
+    } while (0)
+
+static struct proc *add_proc(pid_t pid, const char *name, int want)
+{
+    assert_true(pid > 0);
+    assert_true(num_procs < (int)(sizeof procs / sizeof procs[0]));
+    procs[num_procs] = (struct proc){pid, name, want, false, 0};
+    return &procs[num_procs++];
+}
+
+/* Reaps whichever processes have exited; fails the run on one that ended
+ * otherwise than it should. */
+static void reap(const char *awaiting)
+{
+    for (int i = 0; i < num_procs; i++) {
+        struct proc *c = &procs[i];
+        if (c->exited || waitpid(c->pid, &c->status, WNOHANG) != c->pid)
+            continue;
+        c->exited = true;
+        if (!WIFEXITED(c->status) || WEXITSTATUS(c->status) != c->want)
+            run_fail("%s (pid %d) ended with status 0x%x (expected exit %d) while the test "
+                     "awaited %s",
+                     c->name, (int)c->pid, c->status, c->want, awaiting);
+    }
+}
+
+/* Reads size bytes of what the processes report on fd, by the run's deadline. */
+static void watch_read(int fd, void *buffer, size_t size, const char *awaiting)
+{
+    size_t got = 0;
+    while (got < size) {
+        reap(awaiting);
+        int64_t left = run_deadline - now_ms();
+        if (left <= 0)
+            run_fail("%d s after the run began: still awaiting %s (%zu of %zu bytes)",
+                     RUN_WAIT_MS / 1000, awaiting, got, size);
+        /* Short slices: a process's exit is noticed within one. */
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int ready = poll(&pfd, 1, left < 100 ? (int)left : 100);
+        if (ready < 0 && errno != EINTR)
+            run_fail("poll awaiting %s: %s", awaiting, strerror(errno));
+        if (ready <= 0)
+            continue;
+        ssize_t n = read(fd, (char *)buffer + got, size - got);
+        if (n <= 0)
+            run_fail("read awaiting %s: %zd", awaiting, n);
+        got += (size_t)n;
+    }
+}
+
+static void watch_hear(int fd, size_t count, const char *awaiting)
+{
+    char bytes[MEMBERS + 1];
+    assert_true(count <= sizeof bytes);
+    watch_read(fd, bytes, count, awaiting);
+}
+
+/* Waits by the run's deadline for c to exit as it should. */
+static void watch_exit(struct proc *c, const char *awaiting)
+{
+    while (!c->exited) {
+        reap(awaiting);
+        if (c->exited)
+            break;
+        if (now_ms() >= run_deadline)
+            run_fail("%d s after the run began: still awaiting %s (pid %d)", RUN_WAIT_MS / 1000,
+                     awaiting, (int)c->pid);
+        usleep(10000); /* no signal to wait on for a child's exit in a cmocka test */
+    }
+}
+
+static struct proc *spawn(int (*body)(const char *, const char *, struct pipes *), const char *a,
+                          const char *b, struct pipes *p, const char *name, int want)
 {
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        alarm(180);
+        alarm(CHILD_ALARM_S);
         _exit(body(a, b, p));
     }
-    return pid;
+    return add_proc(pid, name, want);
 }
 
 static int first_life(const char *contact, const char *self, struct pipes *p)
 {
     (void)p;
     return first_life_main(contact, self);
-}
-
-static void wait_status(pid_t pid, int want, const char *who)
-{
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != want)
-        fail_msg("%s: status 0x%x, expected exit %d", who, status, want);
 }
 
 /* The messages of a log directory, in order: (view, seq, payload CRC). */
@@ -460,48 +582,53 @@ static void run(struct results *out)
     assert_int_equal(pipe(jp.up), 0);
     assert_int_equal(pipe(jp.go), 0);
     assert_int_equal(pipe(jp.out), 0);
-    pid_t pids[MEMBERS];
+    num_procs = 0;
+    run_deadline = now_ms() + RUN_WAIT_MS;
+    struct proc *members_procs[MEMBERS];
     for (uint32_t i = 0; i < MEMBERS; i++) {
-        pids[i] = fork();
-        assert_true(pids[i] >= 0);
-        if (pids[i] == 0) {
-            alarm(180);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            alarm(CHILD_ALARM_S);
             _exit(member_main(members, i, &mp));
         }
+        members_procs[i] = add_proc(pid, i == 0 ? "member 0" : "member 1", 0);
     }
-    for (int i = 0; i < MEMBERS; i++)
-        hear(mp.up[0]);
+    watch_hear(mp.up[0], MEMBERS, "both members up");
 
     /* 1: the joiner's first life, fresh, then its death. */
-    pid_t first_pid = spawn(first_life, contact, self, &jp);
+    struct proc *first = spawn(first_life, contact, self, &jp, "the joiner's first life", DIED);
     assert_int_equal(write(mp.go[1], "gg", MEMBERS), MEMBERS);
-    for (int i = 0; i < MEMBERS; i++)
-        hear(mp.up[0]);
-    wait_status(first_pid, DIED, "the joiner's first life");
+    watch_hear(mp.up[0], MEMBERS, "phase 1 delivered at both members");
+    watch_exit(first, "the joiner's first life to end with its log durable");
 
     /* 2: the members go on and compact. */
     assert_int_equal(write(mp.go[1], "gg", MEMBERS), MEMBERS);
-    for (int i = 0; i < MEMBERS; i++)
-        hear(mp.up[0]);
+    watch_hear(mp.up[0], MEMBERS, "phase 2 delivered at both members");
 
     /* 3: the joiner again, from its log. */
-    pid_t second = spawn(second_life_main, contact, self, &jp);
-    hear(jp.up[0]);
+    struct proc *second = spawn(second_life_main, contact, self, &jp, "the restarted joiner", 0);
+    watch_hear(jp.up[0], 1, "the restarted joiner's join");
 
     /* 4: the last phase; everyone reports. */
     assert_int_equal(write(mp.go[1], "gg", MEMBERS), MEMBERS);
-    for (int i = 0; i < MEMBERS; i++)
-        hear(mp.up[0]);
+    watch_hear(mp.up[0], MEMBERS, "phase 3 delivered at both members");
     struct state ends[MEMBERS];
     for (int i = 0; i < MEMBERS; i++)
-        assert_int_equal(read(mp.out[0], &ends[i], sizeof ends[i]), (ssize_t)sizeof ends[i]);
+        watch_read(mp.out[0], &ends[i], sizeof ends[i], "a member's final state");
     struct second_life r;
-    assert_int_equal(read(jp.out[0], &r, sizeof r), (ssize_t)sizeof r);
+    watch_read(jp.out[0], &r, sizeof r, "the restarted joiner's report");
     assert_int_equal(write(mp.go[1], "gg", MEMBERS), MEMBERS);
     assert_int_equal(write(jp.go[1], "g", 1), 1);
     for (uint32_t i = 0; i < MEMBERS; i++)
-        wait_status(pids[i], 0, "a member");
-    wait_status(second, 0, "the restarted joiner");
+        watch_exit(members_procs[i], "a member's shutdown");
+    watch_exit(second, "the restarted joiner's shutdown");
+    num_procs = 0;
+    int *fds[] = {mp.up, mp.go, mp.out, jp.up, jp.go, jp.out};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
+        close(fds[i][0]);
+        close(fds[i][1]);
+    }
 
     uint64_t total = PHASE1 + PHASE2 + PHASE3;
     assert_int_equal(ends[0].count, total);
