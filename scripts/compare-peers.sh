@@ -208,12 +208,20 @@ EOF
 
 # record SYSTEM CASE SIZE WINDOW RATE RUN COMMAND...: runs COMMAND and
 # appends one line to results.jsonl from the JSON object it prints (with
-# msgs_per_s, mb_per_s, p50_latency_us, p99_latency_us); a failed run ends
-# the comparison.
+# msgs_per_s, mb_per_s, p50_latency_us, p99_latency_us). A run that fails
+# or prints no figures is repeated once, with a warning that says so (a
+# ddsperf in a namespace once printed no throughput line); a second failure
+# ends the comparison.
 record() {
-    local json
-    json=$("${@:7}") || die "$1 $2 size $3 window $4 rate $5 failed: ${*:7}"
-    [ -n "$json" ] || die "$1 $2 size $3 window $4 rate $5 printed no figures: ${*:7}"
+    local json="" attempt
+    for attempt in 1 2; do
+        if json=$("${@:7}") && [ -n "$json" ]; then
+            break
+        fi
+        [ "$attempt" -eq 1 ] || die "$1 $2 size $3 window $4 rate $5 failed twice: ${*:7}"
+        echo "compare-peers: $1 $2 size $3 window $4 rate $5 run $6 failed or printed" \
+            "no figures; repeating it once" >&2
+    done
     jq -c --arg system "$1" --arg case "$2" --argjson size "$3" --argjson window "$4" \
         --argjson rate "$5" --argjson run "$6" \
         '{system: $system, case: $case, size: $size, window: $window, rate: $rate, run: $run,
