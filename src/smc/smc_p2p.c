@@ -97,6 +97,18 @@ static bool delivery_held(struct smc_group *group)
     return false;
 }
 
+/* This member's window, pushed once, before anything it sends: a peer
+ * replies into the ring this member publishes with it, so a query whose
+ * guard overtook the window would find no ring to reply into. Engine
+ * lock held (the predicate thread's trigger, or a sender's try_send). */
+static void push_config(struct smc_group *group)
+{
+    if (group->p2p.config_pushed)
+        return;
+    group->p2p.config_pushed = true;
+    sst_push(group->table, group->p2p.window_offset, 8, NULL, 0);
+}
+
 static bool p2p_predicate(void *ctx)
 {
     struct smc_group *group = ctx;
@@ -213,10 +225,7 @@ static void p2p_trigger(void *ctx)
 {
     struct smc_group *group = ctx;
     struct smc_p2p *p2p = &group->p2p;
-    if (!p2p->config_pushed) {
-        p2p->config_pushed = true;
-        sst_push(group->table, p2p->window_offset, 8, NULL, 0);
-    }
+    push_config(group);
     if (!delivery_held(group))
         for (uint32_t row = 0; row < group->num_rows; row++)
             if (row != group->my_row && !p2p->lied[row] && !sst_row_failed(group->table, row))
@@ -262,6 +271,7 @@ static int try_send(struct smc_group *group, uint32_t row, const struct smc_p2p_
                         "p2p: the target (row %u) uses p2p_window %llu, this member %u; every "
                         "member must use the same",
                         row, (unsigned long long)window, p2p->window);
+    push_config(group); /* queued ahead of this message's slot and guard */
     uint64_t position = p2p->sent[row];
     uint64_t credit = credit_of(group, row);
     if (credit > position)
@@ -345,9 +355,12 @@ int smc_p2p_send(struct smc_group *group, uint32_t row, const struct smc_p2p_slo
         if (rc != SPINDLE_EAGAIN)
             break;
         if (nonblock || locked) {
-            rc = sp_error(SPINDLE_EAGAIN,
-                          "p2p: the ring to row %u is full (%u messages it has not taken yet)", row,
-                          group->p2p.window);
+            if (sst_read_u64(group->table, row, group->p2p.window_offset) == 0)
+                rc = sp_error(SPINDLE_EAGAIN, "p2p: row %u has not published its ring yet", row);
+            else
+                rc = sp_error(SPINDLE_EAGAIN,
+                              "p2p: the ring to row %u is full (%u messages it has not taken yet)",
+                              row, group->p2p.window);
             break;
         }
         if (sp_now_ns() >= deadline_ns) {

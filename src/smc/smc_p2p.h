@@ -67,7 +67,7 @@ struct smc_p2p {
     uint64_t received[SST_MAX_ROWS];    /* from row s (predicate thread) */
     uint64_t credit_seen[SST_MAX_ROWS]; /* r's p2p_received[me] (predicate thread) */
     bool lied[SST_MAX_ROWS];            /* predicate thread */
-    bool config_pushed;                 /* predicate thread */
+    bool config_pushed;                 /* engine lock */
     bool held;                          /* delivery stopped at the bound */
     uint64_t held_token;
     int waiters;                                         /* atomic: senders and queries waiting */
