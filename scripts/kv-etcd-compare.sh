@@ -49,9 +49,11 @@ stop() {
 }
 trap 'stop; rm -rf "$dir"' EXIT
 
-# Free loopback ports as tests/kv/kv_service.sh picks them: six
-# consecutive at P (etcd clients and peers, spindle-kv RESP) and six at
-# P+10000 (spindle-kv's bootstrap).
+# Free loopback ports: six consecutive at P (etcd clients and peers,
+# spindle-kv RESP) and six at P+6 (spindle-kv's bootstrap), all below the
+# ephemeral range (net.ipv4.ip_local_port_range starts at 32768), where the
+# connections of etcd and of the load generator could take one between this
+# check and the bind.
 ports=$("$python" - <<'PY'
 import random, socket
 def free(base):
@@ -65,9 +67,9 @@ def free(base):
             s.close()
     return True
 for _ in range(200):
-    base = random.randrange(20000, 29000, 6)
-    if free(base) and free(base + 10000):
-        print(base, base + 10000)
+    base = random.randrange(10000, 20468, 12)
+    if free(base) and free(base + 6):
+        print(base, base + 6)
         break
 PY
 )
@@ -83,7 +85,11 @@ wait_until() { # what, command...
     n=0
     until "$@" >/dev/null 2>&1; do
         n=$((n + 1))
-        [ "$n" -lt 600 ] || { echo "kv-etcd-compare: timed out waiting for $what" >&2; exit 1; }
+        if [ "$n" -ge 600 ]; then
+            echo "kv-etcd-compare: timed out waiting for $what; the ends of the logs:" >&2
+            tail -n 20 "$dir/kv.log" "$dir"/etcd-m*.log >&2 2>/dev/null || true
+            exit 1
+        fi
         sleep 0.1
     done
 }
