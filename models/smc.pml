@@ -5,8 +5,10 @@
  * Modelled after src/smc/smc_predicate.c, src/smc/smc_send.c and the push
  * rules of src/sst/sst.h. One process per member plays both its predicate
  * thread (smc_trigger, run only while smc_predicate holds) and its
- * application thread (smc_reserve + smc_commit): both run under the engine
- * lock, so each of their steps is one atomic step here. The one-sided writes
+ * application thread (smc_reserve + smc_commit, and the commit's own send
+ * of smc_commit_send_pass over libfabric): all run under the engine lock,
+ * and the commit's send posts before releasing it, so each of their steps
+ * is one atomic step here. The one-sided writes
  * addressed to a member land whenever the model chooses, one at a time.
  *
  * What travels, and how (src/sst/sst.h: sst_push, sst_push_side):
@@ -250,15 +252,10 @@ inline deliver(s, app, rnd)
 	total_delivered++
 }
 
-/* smc_predicate.c: smc_trigger (one subgroup, batching on). */
-inline trigger()
+/* smc_predicate.c: send_step: every committed slot in one write per peer,
+ * then the counter that covers them (T2) */
+inline send_part()
 {
-	progress = pushed + published + delivered;
-	for (s : 0 .. NS - 1) {
-		progress = progress + recv_position[s]
-	}
-	/* send_step: every committed slot in one write per peer, then the
-	 * counter that covers them (T2) */
 	if
 	:: j < NS && committed != pushed ->
 #ifdef BROKEN_GUARD_FIRST
@@ -288,10 +285,18 @@ inline trigger()
 		:: else -> skip
 		fi
 	:: else -> skip
-	fi;
-	/* receive_step / receive_sender: positions whose slot does not hold
-	 * the next application message are nulls */
+	fi
+}
+
+/* receive_step / receive_sender: positions whose slot does not hold the
+ * next application message are nulls; with own_only, this member's own
+ * positions alone (receive_senders(me, me + 1), smc_commit_send_pass) */
+inline receive_part(own_only)
+{
 	for (s : 0 .. NS - 1) {
+		if
+		:: own_only && s != j -> skip
+		:: else ->
 		snt = (s == j -> published : c_sent[s]);
 		before = recv_position[s];
 		do
@@ -322,10 +327,15 @@ inline trigger()
 			ack = 1
 		:: else -> skip
 		fi
+		fi
 	}
-	/* null_step (Spindle 3.3): for every sender s whose position k we hold,
-	 * this sender must have sent k when j < s, k - 1 when j > s; only when
-	 * nothing of ours is pending */
+}
+
+/* null_step (Spindle 3.3): for every sender s whose position k we hold,
+ * this sender must have sent k when j < s, k - 1 when j > s; only when
+ * nothing of ours is pending */
+inline null_part()
+{
 #ifndef BROKEN_NO_NULLS
 	if
 	:: j < NS && committed == pushed ->
@@ -357,9 +367,13 @@ inline trigger()
 	:: else -> skip
 	fi;
 #endif
-	/* delivery_step / smc_deliver_range: in round-robin order, every
-	 * null this member holds and every message all members hold; nulls
-	 * are skipped */
+	skip
+}
+
+/* delivery_step / smc_deliver_range: in round-robin order, every null this
+ * member holds and every message all members hold; nulls are skipped */
+inline deliver_part()
+{
 	do
 	:: true ->
 		passable();
@@ -378,10 +392,14 @@ inline trigger()
 			deliv_app[s]++
 		:: else -> skip /* a null */
 		fi
-	od;
-	/* the writes, posted when the trigger ends, in call order per peer:
-	 * sent_num (publish), then received_num[] + delivered_num in one
-	 * write (ack_dirty) */
+	od
+}
+
+/* The writes, posted when the step ends, in call order per peer: sent_num
+ * (publish), then received_num[] + delivered_num in one write (ack_dirty);
+ * then the step's checks. */
+inline post_part()
+{
 	for (i : 0 .. NM - 1) {
 		if
 		:: i != j && pub -> send_to(i, SENT, published, 0, 0, 0)
@@ -397,12 +415,47 @@ inline trigger()
 	}
 	/* quiescence: no null-send storm */
 	assert(next_position <= MAXPOS);
-	/* no busy predicate: the trigger changed something */
+	/* no busy step: it changed something */
 	v = pushed + published + delivered;
 	for (s : 0 .. NS - 1) {
 		v = v + recv_position[s]
 	}
 	assert(v > progress)
+}
+
+inline progress_before()
+{
+	progress = pushed + published + delivered;
+	for (s : 0 .. NS - 1) {
+		progress = progress + recv_position[s]
+	}
+}
+
+/* smc_predicate.c: smc_trigger (one subgroup, batching on). */
+inline trigger()
+{
+	progress_before();
+	send_part();
+	receive_part(false);
+	null_part();
+	deliver_part();
+	post_part()
+}
+
+/* smc_predicate.c: smc_commit_send_pass, the committing thread's send
+ * while the predicate thread sleeps (libfabric): the pass's send step,
+ * receipt of its own positions, nulls and the acknowledgement, posted
+ * before the lock is released; no delivery. The code runs it only for an
+ * idle sender (everything earlier delivered) whose predicate thread
+ * sleeps; here it may run whenever something is committed and unpushed,
+ * which covers those cases and more. */
+inline commit_send()
+{
+	progress_before();
+	send_part();
+	receive_part(true);
+	null_part();
+	post_part()
 }
 
 proctype member(byte j; byte quota; chan in0, in1, in2, in3)
@@ -436,6 +489,8 @@ end:
 	do
 	/* smc_predicate true: smc_trigger */
 	:: d_step { work -> trigger(); after_step(); SCRATCH_RESET() }
+	/* application: smc_commit's own send (smc_commit_send_pass) */
+	:: d_step { j < NS && committed != pushed -> commit_send(); after_step(); SCRATCH_RESET() }
 	/* application: smc_reserve (waits for a free slot), smc_commit */
 	:: d_step { committed < quota && slot_free -> commit(); after_step(); SCRATCH_RESET() }
 	/* a write lands (FIFO per peer) */

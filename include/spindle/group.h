@@ -439,7 +439,9 @@ struct spindle_group_options {
      * a lock of its own while sending must not take it in the upcall.
      * In dispatch mode the message is queued there instead. Saves the
      * wake-up of a sleeping predicate thread, most of a light-load own
-     * delivery's latency; atomic subgroups are not affected.
+     * delivery's latency; atomic subgroups are not affected (over
+     * libfabric their idle senders post their messages themselves whatever
+     * this says, without any upcall: spindle_commit).
      */
     bool own_inline;
 };
@@ -597,7 +599,14 @@ SPINDLE_API int spindle_reserve(spindle_group_t *group, uint32_t subgroup, size_
 /* Marks the reserved message of subgroup ready to send. SPINDLE_EINVAL when
  * the calling thread holds no open reservation on that subgroup (nothing
  * changes then). Works inside an upcall (the message goes out once it
- * returns, or sooner). */
+ * returns, or sooner). The library's predicate thread sends the message,
+ * except over libfabric at light load: in an atomic subgroup, when that
+ * thread sleeps, this commit and the sender's previous one each found
+ * every earlier message of the sender delivered, and the two were at
+ * least 5 ms apart, the calling thread posts the message itself (the
+ * group's locks only tried, never waited for), so the call returns once
+ * the provider has taken the writes; no upcall runs on it for that
+ * (docs/FABRIC.md "Commit's send"). spindle_send likewise. */
 SPINDLE_API int spindle_commit(spindle_group_t *group, uint32_t subgroup);
 
 /* Convenience: reserve, copy size bytes from data, commit. Same errors as

@@ -33,6 +33,11 @@ struct smc_mark {
  * steps. Even: a full FIFO halves exactly. */
 #define SMC_PERSIST_MARKS 256u
 
+/* A commit sends its atomic message itself (smc_commit_send_pass) only
+ * when this sender's previous commit was at least this long before
+ * (smc_send.c, commit_send_allowed). */
+#define SMC_COMMIT_SEND_GAP_NS 5000000ull
+
 /* What this member knows about one sender of one subgroup. */
 struct smc_sender {
     uint32_t row;           /* the sender's SST row */
@@ -127,6 +132,15 @@ struct smc_subgroup {
     /* atomic: delivered as of the last delivery upcall, stored before
      * delivered_own grows (smc_flush_persistent) */
     uint64_t delivered_through;
+
+    /* The last commit that found every earlier message of this sender
+     * delivered: committed after it, and when (CLOCK_MONOTONIC ns).
+     * smc_send.c, commit_send_allowed; the committing thread only, and only
+     * at such a commit: at the end, so that no field above moves, and
+     * untouched by a busy sender's commits (the lines above are written by
+     * the predicate thread at every pass). */
+    uint64_t idle_commit;
+    uint64_t idle_commit_ns;
 };
 
 struct smc_group {
@@ -227,6 +241,18 @@ void smc_deliver_range(struct smc_group *group, struct smc_subgroup *sub,
  * count read before unlocking. */
 void smc_own_pass(struct smc_group *group, struct smc_subgroup *sub);
 void smc_own_posted(struct smc_group *group, struct smc_subgroup *sub, uint64_t pushed);
+
+/* The committing thread's send of its own atomic message(s) while the
+ * predicate thread sleeps (sst_engine_run_inline; smc_predicate.c). ctx is
+ * a struct smc_commit_send; lock held. False when the group is wedged,
+ * stopped or failed, has a slow row to suspect, or other senders'
+ * messages wait to be received or delivered: the caller wakes the
+ * predicate thread. */
+struct smc_commit_send {
+    struct smc_group *group;
+    struct smc_subgroup *sub;
+};
+bool smc_commit_send_pass(void *ctx);
 
 bool smc_predicate(void *ctx);
 void smc_trigger(void *ctx);

@@ -127,6 +127,7 @@ struct sst_engine_stats {
     uint64_t passes;        /* predicate passes */
     uint64_t post_ns;       /* time spent posting writes */
     uint64_t pinned_bytes;  /* the transport's pinned_bytes figure (tp_stats) */
+    uint64_t inline_passes; /* sst_engine_run_inline calls whose fn ran and returned true */
 };
 
 /* Opens the transport named in tp_config and prepares (not starts) the
@@ -154,6 +155,27 @@ void sst_engine_unlock(struct sst_engine *engine);
 bool sst_engine_asleep(const struct sst_engine *engine);
 /* Tells a possibly sleeping predicate thread that there is work. */
 void sst_engine_wake(struct sst_engine *engine);
+/*
+ * Runs fn(ctx) on the calling thread in place of a wake-up of the
+ * predicate thread, under the rules of the arrival pass
+ * (sst_predicate_set_arrival): only where the transport has the arrival
+ * hook (libfabric; elsewhere the thread's wake-up stays, and the call does
+ * nothing), only while the predicate thread sleeps, and only with the lock
+ * and the push lock both free (tried, never waited for). fn runs with the
+ * lock held, as a trigger does, and what it pushed is posted before either
+ * lock is released, so no pass of the predicate thread writes the row
+ * between the queueing and the post (T2). fn returns false when it did
+ * not do the work it was called for. Returns true when fn ran and returned
+ * true; the predicate thread is then woken only when a predicate still
+ * holds or a row announced its departure. Returns false when fn did not
+ * run or returned false: the caller wakes the thread (sst_engine_wake).
+ * Never called with the lock held (false at once on the predicate thread
+ * or inside an arrival or inline pass).
+ */
+bool sst_engine_run_inline(struct sst_engine *engine, bool (*fn)(void *ctx), void *ctx);
+/* Whether sst_engine_run_inline can ever run anything on this engine (its
+ * transport has the arrival hook). Never blocks. */
+bool sst_engine_has_arrival(const struct sst_engine *engine);
 
 /* Called on the predicate thread (lock held) when the transport reports a
  * peer failed, with the transport's error; when a peer announced that it

@@ -62,7 +62,7 @@ int sst_engine_create(const struct tp_config *tp_config, const struct sst_engine
     pthread_mutex_init(&engine->post_lock, NULL);
     atomic_store(&engine->asleep, true); /* no thread yet */
     engine->next_predicate_id = 1;
-    (void)tp_set_arrival(engine->endpoint, sst_arrival, engine);
+    engine->arrival_hook = tp_set_arrival(engine->endpoint, sst_arrival, engine);
     *out = engine;
     return 0;
 }

@@ -112,6 +112,9 @@ struct sst_engine {
     /* No pass is under way or about to start: the predicate thread waits
      * on its doorbell, or none runs (sst_engine_asleep). */
     atomic_bool asleep;
+    /* The transport runs sst_arrival on its own progress thread
+     * (tp_set_arrival took the hook): set once at creation. */
+    bool arrival_hook;
 
     struct sst_predicate *predicates;
     uint32_t num_predicates, cap_predicates;

@@ -28,8 +28,9 @@
  * thread may not have stored yet when the first trigger runs. */
 static _Thread_local const struct sst_engine *current_engine;
 /* The engine whose arrival triggers the calling thread (a transport's
- * progress thread) runs now, lock held: as for current_engine, a trigger's
- * sst_predicate_add or _remove must not take the lock again. */
+ * progress thread) runs now, or whose inline pass (sst_engine_run_inline)
+ * it runs, lock held: as for current_engine, a trigger's sst_predicate_add
+ * or _remove must not take the lock again. */
 static _Thread_local const struct sst_engine *arrival_engine;
 
 static bool holds_lock(const struct sst_engine *engine)
@@ -258,6 +259,25 @@ static bool thread_needed(struct sst_engine *engine)
     return false;
 }
 
+/* Takes the lock and post_lock, both only tried, while the predicate
+ * thread sleeps (checked again once they are held: a pass of that thread
+ * starts under the lock, so none is under way or can start until they are
+ * released). False, holding neither, otherwise. */
+static bool lock_both_if_asleep(struct sst_engine *engine)
+{
+    if (!atomic_load(&engine->running) || !sst_engine_asleep(engine) || !sst_engine_trylock(engine))
+        return false;
+    if (pthread_mutex_trylock(&engine->post_lock) != 0) {
+        pthread_mutex_unlock(&engine->lock);
+        return false;
+    }
+    if (atomic_load(&engine->running) && sst_engine_asleep(engine))
+        return true;
+    pthread_mutex_unlock(&engine->post_lock);
+    pthread_mutex_unlock(&engine->lock);
+    return false;
+}
+
 /*
  * The transport's arrival hook (sst_predicate_set_arrival). Only while the
  * predicate thread sleeps: an awake one finds the work in its next pass.
@@ -281,21 +301,42 @@ bool sst_arrival(void *ctx)
         request_short_slice();
     }
     struct sst_engine *engine = ctx;
-    if (!atomic_load(&engine->running) || !sst_engine_asleep(engine) || !sst_engine_trylock(engine))
+    if (!lock_both_if_asleep(engine))
         return false;
-    if (pthread_mutex_trylock(&engine->post_lock) != 0) {
-        pthread_mutex_unlock(&engine->lock);
-        return false;
-    }
-    bool handled = false;
-    if (atomic_load(&engine->running) && sst_engine_asleep(engine)) {
-        arrival_engine = engine;
-        bool ran = run_arrival_triggers(engine);
-        arrival_engine = NULL;
-        handled = ran && !thread_needed(engine);
-    }
+    arrival_engine = engine;
+    bool ran = run_arrival_triggers(engine);
+    arrival_engine = NULL;
+    bool handled = ran && !thread_needed(engine);
     sst_post_and_unlock_held(engine);
     return handled;
+}
+
+/*
+ * The committing thread's pass (sst.h): the same locks and the same order
+ * as sst_arrival, on a thread that is neither the predicate thread nor the
+ * transport's. Without the arrival hook (shm, verbs) the predicate
+ * thread's wake-up stays: nothing else there answers what this pass's
+ * pushes bring back while that thread sleeps.
+ */
+bool sst_engine_run_inline(struct sst_engine *engine, bool (*fn)(void *ctx), void *ctx)
+{
+    if (!engine->arrival_hook || holds_lock(engine) || !lock_both_if_asleep(engine))
+        return false;
+    arrival_engine = engine;
+    bool done = fn(ctx);
+    arrival_engine = NULL;
+    bool wake = done && thread_needed(engine);
+    sst_post_and_unlock_held(engine);
+    if (done)
+        sst_stat_add(&engine->stats.inline_passes, 1);
+    if (wake)
+        sst_engine_wake(engine);
+    return done;
+}
+
+bool sst_engine_has_arrival(const struct sst_engine *engine)
+{
+    return engine->arrival_hook;
 }
 
 static void poll_transport(struct sst_engine *engine)

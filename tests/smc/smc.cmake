@@ -43,3 +43,10 @@ if(SPINDLE_FABRIC_FOUND)
       ARGS ${prov} TIMEOUT 60 LABELS smc fabric security)
   endforeach()
 endif()
+# Over libfabric a commit that finds its predicate thread asleep sends its
+# atomic message itself; one order everywhere, also with senders at once;
+# over shm the wake-up stays.
+if(SPINDLE_FABRIC_FOUND)
+  spindle_add_test(test_smc_commit_send SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_smc_commit_send.c
+                   TIMEOUT 120 LABELS smc fabric)
+endif()
