@@ -340,6 +340,12 @@ struct spindle_group_options {
      * taking that CPU whole; give each member on a host its own CPU and
      * keep other busy threads off them. spindle_group_create fails with
      * SPINDLE_EINVAL when poll_cpu is not a CPU this process may run on.
+     * Either way the predicate thread runs under the scheduling policy of
+     * the thread that creates or joins the group: a real-time one
+     * (SCHED_FIFO, SCHED_RR) is kept, which keeps other threads on its CPU
+     * out of the light-load tail at a cost in throughput (not with
+     * poll_dedicated, which never sleeps); a normal one asks for a short
+     * time slice (docs/PERFORMANCE.md, "The slowest one percent").
      */
     bool poll_dedicated;
     uint32_t poll_cpu;

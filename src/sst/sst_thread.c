@@ -5,7 +5,9 @@
  * doorbell, which every push that needs an answer rings. Every wait ends
  * at a ring; none is an uninterruptible nap. The thread never holds the
  * lock while sleeping or posting. With a dedicated CPU (poll_dedicated)
- * it is pinned there and never sleeps.
+ * it is pinned there and never sleeps. It runs under the scheduling policy
+ * of the thread that started it; a normal one asks for a short slice, a
+ * real-time one (SCHED_FIFO, SCHED_RR) is kept.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -396,9 +398,25 @@ static bool sleep_on_doorbell(struct sst_engine *engine)
  * ignore it or refuse, which is harmless). A shorter slice gives the thread
  * an earlier deadline when a doorbell wakes it, so it preempts a busy
  * thread instead of waiting for the end of that thread's slice: on a loaded
- * 2-core machine that is the difference between ~0.1 ms and ~4 ms wake-ups. */
+ * 2-core machine that is the difference between ~0.1 ms and ~4 ms wake-ups.
+ *
+ * A real-time policy the thread inherited from the one that started it
+ * (the application ran under `chrt -f 1`, say) is kept: the request would
+ * turn it back into a normal thread. A real-time thread woken while its
+ * CPU is held by a thread that keeps it for milliseconds (a kernel worker,
+ * another process) is placed on an idle CPU or preempts that thread; a
+ * normal one was traced waiting there for milliseconds while the other
+ * CPU idled (docs/PERFORMANCE.md, "The slowest one percent at light load
+ * on shm"). */
 static void request_short_slice(void)
 {
+    int policy = sched_getscheduler(0);
+#ifdef SCHED_RESET_ON_FORK
+    if (policy > 0)
+        policy &= ~SCHED_RESET_ON_FORK;
+#endif
+    if (policy == SCHED_FIFO || policy == SCHED_RR)
+        return;
 #ifdef SYS_sched_setattr
     struct {
         uint32_t size, policy;

@@ -20,3 +20,7 @@ spindle_add_test(test_sst_spin SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_spin.c
 # A peer polling on a dedicated CPU is posted to without a doorbell ring.
 spindle_add_test(test_sst_polling_ring SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_polling_ring.c
                  TIMEOUT 30 LABELS sst)
+# The predicate thread keeps a real-time policy it inherits (skipped
+# without the right to one) and a normal thread stays normal.
+spindle_add_test(test_sst_policy SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sst_policy.c TIMEOUT 30
+                 LABELS sst)

@@ -88,3 +88,11 @@ if(TARGET spindle-bench)
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_app_cpus.sh $<TARGET_FILE:spindle-bench>)
   set_tests_properties(bench_app_cpus_pins_or_refuses PROPERTIES LABELS "tools;bench" TIMEOUT 60)
 endif()
+
+# spindle-bench --realtime: a run whose group threads are SCHED_FIFO
+# delivers everything (or names the refused policy); bad priorities refused.
+if(TARGET spindle-bench)
+  add_test(NAME bench_realtime_runs_or_refuses
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_realtime.sh $<TARGET_FILE:spindle-bench>)
+  set_tests_properties(bench_realtime_runs_or_refuses PROPERTIES LABELS "tools;bench" TIMEOUT 60)
+endif()

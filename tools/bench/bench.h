@@ -71,6 +71,8 @@ struct bench_config {
     uint32_t app_cpus[SPINDLE_MAX_MEMBERS];  /* --app-cpus: member i's sending and waiting
                                               * thread runs on app_cpus[i] */
     uint32_t num_app_cpus;                   /* 0: wherever the scheduler puts it */
+    int realtime_priority;                   /* --realtime: SCHED_FIFO priority of the
+                                              * group's threads (0: normal scheduling) */
     const char *key_file;                    /* --key-file / [group] key_file: the group key */
     const char *log_dir;         /* --log-dir / [group] log_dir: log every subgroup there */
     bool dispatch;               /* --dispatch / [group] dispatch: deliveries on a thread of

@@ -116,6 +116,11 @@ static const char usage[] =
     "                         waits for deliveries) to the i-th CPU of LIST, e.g. with\n"
     "                         --poll-cpus 0,1 on two CPUs --app-cpus 1,0 commits on the\n"
     "                         peer's polling CPU (default: not pinned)\n"
+    "  --realtime PRIO        the group's threads (the predicate thread among them) run\n"
+    "                         SCHED_FIFO at PRIO: each member's application thread takes\n"
+    "                         the policy for spindle_group_create, whose threads inherit\n"
+    "                         it, and drops it after (needs root, CAP_SYS_NICE or\n"
+    "                         RLIMIT_RTPRIO; default: normal scheduling)\n"
     "  --name NAME            this member's persistent name (with --local: NAME-<id>;\n"
     "                         default its control address, or member-<id>@<host>)\n"
     "  --incarnation N        this member's incarnation, larger at each restart under one\n"
@@ -245,6 +250,7 @@ enum {
     OPT_DISPATCH,
     OPT_POLL_CPUS,
     OPT_APP_CPUS,
+    OPT_REALTIME,
     OPT_KEY_FILE,
     OPT_ACCEPT_KEY_FILE,
     OPT_LOG_DIR,
@@ -294,6 +300,7 @@ static const struct option long_options[] = {
     {"dispatch", no_argument, 0, OPT_DISPATCH},
     {"poll-cpus", required_argument, 0, OPT_POLL_CPUS},
     {"app-cpus", required_argument, 0, OPT_APP_CPUS},
+    {"realtime", required_argument, 0, OPT_REALTIME},
     {"key-file", required_argument, 0, OPT_KEY_FILE},
     {"accept-key-file", required_argument, 0, OPT_ACCEPT_KEY_FILE},
     {"log-dir", required_argument, 0, OPT_LOG_DIR},
@@ -391,6 +398,11 @@ static int parse_number(int opt, const char *arg, struct bench_config *c, unsign
         return parse_cpus(arg, "--poll-cpus", c->poll_cpus, &c->num_poll_cpus);
     case OPT_APP_CPUS:
         return parse_cpus(arg, "--app-cpus", c->app_cpus, &c->num_app_cpus);
+    case OPT_REALTIME:
+        if (parse_u64(arg, "--realtime", 1, 99, &v) < 0)
+            return -1;
+        c->realtime_priority = (int)v;
+        return 0;
     case OPT_INCARNATION:
         if (parse_u64(arg, "--incarnation", 1, UINT64_MAX, &v) < 0)
             return -1;

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +271,35 @@ static void on_view(void *ctx, const struct spindle_view_info *view)
     fflush(stdout);
 }
 
+/* --realtime: spindle_group_create under SCHED_FIFO, so that the threads
+ * it starts (the predicate thread above all) inherit the policy; the
+ * calling (application) thread goes back to its own policy after. A
+ * real-time predicate thread is not left waiting behind another thread on
+ * a busy CPU while another CPU idles (docs/PERFORMANCE.md, "The slowest
+ * one percent at light load on shm"). */
+static int realtime_create(const struct bench_config *config,
+                           const struct spindle_group_options *options,
+                           const struct spindle_subgroup_config *subgroups, spindle_group_t **out)
+{
+    if (config->realtime_priority == 0)
+        return spindle_group_create(options, subgroups, config->subgroups, out);
+    int old_policy;
+    struct sched_param old_param, fifo = {.sched_priority = config->realtime_priority};
+    int rc = pthread_getschedparam(pthread_self(), &old_policy, &old_param);
+    if (rc == 0)
+        rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &fifo);
+    if (rc != 0) {
+        fprintf(stderr, "spindle-bench: --realtime %d: cannot take SCHED_FIFO: %s\n",
+                config->realtime_priority, strerror(rc));
+        return SPINDLE_EPERM;
+    }
+    int created = spindle_group_create(options, subgroups, config->subgroups, out);
+    rc = pthread_setschedparam(pthread_self(), old_policy, &old_param);
+    if (rc != 0)
+        fprintf(stderr, "spindle-bench: --realtime: cannot restore the policy: %s\n", strerror(rc));
+    return created;
+}
+
 /* Deterministic payload of (member, subgroup, index), so traces can be
  * compared across members by checksum. */
 static void fill_payload(uint8_t *data, uint32_t size, uint32_t self, uint32_t subgroup,
@@ -387,7 +417,7 @@ static int create_group(const struct bench_config *config, uint32_t self, uint32
         options.bootstrap = config->listen;
         options.group_name = NULL; /* the group tells */
     }
-    int rc = spindle_group_create(&options, subgroups, config->subgroups, out);
+    int rc = realtime_create(config, &options, subgroups, out);
     free(logged);
     free(subgroups);
     return rc;
