@@ -4,7 +4,8 @@
  * (its counter set to the question, pushed back). While B's predicate
  * thread sleeps, B's transport progress thread answers in the arrival
  * trigger without waking it; a predicate that holds with no arrival
- * trigger still wakes the predicate thread at once. The predicate threads
+ * trigger still wakes the predicate thread at once, and a write that makes
+ * no predicate hold wakes nobody. The predicate threads
  * sleep up to 5 s between heartbeats here, so an answer or a wake-up that
  * waited for the timer instead of a ring fails the 2 s bounds below.
  */
@@ -30,6 +31,7 @@ struct side {
     struct sst_engine *engine;
     struct sst_table *table;
     uint32_t my_row, peer_row;
+    uint32_t unwatched; /* offset of a counter no predicate reads */
 };
 
 struct answerer {
@@ -102,6 +104,9 @@ static void open_side(struct side *side, uint32_t id)
     struct sst_schema schema;
     sst_schema_init(&schema);
     assert_true(sst_schema_add_counter(&schema) >= 0);
+    int unwatched = sst_schema_add_counter(&schema);
+    assert_true(unwatched > 0);
+    side->unwatched = sst_column_offset(&schema, unwatched);
     side->my_row = id;
     side->peer_row = 1 - id;
     assert_int_equal(sst_table_create(side->engine, &schema, 2, id, &side->table), 0);
@@ -141,6 +146,30 @@ static void ask(struct side *a, uint64_t value)
     sst_engine_unlock(a->engine);
 }
 
+/* Sets A's unwatched counter to value, pushes it to B, and waits (2 s at
+ * most) until B's table holds it. */
+static void write_unwatched(struct side *a, struct side *b, uint64_t value)
+{
+    sst_engine_lock(a->engine);
+    sst_write_u64(a->table, a->unwatched, value);
+    assert_int_equal(sst_push(a->table, a->unwatched, 8, &a->peer_row, 1), 0);
+    sst_engine_unlock(a->engine);
+    uint64_t deadline = sp_now_ns() + BOUND_NS;
+    while (sst_read_u64(b->table, b->peer_row, b->unwatched) < value && sp_now_ns() < deadline)
+        sched_yield();
+    assert_int_equal(sst_read_u64(b->table, b->peer_row, b->unwatched), value);
+}
+
+/* Asks value and waits (2 s at most) for B's answer at A. */
+static void ask_and_wait(struct side *a, uint64_t value)
+{
+    ask(a, value);
+    uint64_t deadline = sp_now_ns() + BOUND_NS;
+    while (sst_read_u64(a->table, a->peer_row, SST_ROW_HEADER) < value && sp_now_ns() < deadline)
+        sched_yield();
+    assert_int_equal(sst_read_u64(a->table, a->peer_row, SST_ROW_HEADER), value);
+}
+
 static void test_a_sleeping_peer_answers_on_arrival(void **state)
 {
     (void)state;
@@ -176,24 +205,32 @@ static void test_a_sleeping_peer_answers_on_arrival(void **state)
      * arrival (a heartbeat or a busy CPU may wake the thread first). */
     for (uint64_t round = 1; round <= ROUNDS; round++) {
         assert_true(until_asleep(&b));
-        ask(&a, round);
-        uint64_t deadline = sp_now_ns() + BOUND_NS;
-        while (sst_read_u64(a.table, a.peer_row, SST_ROW_HEADER) < round && sp_now_ns() < deadline)
-            sched_yield();
-        assert_int_equal(sst_read_u64(a.table, a.peer_row, SST_ROW_HEADER), round);
+        ask_and_wait(&a, round);
     }
     uint64_t by_arrival = __atomic_load_n(&ans.by_arrival, __ATOMIC_RELAXED);
     uint64_t by_thread = __atomic_load_n(&ans.by_thread, __ATOMIC_RELAXED);
     assert_int_equal(by_arrival + by_thread, ROUNDS);
     assert_true(by_arrival >= ROUNDS / 2);
 
-    /* A predicate without an arrival trigger wakes the thread at once. */
+    /* A write that makes no predicate hold wakes nobody: it lands while
+     * B's thread sleeps, a question after it is answered (so B's progress
+     * thread has dealt with the write), and the thread sleeps once more
+     * only after the SPECIAL question below wakes it, not twice. */
     assert_true(until_asleep(&b));
+    struct sst_engine_stats before, after;
+    sst_engine_stats(b.engine, &before);
+    write_unwatched(&a, &b, 1);
+    ask_and_wait(&a, ROUNDS + 1);
+
+    /* A predicate without an arrival trigger wakes the thread at once. */
     ask(&a, SPECIAL);
     uint64_t deadline = sp_now_ns() + BOUND_NS;
     while (__atomic_load_n(&ans.special, __ATOMIC_RELAXED) == 0 && sp_now_ns() < deadline)
         sched_yield();
     assert_int_equal(__atomic_load_n(&ans.special, __ATOMIC_RELAXED), 1);
+    assert_true(until_asleep(&b));
+    sst_engine_stats(b.engine, &after);
+    assert_int_equal(after.sleeps, before.sleeps + 1);
 
     sst_engine_destroy(a.engine);
     sst_engine_destroy(b.engine);
