@@ -128,7 +128,8 @@ void kv_client_accept(struct kv_server *server)
             server->num_conns_slots = count;
         }
         struct kv_conn *conn = calloc(1, sizeof *conn);
-        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_CLIENT << 32 | (uint32_t)fd};
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLET,
+                                 .data.u64 = TAG_CLIENT << 32 | (uint32_t)fd};
         if (conn == NULL || epoll_ctl(server->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
             free(conn);
             close(fd);
@@ -532,6 +533,11 @@ static void process_input(struct kv_server *server, struct kv_conn *conn)
     kv_buf_consume(&conn->in, used);
 }
 
+/* Client sockets are edge-triggered: a level-triggered one reported ready
+ * is polled again at the next epoll_wait only to find it drained, once per
+ * request. So read_in reads until the socket is drained (a short read) or
+ * re-arms the descriptor when it stops before (events 0 forces the
+ * EPOLL_CTL_MOD, which reports a socket still readable). */
 static void update_events(struct kv_server *server, struct kv_conn *conn)
 {
     uint32_t events = 0;
@@ -541,7 +547,8 @@ static void update_events(struct kv_server *server, struct kv_conn *conn)
         events |= EPOLLOUT;
     if (events == conn->events)
         return;
-    struct epoll_event ev = {.events = events, .data.u64 = TAG_CLIENT << 32 | (uint32_t)conn->fd};
+    struct epoll_event ev = {.events = events | EPOLLET,
+                             .data.u64 = TAG_CLIENT << 32 | (uint32_t)conn->fd};
     epoll_ctl(server->epoll_fd, EPOLL_CTL_MOD, conn->fd, &ev);
     conn->events = events;
 }
@@ -575,7 +582,11 @@ static bool write_out(struct kv_server *server, struct kv_conn *conn)
 
 static void read_in(struct kv_server *server, struct kv_conn *conn)
 {
-    while (conn->in.len < KV_MAX_INPUT) {
+    for (;;) {
+        if (conn->in.len >= KV_MAX_INPUT) {
+            conn->events = 0; /* not drained: re-armed once the input shrinks */
+            break;
+        }
         kv_buf_reserve(&conn->in, 16384);
         ssize_t n = recv(conn->fd, conn->in.data + conn->in.len, conn->in.cap - conn->in.len, 0);
         if (n < 0 && errno == EINTR)

@@ -60,10 +60,6 @@ void kv_hold_reply(struct kv_server *server, uint64_t view_id, uint64_t seq, int
  * replies are in delivery order, so they are released from the front. */
 void kv_release_persisted(struct kv_server *server)
 {
-    uint64_t counter;
-    if (server->persist_fd >= 0 && read(server->persist_fd, &counter, sizeof counter) < 0 &&
-        errno != EAGAIN)
-        fprintf(stderr, "spindle-kv: reading the persistence eventfd: %s\n", strerror(errno));
     if (server->held_count == 0)
         return;
     uint64_t view_id = 0, global = 0;
@@ -85,11 +81,31 @@ void kv_release_persisted(struct kv_server *server)
     }
 }
 
+void kv_persist_signalled(struct kv_server *server)
+{
+    /* The descriptor is drained first, then the flag cleared, then the
+     * frontier asked for: an upcall that found the flag still set reported
+     * a frontier this ask sees (the exchange acquires what it released),
+     * and one after the exchange writes again, after the drain. */
+    uint64_t counter;
+    if (read(server->persist_fd, &counter, sizeof counter) < 0 && errno != EAGAIN)
+        fprintf(stderr, "spindle-kv: reading the persistence eventfd: %s\n", strerror(errno));
+    (void)__atomic_exchange_n(&server->persist_signalled, false, __ATOMIC_ACQ_REL);
+    kv_release_persisted(server);
+}
+
 void kv_on_persisted(void *ctx, uint32_t subgroup, uint64_t view_id, uint64_t frontier)
 {
     /* The predicate thread or the log's writer: wake the loop, which asks for
-     * the frontier. */
-    const struct kv_server *server = ctx;
+     * the frontier, unless an earlier report's wake-up is still unread (the
+     * loop's ask then sees this frontier too). At most one write per turn
+     * of the loop, where a busy member reports several frontiers. */
+    (void)subgroup;
+    (void)view_id;
+    (void)frontier;
+    struct kv_server *server = ctx;
+    if (__atomic_exchange_n(&server->persist_signalled, true, __ATOMIC_ACQ_REL))
+        return;
     uint64_t one = 1;
     if (write(server->persist_fd, &one, sizeof one) < 0 && errno != EAGAIN)
         return; /* the loop also looks at every delivery */

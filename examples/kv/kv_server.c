@@ -518,7 +518,7 @@ static bool handle(struct kv_server *server, const struct epoll_event *ev)
     case TAG_SIGNAL:
         return false;
     case TAG_PERSIST:
-        kv_release_persisted(server);
+        kv_persist_signalled(server);
         return true;
     case TAG_SYNC:
         kv_sync_fetched(server);

@@ -153,6 +153,10 @@ struct kv_server {
     uint64_t ops_proposed, ops_applied, stale_reads;
     /* Logged shards. */
     int persist_fd; /* eventfd the persisted upcall writes */
+    /* Set (atomically) by the persisted upcall that wrote persist_fd, cleared
+     * by the loop before it asks for the frontier: one write per wake-up of
+     * the loop, however many frontiers the library reports meanwhile. */
+    bool persist_signalled;
     struct kv_held *held;
     size_t held_head, held_count, held_cap;
     uint64_t last_view, last_seq; /* the last delivered message */
@@ -204,6 +208,8 @@ void kv_hold_reply(struct kv_server *server, uint64_t view_id, uint64_t seq, int
                    uint64_t conn_id, uint64_t slot, const struct kv_buf *reply);
 /* Answers the held replies that are persistent now. */
 void kv_release_persisted(struct kv_server *server);
+/* persist_fd is readable: takes the signal, then answers what is persistent. */
+void kv_persist_signalled(struct kv_server *server);
 void kv_on_persisted(void *ctx, uint32_t subgroup, uint64_t view_id, uint64_t frontier);
 int kv_on_replay(void *ctx, const struct spindle_replayed *item);
 /* Snapshots the store into the log when enough was applied since. */

@@ -74,6 +74,7 @@ struct log_appender {
     atomic_uint_fast64_t durable_position;
     atomic_uint_fast64_t durable_bytes;
     atomic_uint_fast64_t syncs;
+    atomic_uint_fast64_t catch_up_writes; /* batches that took a second write before their sync */
     /* Compaction, under lock: the cover points, bumped generation on each
      * change; the writer compacts while compact_due. */
     struct log_cover covers[SPINDLE_MAX_SUBGROUPS];
@@ -163,7 +164,9 @@ void log_test_delay_syncs(unsigned ms)
 
 static pthread_mutex_t sync_gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sync_gate_opened = PTHREAD_COND_INITIALIZER;
-static bool sync_gate_closed; /* under sync_gate_lock: log_test_hold_syncs */
+static pthread_cond_t sync_gate_reached = PTHREAD_COND_INITIALIZER;
+static bool sync_gate_closed;   /* under sync_gate_lock: log_test_hold_syncs */
+static unsigned sync_gate_held; /* under sync_gate_lock: writers waiting at it */
 
 /* Used by tests only (tests/log/test_log_delivery.c: a disk that takes
  * nothing until the test says so). */
@@ -177,11 +180,39 @@ void log_test_hold_syncs(bool hold)
     pthread_mutex_unlock(&sync_gate_lock);
 }
 
+/* Used by tests only (tests/log/test_log_append.c: records submitted
+ * while a batch is being written). */
+// cppcheck-suppress unusedFunction
+int log_test_wait_held_syncs(unsigned writers, int timeout_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&sync_gate_lock);
+    while (sync_gate_held < writers && rc == 0)
+        if (pthread_cond_timedwait(&sync_gate_reached, &sync_gate_lock, &deadline) == ETIMEDOUT)
+            rc = sp_error(SPINDLE_ETIMEDOUT, "log: %u of %u writers at the held sync within %d ms",
+                          sync_gate_held, writers, timeout_ms);
+    pthread_mutex_unlock(&sync_gate_lock);
+    return rc;
+}
+
 static void sync_delay(void)
 {
     pthread_mutex_lock(&sync_gate_lock);
-    while (sync_gate_closed)
-        pthread_cond_wait(&sync_gate_opened, &sync_gate_lock);
+    if (sync_gate_closed) {
+        sync_gate_held++;
+        pthread_cond_broadcast(&sync_gate_reached);
+        while (sync_gate_closed)
+            pthread_cond_wait(&sync_gate_opened, &sync_gate_lock);
+        sync_gate_held--;
+    }
     pthread_mutex_unlock(&sync_gate_lock);
     unsigned ms = __atomic_load_n(&sync_delay_ms, __ATOMIC_RELAXED);
     if (ms == 0)
@@ -191,23 +222,83 @@ static void sync_delay(void)
     }
 }
 
-/* Writes the stretches at the end of the tail segment (log_direct.h) and
- * syncs them. */
-static int write_stretches(struct log_appender *app, struct iovec *iov, int count, size_t bytes)
+/* The stretches queued in `to` after those in `from` (two snapshots of the
+ * queue taken by the writer, `to` the later): A grows until B starts, and
+ * only B grows after that; only the writer frees. Returns their count. */
+static int new_stretches(const struct log_appender *app, const struct log_queue *from,
+                         const struct log_queue *to, struct iovec iov[2])
+{
+    int count = 0;
+    if (from->b_active) {
+        if (to->b_end > from->b_end)
+            iov[count++] = (struct iovec){app->buf + from->b_end, to->b_end - from->b_end};
+        return count;
+    }
+    if (to->a_end > from->a_end)
+        iov[count++] = (struct iovec){app->buf + from->a_end, to->a_end - from->a_end};
+    if (to->b_active && to->b_end > 0)
+        iov[count++] = (struct iovec){app->buf, to->b_end};
+    return count;
+}
+
+/* Writes what `to` holds past `from` at offset of the tail segment
+ * (log_direct.h), without a sync; adds the bytes to *bytes. */
+static int write_new(struct log_appender *app, const struct log_queue *from,
+                     const struct log_queue *to, uint64_t offset, size_t *bytes)
+{
+    struct iovec iov[2];
+    int count = new_stretches(app, from, to, iov);
+    size_t length = 0;
+    for (int i = 0; i < count; i++)
+        length += iov[i].iov_len;
+    if (length == 0)
+        return 0;
+    if (log_direct_write(app->direct, app->log, iov, count, length, offset) != 0)
+        return -1;
+    *bytes += length;
+    return 0;
+}
+
+/* Writes everything queued, and what was queued while that write ran,
+ * then syncs once. The write of a batch takes a disk round trip, and on a
+ * busy member the next delivery often lands meanwhile: written at once
+ * behind the first, it shares the batch's fdatasync instead of waiting for
+ * its own (and this member's persistence column moves once for both). One
+ * such catch-up write at most, so the first records wait for one more
+ * write, never for a stream of them; none past the segment's size, where
+ * the batch seals it. On success *taken and *position are what became
+ * durable. Called without the lock. */
+static int write_stretches(struct log_appender *app, struct log_queue *taken, uint64_t *position,
+                           size_t *bytes)
 {
     struct log *log = app->log;
     struct log_segment *seg = &log->segments[log->segment_count - 1];
-    if (log_direct_write(app->direct, log, iov, count, bytes, seg->size) != 0)
+    struct log_queue none = {taken->a_start, taken->a_start, 0, false};
+    *bytes = 0;
+    if (write_new(app, &none, taken, seg->size, bytes) != 0)
         goto failed;
-    sync_delay();
+    sync_delay(); /* the test hooks' slow disk: records queue meanwhile */
+    if (seg->size + *bytes < app->segment_bytes) {
+        pthread_mutex_lock(&app->lock);
+        struct log_queue now = app->queue;
+        uint64_t now_position = app->submitted_position;
+        pthread_mutex_unlock(&app->lock);
+        if (now_position != *position) {
+            if (write_new(app, taken, &now, seg->size + *bytes, bytes) != 0)
+                goto failed;
+            *taken = now;
+            *position = now_position;
+            atomic_fetch_add_explicit(&app->catch_up_writes, 1, memory_order_relaxed);
+        }
+    }
     if (fdatasync(log->tail_fd) != 0)
         goto failed;
     return 0;
 failed:;
     char name[LOG_SEGMENT_NAME_SIZE + 1];
     log_segment_name(seg->first_position, name);
-    return sp_error(SPINDLE_EIO, "log: cannot append %zu bytes to %s/%s: %s", bytes, log->dir, name,
-                    errno != 0 ? strerror(errno) : "the disk took no bytes");
+    return sp_error(SPINDLE_EIO, "log: cannot append %zu bytes to %s/%s: %s", *bytes, log->dir,
+                    name, errno != 0 ? strerror(errno) : "the disk took no bytes");
 }
 
 /* One batch: everything queued, written and synced; then the durable
@@ -217,12 +308,8 @@ static int write_batch(struct log_appender *app)
     struct log_queue taken = app->queue;
     uint64_t position = app->submitted_position;
     pthread_mutex_unlock(&app->lock);
-    struct iovec iov[2] = {{app->buf + taken.a_start, taken.a_end - taken.a_start}};
-    int count = 1;
-    if (taken.b_active)
-        iov[count++] = (struct iovec){app->buf, taken.b_end};
-    size_t bytes = iov[0].iov_len + (count == 2 ? iov[1].iov_len : 0);
-    int rc = write_stretches(app, iov, count, bytes);
+    size_t bytes;
+    int rc = write_stretches(app, &taken, &position, &bytes);
     struct log *log = app->log;
     bool durable = rc == 0;
     bool sealed = false;
@@ -569,6 +656,7 @@ int log_appender_start(struct log *log, const struct log_appender_options *optio
     atomic_init(&app->durable_position, log->end_position);
     atomic_init(&app->durable_bytes, 0);
     atomic_init(&app->syncs, 0);
+    atomic_init(&app->catch_up_writes, 0);
     atomic_init(&app->segments_removed, 0);
     if (log->has_last_view)
         note_view(app, &log->last_view);
@@ -672,6 +760,14 @@ uint64_t log_appender_durable(const struct log_appender *app)
 uint64_t log_appender_syncs(const struct log_appender *app)
 {
     return atomic_load_explicit(&app->syncs, memory_order_relaxed);
+}
+
+/* Used by tests only (tests/log/test_log_append.c), until the member's
+ * statistics report it. */
+// cppcheck-suppress unusedFunction
+uint64_t log_appender_catch_up_writes(const struct log_appender *app)
+{
+    return atomic_load_explicit(&app->catch_up_writes, memory_order_relaxed);
 }
 
 uint64_t log_appender_durable_bytes(const struct log_appender *app)

@@ -1,8 +1,9 @@
 /*
  * The batched appender of a log (docs/LOGS.md "Appending"): callers submit
  * batches of records; a writer thread of its own writes everything queued
- * (past the page cache where it can, log/log_direct.h) and makes it durable
- * with one fdatasync, then publishes how far the log is durable.
+ * (past the page cache where it can, log/log_direct.h), and once more what
+ * was queued during that write, and makes it durable with one fdatasync,
+ * then publishes how far the log is durable.
  *
  * Records are copied into a bounded queue (queue_bytes) when submitted, so
  * the caller's buffers (ring slots) are free when submit returns. A batch
@@ -82,6 +83,10 @@ uint64_t log_appender_durable(const struct log_appender *app);
 /* fdatasync calls made for records so far (segment creation not counted). */
 uint64_t log_appender_syncs(const struct log_appender *app);
 
+/* Batches whose sync also took records queued while the batch was being
+ * written (a second write before the one fdatasync). */
+uint64_t log_appender_catch_up_writes(const struct log_appender *app);
+
 /* Bytes of records made durable so far. */
 uint64_t log_appender_durable_bytes(const struct log_appender *app);
 
@@ -152,7 +157,12 @@ void log_appender_note_view(struct log_appender *app, const struct log_view *vie
  * pause of ms milliseconds (a slow disk); 0, the default, turns it off. */
 void log_test_delay_syncs(unsigned ms);
 /* Test hook: while held, every fdatasync of this process's appenders waits
- * (a disk that takes nothing) until log_test_hold_syncs(false). */
+ * (a disk that takes nothing) until log_test_hold_syncs(false); the wait
+ * comes after the batch's first write, before the records queued meanwhile
+ * are taken (its catch-up write). */
 void log_test_hold_syncs(bool hold);
+/* Test hook: waits until `writers` writers wait at the held sync. 0, or
+ * SPINDLE_ETIMEDOUT after timeout_ms. */
+int log_test_wait_held_syncs(unsigned writers, int timeout_ms);
 
 #endif

@@ -21,6 +21,13 @@ if(TARGET spindle-kv)
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kv_service.sh $<TARGET_FILE:spindle-kv>
                    ${CMAKE_CURRENT_LIST_DIR}/kv_redis_client.py)
   set_tests_properties(kv_service_redis_clients_and_failover PROPERTIES LABELS "kv" TIMEOUT 120)
+  # More pipelined input than a connection's limit, before any reply is
+  # read: the edge-triggered client socket is re-armed (kv_client.c).
+  add_test(NAME kv_pipeline_past_the_input_limit_is_answered_whole
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kv_pipeline_past_input_limit.sh
+                   $<TARGET_FILE:spindle-kv>)
+  set_tests_properties(kv_pipeline_past_the_input_limit_is_answered_whole PROPERTIES
+                       LABELS "kv" TIMEOUT 120)
   # A logged joiner of a shard the view's leader does not serve, and its
   # restart from its log (kv_join_logged_shards.sh).
   add_test(NAME kv_logged_joiner_of_a_shard_takes_its_state_from_the_shard

@@ -1,5 +1,6 @@
-/* The appender: one pwritev and one fdatasync per batch, a durable
- * position that only moves past synced records, a bounded queue. */
+/* The appender: one fdatasync per batch (records queued during its write
+ * included), a durable position that only moves past synced records, a
+ * bounded queue. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -88,6 +89,49 @@ static void test_queued_batches_share_a_sync(void **state)
     stop(&f);
 }
 
+/* Records submitted while a batch is being written (the writer waits at
+ * the held sync, its first write done) go out in a second write before
+ * that batch's fdatasync: one sync makes both durable, and the log reads
+ * back every record, in order, across the two writes. */
+static void test_records_queued_during_a_write_share_its_sync(void **state)
+{
+    (void)state;
+    struct fixture f;
+    start(&f, "catch_up", NULL);
+    struct log_record records[10];
+    struct sample_payload payloads[10];
+    for (int i = 0; i < 10; i++)
+        records[i] = sample_message((uint64_t)i, 8, &payloads[i]);
+    log_test_hold_syncs(true);
+    uint64_t end;
+    assert_int_equal(log_appender_submit(f.app, records, 1, &end), 0);
+    assert_int_equal(log_test_wait_held_syncs(1, 10000), 0);
+    assert_int_equal(log_appender_submit(f.app, records + 1, 9, &end), 0);
+    assert_int_equal(end, 10);
+    assert_int_equal(log_appender_durable(f.app), 0);
+    log_test_hold_syncs(false);
+    assert_int_equal(log_appender_wait(f.app, end, 10000), 0);
+    assert_int_equal(log_appender_durable(f.app), 10);
+    assert_int_equal(log_appender_syncs(f.app), 1);
+    assert_int_equal(log_appender_catch_up_writes(f.app), 1);
+    stop(&f);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/catch_up", root);
+    struct log *log;
+    assert_int_equal(log_open(dir, 0, &log, NULL), 0);
+    struct log_reader reader;
+    assert_int_equal(log_reader_open(&reader, log), 0);
+    struct log_record record;
+    for (uint64_t i = 0; i < 10; i++) {
+        assert_int_equal(log_reader_next(&reader, &record), 1);
+        assert_int_equal(record.position, i);
+        assert_true(sample_message_matches(&record, i, 8));
+    }
+    assert_int_equal(log_reader_next(&reader, &record), 0);
+    log_reader_close(&reader);
+    log_close(log);
+}
+
 static void test_a_batch_larger_than_the_queue_is_refused(void **state)
 {
     (void)state;
@@ -157,6 +201,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_batch_takes_one_fdatasync),
         cmocka_unit_test(test_queued_batches_share_a_sync),
+        cmocka_unit_test(test_records_queued_during_a_write_share_its_sync),
         cmocka_unit_test(test_a_batch_larger_than_the_queue_is_refused),
         cmocka_unit_test(test_bad_records_and_queues_are_refused_by_name),
     };

@@ -476,15 +476,46 @@ static int shm_post_writes(struct tp_peer *tpeer, const struct tp_write *writes,
     return 0;
 }
 
-/* Queues a failure event for every newly dead peer; events_lock held. */
+/* Queues the failure event of a dead peer once; events_lock held. */
+static void report_failed(struct shm_endpoint *ep, struct shm_peer *peer)
+{
+    if (peer->reported || ep->num_events >= SHM_EVENTS_MAX)
+        return;
+    peer->reported = true;
+    ep->events[ep->num_events++] = (struct tp_event){
+        .type = TP_EVENT_PEER_FAILED, .peer = &peer->base, .error = SPINDLE_EPEERFAILED};
+}
+
+/* Peers whose pidfds one poll() looks at. */
+#define SHM_CHECK_BATCH 32
+
+/* Queues a failure event for every newly dead peer; events_lock held. The
+ * live peers' pidfds go to one poll() (per SHM_CHECK_BATCH of them): the
+ * predicate thread checks before every sleep, and a system call per peer
+ * there was one per peer and sleep. */
 static void check_peers(struct shm_endpoint *ep, uint64_t now)
 {
     ep->last_check_ns = now;
-    for (struct shm_peer *peer = ep->peers; peer != NULL; peer = peer->next) {
-        if (!peer_check(peer) && !peer->reported && ep->num_events < SHM_EVENTS_MAX) {
-            peer->reported = true;
-            ep->events[ep->num_events++] = (struct tp_event){
-                .type = TP_EVENT_PEER_FAILED, .peer = &peer->base, .error = SPINDLE_EPEERFAILED};
+    struct shm_peer *peer = ep->peers;
+    while (peer != NULL) {
+        struct pollfd pfds[SHM_CHECK_BATCH];
+        struct shm_peer *polled[SHM_CHECK_BATCH];
+        nfds_t count = 0;
+        for (; peer != NULL && count < SHM_CHECK_BATCH; peer = peer->next) {
+            if (atomic_load(&peer->failed)) {
+                report_failed(ep, peer);
+                continue;
+            }
+            pfds[count] = (struct pollfd){.fd = peer->pidfd, .events = POLLIN};
+            polled[count++] = peer;
+        }
+        if (count == 0 || poll(pfds, count, 0) <= 0)
+            continue;
+        for (nfds_t i = 0; i < count; i++) {
+            if (pfds[i].revents == 0)
+                continue;
+            atomic_store(&polled[i]->failed, true);
+            report_failed(ep, polled[i]);
         }
     }
 }
