@@ -15,6 +15,7 @@
 
 #include "log/log_direct.h"
 #include "log/log_snapshot.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -185,14 +186,7 @@ void log_test_hold_syncs(bool hold)
 // cppcheck-suppress unusedFunction
 int log_test_wait_held_syncs(unsigned writers, int timeout_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = sp_deadline_in(CLOCK_REALTIME, timeout_ms);
     int rc = 0;
     pthread_mutex_lock(&sync_gate_lock);
     while (sync_gate_held < writers && rc == 0)
@@ -780,17 +774,7 @@ uint64_t log_appender_durable_bytes(const struct log_appender *app)
  * do not wait with. */
 static struct timespec deadline_after(int timeout_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    if (timeout_ms >= 0) {
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-    }
-    return deadline;
+    return sp_deadline_in(CLOCK_MONOTONIC, timeout_ms >= 0 ? timeout_ms : 0);
 }
 
 int log_appender_wait(struct log_appender *app, uint64_t position, int timeout_ms)

@@ -214,13 +214,7 @@ void view_wedge(struct view_membership *m)
 
 void view_deadline_in(struct timespec *ts, int ms)
 {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
+    *ts = sp_deadline_in(CLOCK_REALTIME, ms);
 }
 
 /* Waits on cond while a change runs. Lock held. */

@@ -540,14 +540,7 @@ static int fab_resolve(struct fab_ep *ep, const char *host, uint16_t port, struc
 /* Waits for the progress thread to move conn out of CONNECTING. */
 static int fab_wait_connected(struct fab_ep *ep, struct fab_conn *conn, int timeout_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = sp_deadline_in(CLOCK_REALTIME, timeout_ms);
     pthread_mutex_lock(&ep->cm_lock);
     int rc = 0;
     while (atomic_load(&conn->state) == FAB_CONN_CONNECTING && rc != ETIMEDOUT)
